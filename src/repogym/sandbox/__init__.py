@@ -1,0 +1,50 @@
+"""Sandboxes: one small protocol (:mod:`repogym.sandbox.base`), several lazily imported backends."""
+
+from __future__ import annotations
+
+import importlib
+
+from repogym.sandbox.base import (
+    BuildError,
+    BuiltEnvironment,
+    EnvironmentSpec,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    Session,
+)
+
+_BACKENDS: dict[str, str] = {
+    "local": "repogym.sandbox.local:LocalSandbox",
+    "docker": "repogym.sandbox.docker:DockerSandbox",
+}
+
+
+def backend_names() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def get_backend(name: str, **kwargs: object) -> Sandbox:
+    """Instantiate a backend by name; its module (and SDK) is imported only now."""
+    try:
+        target = _BACKENDS[name]
+    except KeyError:
+        raise SandboxError(
+            f"unknown sandbox backend {name!r}; choose one of: {', '.join(backend_names())}"
+        ) from None
+    module_name, _, cls_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return cls(**kwargs)
+
+
+__all__ = [
+    "BuildError",
+    "BuiltEnvironment",
+    "EnvironmentSpec",
+    "ExecResult",
+    "Sandbox",
+    "SandboxError",
+    "Session",
+    "backend_names",
+    "get_backend",
+]

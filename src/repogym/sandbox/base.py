@@ -1,0 +1,127 @@
+"""The sandbox protocol: build an environment from a task's ``environment/``, open sessions in it.
+
+Every backend (``local``, ``docker``, …) implements :class:`Sandbox`; callers never import a backend
+module directly but go through :func:`repogym.sandbox.get_backend`.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+NetworkMode = Literal["public", "no-network", "allowlist"]
+
+
+class SandboxError(RuntimeError):
+    """A sandbox could not do what was asked; the message is one line a user can act on."""
+
+
+class BuildError(SandboxError):
+    """The environment could not be built (bad Dockerfile line, failing RUN step, …)."""
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """What a backend needs to build and start a task's environment (from ``[environment]``)."""
+
+    context_dir: Path | None
+    """The task's ``environment/`` folder (Dockerfile + build context), or None when absent."""
+    dockerfile: str = "Dockerfile"
+    docker_image: str | None = None
+    workdir: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    cpus: float | None = None
+    memory_mb: int | None = None
+    storage_mb: int | None = None
+    network_mode: NetworkMode = "public"
+    allowed_hosts: tuple[str, ...] = ()
+    build_timeout_sec: float = 1800.0
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None
+    """Process exit code; None when it was killed (timeout) before exiting."""
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+
+
+@dataclass
+class BuiltEnvironment:
+    """A built environment that sessions start from; cheap to start many sessions from one."""
+
+    backend: str
+    key: str
+    """Cache key of the final build step (or image id)."""
+    workdir: str
+    env: dict[str, str]
+    user: str | None = None
+    base_mapping: dict[str, str] = field(default_factory=dict)
+    """How ``FROM`` was honoured, e.g. {"from": "python:3.12-slim", "host": "/usr/.../python3.12"}."""
+    details: dict[str, object] = field(default_factory=dict)
+
+
+class Session(abc.ABC):
+    """One running sandbox: a fresh copy-on-write root over a built environment."""
+
+    @abc.abstractmethod
+    def exec(
+        self,
+        command: str | list[str],
+        *,
+        timeout_s: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        user: str | None = None,
+        network: bool | None = None,
+    ) -> ExecResult:
+        """Run a command (a string goes through ``bash -lc``). The timeout kills its whole tree."""
+
+    @abc.abstractmethod
+    def read(self, path: str) -> bytes: ...
+
+    @abc.abstractmethod
+    def write(self, path: str, data: bytes | str, mode: int = 0o644) -> None: ...
+
+    @abc.abstractmethod
+    def upload(self, src: Path, dest: str) -> None:
+        """Copy a host file or folder into the sandbox at ``dest`` (created, replaced if present)."""
+
+    @abc.abstractmethod
+    def download(self, src: str, dest: Path) -> None:
+        """Copy a sandbox file or folder out to the host."""
+
+    @abc.abstractmethod
+    def remove(self, path: str) -> None:
+        """Remove a file or folder inside the sandbox (no error when absent)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop every process of the session and discard its root. Idempotent."""
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Sandbox(abc.ABC):
+    """A backend: builds environments and starts sessions over them."""
+
+    name: str = "abstract"
+
+    @abc.abstractmethod
+    def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment: ...
+
+    @abc.abstractmethod
+    def start(self, built: BuiltEnvironment, spec: EnvironmentSpec) -> Session: ...
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether this backend can run here, and if not, why (one line)."""
+        return True, ""
