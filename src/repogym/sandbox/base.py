@@ -61,7 +61,7 @@ class BuiltEnvironment:
     env: dict[str, str]
     user: str | None = None
     base_mapping: dict[str, str] = field(default_factory=dict)
-    """How ``FROM`` was honoured, e.g. {"from": "python:3.12-slim", "host": "/usr/.../python3.12"}."""
+    """How ``FROM`` was honoured, e.g. {"from": "python:3.12-slim", "host": "/…/python3.12"}."""
     details: dict[str, object] = field(default_factory=dict)
 
 
@@ -89,7 +89,7 @@ class Session(abc.ABC):
 
     @abc.abstractmethod
     def upload(self, src: Path, dest: str) -> None:
-        """Copy a host file or folder into the sandbox at ``dest`` (created, replaced if present)."""
+        """Copy a host file or folder into the sandbox at ``dest`` (replaced if present)."""
 
     @abc.abstractmethod
     def download(self, src: str, dest: Path) -> None:

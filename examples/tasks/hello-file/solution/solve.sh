@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+printf 'Hello from repogym\n' > /app/greeting.txt

@@ -1,0 +1,36 @@
+"""Harbor task directories: model, discovery, content hash, validation, dataset files."""
+
+from repogym.harbor.config import SCHEMA_VERSION, TaskConfig, normalize_legacy, parse_size_mb
+from repogym.harbor.discover import Discovered, discover, iter_task_dirs
+from repogym.harbor.hashing import content_hash
+from repogym.harbor.task import (
+    Task,
+    TaskError,
+    atomic_write,
+    dump_task_toml,
+    load_task,
+    parse_task_toml,
+    publish_task_dir,
+    set_content_hash,
+    write_task_toml,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Discovered",
+    "Task",
+    "TaskConfig",
+    "TaskError",
+    "atomic_write",
+    "content_hash",
+    "discover",
+    "dump_task_toml",
+    "iter_task_dirs",
+    "load_task",
+    "normalize_legacy",
+    "parse_size_mb",
+    "parse_task_toml",
+    "publish_task_dir",
+    "set_content_hash",
+    "write_task_toml",
+]

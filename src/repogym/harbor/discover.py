@@ -1,0 +1,68 @@
+"""Find tasks by where their ``task.toml`` lies: ``tasks/<id>/``, ``<id>/``, nested groups."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from repogym.harbor.task import TASK_TOML, Task, TaskError, load_task
+
+# Folders that never hold tasks and can be large.
+_SKIP = frozenset({".git", "node_modules", "__pycache__", ".venv", ".hg", ".svn"})
+
+
+def iter_task_dirs(root: Path | str) -> Iterator[Path]:
+    """Yield every folder under ``root`` (``root`` included) that holds a ``task.toml``.
+
+    A task's own subfolders are not searched: tasks do not nest. Hidden folders and VCS or
+    dependency folders are skipped. Order is sorted, so runs are reproducible.
+    """
+    root = Path(root)
+    if (root / TASK_TOML).is_file():
+        yield root
+        return
+    stack = [str(root)]
+    found: list[str] = []
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(current) as it:
+                subdirs = []
+                for entry in it:
+                    name = entry.name
+                    if name.startswith(".") or name in _SKIP:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirs.append(entry.path)
+        except (NotADirectoryError, PermissionError, FileNotFoundError):
+            continue
+        for sub in subdirs:
+            if os.path.isfile(os.path.join(sub, TASK_TOML)):
+                found.append(sub)
+            else:
+                stack.append(sub)
+    found.sort()
+    for path in found:
+        yield Path(path)
+
+
+@dataclass
+class Discovered:
+    """The outcome of reading every task under a folder."""
+
+    tasks: list[Task]
+    invalid: list[tuple[Path, TaskError]]
+
+
+def discover(root: Path | str) -> Discovered:
+    """Read every task under ``root``; tasks that cannot be read are reported, not raised."""
+    tasks: list[Task] = []
+    invalid: list[tuple[Path, TaskError]] = []
+    for path in iter_task_dirs(root):
+        try:
+            tasks.append(load_task(path))
+        except TaskError as exc:
+            invalid.append((path, exc))
+    return Discovered(tasks=tasks, invalid=invalid)

@@ -1,0 +1,429 @@
+"""Static checks of task directories (``repogym validate``).
+
+Each check yields :class:`Problem` rows naming the task and the file. A task fails when it has
+any problem of severity ``error``. Nothing here writes to disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from repogym.harbor.hashing import HASH_PREFIX, content_hash, iter_task_files
+from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
+
+KNOWN_REWARD_KINDS = frozenset(
+    {
+        "test_execution",
+        "diff_similarity",
+        "llm_judge",
+        "exact_match",
+        "output_match",
+        "equivalence",
+        "rubric",
+        "custom",
+    }
+)
+ENVIRONMENT_FILES = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml", "compose.yaml")
+TEST_SCRIPTS = ("test.sh",)
+LEAK_MIN_CHARS = 16
+"""A gold-patch added line shorter than this (after stripping) is too generic to count as a leak."""
+DOCKERFILE_INSTRUCTIONS = frozenset(
+    {"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT"}
+    | {"VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"}
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: str  # "error" | "warning"
+    check: str
+    file: str
+    message: str
+
+
+@dataclass
+class TaskReport:
+    """Everything validate found about one task."""
+
+    task_id: str
+    path: str
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity == "error" for p in self.problems)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "path": self.path,
+            "ok": self.ok,
+            "problems": [asdict(p) for p in self.problems],
+        }
+
+
+def _err(check: str, file: str, message: str) -> Problem:
+    return Problem("error", check, file, message)
+
+
+def _warn(check: str, file: str, message: str) -> Problem:
+    return Problem("warning", check, file, message)
+
+
+def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
+    """Run every static check on one task folder."""
+    path = Path(path)
+    report = TaskReport(task_id=path.name, path=str(path))
+    try:
+        task = load_task(path)
+    except TaskError as exc:
+        report.problems.append(_err("schema", exc.file, str(exc)))
+        # Still check what does not need task.toml, so one run shows every problem.
+        report.problems.extend(_check_instruction(path))
+        report.problems.extend(_check_paths(path))
+        return report
+    for warning in task.warnings:
+        report.problems.append(_warn("legacy", TASK_TOML, warning))
+    report.problems.extend(_check_instruction(path))
+    report.problems.extend(_check_environment(task, deep=deep))
+    report.problems.extend(_check_tests(task))
+    report.problems.extend(_check_paths(path))
+    report.problems.extend(_check_provenance(task))
+    report.problems.extend(_check_leak(task))
+    if deep:
+        report.problems.extend(_check_deep(task))
+    return report
+
+
+def _check_instruction(path: Path) -> Iterator[Problem]:
+    ins = path / INSTRUCTION
+    if ins.is_symlink() or not ins.is_file():
+        yield _err("instruction", INSTRUCTION, "instruction.md is missing")
+        return
+    try:
+        text = ins.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        yield _err("instruction", INSTRUCTION, f"not UTF-8 (byte {exc.start}: {exc.reason})")
+        return
+    if not text.strip():
+        yield _err("instruction", INSTRUCTION, "instruction.md is empty")
+
+
+def _check_environment(task: Task, *, deep: bool) -> Iterator[Problem]:
+    env_dir = task.environment_dir
+    has_def = any((env_dir / name).is_file() for name in ENVIRONMENT_FILES)
+    if not has_def and not task.config.environment.docker_image:
+        yield _err(
+            "environment",
+            "environment/",
+            "no environment definition: add environment/Dockerfile or set "
+            "[environment].docker_image",
+        )
+    mode = task.config.environment.network_mode
+    if mode == "allowlist" and not task.config.environment.allowed_hosts:
+        yield _warn(
+            "environment", TASK_TOML, "network_mode = 'allowlist' with no allowed_hosts denies all"
+        )
+    dockerfile = env_dir / "Dockerfile"
+    if dockerfile.is_file():
+        yield from _check_dockerfile(dockerfile, env_dir, deep=deep)
+
+
+def _dockerfile_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Logical Dockerfile lines (continuations joined) with their first line number."""
+    buf: list[str] = []
+    start = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not buf and (not stripped or stripped.startswith("#")):
+            continue
+        if buf and stripped.startswith("#"):
+            continue
+        if not buf:
+            start = number
+        if stripped.endswith("\\"):
+            buf.append(stripped[:-1])
+            continue
+        buf.append(stripped)
+        yield start, " ".join(buf)
+        buf = []
+    if buf:
+        yield start, " ".join(buf)
+
+
+def _check_dockerfile(dockerfile: Path, context: Path, *, deep: bool) -> Iterator[Problem]:
+    rel = "environment/Dockerfile"
+    try:
+        text = dockerfile.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        yield _err("environment", rel, "Dockerfile is not UTF-8")
+        return
+    saw_from = False
+    context_real = os.path.realpath(context)
+    for number, line in _dockerfile_lines(text):
+        word, _, rest = line.partition(" ")
+        instr = word.upper()
+        if deep and instr not in DOCKERFILE_INSTRUCTIONS:
+            yield _err("environment", rel, f"line {number}: unknown instruction {word!r}")
+        if instr == "FROM":
+            saw_from = True
+        elif deep and not saw_from and instr not in ("ARG",):
+            yield _err("environment", rel, f"line {number}: {instr} before FROM")
+        if instr in ("COPY", "ADD"):
+            args = [a for a in rest.split() if not a.startswith("--")]
+            if rest.strip().startswith("["):
+                try:
+                    args = json.loads(rest.strip())
+                except json.JSONDecodeError:
+                    yield _err("environment", rel, f"line {number}: malformed JSON form")
+                    continue
+            if any(a.startswith("--from") for a in rest.split()):
+                continue
+            for src in args[:-1]:
+                if re.match(r"^[a-z]+://", src):
+                    continue
+                target = os.path.realpath(os.path.join(context, src))
+                if target != context_real and not target.startswith(context_real + os.sep):
+                    yield _err(
+                        "paths",
+                        rel,
+                        f"line {number}: {instr} source {src!r} is outside the context",
+                    )
+    if not saw_from:
+        yield _err("environment", rel, "Dockerfile has no FROM line")
+
+
+def _check_tests(task: Task) -> Iterator[Problem]:
+    if not any((task.tests_dir / name).is_file() for name in TEST_SCRIPTS):
+        yield _err("tests", "tests/test.sh", "no test script (tests/test.sh)")
+
+
+def _check_paths(path: Path) -> Iterator[Problem]:
+    """No symlink in the task may lead outside it (or dangle into nowhere)."""
+    root = os.path.realpath(path)
+    try:
+        files = iter_task_files(path)
+    except OSError as exc:
+        yield _err("paths", ".", f"cannot list the task: {exc.strerror}")
+        return
+    for rel in files:
+        full = path / rel
+        if not full.is_symlink():
+            continue
+        target = os.path.realpath(full)
+        if target != root and not target.startswith(root + os.sep):
+            yield _err("paths", rel, f"symlink points outside the task ({os.readlink(full)})")
+
+
+def _load_id_list(task: Task, rel: str) -> tuple[list[str] | None, list[Problem]]:
+    p = task.path / rel
+    if not p.is_file():
+        return None, []
+    try:
+        value = json.loads(p.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, [_err("tests", rel, f"not valid JSON: {exc}")]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None, [_err("tests", rel, "must be a JSON array of test-id strings")]
+    return value, []
+
+
+def _check_provenance(task: Task) -> Iterator[Problem]:
+    block = task.repo2env
+    f2p, problems = _load_id_list(task, "tests/f2p.json")
+    yield from problems
+    p2p, problems = _load_id_list(task, "tests/p2p.json")
+    yield from problems
+    if block is None:
+        if "repo2env" in task.config.metadata:
+            yield _err("provenance", TASK_TOML, "[metadata.repo2env] must be a table")
+        else:
+            yield _warn("provenance", TASK_TOML, "no [metadata.repo2env] block (foreign task)")
+        return
+    kinds = block.get("reward_kinds")
+    if kinds is not None:
+        if not isinstance(kinds, list) or not all(isinstance(k, str) and k for k in kinds):
+            yield _err("provenance", TASK_TOML, "reward_kinds must be a list of non-empty strings")
+        else:
+            if len(set(kinds)) != len(kinds):
+                yield _err("provenance", TASK_TOML, "reward_kinds has duplicates")
+            for kind in kinds:
+                if kind not in KNOWN_REWARD_KINDS:
+                    yield _warn("provenance", TASK_TOML, f"unknown reward kind {kind!r}")
+    pipeline = block.get("pipeline")
+    sub = block.get(pipeline) if isinstance(pipeline, str) else None
+    if isinstance(sub, dict):
+        for key, ids, rel in (
+            ("fail_to_pass", f2p, "tests/f2p.json"),
+            ("pass_to_pass", p2p, "tests/p2p.json"),
+        ):
+            if key not in sub:
+                continue
+            meta = sub[key]
+            count = len(meta) if isinstance(meta, list) else meta if isinstance(meta, int) else None
+            if count is None:
+                yield _err("provenance", TASK_TOML, f"{pipeline}.{key} must be a list or a count")
+            elif ids is None and (task.path / rel).is_file() is False and count:
+                yield _err("tests", rel, f"missing, but {pipeline}.{key} lists {count} tests")
+            elif ids is not None and len(ids) != count:
+                yield _err("tests", rel, f"has {len(ids)} ids but {pipeline}.{key} says {count}")
+            elif ids is not None and isinstance(meta, list) and sorted(meta) != sorted(ids):
+                yield _err("tests", rel, f"ids differ from {pipeline}.{key}")
+    declared = block.get("content_hash")
+    if declared is not None:
+        if not isinstance(declared, str) or not declared.startswith(HASH_PREFIX):
+            yield _err("content_hash", TASK_TOML, "content_hash must be 'sha256:<hex>'")
+        else:
+            actual = content_hash(task.path, task.raw)
+            if actual != declared:
+                yield _err(
+                    "content_hash",
+                    TASK_TOML,
+                    f"content_hash is stale: recorded {declared[:19]}…, files hash to "
+                    f"{actual[:19]}… (run `repogym dataset rehash` if the edit was intended)",
+                )
+
+
+def gold_added_lines(diff_text: str) -> list[str]:
+    """Lines a unified diff adds (without the leading '+'), skipping file headers."""
+    out = []
+    for line in diff_text.splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            out.append(line[1:])
+    return out
+
+
+def leaked_lines(instruction: str, diff_text: str, min_chars: int = LEAK_MIN_CHARS) -> list[str]:
+    """Added lines of the gold patch that appear verbatim in the instruction."""
+    leaks = []
+    for line in gold_added_lines(diff_text):
+        probe = line.strip()
+        if (
+            len(probe) >= min_chars
+            and sum(c.isalnum() for c in probe) >= 8
+            and probe in instruction
+        ):
+            leaks.append(probe)
+    return leaks
+
+
+def _check_leak(task: Task) -> Iterator[Problem]:
+    patch = task.solution_dir / "patch.diff"
+    if not patch.is_file():
+        return
+    try:
+        instruction = task.instruction_path.read_text(encoding="utf-8")
+        diff_text = patch.read_text(encoding="utf-8", errors="replace")
+    except (OSError, UnicodeDecodeError):
+        return  # reported by the instruction check
+    leaks = leaked_lines(instruction, diff_text)
+    if leaks:
+        sample = leaks[0] if len(leaks[0]) <= 60 else leaks[0][:57] + "..."
+        yield _err(
+            "leak",
+            INSTRUCTION,
+            f"{len(leaks)} added line(s) of solution/patch.diff appear verbatim, e.g. {sample!r}",
+        )
+
+
+_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def check_unified_diff(text: str) -> str | None:
+    """None when ``text`` is a well-formed unified diff, else the first reason it is not."""
+    lines = text.splitlines()
+    i = 0
+    files = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            files += 1
+            i += 2
+            continue
+        m = _HUNK_RE.match(line)
+        if m:
+            if not files:
+                return f"line {i + 1}: hunk before any file header"
+            old = int(m.group(2) or 1)
+            new = int(m.group(4) or 1)
+            i += 1
+            while (old > 0 or new > 0) and i < len(lines):
+                body = lines[i]
+                tag = body[:1]
+                if tag == " " or body == "":
+                    old, new = old - 1, new - 1
+                elif tag == "-":
+                    old -= 1
+                elif tag == "+":
+                    new -= 1
+                elif tag == "\\":
+                    pass
+                else:
+                    return f"line {i + 1}: hunk shorter than its header says"
+                i += 1
+            if old != 0 or new != 0:
+                return f"line {i}: hunk line counts do not match its header"
+            continue
+        i += 1
+    if files == 0:
+        return "no file headers ('--- a/…' / '+++ b/…')"
+    return None
+
+
+def _check_deep(task: Task) -> Iterator[Problem]:
+    for name in ("test.sh",):
+        script = task.tests_dir / name
+        if script.is_file() and not script.read_bytes().startswith(b"#!"):
+            yield _warn("tests", f"tests/{name}", "no shebang line (run with bash)")
+    for py in sorted(task.tests_dir.rglob("*.py")) if task.tests_dir.is_dir() else []:
+        rel = py.relative_to(task.path).as_posix()
+        try:
+            compile(py.read_bytes(), rel, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            yield _err("tests", rel, f"does not compile: {exc}")
+    for js in sorted(task.tests_dir.rglob("*.json")) if task.tests_dir.is_dir() else []:
+        rel = js.relative_to(task.path).as_posix()
+        try:
+            json.loads(js.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            yield _err("tests", rel, f"not valid JSON: {exc}")
+    patch = task.solution_dir / "patch.diff"
+    if patch.is_file():
+        reason = check_unified_diff(patch.read_text(encoding="utf-8", errors="replace"))
+        if reason:
+            yield _err("solution", "solution/patch.diff", f"not a unified diff: {reason}")
+    if task.solution_dir.is_dir() and not (task.solution_dir / "solve.sh").is_file():
+        yield _err("solution", "solution/solve.sh", "solution/ has no solve.sh")
+
+
+def _validate_one(args: tuple[str, bool]) -> TaskReport:
+    return validate_task(Path(args[0]), deep=args[1])
+
+
+def validate_many(
+    paths: Iterable[Path], *, deep: bool = False, jobs: int = 1
+) -> Iterator[TaskReport]:
+    """Validate tasks, in parallel processes when ``jobs > 1``; reports come back in input order."""
+    items = [(str(p), deep) for p in paths]
+    if jobs <= 1 or len(items) < 256:
+        for item in items:
+            yield _validate_one(item)
+        return
+    chunk = max(16, len(items) // (jobs * 16))
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(_validate_one, items, chunksize=chunk)
