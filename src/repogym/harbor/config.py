@@ -20,6 +20,40 @@ NetworkMode = Literal["public", "no-network", "allowlist"]
 class _Table(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=False)
 
+    def to_toml_dict(self) -> dict[str, Any]:
+        """Keys that were read, set or changed from their defaults (extras included); no Nones.
+
+        Writing only these keeps a read → write round trip faithful to the file, while a value
+        changed in code (even a mutated default like ``metadata``) is still written.
+        """
+        out: dict[str, Any] = {}
+        unset_fields = set(type(self).model_fields) - self.model_fields_set
+        for name, field_info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if name in unset_fields:
+                default = field_info.get_default(call_default_factory=True)
+                if value == default:
+                    continue
+            out[name] = _plain(value)
+        for name, value in (self.model_extra or {}).items():
+            if value is not None:
+                out[name] = _plain(value)
+        return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Table):
+        return value.to_toml_dict()
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_none=True)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    return value
+
 
 class Author(_Table):
     name: str | None = None
@@ -100,10 +134,6 @@ class TaskConfig(_Table):
         """The ``[metadata.repo2env]`` provenance block, when present."""
         block = self.metadata.get("repo2env")
         return block if isinstance(block, dict) else None
-
-    def to_toml_dict(self) -> dict[str, Any]:
-        """What is written back: the keys that were read or set, plus any translated legacy keys."""
-        return self.model_dump(mode="python", exclude_unset=True, exclude_none=True)
 
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)

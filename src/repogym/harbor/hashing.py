@@ -10,14 +10,15 @@ the content, they are not content — so ``verify`` can record results without s
 
 from __future__ import annotations
 
-import copy
 import datetime as _dt
 import hashlib
 import json
 import os
-import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import tomli
 
 HASH_PREFIX = "sha256:"
 SKIP_DIRS = frozenset({"__pycache__"})
@@ -31,52 +32,76 @@ def _json_default(value: Any) -> str:
 
 def canonical_task_toml(data: dict[str, Any]) -> bytes:
     """The bytes through which ``task.toml`` enters the hash."""
-    data = copy.deepcopy(data)
-    block = data.get("metadata", {}).get("repo2env")
-    if isinstance(block, dict):
-        block.pop("content_hash", None)
-        block.pop("evaluation", None)
+    metadata = data.get("metadata")
+    block = metadata.get("repo2env") if isinstance(metadata, dict) else None
+    if isinstance(block, dict) and ("content_hash" in block or "evaluation" in block):
+        # Copy only the path down to the block; the rest is shared, never mutated.
+        block = {k: v for k, v in block.items() if k not in ("content_hash", "evaluation")}
+        data = {**data, "metadata": {**metadata, "repo2env": block}}
     return json.dumps(
         data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_json_default
     ).encode("utf-8")
 
 
-def iter_task_files(task_dir: Path) -> list[str]:
-    """Every file (and symlink) of a task as sorted POSIX paths relative to ``task_dir``."""
-    out: list[str] = []
+def list_task_files(task_dir: Path | str) -> list[tuple[str, bool]]:
+    """Every file of a task as sorted (POSIX path relative to the task, is_symlink) pairs.
+
+    Symlinks are listed, never followed.
+    """
+    base = os.fspath(task_dir)
+    out: list[tuple[str, bool]] = []
     stack = [""]
     while stack:
         rel = stack.pop()
-        with os.scandir(task_dir / rel if rel else task_dir) as it:
+        with os.scandir(os.path.join(base, rel) if rel else base) as it:
             for entry in it:
                 child = f"{rel}/{entry.name}" if rel else entry.name
                 if entry.is_symlink():
-                    out.append(child)
+                    out.append((child, True))
                 elif entry.is_dir():
                     if entry.name not in SKIP_DIRS:
                         stack.append(child)
                 else:
-                    out.append(child)
-    out.sort(key=lambda p: p.encode("utf-8", "surrogateescape"))
+                    out.append((child, False))
+    out.sort(key=lambda item: item[0].encode("utf-8", "surrogateescape"))
     return out
 
 
-def content_hash(task_dir: Path, toml_data: dict[str, Any] | None = None) -> str:
-    """Compute the task's content hash. ``toml_data`` saves re-parsing ``task.toml`` when known."""
+def iter_task_files(task_dir: Path | str) -> list[str]:
+    """Every file (and symlink) of a task as sorted POSIX paths relative to ``task_dir``."""
+    return [rel for rel, _link in list_task_files(task_dir)]
+
+
+def content_hash(
+    task_dir: Path | str,
+    toml_data: dict[str, Any] | None = None,
+    files: list[tuple[str, bool]] | None = None,
+    read: Callable[[str], bytes] | None = None,
+) -> str:
+    """Compute the task's content hash.
+
+    ``toml_data`` (parsed ``task.toml``), ``files`` (from :func:`list_task_files`) and ``read``
+    (relative path → bytes, e.g. a cache) save work when the caller already has them.
+    """
+    base = os.fspath(task_dir)
     h = hashlib.sha256()
-    for rel in iter_task_files(task_dir):
-        full = task_dir / rel
+    for rel, is_link in files if files is not None else list_task_files(base):
+        full = os.path.join(base, rel)
         name = rel.encode("utf-8", "surrogateescape")
-        if full.is_symlink():
+        if is_link:
             target = os.readlink(full).encode("utf-8", "surrogateescape")
             h.update(b"L\0" + name + b"\0" + target + b"\0")
             continue
         if rel == "task.toml":
             if toml_data is None:
-                toml_data = tomllib.loads(full.read_text(encoding="utf-8"))
+                with open(full, "rb") as fh:
+                    toml_data = tomli.loads(fh.read().decode("utf-8"))
             body = canonical_task_toml(toml_data)
+        elif read is not None:
+            body = read(rel)
         else:
-            body = full.read_bytes()
+            with open(full, "rb") as fh:
+                body = fh.read()
         h.update(b"F\0" + name + b"\0" + str(len(body)).encode() + b"\0")
         h.update(body)
     return HASH_PREFIX + h.hexdigest()

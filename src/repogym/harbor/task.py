@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomli
 import tomli_w
 from pydantic import ValidationError
 
@@ -43,8 +43,8 @@ def parse_task_toml(text: str) -> tuple[TaskConfig, dict[str, Any], list[str]]:
     Raises :class:`TaskError` with a one-line reason on bad TOML or a schema mismatch.
     """
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        raw = tomli.loads(text)
+    except tomli.TOMLDecodeError as exc:
         raise TaskError(f"invalid TOML: {exc}") from None
     try:
         data, warnings = normalize_legacy(raw)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor.hashing import HASH_PREFIX, content_hash, iter_task_files
+from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files
 from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
 
 KNOWN_REWARD_KINDS = frozenset(
@@ -77,6 +77,37 @@ class TaskReport:
         }
 
 
+class TaskFiles:
+    """One listing of a task's files and a cache of their bytes, shared by every check."""
+
+    CACHE_LIMIT = 1 << 20  # files larger than this are read again rather than kept
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.listing = list_task_files(path)
+        self.links = {rel: link for rel, link in self.listing}
+        self._cache: dict[str, bytes] = {}
+
+    def is_file(self, rel: str) -> bool:
+        return self.links.get(rel) is False
+
+    def read(self, rel: str) -> bytes:
+        data = self._cache.get(rel)
+        if data is None:
+            with open(os.path.join(self.path, rel), "rb") as fh:
+                data = fh.read()
+            if len(data) <= self.CACHE_LIMIT:
+                self._cache[rel] = data
+        return data
+
+    def under(self, prefix: str, suffix: str) -> list[str]:
+        return [
+            r
+            for r, link in self.listing
+            if not link and r.startswith(prefix) and r.endswith(suffix)
+        ]
+
+
 def _err(check: str, file: str, message: str) -> Problem:
     return Problem("error", check, file, message)
 
@@ -90,33 +121,37 @@ def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
     path = Path(path)
     report = TaskReport(task_id=path.name, path=str(path))
     try:
+        files = TaskFiles(path)
+    except OSError as exc:
+        report.problems.append(_err("paths", ".", f"cannot list the task: {exc.strerror}"))
+        return report
+    try:
         task = load_task(path)
     except TaskError as exc:
         report.problems.append(_err("schema", exc.file, str(exc)))
         # Still check what does not need task.toml, so one run shows every problem.
-        report.problems.extend(_check_instruction(path))
-        report.problems.extend(_check_paths(path))
+        report.problems.extend(_check_instruction(files))
+        report.problems.extend(_check_paths(files))
         return report
     for warning in task.warnings:
         report.problems.append(_warn("legacy", TASK_TOML, warning))
-    report.problems.extend(_check_instruction(path))
-    report.problems.extend(_check_environment(task, deep=deep))
-    report.problems.extend(_check_tests(task))
-    report.problems.extend(_check_paths(path))
-    report.problems.extend(_check_provenance(task))
-    report.problems.extend(_check_leak(task))
+    report.problems.extend(_check_instruction(files))
+    report.problems.extend(_check_environment(task, files, deep=deep))
+    report.problems.extend(_check_tests(files))
+    report.problems.extend(_check_paths(files))
+    report.problems.extend(_check_provenance(task, files))
+    report.problems.extend(_check_leak(files))
     if deep:
-        report.problems.extend(_check_deep(task))
+        report.problems.extend(_check_deep(files))
     return report
 
 
-def _check_instruction(path: Path) -> Iterator[Problem]:
-    ins = path / INSTRUCTION
-    if ins.is_symlink() or not ins.is_file():
+def _check_instruction(files: TaskFiles) -> Iterator[Problem]:
+    if not files.is_file(INSTRUCTION):
         yield _err("instruction", INSTRUCTION, "instruction.md is missing")
         return
     try:
-        text = ins.read_bytes().decode("utf-8")
+        text = files.read(INSTRUCTION).decode("utf-8")
     except UnicodeDecodeError as exc:
         yield _err("instruction", INSTRUCTION, f"not UTF-8 (byte {exc.start}: {exc.reason})")
         return
@@ -124,9 +159,8 @@ def _check_instruction(path: Path) -> Iterator[Problem]:
         yield _err("instruction", INSTRUCTION, "instruction.md is empty")
 
 
-def _check_environment(task: Task, *, deep: bool) -> Iterator[Problem]:
-    env_dir = task.environment_dir
-    has_def = any((env_dir / name).is_file() for name in ENVIRONMENT_FILES)
+def _check_environment(task: Task, files: TaskFiles, *, deep: bool) -> Iterator[Problem]:
+    has_def = any(files.is_file(f"environment/{name}") for name in ENVIRONMENT_FILES)
     if not has_def and not task.config.environment.docker_image:
         yield _err(
             "environment",
@@ -139,9 +173,8 @@ def _check_environment(task: Task, *, deep: bool) -> Iterator[Problem]:
         yield _warn(
             "environment", TASK_TOML, "network_mode = 'allowlist' with no allowed_hosts denies all"
         )
-    dockerfile = env_dir / "Dockerfile"
-    if dockerfile.is_file():
-        yield from _check_dockerfile(dockerfile, env_dir, deep=deep)
+    if files.is_file("environment/Dockerfile"):
+        yield from _check_dockerfile(files.read("environment/Dockerfile"), deep=deep)
 
 
 def _dockerfile_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -166,15 +199,14 @@ def _dockerfile_lines(text: str) -> Iterator[tuple[int, str]]:
         yield start, " ".join(buf)
 
 
-def _check_dockerfile(dockerfile: Path, context: Path, *, deep: bool) -> Iterator[Problem]:
+def _check_dockerfile(data: bytes, *, deep: bool) -> Iterator[Problem]:
     rel = "environment/Dockerfile"
     try:
-        text = dockerfile.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         yield _err("environment", rel, "Dockerfile is not UTF-8")
         return
     saw_from = False
-    context_real = os.path.realpath(context)
     for number, line in _dockerfile_lines(text):
         word, _, rest = line.partition(" ")
         instr = word.upper()
@@ -197,8 +229,9 @@ def _check_dockerfile(dockerfile: Path, context: Path, *, deep: bool) -> Iterato
             for src in args[:-1]:
                 if re.match(r"^[a-z]+://", src):
                     continue
-                target = os.path.realpath(os.path.join(context, src))
-                if target != context_real and not target.startswith(context_real + os.sep):
+                # Symlinks inside the context are checked by _check_paths; here the text only.
+                norm = os.path.normpath(src)
+                if norm.startswith("/") or norm == ".." or norm.startswith("../"):
                     yield _err(
                         "paths",
                         rel,
@@ -208,34 +241,28 @@ def _check_dockerfile(dockerfile: Path, context: Path, *, deep: bool) -> Iterato
         yield _err("environment", rel, "Dockerfile has no FROM line")
 
 
-def _check_tests(task: Task) -> Iterator[Problem]:
-    if not any((task.tests_dir / name).is_file() for name in TEST_SCRIPTS):
+def _check_tests(files: TaskFiles) -> Iterator[Problem]:
+    if not any(files.is_file(f"tests/{name}") for name in TEST_SCRIPTS):
         yield _err("tests", "tests/test.sh", "no test script (tests/test.sh)")
 
 
-def _check_paths(path: Path) -> Iterator[Problem]:
-    """No symlink in the task may lead outside it (or dangle into nowhere)."""
-    root = os.path.realpath(path)
-    try:
-        files = iter_task_files(path)
-    except OSError as exc:
-        yield _err("paths", ".", f"cannot list the task: {exc.strerror}")
-        return
-    for rel in files:
-        full = path / rel
-        if not full.is_symlink():
+def _check_paths(files: TaskFiles) -> Iterator[Problem]:
+    """No symlink in the task may lead outside it."""
+    root = os.path.realpath(files.path)
+    for rel, is_link in files.listing:
+        if not is_link:
             continue
+        full = files.path / rel
         target = os.path.realpath(full)
         if target != root and not target.startswith(root + os.sep):
             yield _err("paths", rel, f"symlink points outside the task ({os.readlink(full)})")
 
 
-def _load_id_list(task: Task, rel: str) -> tuple[list[str] | None, list[Problem]]:
-    p = task.path / rel
-    if not p.is_file():
+def _load_id_list(files: TaskFiles, rel: str) -> tuple[list[str] | None, list[Problem]]:
+    if not files.is_file(rel):
         return None, []
     try:
-        value = json.loads(p.read_bytes().decode("utf-8"))
+        value = json.loads(files.read(rel).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, [_err("tests", rel, f"not valid JSON: {exc}")]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -243,11 +270,11 @@ def _load_id_list(task: Task, rel: str) -> tuple[list[str] | None, list[Problem]
     return value, []
 
 
-def _check_provenance(task: Task) -> Iterator[Problem]:
+def _check_provenance(task: Task, files: TaskFiles) -> Iterator[Problem]:
     block = task.repo2env
-    f2p, problems = _load_id_list(task, "tests/f2p.json")
+    f2p, problems = _load_id_list(files, "tests/f2p.json")
     yield from problems
-    p2p, problems = _load_id_list(task, "tests/p2p.json")
+    p2p, problems = _load_id_list(files, "tests/p2p.json")
     yield from problems
     if block is None:
         if "repo2env" in task.config.metadata:
@@ -278,7 +305,7 @@ def _check_provenance(task: Task) -> Iterator[Problem]:
             count = len(meta) if isinstance(meta, list) else meta if isinstance(meta, int) else None
             if count is None:
                 yield _err("provenance", TASK_TOML, f"{pipeline}.{key} must be a list or a count")
-            elif ids is None and (task.path / rel).is_file() is False and count:
+            elif ids is None and not files.is_file(rel) and count:
                 yield _err("tests", rel, f"missing, but {pipeline}.{key} lists {count} tests")
             elif ids is not None and len(ids) != count:
                 yield _err("tests", rel, f"has {len(ids)} ids but {pipeline}.{key} says {count}")
@@ -289,7 +316,7 @@ def _check_provenance(task: Task) -> Iterator[Problem]:
         if not isinstance(declared, str) or not declared.startswith(HASH_PREFIX):
             yield _err("content_hash", TASK_TOML, "content_hash must be 'sha256:<hex>'")
         else:
-            actual = content_hash(task.path, task.raw)
+            actual = content_hash(task.path, task.raw, files.listing, files.read)
             if actual != declared:
                 yield _err(
                     "content_hash",
@@ -322,13 +349,12 @@ def leaked_lines(instruction: str, diff_text: str, min_chars: int = LEAK_MIN_CHA
     return leaks
 
 
-def _check_leak(task: Task) -> Iterator[Problem]:
-    patch = task.solution_dir / "patch.diff"
-    if not patch.is_file():
+def _check_leak(files: TaskFiles) -> Iterator[Problem]:
+    if not files.is_file("solution/patch.diff") or not files.is_file(INSTRUCTION):
         return
     try:
-        instruction = task.instruction_path.read_text(encoding="utf-8")
-        diff_text = patch.read_text(encoding="utf-8", errors="replace")
+        instruction = files.read(INSTRUCTION).decode("utf-8")
+        diff_text = files.read("solution/patch.diff").decode("utf-8", errors="replace")
     except (OSError, UnicodeDecodeError):
         return  # reported by the instruction check
     leaks = leaked_lines(instruction, diff_text)
@@ -385,29 +411,25 @@ def check_unified_diff(text: str) -> str | None:
     return None
 
 
-def _check_deep(task: Task) -> Iterator[Problem]:
-    for name in ("test.sh",):
-        script = task.tests_dir / name
-        if script.is_file() and not script.read_bytes().startswith(b"#!"):
-            yield _warn("tests", f"tests/{name}", "no shebang line (run with bash)")
-    for py in sorted(task.tests_dir.rglob("*.py")) if task.tests_dir.is_dir() else []:
-        rel = py.relative_to(task.path).as_posix()
+def _check_deep(files: TaskFiles) -> Iterator[Problem]:
+    for rel in [f"tests/{name}" for name in TEST_SCRIPTS]:
+        if files.is_file(rel) and not files.read(rel).startswith(b"#!"):
+            yield _warn("tests", rel, "no shebang line (run with bash)")
+    for rel in files.under("tests/", ".py"):
         try:
-            compile(py.read_bytes(), rel, "exec", dont_inherit=True)
+            compile(files.read(rel), rel, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as exc:
             yield _err("tests", rel, f"does not compile: {exc}")
-    for js in sorted(task.tests_dir.rglob("*.json")) if task.tests_dir.is_dir() else []:
-        rel = js.relative_to(task.path).as_posix()
+    for rel in files.under("tests/", ".json"):
         try:
-            json.loads(js.read_bytes().decode("utf-8"))
+            json.loads(files.read(rel).decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             yield _err("tests", rel, f"not valid JSON: {exc}")
-    patch = task.solution_dir / "patch.diff"
-    if patch.is_file():
-        reason = check_unified_diff(patch.read_text(encoding="utf-8", errors="replace"))
+    if files.is_file("solution/patch.diff"):
+        reason = check_unified_diff(files.read("solution/patch.diff").decode("utf-8", "replace"))
         if reason:
             yield _err("solution", "solution/patch.diff", f"not a unified diff: {reason}")
-    if task.solution_dir.is_dir() and not (task.solution_dir / "solve.sh").is_file():
+    if files.under("solution/", "") and not files.is_file("solution/solve.sh"):
         yield _err("solution", "solution/solve.sh", "solution/ has no solve.sh")
 
 

@@ -1,0 +1,44 @@
+"""Discovery finds tasks by where task.toml lies, in any layout, and reports bad ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repogym.harbor import discover, iter_task_dirs
+from tests.conftest import write_task
+
+
+def test_layouts(tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    write_task(root / "tasks", "a")  # tasks/<id>/
+    write_task(root, "b")  # <id>/ at the root
+    write_task(root / "group1" / "sub", "c")  # nested groups
+    write_task(root / "group2", "d")
+    (root / ".hidden").mkdir()
+    write_task(root / ".hidden", "ignored")
+    write_task(root / "node_modules", "ignored2")
+    found = [p.name for p in iter_task_dirs(root)]
+    assert sorted(found) == ["a", "b", "c", "d"]
+
+
+def test_task_folder_itself(tmp_path: Path) -> None:
+    t = write_task(tmp_path, "only")
+    assert list(iter_task_dirs(t)) == [t]
+
+
+def test_tasks_do_not_nest(tmp_path: Path) -> None:
+    t = write_task(tmp_path / "ds", "outer")
+    # A task.toml inside a task's files (e.g. fixture data) is not another task.
+    write_task(t / "environment", "inner")
+    assert [p.name for p in iter_task_dirs(tmp_path / "ds")] == ["outer"]
+
+
+def test_invalid_reported_not_raised(tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    write_task(root, "good")
+    write_task(root, "bad", toml="this is = = not toml")
+    result = discover(root)
+    assert [t.id for t in result.tasks] == ["good"]
+    assert len(result.invalid) == 1
+    path, exc = result.invalid[0]
+    assert path.name == "bad" and "invalid TOML" in str(exc)

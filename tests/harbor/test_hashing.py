@@ -1,0 +1,105 @@
+"""content_hash: same bytes ⇒ same hash; metadata that describes the content does not count."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from repogym.harbor import content_hash, load_task, set_content_hash
+from tests.conftest import write_task
+
+
+def test_independent_of_mtime_and_creation_order(tmp_path: Path) -> None:
+    a = write_task(tmp_path / "x", "t", files={"tests/a.txt": "A", "tests/b.txt": "B"})
+    b = tmp_path / "y" / "t"
+    b.mkdir(parents=True)
+    # Same files, created in reverse order, with other mtimes and modes.
+    for rel in reversed(sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())):
+        (b / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(a / rel, b / rel)
+        os.utime(b / rel, (1, 1))
+        os.chmod(b / rel, 0o755)
+    assert content_hash(a) == content_hash(b)
+
+
+def test_changes_with_bytes_and_names(tmp_path: Path) -> None:
+    t = write_task(tmp_path, "t", files={"tests/a.txt": "A"})
+    h0 = content_hash(t)
+    (t / "tests" / "a.txt").write_text("B")
+    h1 = content_hash(t)
+    (t / "tests" / "a.txt").rename(t / "tests" / "c.txt")
+    h2 = content_hash(t)
+    assert len({h0, h1, h2}) == 3
+    assert h0.startswith("sha256:") and len(h0) == len("sha256:") + 64
+
+
+def test_hash_and_evaluation_are_not_content(tmp_path: Path) -> None:
+    t = write_task(tmp_path, "t")
+    (t / "task.toml").write_text(
+        "schema_version = '1.4'\n[metadata.repo2env]\npipeline = 'x'\n"
+    )
+    digest = set_content_hash(t)
+    text = (t / "task.toml").read_text()
+    assert digest in text
+    # Recording verification results leaves the hash valid.
+    (t / "task.toml").write_text(
+        text + "\n[metadata.repo2env.evaluation]\nstatus = 'verified'\noracle_runs = 3\n"
+    )
+    assert content_hash(t) == digest
+    assert load_task(t).compute_hash() == digest
+    # Any other edit of task.toml changes it.
+    (t / "task.toml").write_text(text.replace("pipeline = \"x\"", "pipeline = \"y\""))
+    assert content_hash(t) != digest
+
+
+def test_symlink_enters_as_target(tmp_path: Path) -> None:
+    t = write_task(tmp_path, "t", files={"tests/data.txt": "D"})
+    (t / "tests" / "link").symlink_to("data.txt")
+    h1 = content_hash(t)
+    (t / "tests" / "link").unlink()
+    (t / "tests" / "link").symlink_to("test.sh")
+    assert content_hash(t) != h1
+
+
+def test_set_content_hash_translates_legacy_first(tmp_path: Path) -> None:
+    t = write_task(
+        tmp_path,
+        "t",
+        toml="version = '1.0'\n[environment]\nmemory = '1G'\n[metadata.repo2env]\npipeline = 'p'\n",
+    )
+    digest = set_content_hash(t)
+    data = tomllib.loads((t / "task.toml").read_text())
+    assert "version" not in data and data["environment"]["memory_mb"] == 1024
+    assert content_hash(t) == digest
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z]{1,6}(/[a-z]{1,6}){0,2}", fullmatch=True),
+        st.binary(max_size=64),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_hash_is_a_function_of_content(files: dict[str, bytes]) -> None:
+    import tempfile
+
+    # Drop paths that are prefixes of others (a file cannot also be a folder).
+    names = sorted(files)
+    files = {n: files[n] for n in names if not any(m.startswith(n + "/") for m in names)}
+    with tempfile.TemporaryDirectory() as d:
+        roots = []
+        for i, order in enumerate((sorted(files), sorted(files, reverse=True))):
+            root = Path(d) / str(i)
+            root.mkdir()
+            for rel in order:
+                (root / "x" / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / "x" / rel).write_bytes(files[rel])
+            roots.append(root)
+        assert content_hash(roots[0]) == content_hash(roots[1])
