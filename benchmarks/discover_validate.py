@@ -80,14 +80,19 @@ def generate(root: Path, n: int) -> None:
         (task / "tests" / "p2p.json").write_text(
             json.dumps(["tests/test_m.py::test_a", "tests/test_m.py::test_b"])
         )
-        (task / "solution" / "solve.sh").write_text("#!/bin/bash\npatch -p1 < /solution/patch.diff\n")
+        (task / "solution" / "solve.sh").write_text(
+            "#!/bin/bash\npatch -p1 < /solution/patch.diff\n"
+        )
         (task / "solution" / "patch.diff").write_text(
-            f"--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-    return None\n+    return compute_{i}(x) or 0\n"
+            "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-    return None\n"
+            f"+    return compute_{i}(x) or 0\n"
         )
         digest = content_hash(task)
         (task / "task.toml").write_text(
-            toml.replace("[metadata.repo2env.commit_runtime]", f'content_hash = "{digest}"\n\n'
-                         "[metadata.repo2env.commit_runtime]")
+            toml.replace(
+                "[metadata.repo2env.commit_runtime]",
+                f'content_hash = "{digest}"\n\n[metadata.repo2env.commit_runtime]',
+            )
         )
 
 
@@ -116,15 +121,18 @@ def main() -> None:
         for d in dirs:
             load_task(d)
         t_load = time.perf_counter() - t0
-        print(f"load:     {len(dirs)} task.toml in {t_load:.2f} s  ({len(dirs) / t_load:,.0f} tasks/s)")
+        print(
+            f"load:     {len(dirs)} task.toml in {t_load:.2f} s  "
+            f"({len(dirs) / t_load:,.0f} tasks/s)"
+        )
 
         t0 = time.perf_counter()
         reports = list(validate_many(dirs, jobs=args.jobs))
         t_val = time.perf_counter() - t0
         bad = sum(not r.ok for r in reports)
         print(
-            f"validate: {len(reports)} tasks in {t_val:.2f} s  ({len(reports) / t_val:,.0f} tasks/s, "
-            f"jobs={args.jobs}, invalid={bad})"
+            f"validate: {len(reports)} tasks in {t_val:.2f} s  "
+            f"({len(reports) / t_val:,.0f} tasks/s, jobs={args.jobs}, invalid={bad})"
         )
         own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

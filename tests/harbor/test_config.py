@@ -90,7 +90,11 @@ def test_every_key_keeps_its_meaning(tmp_path: Path) -> None:
     assert config.agent.timeout_sec == 321.0 and config.agent.user == "agent"
     assert config.verifier.timeout_sec == 99.5 and config.verifier.env == {"PYTHONHASHSEED": "0"}
     env = config.environment
-    assert (env.build_timeout_sec, env.docker_image, env.os) == (1200.0, "ghcr.io/acme/img:1", "linux")
+    assert (env.build_timeout_sec, env.docker_image, env.os) == (
+        1200.0,
+        "ghcr.io/acme/img:1",
+        "linux",
+    )
     assert (env.cpus, env.memory_mb, env.storage_mb, env.gpus) == (2, 4096, 20480, 0)
     assert env.network_mode == "allowlist" and env.allowed_hosts == ["pypi.org"]
     assert env.env == {"FOO": "bar"} and env.workdir == "/workspace"

@@ -40,9 +40,7 @@ def test_changes_with_bytes_and_names(tmp_path: Path) -> None:
 
 def test_hash_and_evaluation_are_not_content(tmp_path: Path) -> None:
     t = write_task(tmp_path, "t")
-    (t / "task.toml").write_text(
-        "schema_version = '1.4'\n[metadata.repo2env]\npipeline = 'x'\n"
-    )
+    (t / "task.toml").write_text("schema_version = '1.4'\n[metadata.repo2env]\npipeline = 'x'\n")
     digest = set_content_hash(t)
     text = (t / "task.toml").read_text()
     assert digest in text
@@ -53,7 +51,7 @@ def test_hash_and_evaluation_are_not_content(tmp_path: Path) -> None:
     assert content_hash(t) == digest
     assert load_task(t).compute_hash() == digest
     # Any other edit of task.toml changes it.
-    (t / "task.toml").write_text(text.replace("pipeline = \"x\"", "pipeline = \"y\""))
+    (t / "task.toml").write_text(text.replace('pipeline = "x"', 'pipeline = "y"'))
     assert content_hash(t) != digest
 
 

@@ -1,4 +1,4 @@
-"""`repogym validate`: every check, exit codes, one-line reasons naming the file, nothing written."""
+"""`repogym validate`: every check, exit codes, one-line reasons naming the file, no writes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from repogym.cli import app
 from repogym.harbor import set_content_hash
 from repogym.harbor.validate import check_unified_diff, leaked_lines, validate_task
-from tests.conftest import EXAMPLES, snapshot, write_task
+from tests.conftest import EXAMPLES, snapshot
 
 runner = CliRunner()
 
@@ -107,7 +107,9 @@ def _make_bad(case: str, make_task) -> Path:  # type: ignore[no-untyped-def]
         return t
     if case == "stale_hash":
         t = _graded(make_task)
-        (t / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n#x\n")
+        (t / "tests" / "test.sh").write_text(
+            "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n#x\n"
+        )
         return t
     if case == "no_environment":
         return make_task(dockerfile=None)
