@@ -8,6 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Wall-clock deadlines make property tests flaky on a loaded 2-core CI machine.
+settings.register_profile("repogym", deadline=None)
+settings.load_profile("repogym")
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "tasks"
