@@ -1,0 +1,125 @@
+"""Agents a trial can run: ``oracle``, ``nop`` and ``command:<shell>``.
+
+An agent acts only through the sandbox session it is given, in the agent phase, where ``/tests``
+and ``/solution`` do not exist. The oracle is the one exception by design: it is the reference
+solution, so it runs with ``/solution`` mounted (and removed again before the verifier).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from repogym.harbor import Task
+from repogym.sandbox import Session
+
+
+@dataclass
+class AgentOutcome:
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    output_tail: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AgentContext:
+    """What the trial tells the agent about where and how to act."""
+
+    workdir: str
+    timeout_s: float
+    user: str | None
+    network: bool
+    instruction: str
+
+
+class Agent(Protocol):
+    name: str
+
+    def run(self, session: Session, task: Task, ctx: AgentContext) -> AgentOutcome: ...
+
+
+def _tail(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+class NopAgent:
+    """Does nothing: the verifier must give 0."""
+
+    name = "nop"
+
+    def run(self, session: Session, task: Task, ctx: AgentContext) -> AgentOutcome:
+        return AgentOutcome(exit_code=0)
+
+
+class CommandAgent:
+    """Runs one shell command in the working directory, as the agent user, with the agent's
+    network policy and timeout. ``REPOGYM_INSTRUCTION`` holds the instruction text."""
+
+    def __init__(self, command: str) -> None:
+        if not command.strip():
+            raise ValueError("command agent needs a command: --agent command:'<shell>'")
+        self.command = command
+        self.name = "command"
+
+    def run(self, session: Session, task: Task, ctx: AgentContext) -> AgentOutcome:
+        res = session.exec(
+            self.command,
+            timeout_s=ctx.timeout_s,
+            cwd=ctx.workdir,
+            user=ctx.user,
+            network=ctx.network,
+            env={"REPOGYM_INSTRUCTION": ctx.instruction},
+        )
+        return AgentOutcome(
+            exit_code=res.exit_code,
+            timed_out=res.timed_out,
+            duration_s=res.duration_s,
+            output_tail=_tail(res.stdout + res.stderr),
+            metadata={"command": self.command},
+        )
+
+
+class OracleAgent:
+    """Applies the reference solution: ``/solution/solve.sh`` with ``[solution].env``."""
+
+    name = "oracle"
+
+    def run(self, session: Session, task: Task, ctx: AgentContext) -> AgentOutcome:
+        solve = task.solution_dir / "solve.sh"
+        if not solve.is_file():
+            raise FileNotFoundError(f"{task.id}: solution/solve.sh is missing: no oracle to run")
+        session.upload(task.solution_dir, "/solution")
+        try:
+            res = session.exec(
+                ["bash", "/solution/solve.sh"],
+                timeout_s=ctx.timeout_s,
+                cwd=ctx.workdir,
+                user=ctx.user,
+                network=ctx.network,
+                env=dict(task.config.solution.env),
+            )
+        finally:
+            session.remove("/solution")
+        return AgentOutcome(
+            exit_code=res.exit_code,
+            timed_out=res.timed_out,
+            duration_s=res.duration_s,
+            output_tail=_tail(res.stdout + res.stderr),
+        )
+
+
+def make_agent(spec: str) -> Agent:
+    """``oracle`` | ``nop`` | ``command:<shell>`` → an agent."""
+    if spec == "oracle":
+        return OracleAgent()
+    if spec == "nop":
+        return NopAgent()
+    if spec.startswith("command:"):
+        return CommandAgent(spec[len("command:") :])
+    raise ValueError(
+        f"unknown agent {spec!r}: use oracle, nop or command:'<shell>' "
+        f"(e.g. --agent {shlex.quote('command:echo hi > out.txt')})"
+    )

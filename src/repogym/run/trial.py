@@ -1,0 +1,252 @@
+"""One trial: build the task's environment, run an agent, run the verifier, forward the reward.
+
+The result is a JSON document shaped like Harbor's TrialResult (``task_name``, ``trial_name``,
+``agent_info``, per-phase timings, ``verifier_result.rewards``, ``exception_info``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from repogym import __version__
+from repogym.harbor import Task, atomic_write
+from repogym.run.agents import Agent, AgentContext
+from repogym.run.rewards import RewardReading, read_rewards
+from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, SandboxError
+
+VERIFIER_LOGS = "/logs/verifier"
+REWARD_FILES = ("reward.json", "reward.txt", "reward-details.json")
+DEFAULT_WORKDIR = "/"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat()
+
+
+def environment_spec(task: Task) -> EnvironmentSpec:
+    """The sandbox request for a task, from its ``[environment]`` table."""
+    env = task.config.environment
+    context = task.environment_dir if task.environment_dir.is_dir() else None
+    return EnvironmentSpec(
+        context_dir=context,
+        docker_image=env.docker_image,
+        workdir=env.workdir,
+        env=dict(env.env),
+        cpus=env.cpus,
+        memory_mb=env.memory_mb,
+        storage_mb=env.storage_mb,
+        network_mode=env.network_mode,
+        allowed_hosts=tuple(env.allowed_hosts),
+        build_timeout_sec=env.build_timeout_sec,
+    )
+
+
+def _phase_network(task: Task, phase: str) -> bool:
+    override = getattr(task.config, phase).network_mode
+    mode = override or task.config.environment.network_mode
+    if mode == "allowlist":
+        raise SandboxError(
+            f"network_mode 'allowlist' ({phase} phase) is not supported by repogym's sandboxes yet"
+        )
+    return mode == "public"
+
+
+@dataclass
+class Timing:
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    def start(self) -> None:
+        self.started_at = _now()
+
+    def stop(self) -> None:
+        self.finished_at = _now()
+
+
+@dataclass
+class TrialOutcome:
+    """A finished trial: the result document plus the parts callers use most."""
+
+    result: dict[str, Any]
+    reading: RewardReading | None
+    path: Path | None = None
+    verifier_stdout: str = ""
+    timings: dict[str, Timing] = field(default_factory=dict)
+
+    @property
+    def reward(self) -> float | None:
+        return self.reading.reward if self.reading else None
+
+    @property
+    def error(self) -> str | None:
+        exc = self.result.get("exception_info")
+        return f"{exc['exception_type']}: {exc['exception_message']}" if exc else None
+
+
+class TrialRunner:
+    """Runs trials on one sandbox backend, building each environment once."""
+
+    def __init__(self, backend: Sandbox) -> None:
+        self.backend = backend
+        self._built: dict[str, BuiltEnvironment] = {}
+
+    def build(self, task: Task, log: Path | None = None) -> BuiltEnvironment:
+        key = str(task.path.resolve())
+        built = self._built.get(key)
+        if built is None:
+            built = self.backend.build(environment_spec(task), log=log)
+            self._built[key] = built
+        return built
+
+    def run(
+        self,
+        task: Task,
+        agent: Agent,
+        *,
+        out_dir: Path | None = None,
+        trial_name: str | None = None,
+    ) -> TrialOutcome:
+        trial_name = trial_name or f"{task.id}__{uuid.uuid4().hex[:8]}"
+        timings = {k: Timing() for k in ("environment_setup", "agent_execution", "verifier")}
+        started = _now()
+        exception: dict[str, Any] | None = None
+        reading: RewardReading | None = None
+        agent_result: dict[str, Any] = {}
+        verifier_stdout = ""
+        verifier_exit: int | None = None
+        built: BuiltEnvironment | None = None
+        session = None
+        if out_dir is not None:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            spec = environment_spec(task)
+            timings["environment_setup"].start()
+            built = self.build(task, log=out_dir / "build.log" if out_dir else None)
+            session = self.backend.start(built, spec)
+            timings["environment_setup"].stop()
+            workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
+
+            timings["agent_execution"].start()
+            ctx = AgentContext(
+                workdir=workdir,
+                timeout_s=task.config.agent.timeout_sec,
+                user=task.config.agent.user,
+                network=_phase_network(task, "agent"),
+                instruction=task.instruction(),
+            )
+            outcome = agent.run(session, task, ctx)
+            timings["agent_execution"].stop()
+            agent_result = {
+                "exit_code": outcome.exit_code,
+                "timed_out": outcome.timed_out,
+                "duration_s": round(outcome.duration_s, 3),
+                "output_tail": outcome.output_tail,
+                **outcome.metadata,
+            }
+            if outcome.timed_out:
+                exception = _exception(
+                    "AgentTimeoutError",
+                    f"agent did not finish within {task.config.agent.timeout_sec:g} s",
+                )
+
+            timings["verifier"].start()
+            verifier_stdout, verifier_exit, reading = self._verify(session, task, workdir)
+            timings["verifier"].stop()
+            if reading.error and exception is None:
+                exception = _exception("RewardFileError", reading.error)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes the trial's exception_info
+            exception = _exception(type(exc).__name__, str(exc), traceback.format_exc())
+        finally:
+            for t in timings.values():
+                if t.started_at and not t.finished_at:
+                    t.stop()
+            if session is not None:
+                try:
+                    session.close()
+                except Exception as exc:  # noqa: BLE001
+                    if exception is None:
+                        exception = _exception("SandboxCloseError", str(exc))
+        result = {
+            "id": str(uuid.uuid4()),
+            "trial_name": trial_name,
+            "task_name": task.name,
+            "task_id": task.id,
+            "task_path": str(task.path),
+            "task_checksum": (task.repo2env or {}).get("content_hash"),
+            "agent_info": {"name": agent.name, "version": __version__},
+            "agent_result": agent_result,
+            "verifier_result": {
+                "rewards": reading.rewards if reading else None,
+                "reward": reading.reward if reading else None,
+                "source": reading.source if reading else None,
+                "details": reading.details if reading else None,
+                "exit_code": verifier_exit,
+                "warnings": reading.warnings if reading else [],
+            },
+            "exception_info": exception,
+            "started_at": started,
+            "finished_at": _now(),
+            **{
+                k: {"started_at": t.started_at, "finished_at": t.finished_at}
+                for k, t in timings.items()
+            },
+            "sandbox": {
+                "backend": self.backend.name,
+                "base_mapping": built.base_mapping if built else {},
+            },
+        }
+        path = None
+        if out_dir is not None:
+            path = out_dir / "result.json"
+            atomic_write(path, json.dumps(result, indent=2, default=str) + "\n")
+            atomic_write(out_dir / "verifier-stdout.txt", verifier_stdout)
+        return TrialOutcome(result, reading, path, verifier_stdout, timings)
+
+    def _verify(
+        self, session: Any, task: Task, workdir: str
+    ) -> tuple[str, int | None, RewardReading]:
+        # A fresh, empty /logs/verifier right before the verifier: nothing planted survives.
+        session.exec(
+            f"rm -rf /logs/verifier && mkdir -p {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
+            timeout_s=60,
+            user="root",
+            network=False,
+        )
+        session.upload(task.tests_dir, "/tests")
+        res = session.exec(
+            ["bash", "/tests/test.sh"],
+            timeout_s=task.config.verifier.timeout_sec,
+            cwd=workdir,
+            user=task.config.verifier.user,
+            env=dict(task.config.verifier.env),
+            network=_phase_network(task, "verifier"),
+        )
+        stdout = res.stdout + (("\n--- stderr ---\n" + res.stderr) if res.stderr else "")
+        files: dict[str, bytes | None] = {}
+        for name in REWARD_FILES:
+            try:
+                files[name] = session.read(f"{VERIFIER_LOGS}/{name}")
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                files[name] = None
+        reading = read_rewards(files)
+        if res.timed_out and reading.error:
+            reading.error = (
+                f"verifier did not finish within {task.config.verifier.timeout_sec:g} s; "
+                + reading.error
+            )
+        return stdout, res.exit_code, reading
+
+
+def _exception(kind: str, message: str, tb: str | None = None) -> dict[str, Any]:
+    return {
+        "exception_type": kind,
+        "exception_message": message,
+        "exception_traceback": tb,
+        "occurred_at": _now(),
+    }
