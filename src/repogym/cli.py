@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from repogym import __version__
-from repogym.ui import fail, out, track
+from repogym.ui import err, fail, out, track
 
 app = typer.Typer(
     name="repogym",
@@ -122,6 +122,189 @@ def validate(
     raise typer.Exit(1 if failed else 0)
 
 
+def _load_tasks_or_exit(path: Path) -> list:  # list[Task]
+    from repogym.harbor import TaskError, load_task
+
+    tasks = []
+    for task_dir in _task_dirs_or_exit(path):
+        try:
+            tasks.append(load_task(task_dir))
+        except TaskError as exc:
+            fail(f"{task_dir.name}: {exc.file}: {exc} (skipped)")
+    if not tasks:
+        fail(f"{path}: no readable task")
+        raise typer.Exit(2)
+    return tasks
+
+
+def _fmt_reward(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+SandboxOpt = Annotated[
+    str, typer.Option("--sandbox", help="Sandbox backend: local (bubblewrap, default) or docker.")
+]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials run in parallel.")]
+
+
+@app.command()
+def run(
+    path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
+    agent: Annotated[
+        str, typer.Option("--agent", "-a", help="oracle | nop | command:'<shell command>'")
+    ] = "oracle",
+    sandbox: SandboxOpt = "local",
+    jobs: JobsOpt = 1,
+    attempts: Annotated[int, typer.Option("--attempts", "-k", min=1, help="Trials per task.")] = 1,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Job folder (default: jobs/<time>-<agent>).")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run an agent on tasks in sandboxes; the task's verifier decides each reward.
+
+    Exit 0 when every trial produced a reward, 1 when any trial errored (reward None).
+    """
+    import datetime as dt
+
+    from repogym.run.agents import make_agent
+    from repogym.run.job import run_job
+    from repogym.sandbox import SandboxError
+
+    try:
+        make_agent(agent)
+    except ValueError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    tasks = _load_tasks_or_exit(path)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = out_dir or Path("jobs") / f"{stamp}-{agent.split(':')[0]}"
+
+    def done(outcome) -> None:  # type: ignore[no-untyped-def]
+        if json_out:
+            return
+        mark = "[red]error[/]" if outcome.error else f"reward {_fmt_reward(outcome.reward)}"
+        err.print(f"  {escape(outcome.result['trial_name'])}: {mark}")
+        if outcome.error:
+            err.print(f"    [dim]{escape(outcome.error.splitlines()[0][:200])}[/]")
+
+    if not json_out:
+        err.print(
+            f"running {len(tasks)} task(s) × {attempts} with agent {escape(agent)} on {sandbox}"
+        )
+    try:
+        outcomes, summary, job_path = run_job(
+            tasks,
+            agent,
+            sandbox=sandbox,
+            jobs=jobs,
+            attempts=attempts,
+            out_dir=out_dir,
+            on_done=done,
+        )
+    except SandboxError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    if json_out:
+        payload = {
+            "job": str(job_path),
+            "summary": summary.to_json(),
+            "trials": [
+                {
+                    "trial_name": o.result["trial_name"],
+                    "task_id": o.result["task_id"],
+                    "reward": o.reward,
+                    "rewards": o.reading.rewards if o.reading else None,
+                    "error": o.error,
+                    "result": str(o.path) if o.path else None,
+                }
+                for o in outcomes
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        table = Table(title=f"job {escape(str(out_dir))}", title_justify="left")
+        for col in ("trials", "mean reward", "rewarded", "errors", "resolved"):
+            table.add_column(col, justify="right")
+        table.add_row(
+            str(summary.trials),
+            _fmt_reward(summary.mean_reward),
+            str(summary.rewarded),
+            str(summary.errors),
+            str(summary.resolved),
+        )
+        out.print(table)
+        out.print(f"results: {escape(str(job_path))}")
+    raise typer.Exit(1 if summary.errors else 0)
+
+
+@app.command()
+def verify(
+    path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
+    reruns: Annotated[
+        int, typer.Option("--reruns", "-k", min=0, help="Extra oracle runs that must agree.")
+    ] = 2,
+    sandbox: SandboxOpt = "local",
+    jobs: JobsOpt = 1,
+    write: Annotated[
+        bool,
+        typer.Option("--write/--no-write", help="Record the verdict in each task.toml."),
+    ] = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """The quality gate: oracle must score 1, nop 0, and oracle reruns must agree.
+
+    Records status verified | flaky | broken in [metadata.repo2env.evaluation]; exit 1 if any
+    task is not verified.
+    """
+    from repogym.run.gate import VERIFIED, verify_tasks
+    from repogym.run.trial import TrialRunner
+    from repogym.sandbox import SandboxError, get_backend
+
+    tasks = _load_tasks_or_exit(path)
+    try:
+        runner = TrialRunner(get_backend(sandbox))
+    except SandboxError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+
+    def done(verdict) -> None:  # type: ignore[no-untyped-def]
+        if not json_out:
+            colour = "green" if verdict.status == VERIFIED else "red"
+            err.print(f"  {escape(verdict.task_id)}: [{colour}]{verdict.status}[/]")
+
+    if not json_out:
+        err.print(f"verifying {len(tasks)} task(s): oracle × {1 + reruns}, nop × 1, on {sandbox}")
+    verdicts = verify_tasks(tasks, runner, reruns=reruns, jobs=jobs, write=write, on_done=done)
+    bad = [v for v in verdicts if v.status != VERIFIED]
+    if json_out:
+        payload = {
+            "summary": {
+                "tasks": len(verdicts),
+                "verified": len(verdicts) - len(bad),
+                "flaky": sum(v.status == "flaky" for v in verdicts),
+                "broken": sum(v.status == "broken" for v in verdicts),
+            },
+            "tasks": [v.to_json() for v in verdicts],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        table = Table(title=f"verify {escape(str(path))}", title_justify="left")
+        for col in ("task", "status", "oracle", "nop", "why"):
+            table.add_column(col, overflow="fold")
+        for v in verdicts:
+            colour = "green" if v.status == VERIFIED else "red"
+            table.add_row(
+                escape(v.task_id),
+                f"[{colour}]{v.status}[/]",
+                " ".join(_fmt_reward(r) for r in v.oracle_rewards),
+                _fmt_reward(v.nop_reward),
+                escape("; ".join(v.reasons)[:300]),
+            )
+        out.print(table)
+    raise typer.Exit(1 if bad else 0)
+
+
 @dataset_app.command("index")
 def dataset_index(
     path: Annotated[Path, typer.Argument(help="The dataset folder.")],
@@ -186,10 +369,6 @@ def dataset_rehash(
             shown = digest or "skipped (foreign task: no [metadata.repo2env]; use --add)"
             out.print(f"{escape(task_id)}  {escape(shown)}")
     raise typer.Exit(1 if bad else 0)
-
-
-def run() -> None:  # pragma: no cover - console entry point helper
-    app()
 
 
 if __name__ == "__main__":  # pragma: no cover
