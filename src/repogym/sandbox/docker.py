@@ -1,0 +1,228 @@
+"""The ``docker`` backend: the same protocol on a real Docker engine (``repogym[docker]``).
+
+Images are built from the task's ``environment/`` (or pulled when only ``docker_image`` is set);
+each session is a fresh container kept alive with ``sleep infinity`` and removed on close.
+Per-phase network is switched by connecting or disconnecting the container from the default
+bridge network. Every exec runs under ``timeout -k`` inside the container, so a timed-out command
+and its process group are killed there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import shlex
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+from repogym.sandbox.base import (
+    BuildError,
+    BuiltEnvironment,
+    EnvironmentSpec,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    Session,
+)
+
+DEFAULT_PIDS_LIMIT = 4096
+
+
+def _client() -> Any:
+    try:
+        import docker  # noqa: PLC0415 - optional dependency, imported only here
+    except ImportError:
+        raise SandboxError(
+            "the docker backend needs the docker SDK: pip install 'repogym[docker]'"
+        ) from None
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means "no engine reachable"
+        raise SandboxError(
+            f"no Docker engine reachable ({type(exc).__name__}); use --sandbox local"
+        ) from None
+    return client
+
+
+class DockerSandbox(Sandbox):
+    name = "docker"
+
+    def __init__(self) -> None:
+        self.client = _client()
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        try:
+            _client()
+        except SandboxError as exc:
+            return False, str(exc)
+        return True, ""
+
+    def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment:
+        dockerfile = spec.context_dir / spec.dockerfile if spec.context_dir else None
+        if dockerfile is not None and dockerfile.is_file():
+            digest = hashlib.sha256()
+            for root, _dirs, files in sorted(os.walk(spec.context_dir)):
+                for name in sorted(files):
+                    p = Path(root) / name
+                    digest.update(str(p.relative_to(spec.context_dir)).encode() + b"\0")
+                    digest.update(p.read_bytes())
+            tag = f"repogym-env:{digest.hexdigest()[:16]}"
+            try:
+                image, logs = self.client.images.build(
+                    path=str(spec.context_dir),
+                    dockerfile=spec.dockerfile,
+                    tag=tag,
+                    rm=True,
+                    timeout=int(spec.build_timeout_sec),
+                )
+            except Exception as exc:  # noqa: BLE001 - docker.errors.BuildError and API errors
+                raise BuildError(f"docker build failed: {exc}") from None
+            if log is not None:
+                log.write_text("".join(str(c.get("stream", "")) for c in logs))
+        elif spec.docker_image:
+            tag = spec.docker_image
+            try:
+                image = self.client.images.pull(tag)
+            except Exception as exc:  # noqa: BLE001
+                raise BuildError(f"cannot pull {tag}: {exc}") from None
+        else:
+            raise BuildError("the task has neither environment/Dockerfile nor docker_image")
+        config = image.attrs.get("Config", {})
+        env = dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e)
+        return BuiltEnvironment(
+            backend=self.name,
+            key=image.id,
+            workdir=config.get("WorkingDir") or "/",
+            env=env,
+            user=config.get("User") or None,
+            base_mapping={"image": tag},
+        )
+
+    def start(self, built: BuiltEnvironment, spec: EnvironmentSpec) -> Session:
+        if spec.network_mode == "allowlist":
+            raise SandboxError("allowlist network mode is not supported by the docker backend yet")
+        kwargs: dict[str, Any] = {
+            "command": ["sleep", "infinity"],
+            "detach": True,
+            "working_dir": spec.workdir or built.workdir,
+            "environment": dict(spec.env),
+            "network_mode": "none" if spec.network_mode == "no-network" else "bridge",
+            "pids_limit": DEFAULT_PIDS_LIMIT,
+            "user": "root",
+        }
+        if spec.memory_mb:
+            kwargs["mem_limit"] = f"{spec.memory_mb}m"
+        if spec.cpus:
+            kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+        container = self.client.containers.run(built.key, **kwargs)
+        return DockerSession(self.client, container, built, spec)
+
+
+class DockerSession(Session):
+    def __init__(self, client: Any, container: Any, built: BuiltEnvironment, spec: EnvironmentSpec):
+        self.client = client
+        self.container = container
+        self.built = built
+        self.spec = spec
+        self.networked = spec.network_mode == "public"
+        self.closed = False
+
+    def _set_network(self, want: bool) -> None:
+        if want == self.networked:
+            return
+        if self.spec.network_mode == "no-network" and want:
+            raise SandboxError("this environment was started without a network")
+        bridge = self.client.networks.get("bridge")
+        (bridge.connect if want else bridge.disconnect)(self.container)
+        self.networked = want
+
+    def exec(
+        self,
+        command: str | list[str],
+        *,
+        timeout_s: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        user: str | None = None,
+        network: bool | None = None,
+    ) -> ExecResult:
+        if network is not None:
+            self._set_network(network)
+        argv = ["bash", "-lc", command] if isinstance(command, str) else list(command)
+        if timeout_s:
+            argv = ["timeout", "-k", "5", f"{timeout_s:g}", *argv]
+        start = time.monotonic()
+        res = self.container.exec_run(
+            argv,
+            workdir=cwd or self.spec.workdir or self.built.workdir,
+            environment=env or {},
+            user=user or self.built.user or "root",
+            demux=True,
+        )
+        out, err = res.output if res.output else (b"", b"")
+        code = res.exit_code
+        timed_out = bool(timeout_s) and code in (124, 137)
+        return ExecResult(
+            exit_code=None if timed_out else code,
+            stdout=(out or b"").decode("utf-8", "replace"),
+            stderr=(err or b"").decode("utf-8", "replace"),
+            duration_s=time.monotonic() - start,
+            timed_out=timed_out,
+        )
+
+    def read(self, path: str) -> bytes:
+        try:
+            stream, _stat = self.container.get_archive(path)
+        except Exception as exc:  # noqa: BLE001 - docker.errors.NotFound
+            raise FileNotFoundError(path) from exc
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                raise IsADirectoryError(path)
+            fh = tar.extractfile(member)
+            return fh.read() if fh else b""
+
+    def write(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        payload = data.encode() if isinstance(data, str) else data
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(os.path.basename(path))
+            info.size, info.mode = len(payload), mode
+            tar.addfile(info, io.BytesIO(payload))
+        parent = os.path.dirname(path) or "/"
+        self.exec(["mkdir", "-p", parent], user="root")
+        self.container.put_archive(parent, buf.getvalue())
+
+    def upload(self, src: Path, dest: str) -> None:
+        self.remove(dest)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(str(src), arcname=os.path.basename(dest.rstrip("/")))
+        parent = os.path.dirname(dest.rstrip("/")) or "/"
+        self.exec(["mkdir", "-p", parent], user="root")
+        self.container.put_archive(parent, buf.getvalue())
+
+    def download(self, src: str, dest: Path) -> None:
+        stream, _ = self.container.get_archive(src)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            tar.extractall(dest.parent, filter="data")
+        extracted = dest.parent / os.path.basename(src.rstrip("/"))
+        if extracted != dest:
+            extracted.rename(dest)
+
+    def remove(self, path: str) -> None:
+        self.exec(f"rm -rf -- {shlex.quote(path)}", user="root")
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(Exception):  # already gone
+            self.container.remove(force=True)

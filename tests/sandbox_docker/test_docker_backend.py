@@ -1,0 +1,34 @@
+"""The docker backend runs the example tasks like the local one (needs a Docker engine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from repogym.harbor import load_task
+from repogym.run.agents import NopAgent, OracleAgent
+from repogym.run.trial import TrialRunner
+from repogym.sandbox import SandboxError, get_backend
+from repogym.sandbox.docker import DockerSandbox
+from tests.conftest import EXAMPLES
+
+available, why = DockerSandbox.available()
+needs_engine = pytest.mark.skipif(not available, reason=f"no Docker engine here: {why}")
+
+
+@needs_engine
+@pytest.mark.parametrize("task_id", ["hello-file", "textstats-word-count"])
+def test_examples_oracle_1_nop_0(task_id: str) -> None:
+    runner = TrialRunner(get_backend("docker"))
+    task = load_task(EXAMPLES / task_id)
+    assert runner.run(task, OracleAgent()).reward == 1.0
+    assert runner.run(task, NopAgent()).reward == 0.0
+
+
+def test_unavailable_engine_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/none.sock")
+    with pytest.raises(SandboxError, match="no Docker engine reachable"):
+        get_backend("docker")
