@@ -68,7 +68,7 @@ def write_task(
 @pytest.fixture
 def make_task(tmp_path: Path) -> Callable[..., Path]:
     def _make(name: str = "task-a", root: Path | None = None, **kwargs: object) -> Path:
-        return write_task(root or tmp_path / "ds", name, **kwargs)  # type: ignore[arg-type]
+        return write_task(root or tmp_path / "ds", name, **kwargs)
 
     return _make
 

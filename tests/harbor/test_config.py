@@ -83,7 +83,7 @@ def test_every_key_keeps_its_meaning(tmp_path: Path) -> None:
     assert config.schema_version == "1.4"
     assert config.task.name == "acme/full"
     assert config.task.keywords == ["a", "b"]
-    assert config.task.authors[0].name == "Ada"  # type: ignore[union-attr]
+    assert config.task.authors[0].name == "Ada"
     assert config.task.authors[1] == "Bob"
     assert config.metadata["custom"] == {"nested": [1, 2, 3]}
     assert config.repo2env is not None and config.repo2env["pipeline"] == "commit_runtime"

@@ -45,7 +45,7 @@ def test_json_output(examples_copy: Path) -> None:
     assert foreign["ok"] and foreign["problems"][0]["check"] == "provenance"
 
 
-def _graded(make_task, **kwargs):  # type: ignore[no-untyped-def]
+def _graded(make_task, **kwargs):
     toml = """\
 schema_version = "1.4"
 [metadata.repo2env]
@@ -62,7 +62,7 @@ pass_to_pass = ["t::b", "t::c"]
     return task
 
 
-def test_graded_task_valid(make_task) -> None:  # type: ignore[no-untyped-def]
+def test_graded_task_valid(make_task) -> None:
     assert validate_task(_graded(make_task), deep=True).problems == []
 
 
@@ -83,7 +83,7 @@ BAD_CASES = {
 }
 
 
-def _make_bad(case: str, make_task) -> Path:  # type: ignore[no-untyped-def]
+def _make_bad(case: str, make_task) -> Path:
     if case == "malformed_toml":
         return make_task(toml="schema_version = [\n")
     if case == "missing_instruction":
@@ -132,7 +132,7 @@ def _make_bad(case: str, make_task) -> Path:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
-def test_bad_input_one_line_exit_1_nothing_written(case: str, make_task, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_one_line_exit_1_nothing_written(case: str, make_task, tmp_path) -> None:
     task = _make_bad(case, make_task)
     before = snapshot(tmp_path)
     code, output = run_cli("validate", str(task.parent))
@@ -150,7 +150,7 @@ def test_unusable_input_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "no task.toml" in output
 
 
-def test_one_bad_task_does_not_hide_the_others(make_task, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_one_bad_task_does_not_hide_the_others(make_task, tmp_path) -> None:
     make_task("good")
     make_task("bad", toml="[[[")
     code, output = run_cli("validate", str(tmp_path / "ds"), "--json")
@@ -171,7 +171,7 @@ def test_unified_diff_checker() -> None:
     assert check_unified_diff("just text") is not None
 
 
-def test_deep_catches_broken_verifier(make_task) -> None:  # type: ignore[no-untyped-def]
+def test_deep_catches_broken_verifier(make_task) -> None:
     t = make_task(files={"tests/verifier.py": "def broken(:\n"})
     assert validate_task(t).ok
     report = validate_task(t, deep=True)

@@ -7,7 +7,7 @@ import pytest
 from repogym.run.rewards import read_rewards
 
 
-def reading(**files: bytes | None):  # type: ignore[no-untyped-def]
+def reading(**files: bytes | None):
     names = {
         "reward_json": "reward.json",
         "reward_txt": "reward.txt",
