@@ -22,7 +22,7 @@ from pathlib import Path
 
 from repogym.harbor import iter_task_dirs, load_task
 from repogym.harbor.hashing import content_hash
-from repogym.harbor.validate import validate_many
+from repogym.harbor.validate import default_jobs, validate_many
 
 TOML = """\
 schema_version = "1.4"
@@ -99,7 +99,7 @@ def generate(root: Path, n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=50_000)
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--jobs", type=int, default=default_jobs())
     ap.add_argument("--dir", type=Path, default=None, help="where to generate (default: a tmp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated tasks")
     args = ap.parse_args()

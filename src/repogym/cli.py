@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -66,15 +65,15 @@ def validate(
         bool, typer.Option("--deep", help="Also compile verifier scripts, parse patches and JSON.")
     ] = False,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", help="Worker processes (0 = one per core).")
+        int, typer.Option("--jobs", "-j", help="Worker processes (0 = two per core).")
     ] = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Static checks of task directories. Exit 1 if any task fails, 2 for unusable input."""
-    from repogym.harbor.validate import validate_many
+    from repogym.harbor.validate import default_jobs, validate_many
 
     dirs = _task_dirs_or_exit(path)
-    jobs = jobs or (os.cpu_count() or 1)
+    jobs = jobs or default_jobs()
     reports = list(
         track(
             validate_many(dirs, deep=deep, jobs=jobs), "validating", len(dirs), enabled=not json_out

@@ -14,7 +14,7 @@ import tomli_w
 from pydantic import ValidationError
 
 from repogym.harbor.config import TaskConfig, normalize_legacy
-from repogym.harbor.hashing import content_hash
+from repogym.harbor.hashing import content_hash, read_bytes
 
 TASK_TOML = "task.toml"
 INSTRUCTION = "instruction.md"
@@ -113,7 +113,7 @@ def load_task(path: Path | str) -> Task:
     path = Path(path)
     toml_path = path / TASK_TOML
     try:
-        text = toml_path.read_bytes().decode("utf-8")
+        text = read_bytes(str(toml_path)).decode("utf-8")
     except FileNotFoundError:
         raise TaskError("task.toml is missing") from None
     except UnicodeDecodeError as exc:

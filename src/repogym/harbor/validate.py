@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files
+from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files, read_bytes
 from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
 
 KNOWN_REWARD_KINDS = frozenset(
@@ -94,8 +94,7 @@ class TaskFiles:
     def read(self, rel: str) -> bytes:
         data = self._cache.get(rel)
         if data is None:
-            with open(os.path.join(self.path, rel), "rb") as fh:
-                data = fh.read()
+            data = read_bytes(os.path.join(self.path, rel))
             if len(data) <= self.CACHE_LIMIT:
                 self._cache[rel] = data
         return data
@@ -431,6 +430,11 @@ def _check_deep(files: TaskFiles) -> Iterator[Problem]:
             yield _err("solution", "solution/patch.diff", f"not a unified diff: {reason}")
     if files.under("solution/", "") and not files.is_file("solution/solve.sh"):
         yield _err("solution", "solution/solve.sh", "solution/ has no solve.sh")
+
+
+def default_jobs() -> int:
+    """Validation is bound by file-system latency more than CPU: two workers per core."""
+    return min(8, 2 * (os.cpu_count() or 1))
 
 
 def _validate_one(args: tuple[str, bool]) -> TaskReport:
