@@ -1,0 +1,386 @@
+"""Host side of the local sandbox runtime: the fork server client and running sandboxes.
+
+See ``_forkserver.py`` for the process tree. This module starts the fork server once per host
+process, asks it for sessions, and talks to each session server directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import selectors
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from repogym.sandbox._cgroups import SessionCgroups
+from repogym.sandbox.base import SandboxError
+
+_SERVER_SCRIPT = Path(__file__).with_name("_forkserver.py")
+_MAX_MSG = 1 << 20
+
+
+def _send(sock: socket.socket, obj: object, fds: list[int] | tuple[int, ...] = ()) -> None:
+    data = marshal.dumps(obj)
+    if fds:
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
+        sock.sendmsg([data], anc)
+    else:
+        sock.send(data)
+
+
+def _recv(sock: socket.socket) -> object:
+    msg = sock.recv(_MAX_MSG)
+    if not msg:
+        return None
+    return marshal.loads(msg)
+
+
+def _read_status(fd: int) -> dict[str, object]:
+    """Read a status pipe to EOF and decode it (empty ⇒ the reporter died)."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    data = b"".join(chunks)
+    if not data:
+        return {"error": "sandbox helper died without reporting"}
+    return marshal.loads(data)
+
+
+class ForkServer:
+    """The per-process fork server (started lazily, restarted after a fork of the host)."""
+
+    _instance: ForkServer | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-B", str(_SERVER_SCRIPT), str(child.fileno())],
+            pass_fds=[child.fileno()],
+            stdin=subprocess.DEVNULL,
+            close_fds=True,
+        )
+        child.close()
+        self.sock = parent
+        self.owner = os.getpid()
+        hello = _recv(parent)
+        if not isinstance(hello, dict) or not hello.get("ready"):
+            raise SandboxError("the local sandbox fork server failed to start")
+        self.send_lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> ForkServer:
+        with cls._lock:
+            inst = cls._instance
+            if inst is None or inst.owner != os.getpid() or inst.proc.poll() is not None:
+                inst = cls._instance = ForkServer()
+            return inst
+
+    def start(
+        self,
+        *,
+        plan: dict[str, object],
+        bwrap: list[str],
+        network: bool,
+        cgroups: SessionCgroups | None,
+        timeout_s: float = 30.0,
+    ) -> SandboxProcess:
+        """Start one sandbox (mounts + bwrap) and return a handle to its session server."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cg_fds = []
+        try:
+            for path in cgroups.session_procs() if cgroups else []:
+                cg_fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+            req = {"kind": "session", "bwrap": bwrap, "network": network, **plan}
+            with self.send_lock:
+                _send(self.sock, req, [theirs.fileno(), *cg_fds])
+        finally:
+            theirs.close()
+            for fd in cg_fds:
+                os.close(fd)
+        ours.settimeout(timeout_s)
+        try:
+            reply = _recv(ours)
+        except TimeoutError:
+            reply = {"error": "timed out starting the sandbox"}
+        ours.settimeout(None)
+        if not isinstance(reply, dict) or "error" in reply or reply is None:
+            ours.close()
+            err = reply.get("error") if isinstance(reply, dict) else "session server died"
+            raise SandboxError(f"could not start the local sandbox: {err}")
+        return SandboxProcess(ours, reply, cgroups, network)
+
+
+@dataclass
+class RawResult:
+    exit_code: int | None
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    duration_s: float
+    timed_out: bool
+    error: str | None = None
+
+
+class SandboxProcess:
+    """A running sandbox: exec commands and run file operations inside its root."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        info: dict[str, object],
+        cgroups: SessionCgroups | None,
+        network: bool,
+    ) -> None:
+        self.sock = sock
+        self.init_pid = int(info["init_pid"])  # type: ignore[arg-type]
+        self.server_pid = int(info["server_pid"])  # type: ignore[arg-type]
+        self.bwrap_pid = int(info["bwrap_pid"])  # type: ignore[arg-type]
+        self.server_pidfd = os.pidfd_open(self.server_pid)
+        try:
+            self.init_pidfd: int | None = os.pidfd_open(self.init_pid)
+        except ProcessLookupError:
+            self.init_pidfd = None
+        self.cgroups = cgroups
+        self.network = network
+        self.lock = threading.Lock()
+        self.closed = False
+        self._leftover_execs: list[Path] = []
+
+    # ------------------------------------------------------------------ exec
+
+    def exec(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: str,
+        user: str | None,
+        network: bool | None,
+        rlimits: dict[str, int],
+        timeout_s: float | None,
+        max_output: int = 64 << 20,
+        on_output: Callable[[bytes], None] | None = None,
+    ) -> RawResult:
+        """Run ``argv`` in the sandbox; on timeout its whole process tree is killed."""
+        if self.closed:
+            raise SandboxError("session is closed")
+        start = time.monotonic()
+        exec_cg = self.cgroups.new_exec() if self.cgroups else None
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        st_r, st_w = os.pipe()
+        send_fds = [out_w, err_w, st_w]
+        if exec_cg is not None:
+            send_fds.append(os.open(exec_cg / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+        req = {
+            "kind": "exec",
+            "argv": argv,
+            "env": env,
+            "cwd": cwd,
+            "user": user,
+            "network": network,
+            "rlimits": rlimits,
+        }
+        try:
+            with self.lock:
+                _send(self.sock, req, send_fds)
+        except OSError as exc:
+            for fd in (out_r, err_r, st_r):
+                os.close(fd)
+            raise SandboxError(f"sandbox session is gone: {exc}") from exc
+        finally:
+            for fd in send_fds:
+                os.close(fd)
+        out, err = bytearray(), bytearray()
+        status: dict[str, object] | None = None
+        timed_out = False
+        deadline = start + timeout_s if timeout_s else None
+        sel = selectors.DefaultSelector()
+        sel.register(out_r, selectors.EVENT_READ, out)
+        sel.register(err_r, selectors.EVENT_READ, err)
+        sel.register(st_r, selectors.EVENT_READ, None)
+        status_buf = bytearray()
+        drain_until: float | None = None
+        try:
+            while sel.get_map():
+                now = time.monotonic()
+                wait: float | None = None
+                if deadline is not None and not timed_out:
+                    wait = max(0.0, deadline - now)
+                if drain_until is not None:
+                    left = drain_until - now
+                    if left <= 0:
+                        break
+                    wait = left if wait is None else min(wait, left)
+                events = sel.select(wait)
+                if not events:
+                    if deadline is not None and not timed_out and time.monotonic() >= deadline:
+                        timed_out = True
+                        self._kill(exec_cg, argv)
+                        drain_until = None
+                        deadline = None
+                        # The status arrives once the killed command is reaped.
+                        continue
+                    continue
+                for key, _ in events:
+                    fd = key.fd
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        sel.unregister(fd)
+                        if fd == st_r:
+                            status = marshal.loads(bytes(status_buf)) if status_buf else {}
+                            # Background jobs may keep the pipes open: drain briefly.
+                            drain_until = time.monotonic() + 0.05
+                        continue
+                    if fd == st_r:
+                        status_buf += chunk
+                        continue
+                    if on_output is not None:
+                        on_output(chunk)
+                    if len(key.data) < max_output:
+                        key.data.extend(chunk[: max_output - len(key.data)])
+        finally:
+            sel.close()
+            for fd in (out_r, err_r, st_r):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if exec_cg is not None:
+                if timed_out:
+                    self.cgroups.kill_exec(exec_cg)  # type: ignore[union-attr]
+                self.cgroups.exec_done(exec_cg)  # type: ignore[union-attr]
+                if exec_cg.exists():
+                    self._leftover_execs.append(exec_cg)
+        duration = time.monotonic() - start
+        status = status or {}
+        error = status.get("error")
+        code = status.get("exit")
+        sig = status.get("signal")
+        if not status and not timed_out:
+            error = "sandbox session ended while the command ran"
+        return RawResult(
+            exit_code=int(code) if code is not None and not timed_out else None,  # type: ignore[arg-type]
+            signal=int(sig) if sig is not None else None,  # type: ignore[arg-type]
+            stdout=bytes(out),
+            stderr=bytes(err),
+            duration_s=duration,
+            timed_out=timed_out,
+            error=str(error) if error else None,
+        )
+
+    def _kill(self, exec_cg: Path | None, argv: list[str]) -> None:
+        if exec_cg is not None and self.cgroups is not None:
+            self.cgroups.kill_exec(exec_cg)
+
+    # ------------------------------------------------------------ file ops
+
+    def file_op(
+        self,
+        op: str,
+        *,
+        fds: list[int] | None = None,
+        data_in: bytes | None = None,
+        data_out: bool = False,
+        **args: object,
+    ) -> object:
+        """Run one file operation in a worker confined to the sandbox root."""
+        if self.closed:
+            raise SandboxError("session is closed")
+        st_r, st_w = os.pipe()
+        send = list(fds or [])
+        pipe_r = pipe_w = None
+        if data_in is not None or data_out:
+            pipe_r, pipe_w = os.pipe()
+            send.append(pipe_r if data_in is not None else pipe_w)
+        send.append(st_w)
+        try:
+            with self.lock:
+                _send(self.sock, {"kind": "file", "op": op, **args}, send)
+        finally:
+            os.close(st_w)
+            if pipe_r is not None and pipe_w is not None:
+                os.close(pipe_r if data_in is not None else pipe_w)
+        payload = b""
+        if data_in is not None and pipe_w is not None:
+            try:
+                view = memoryview(data_in)
+                while view:
+                    n = os.write(pipe_w, view)
+                    view = view[n:]
+            except BrokenPipeError:
+                pass
+            finally:
+                os.close(pipe_w)
+        elif data_out and pipe_r is not None:
+            chunks = []
+            while True:
+                chunk = os.read(pipe_r, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            os.close(pipe_r)
+            payload = b"".join(chunks)
+        status = _read_status(st_r)
+        if "error" in status:
+            raise _file_error(op, args.get("path"), status)
+        return payload if data_out else status.get("result")
+
+    # --------------------------------------------------------------- close
+
+    def alive(self) -> bool:
+        if self.closed:
+            return False
+        import select
+
+        r, _, _ = select.select([self.server_pidfd], [], [], 0)
+        return not r
+
+    def close(self) -> None:
+        """Kill every process of the sandbox and wait until its namespaces are gone."""
+        if self.closed:
+            return
+        self.closed = True
+        ok = True
+        if self.cgroups is not None:
+            ok = self.cgroups.destroy()
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        if not ok or self.cgroups is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.bwrap_pid, 9)
+        import select
+
+        # The session server exits when its socket closes (or bwrap dies); once it and bwrap
+        # are gone the private mount namespace, and with it every mount, is released.
+        select.select([self.server_pidfd], [], [], 10)
+        os.close(self.server_pidfd)
+        if self.init_pidfd is not None:
+            select.select([self.init_pidfd], [], [], 10)
+            os.close(self.init_pidfd)
+
+
+def _file_error(op: str, path: object, status: dict[str, object]) -> Exception:
+    import errno as _errno
+
+    code = status.get("errno")
+    msg = f"{op} {path}: {status.get('error')}"
+    if code == _errno.ENOENT:
+        return FileNotFoundError(code, msg)
+    if code in (_errno.EISDIR, _errno.ENOTDIR):
+        return (
+            IsADirectoryError(code, msg) if code == _errno.EISDIR else NotADirectoryError(code, msg)
+        )
+    return SandboxError(msg)

@@ -1,0 +1,416 @@
+"""``FROM`` mapping: official image names → this host's matching toolchain.
+
+``python:3.X*`` → host CPython 3.X (pyenv), relocated into ``/usr/local`` like the official
+image (only the standard library and pip/setuptools/wheel — never the host's other packages);
+``node:*`` → host node/npm; ``rust:*`` → host rustup toolchain under ``/usr/local/{cargo,rustup}``;
+``golang:*`` → host go; ``debian``/``ubuntu``/``buildpack-deps`` → the host base itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PYENV_ROOTS = ("/root/.pyenv/versions", "/usr/local/pyenv/versions", "/opt/pyenv/versions")
+_BASE_DIRS = ("/usr/", "/etc/", "/var/", "/opt/")
+
+
+class UnsupportedBase(ValueError):
+    """The ``FROM`` image cannot be mapped onto this host."""
+
+
+@dataclass
+class BaseImage:
+    image: str
+    kind: str
+    mapping: dict[str, str]
+    env: dict[str, str]
+    workdir: str = "/"
+    fingerprint: str = ""
+    populate: Callable[[Path], None] | None = None
+    """Fills a fresh layer's ``fs/`` with the toolchain (None: nothing to add)."""
+    post_commands: list[str] = field(default_factory=list)
+    """Commands run in the sandbox after ``populate`` (same layer), e.g. ``ldconfig``."""
+
+
+def _split_image(image: str) -> tuple[str, str]:
+    ref = image.split("@", 1)[0]
+    name, tag = ref, "latest"
+    last = ref.rsplit("/", 1)[-1]
+    if ":" in last:
+        name, tag = ref.rsplit(":", 1)
+    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/", "library/"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    return name.lower(), tag
+
+
+def _fingerprint(*parts: object) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def _os_release() -> str:
+    try:
+        text = Path("/etc/os-release").read_text()
+    except OSError:
+        return "unknown"
+    m = re.search(r'^PRETTY_NAME="?([^"\n]*)', text, re.M)
+    return m.group(1) if m else "unknown"
+
+
+def resolve(image: str) -> BaseImage:
+    """Map a ``FROM`` image onto the host; raises :class:`UnsupportedBase`."""
+    name, tag = _split_image(image)
+    host = _os_release()
+    if name == "python":
+        return _python(image, tag, host)
+    if name == "node":
+        return _node(image, tag, host)
+    if name == "rust":
+        return _rust(image, tag, host)
+    if name == "golang":
+        return _golang(image, tag, host)
+    if name in ("debian", "ubuntu", "buildpack-deps") or name.startswith(("debian", "ubuntu")):
+        return BaseImage(
+            image=image,
+            kind="host",
+            mapping={"from": image, "host": f"host base ({host})"},
+            env={"PATH": DEFAULT_PATH},
+            fingerprint=_fingerprint("host", host),
+        )
+    raise UnsupportedBase(
+        f"cannot map base image {image!r} onto this host (supported: python:3.X, node, rust, "
+        "golang, debian, ubuntu, buildpack-deps)"
+    )
+
+
+# ---------------------------------------------------------------------------------- python
+
+
+def python_installs() -> dict[str, Path]:
+    """Installed CPython prefixes by full version (``3.11.7`` → prefix)."""
+    out: dict[str, Path] = {}
+    roots = list(PYENV_ROOTS)
+    if os.environ.get("PYENV_ROOT"):
+        roots.insert(0, os.path.join(os.environ["PYENV_ROOT"], "versions"))
+    for root in roots:
+        for d in sorted(glob.glob(os.path.join(root, "[0-9]*"))):
+            version = os.path.basename(d)
+            if re.fullmatch(r"\d+\.\d+\.\d+", version) and os.path.exists(
+                os.path.join(d, "bin", "python" + ".".join(version.split(".")[:2]))
+            ):
+                out.setdefault(version, Path(d))
+    return out
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def _python(image: str, tag: str, host: str) -> BaseImage:
+    m = re.match(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?", tag)
+    installs = python_installs()
+    if tag in ("latest", "slim") or tag.startswith(("slim-", "bookworm", "bullseye")):
+        want: tuple[int, ...] = (3,)
+    elif m:
+        want = tuple(int(x) for x in m.groups() if x is not None)
+    else:
+        raise UnsupportedBase(f"cannot understand python image tag {tag!r}")
+    candidates = [v for v in installs if _vkey(v)[: len(want)] == want]
+    if not candidates and len(want) == 3:
+        candidates = [v for v in installs if _vkey(v)[:2] == want[:2]]
+    if not candidates:
+        have = ", ".join(sorted(installs, key=_vkey)) or "none"
+        raise UnsupportedBase(
+            f"{image} needs CPython {'.'.join(map(str, want))}, which is not installed on this "
+            f"host (installed: {have})"
+        )
+    version = max(candidates, key=_vkey)
+    prefix = installs[version]
+    short = ".".join(version.split(".")[:2])
+    binary = prefix / "bin" / f"python{short}"
+    st = binary.stat()
+    return BaseImage(
+        image=image,
+        kind="python",
+        mapping={
+            "from": image,
+            "host": str(prefix),
+            "python": version,
+            "path": "/usr/local",
+            "base": f"host base ({host})",
+        },
+        env={
+            "PATH": "/usr/local/bin:" + DEFAULT_PATH.replace("/usr/local/bin:", ""),
+            "LANG": "C.UTF-8",
+            "PYTHON_VERSION": version,
+        },
+        fingerprint=_fingerprint("python", str(prefix), version, st.st_size, st.st_mtime_ns, host),
+        populate=lambda fs: _populate_python(prefix, short, fs),
+        post_commands=["ldconfig"],
+    )
+
+
+_KEEP_SITE = re.compile(
+    r"^(pip|setuptools|wheel|_distutils_hack|pkg_resources|distutils-precedence)"
+)
+_KEEP_BIN = re.compile(r"^(python|pip|pydoc|idle|2to3)[0-9.]*(-config)?$")
+_SKIP_STDLIB = {"test", "tests", "idle_test", "site-packages", "__pycache__"}
+
+
+class _Linker:
+    """Hard-link files into the layer when on the same filesystem, else copy them."""
+
+    def __init__(self, dest: Path) -> None:
+        self.dest_dev = dest.stat().st_dev if dest.exists() else None
+
+    def file(self, src: Path, dst: Path) -> None:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dst)
+            return
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    def tree(self, src: Path, dst: Path, skip: Callable[[Path], bool] | None = None) -> None:
+        dst.mkdir(parents=True, exist_ok=True)
+        shutil.copystat(src, dst)
+        for entry in os.scandir(src):
+            s, d = Path(entry.path), dst / entry.name
+            if skip and skip(s):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                self.tree(s, d, skip)
+            elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                self.file(s, d)
+
+
+def _rewrite(src: Path, dst: Path, old: str, new: str) -> None:
+    """Copy a text file replacing the old install prefix (a new inode: never the host's)."""
+    data = src.read_bytes()
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        dst.unlink()
+    dst.write_bytes(data.replace(old.encode(), new.encode()))
+    shutil.copystat(src, dst)
+
+
+def _is_text_with(path: Path, needle: bytes) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return False
+    return b"\0" not in head[:4096] and needle in head
+
+
+def _populate_python(prefix: Path, short: str, fs: Path) -> None:
+    dest = fs / "usr" / "local"
+    dest.mkdir(parents=True, exist_ok=True)
+    link = _Linker(dest)
+    old, new = str(prefix), "/usr/local"
+    for entry in sorted((prefix / "bin").iterdir()):
+        if not _KEEP_BIN.match(entry.name):
+            continue
+        target = dest / "bin" / entry.name
+        if not entry.is_symlink() and _is_text_with(entry, old.encode()):
+            _rewrite(entry, target, old, new)
+        else:
+            link.file(entry, target)
+    lib = prefix / "lib"
+    for entry in sorted(lib.iterdir()):
+        if entry.name.startswith("libpython"):
+            link.file(entry, dest / "lib" / entry.name)
+    pc = lib / "pkgconfig"
+    if pc.is_dir():
+        for entry in pc.iterdir():
+            if entry.is_symlink():
+                link.file(entry, dest / "lib" / "pkgconfig" / entry.name)
+            else:
+                _rewrite(entry, dest / "lib" / "pkgconfig" / entry.name, old, new)
+    stdlib = lib / f"python{short}"
+
+    def skip(p: Path) -> bool:
+        return (
+            p.parent == stdlib
+            and p.name in ("site-packages",)
+            or (p.is_dir() and p.name in ("test", "tests", "idle_test"))
+        )
+
+    link.tree(stdlib, dest / "lib" / f"python{short}", skip)
+    # Files that carry the build prefix: rewrite so tools see /usr/local.
+    for f in list(stdlib.glob("_sysconfigdata*.py")) + list(stdlib.glob("config-*/*")):
+        if f.is_file() and not f.is_symlink() and _is_text_with(f, old.encode()):
+            _rewrite(f, dest / "lib" / f"python{short}" / f.relative_to(stdlib), old, new)
+    for pyc in (dest / "lib" / f"python{short}" / "__pycache__").glob("_sysconfigdata*"):
+        pyc.unlink()
+    site = stdlib / "site-packages"
+    site_dst = dest / "lib" / f"python{short}" / "site-packages"
+    site_dst.mkdir(parents=True, exist_ok=True)
+    if site.is_dir():
+        for entry in sorted(site.iterdir()):
+            if _KEEP_SITE.match(entry.name):
+                if entry.is_dir() and not entry.is_symlink():
+                    link.tree(entry, site_dst / entry.name)
+                else:
+                    link.file(entry, site_dst / entry.name)
+    include = prefix / "include" / f"python{short}"
+    if include.is_dir():
+        link.tree(include, dest / "include" / f"python{short}")
+    for name in ("python", "python3"):
+        p = dest / "bin" / name
+        if not p.exists() and not p.is_symlink():
+            p.symlink_to(f"python{short}")
+    for name in ("pip", "pip3"):
+        p = dest / "bin" / name
+        if not p.exists() and (dest / "bin" / f"pip{short}").exists():
+            p.symlink_to(f"pip{short}")
+
+
+# ---------------------------------------------------------------------------- node / go
+
+
+def _tool_version(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else ""
+
+
+def _visible(path: str) -> bool:
+    return path.startswith(_BASE_DIRS)
+
+
+def _node(image: str, tag: str, host: str) -> BaseImage:
+    node = shutil.which("node")
+    if not node:
+        raise UnsupportedBase(f"{image} needs node, which is not installed on this host")
+    real = os.path.realpath(node)
+    if not _visible(real):
+        raise UnsupportedBase(
+            f"{image}: host node lives at {real}, outside the directories the sandbox sees "
+            "(/usr, /opt); install node system-wide"
+        )
+    version = _tool_version([node, "--version"]).lstrip("v")
+    mapping = {"from": image, "host": real, "node": version, "base": f"host base ({host})"}
+    want = re.match(r"^(\d+)", tag)
+    if want and version and want.group(1) != version.split(".")[0]:
+        mapping["note"] = f"requested node {want.group(1)}, host has {version}"
+    return BaseImage(
+        image=image,
+        kind="node",
+        mapping=mapping,
+        env={"PATH": DEFAULT_PATH, "NODE_VERSION": version},
+        fingerprint=_fingerprint("node", real, version, host),
+    )
+
+
+def _golang(image: str, tag: str, host: str) -> BaseImage:
+    go = shutil.which("go")
+    if not go:
+        raise UnsupportedBase(f"{image} needs Go, which is not installed on this host")
+    real = os.path.realpath(go)
+    if not _visible(real):
+        raise UnsupportedBase(f"{image}: host go lives at {real}, outside /usr or /opt")
+    out = _tool_version([go, "version"])
+    m = re.search(r"go(\d+\.\d+(?:\.\d+)?)", out)
+    version = m.group(1) if m else "unknown"
+    mapping = {"from": image, "host": real, "go": version, "base": f"host base ({host})"}
+    want = re.match(r"^(\d+\.\d+)", tag)
+    if want and not version.startswith(want.group(1)):
+        mapping["note"] = f"requested go {want.group(1)}, host has {version}"
+
+    def populate(fs: Path) -> None:
+        for sub in ("src", "bin"):
+            d = fs / "@root" / "go" / sub
+            d.mkdir(parents=True, exist_ok=True)
+            d.chmod(0o777)
+        (fs / "@root" / "go").chmod(0o777)
+
+    return BaseImage(
+        image=image,
+        kind="golang",
+        mapping=mapping,
+        env={
+            "GOLANG_VERSION": version,
+            "GOTOOLCHAIN": "local",
+            "GOPATH": "/go",
+            "PATH": "/go/bin:/usr/local/go/bin:" + DEFAULT_PATH,
+        },
+        workdir="/go",
+        fingerprint=_fingerprint("golang", real, version, host),
+        populate=populate,
+    )
+
+
+# ------------------------------------------------------------------------------------ rust
+
+
+def _rust(image: str, tag: str, host: str) -> BaseImage:
+    cargo_home = Path(os.environ.get("CARGO_HOME", "/root/.cargo"))
+    rustup_home = Path(os.environ.get("RUSTUP_HOME", "/root/.rustup"))
+    if not (cargo_home / "bin" / "cargo").exists():
+        raise UnsupportedBase(f"{image} needs cargo, which is not installed on this host")
+    toolchain = None
+    settings = rustup_home / "settings.toml"
+    if settings.is_file():
+        m = re.search(r'^default_toolchain\s*=\s*"([^"]+)"', settings.read_text(), re.M)
+        if m:
+            toolchain = m.group(1)
+    tc_dir = rustup_home / "toolchains" / toolchain if toolchain else None
+    if tc_dir is None or not tc_dir.is_dir():
+        raise UnsupportedBase(f"{image}: no default rustup toolchain found under {rustup_home}")
+    out = _tool_version([str(tc_dir / "bin" / "rustc"), "--version"])
+    m = re.search(r"rustc (\d+\.\d+\.\d+)", out)
+    version = m.group(1) if m else "unknown"
+    mapping = {"from": image, "host": str(tc_dir), "rust": version, "path": "/usr/local/rustup"}
+    want = re.match(r"^(\d+\.\d+)", tag)
+    if want and not version.startswith(want.group(1)):
+        mapping["note"] = f"requested rust {want.group(1)}, host has {version}"
+    st = (tc_dir / "bin" / "rustc").stat()
+
+    def populate(fs: Path) -> None:
+        local = fs / "usr" / "local"
+        link = _Linker(local)
+        bin_dst = local / "cargo" / "bin"
+        bin_dst.mkdir(parents=True, exist_ok=True)
+        for entry in (cargo_home / "bin").iterdir():
+            link.file(entry, bin_dst / entry.name)
+        ru = local / "rustup"
+        ru.mkdir(parents=True, exist_ok=True)
+        (ru / "settings.toml").write_text(
+            f'version = "12"\ndefault_toolchain = "{toolchain}"\nprofile = "default"\n'
+        )
+        link.tree(tc_dir, ru / "toolchains" / str(toolchain))
+        for d in (local / "cargo", ru):
+            for p in [d, *d.rglob("*")]:
+                if p.is_dir() and not p.is_symlink():
+                    p.chmod(p.stat().st_mode | stat.S_IWGRP | stat.S_IWOTH | stat.S_IXOTH)
+
+    return BaseImage(
+        image=image,
+        kind="rust",
+        mapping=mapping,
+        env={
+            "RUSTUP_HOME": "/usr/local/rustup",
+            "CARGO_HOME": "/usr/local/cargo",
+            "PATH": "/usr/local/cargo/bin:" + DEFAULT_PATH,
+            "RUST_VERSION": version,
+        },
+        fingerprint=_fingerprint("rust", str(tc_dir), version, st.st_size, st.st_mtime_ns, host),
+        populate=populate,
+    )

@@ -1,0 +1,1149 @@
+"""The ``local`` sandbox backend: Harbor tasks on this machine, no Docker daemon.
+
+* **build** replays the task's Dockerfile step by step. ``FROM`` is mapped onto the host's
+  matching toolchain (:mod:`._toolchains`); ``RUN`` runs in a sandbox over the layers built so
+  far; ``COPY``/``ADD`` copy from the build context. Every step that changes files becomes a
+  cached layer (:mod:`._layers`), keyed like Docker's build cache.
+* **start** mounts a fresh copy-on-write root (overlayfs, upper layer on a size-limited tmpfs)
+  over those layers and the read-only host base (:mod:`._rootfs`), inside bubblewrap namespaces
+  (pid, ipc, uts, mount, optionally net). Commands are forked by a session server that already
+  lives in those namespaces (:mod:`._forkserver`), so an exec costs one fork, not a new sandbox.
+* **limits**: cgroups (pids, memory, cpu; v2 or v1, whatever the host allows; :mod:`._cgroups`),
+  tmpfs size for storage, ``RLIMIT_FSIZE`` for file size, Docker's default capability set. A
+  timeout kills the command's whole process tree (its own cgroup); closing kills everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from repogym.sandbox import _context, _dockerfile, _rootfs, _toolchains
+from repogym.sandbox._cgroups import SessionCgroups, detect
+from repogym.sandbox._layers import LayerStore, step_key
+from repogym.sandbox._runtime import ForkServer, RawResult, SandboxProcess
+from repogym.sandbox.base import (
+    BuildError,
+    BuiltEnvironment,
+    EnvironmentSpec,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    Session,
+)
+
+BWRAP = "/usr/bin/bwrap"
+DEFAULT_STORAGE_MB = 10240
+DEFAULT_MEMORY_MB = 8192
+DEFAULT_PIDS = 4096
+BUILD_PIDS = 16384
+DEFAULT_EXEC_TIMEOUT_S = 3600.0
+_INSTALL_HINT = "install the Debian package `bubblewrap` (apt-get install bubblewrap)"
+_ALLOWLIST_MSG = (
+    "allowlist network mode is not supported by the local backend (it cannot filter hosts); "
+    "use network_mode public or no-network, or --sandbox docker"
+)
+_install_lock = threading.Lock()
+
+
+def default_cache_root() -> Path:
+    """``$REPOGYM_CACHE`` or ``~/.cache/repogym``."""
+    env = os.environ.get("REPOGYM_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "repogym"
+
+
+def _find_bwrap() -> str | None:
+    if os.access(BWRAP, os.X_OK):
+        return BWRAP
+    return shutil.which("bwrap")
+
+
+def _install_bwrap() -> str | None:
+    """``apt-get install -y bubblewrap`` (after ``apt-get update`` if needed), as root."""
+    with _install_lock:
+        if _find_bwrap():
+            return _find_bwrap()
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            return None
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        cmd = ["apt-get", "install", "-y", "--no-install-recommends", "bubblewrap"]
+        run = subprocess.run(cmd, env=env, capture_output=True, timeout=600)
+        if run.returncode != 0:
+            subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=600)
+            subprocess.run(cmd, env=env, capture_output=True, timeout=600)
+        return _find_bwrap()
+
+
+def _memtotal_mb() -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    return 8192
+
+
+@dataclass
+class _Config:
+    """The image configuration as the Dockerfile builds it up."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    workdir: str = "/"
+    user: str | None = None
+    shell: list[str] = field(default_factory=lambda: ["/bin/sh", "-c"])
+    cmd: list[str] | None = None
+    entrypoint: list[str] | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    exposed: list[str] = field(default_factory=list)
+    volumes: list[str] = field(default_factory=list)
+    stopsignal: str | None = None
+    healthcheck: str | None = None
+    onbuild: list[str] = field(default_factory=list)
+    args: dict[str, str] = field(default_factory=dict)
+
+    def copy(self) -> _Config:
+        return _Config(
+            env=dict(self.env),
+            workdir=self.workdir,
+            user=self.user,
+            shell=list(self.shell),
+            cmd=list(self.cmd) if self.cmd is not None else None,
+            entrypoint=list(self.entrypoint) if self.entrypoint is not None else None,
+            labels=dict(self.labels),
+            exposed=list(self.exposed),
+            volumes=list(self.volumes),
+            stopsignal=self.stopsignal,
+            healthcheck=self.healthcheck,
+            onbuild=list(self.onbuild),
+            args=dict(self.args),
+        )
+
+    def vars(self) -> dict[str, str]:
+        """Variables visible to word expansion: ARG values, overridden by ENV."""
+        return {**self.args, **self.env}
+
+
+@dataclass
+class _Stage:
+    name: str | None
+    from_ins: _dockerfile.Instruction
+    body: list[_dockerfile.Instruction]
+
+
+@dataclass
+class _State:
+    key: str
+    layers: list[tuple[str, list[str]]]
+    config: _Config
+    base: _toolchains.BaseImage
+
+
+class LocalSandbox(Sandbox):
+    """Sandboxes on this host: bubblewrap namespaces + overlayfs + cgroups, no Docker daemon."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        cache_dir: Path | str | None = None,
+        *,
+        pids_max: int = DEFAULT_PIDS,
+        default_storage_mb: int = DEFAULT_STORAGE_MB,
+        default_memory_mb: int | None = DEFAULT_MEMORY_MB,
+        exec_timeout_s: float = DEFAULT_EXEC_TIMEOUT_S,
+    ) -> None:
+        ok, why = self.available()
+        if not ok:
+            raise SandboxError(why)
+        self.bwrap = _find_bwrap() or BWRAP
+        self.cache_root = Path(cache_dir).expanduser() if cache_dir else default_cache_root()
+        self.cache_root.mkdir(parents=True, exist_ok=True)
+        real = self.cache_root.resolve()
+        for part in _rootfs.base_dirs():
+            base = Path("/", part)
+            if real == base or base in real.parents:
+                raise SandboxError(
+                    f"the repogym cache ({real}) must not live inside {base}, which sandboxes "
+                    "see as their base system; set REPOGYM_CACHE elsewhere"
+                )
+        self.store = LayerStore(self.cache_root / "layers")
+        self.images = self.cache_root / "images"
+        self.images.mkdir(exist_ok=True)
+        self.mountpoint = self.cache_root / "run" / "mnt"
+        self.mountpoint.mkdir(parents=True, exist_ok=True)
+        self.skeleton = _rootfs.ensure_skeleton(self.cache_root)
+        self.cgroups = detect()
+        self.pids_max = pids_max
+        self.default_storage_mb = default_storage_mb
+        mem_cap = int(_memtotal_mb() * 0.75)
+        self.default_memory_mb = min(default_memory_mb, mem_cap) if default_memory_mb else None
+        self.exec_timeout_s = exec_timeout_s
+
+    @classmethod
+    def available(cls, *, install: bool = True) -> tuple[bool, str]:
+        """True when bubblewrap and root privileges are there (installs bwrap as root)."""
+        if not Path("/proc/self/ns/mnt").exists():
+            return False, "the local sandbox needs Linux namespaces"
+        if os.geteuid() != 0:
+            return False, "the local sandbox backend needs root (overlayfs, cgroups, namespaces)"
+        if _find_bwrap() is None and not (install and _install_bwrap()):
+            return False, f"bubblewrap (bwrap) is missing: {_INSTALL_HINT}"
+        return True, ""
+
+    # ------------------------------------------------------------------------------ build
+
+    def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment:
+        """Replay the Dockerfile of ``spec`` into cached layers."""
+        ctx = spec.context_dir
+        dockerfile = Path(ctx, spec.dockerfile) if ctx is not None else None
+        if dockerfile is None or not dockerfile.is_file():
+            if spec.docker_image:
+                raise BuildError(
+                    f"the local backend cannot pull prebuilt images ({spec.docker_image}); "
+                    "it needs a Dockerfile — use --sandbox docker"
+                )
+            raise BuildError(f"no Dockerfile found at {dockerfile or '(no context dir)'}")
+        assert ctx is not None
+        log_fh: IO[str] | None = None
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log_fh = open(log, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+        try:
+            builder = _Builder(self, spec, Path(ctx), dockerfile, log_fh)
+            return builder.run()
+        finally:
+            if log_fh is not None:
+                log_fh.close()
+
+    def _start_process(
+        self,
+        layers: list[tuple[str, list[str]]],
+        *,
+        network: bool,
+        upper_dir: Path | None = None,
+        storage_mb: int | None = None,
+        memory_mb: int | None = None,
+        cpus: float | None = None,
+        pids_max: int | None = None,
+    ) -> SandboxProcess:
+        storage_bytes = (storage_mb or self.default_storage_mb) << 20
+        try:
+            plan = _rootfs.plan_mounts(
+                layers_dir=self.store.root,
+                layers=layers,
+                skeleton=self.skeleton,
+                mountpoint=self.mountpoint,
+                upper_dir=upper_dir,
+                storage_bytes=storage_bytes,
+            )
+        except ValueError as exc:
+            raise SandboxError(str(exc)) from exc
+        bwrap = [
+            self.bwrap,
+            "--bind",
+            plan.root,
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--ro-bind-try",
+            "/sys",
+            "/sys",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--hostname",
+            "sandbox",
+            *([] if network else ["--unshare-net"]),
+            "--die-with-parent",
+            "--cap-drop",
+            "ALL",
+            "--info-fd",
+            "{INFO_FD}",
+            "--chdir",
+            "/",
+            "--",
+            "sleep",
+            "infinity",
+        ]
+        cgroups = None
+        if self.cgroups.can_track or self.cgroups.v1:
+            memory = memory_mb if memory_mb is not None else None
+            cgroups = SessionCgroups(
+                self.cgroups,
+                pids_max=pids_max or self.pids_max,
+                memory_bytes=(memory << 20) if memory else None,
+                cpus=cpus,
+            )
+        try:
+            return ForkServer.get().start(
+                plan=plan.to_request(), bwrap=bwrap, network=network, cgroups=cgroups
+            )
+        except BaseException:
+            if cgroups is not None:
+                cgroups.destroy()
+            raise
+
+    # ------------------------------------------------------------------------------ start
+
+    def _layers_of(self, built: BuiltEnvironment) -> list[tuple[str, list[str]]]:
+        raw = built.details.get("layers")
+        if raw is None:
+            manifest = self.images / f"{built.key}.json"
+            if not manifest.is_file():
+                raise SandboxError(
+                    f"environment {built.key[:12]} is not in the local cache; build it again"
+                )
+            raw = json.loads(manifest.read_text())["layers"]
+        layers = [(str(k), list(p)) for k, p in raw]  # type: ignore[union-attr]
+        for key, _parts in layers:
+            if not self.store.exists(key):
+                raise SandboxError(f"layer {key[:12]} is missing from the local cache; rebuild")
+        return layers
+
+    def start(self, built: BuiltEnvironment, spec: EnvironmentSpec) -> LocalSession:
+        """A fresh copy-on-write root over ``built``, discarded on close."""
+        if spec.network_mode == "allowlist":
+            raise SandboxError(_ALLOWLIST_MSG)
+        network = spec.network_mode == "public"
+        storage_mb = spec.storage_mb or self.default_storage_mb
+        memory_mb = spec.memory_mb or self.default_memory_mb
+        proc = self._start_process(
+            self._layers_of(built),
+            network=network,
+            storage_mb=storage_mb,
+            memory_mb=memory_mb,
+            cpus=spec.cpus,
+        )
+        return LocalSession(self, proc, built, spec, storage_mb=storage_mb, memory_mb=memory_mb)
+
+
+# ------------------------------------------------------------------------------------ session
+
+
+class LocalSession(Session):
+    """A running local sandbox."""
+
+    def __init__(
+        self,
+        sandbox: LocalSandbox,
+        proc: SandboxProcess,
+        built: BuiltEnvironment,
+        spec: EnvironmentSpec,
+        *,
+        storage_mb: int,
+        memory_mb: int | None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.proc = proc
+        self.built = built
+        self.spec = spec
+        self.env = {**built.env, **spec.env}
+        self.env.setdefault("PATH", _toolchains.DEFAULT_PATH)
+        self.workdir = spec.workdir or built.workdir or "/"
+        self.user = built.user
+        self.network = proc.network
+        self.rlimits = {"RLIMIT_FSIZE": storage_mb << 20, "RLIMIT_CORE": 0}
+        if (proc.cgroups is None or "memory" not in proc.cgroups.limited) and memory_mb:
+            self.rlimits["RLIMIT_AS"] = memory_mb << 20
+        self._mounts: set[str] = set()
+
+    @property
+    def init_pid(self) -> int:
+        """Host pid of the sandbox's init process (its ``/proc/<pid>/root`` is the root)."""
+        return self.proc.init_pid
+
+    def exec(
+        self,
+        command: str | list[str],
+        *,
+        timeout_s: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        user: str | None = None,
+        network: bool | None = None,
+    ) -> ExecResult:
+        """Run a command (a string goes through ``bash -lc``); the timeout kills its tree."""
+        argv = ["bash", "-lc", command] if isinstance(command, str) else list(command)
+        if not argv:
+            raise ValueError("empty command")
+        raw = self._run(argv, timeout_s=timeout_s, env=env, cwd=cwd, user=user, network=network)
+        if raw.error and isinstance(command, str) and "not found: bash" in raw.error:
+            argv = ["sh", "-lc", command]
+            raw = self._run(argv, timeout_s=timeout_s, env=env, cwd=cwd, user=user, network=network)
+        return _to_result(raw)
+
+    def _run(
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float | None,
+        env: dict[str, str] | None,
+        cwd: str | None,
+        user: str | None,
+        network: bool | None,
+    ) -> RawResult:
+        full_env = {**self.env, **(env or {})}
+        return self.proc.exec(
+            argv,
+            env=full_env,
+            cwd=cwd or self.workdir,
+            user=user or self.user or "root",
+            network=None if network is None or network == self.network else network,
+            rlimits=self.rlimits,
+            timeout_s=timeout_s if timeout_s is not None else self.sandbox.exec_timeout_s,
+        )
+
+    @staticmethod
+    def _abs(path: str) -> str:
+        if not path.startswith("/"):
+            raise ValueError(f"sandbox paths must be absolute: {path!r}")
+        return _context.posix_join("/", path)
+
+    def read(self, path: str) -> bytes:
+        """Contents of a file inside the sandbox."""
+        return self.proc.file_op("read", path=self._abs(path), data_out=True)  # type: ignore[return-value]
+
+    def write(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Write a file inside the sandbox (parents created, owned by root)."""
+        payload = data.encode() if isinstance(data, str) else data
+        self.proc.file_op("write", path=self._abs(path), data_in=payload, mode=mode)
+
+    def upload(self, src: Path, dest: str) -> None:
+        """Copy a host file or folder to ``dest`` (created, replaced if present), owned by root."""
+        src = Path(src)
+        if not src.exists():
+            raise FileNotFoundError(src)
+        flags = os.O_RDONLY | (os.O_DIRECTORY if src.is_dir() else 0)
+        fd = os.open(src, flags)
+        try:
+            self.proc.file_op("copy_in", path=self._abs(dest), fds=[fd], replace=True, owner="0:0")
+        finally:
+            os.close(fd)
+
+    def download(self, src: str, dest: Path) -> None:
+        """Copy a sandbox file or folder out to ``dest`` on the host (replaced if present)."""
+        dest = Path(dest)
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        elif dest.exists() or dest.is_symlink():
+            dest.unlink()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(dest.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            self.proc.file_op("copy_out", path=self._abs(src), fds=[fd], name=dest.name)
+        finally:
+            os.close(fd)
+
+    def remove(self, path: str) -> None:
+        """Remove a file or folder inside the sandbox (no error when absent)."""
+        p = self._abs(path)
+        if p in self._mounts:
+            self.unmount(p)
+        self.proc.file_op("remove", path=p)
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` exists inside the sandbox."""
+        return self.proc.file_op("stat", path=self._abs(path)) is not None
+
+    def mount(self, src: Path, dest: str, *, read_only: bool = True) -> None:
+        """Bind a host folder into the running sandbox at ``dest`` (undo with :meth:`unmount`).
+
+        Unlike :meth:`upload` nothing is copied: the sandbox sees the host folder itself, so
+        use ``read_only=True`` (the default) unless it should write back to the host.
+        """
+        from repogym.sandbox import _mountapi
+
+        fd = _mountapi.clone_tree(Path(src), read_only=read_only)
+        try:
+            self.proc.file_op("mount", path=self._abs(dest), fds=[fd])
+        finally:
+            os.close(fd)
+        self._mounts.add(self._abs(dest))
+
+    def unmount(self, dest: str) -> None:
+        """Detach a folder added with :meth:`mount` (the empty mount point stays)."""
+        p = self._abs(dest)
+        self.proc.file_op("umount", path=p)
+        self._mounts.discard(p)
+
+    def host_pids(self) -> list[int]:
+        """Host pids of every process of this session (empty after close)."""
+        pids: set[int] = set()
+        cg = self.proc.cgroups
+        if cg is None:
+            return []
+        for d, _v2 in cg.dirs:
+            for sub in [d, *d.rglob("*")] if d.exists() else []:
+                with contextlib.suppress(OSError, ValueError):
+                    pids.update(int(x) for x in (sub / "cgroup.procs").read_text().split())
+        return sorted(pids)
+
+    def close(self) -> None:
+        """Kill every process of the session and discard its root. Idempotent."""
+        self.proc.close()
+
+
+def _to_result(raw: RawResult) -> ExecResult:
+    stdout = raw.stdout.decode("utf-8", errors="replace")
+    stderr = raw.stderr.decode("utf-8", errors="replace")
+    code = raw.exit_code
+    if raw.error and not raw.timed_out:
+        stderr = (stderr + ("\n" if stderr and not stderr.endswith("\n") else "")) + raw.error
+        code = 127 if "not found" in raw.error else 126
+    elif code is None and raw.signal is not None and not raw.timed_out:
+        code = 128 + raw.signal
+    return ExecResult(
+        exit_code=code,
+        stdout=stdout,
+        stderr=stderr,
+        duration_s=raw.duration_s,
+        timed_out=raw.timed_out,
+    )
+
+
+# ------------------------------------------------------------------------------------ builder
+
+
+class _Builder:
+    """Replays one Dockerfile into layers."""
+
+    def __init__(
+        self,
+        sandbox: LocalSandbox,
+        spec: EnvironmentSpec,
+        context: Path,
+        dockerfile: Path,
+        log: IO[str] | None,
+    ) -> None:
+        self.sb = sandbox
+        self.spec = spec
+        self.context = context
+        self.dockerfile = dockerfile
+        self.log = log
+        self.deadline = time.monotonic() + spec.build_timeout_sec
+        self.hits = 0
+        self.misses = 0
+        self.steps: list[dict[str, object]] = []
+        self.ignore = _context.IgnoreRules.load(context)
+        self.escape = "\\"
+
+    # -- helpers
+
+    def _log(self, text: str) -> None:
+        if self.log is not None:
+            self.log.write(text if text.endswith("\n") else text + "\n")
+            self.log.flush()
+
+    def _fail(self, ins: _dockerfile.Instruction, message: str) -> BuildError:
+        return BuildError(f"{self.dockerfile.name} line {ins.lineno}: {message} ({ins.text})")
+
+    def _remaining(self, ins: _dockerfile.Instruction) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self._fail(ins, f"build timed out after {self.spec.build_timeout_sec:.0f}s")
+        return left
+
+    # -- driver
+
+    def run(self) -> BuiltEnvironment:
+        started = time.monotonic()
+        try:
+            df = _dockerfile.parse(self.dockerfile.read_text(encoding="utf-8", errors="replace"))
+        except _dockerfile.DockerfileError as exc:
+            raise BuildError(f"{self.dockerfile.name}: {exc}") from None
+        self.escape = df.escape
+        global_args: dict[str, str] = {}
+        stages: list[_Stage] = []
+        for ins in df.instructions:
+            if ins.keyword not in _dockerfile.KNOWN:
+                raise self._fail(ins, f"unknown instruction {ins.keyword}")
+            if ins.keyword == "FROM":
+                stages.append(self._stage(ins, global_args))
+            elif not stages:
+                if ins.keyword != "ARG":
+                    raise self._fail(ins, "only ARG may come before the first FROM")
+                for k, v in self._arg_pairs(ins, global_args):
+                    if v is not None:
+                        global_args[k] = v
+            else:
+                stages[-1].body.append(ins)
+        if not stages:
+            raise BuildError(f"{self.dockerfile.name}: no FROM instruction")
+        self.global_args = global_args
+        self.stages = stages
+        self._states: dict[int, _State] = {}
+        needed = self._needed(len(stages) - 1)
+        for idx in needed:
+            for ins in stages[idx].body:
+                self._preflight(ins)
+        final = self._build_stage(len(stages) - 1)
+        cfg = final.config
+        layers = [[k, p] for k, p in final.layers]
+        manifest = {
+            "key": final.key,
+            "layers": layers,
+            "env": cfg.env,
+            "workdir": cfg.workdir,
+            "user": cfg.user,
+            "base_mapping": final.base.mapping,
+        }
+        tmp = self.sb.images / f".{final.key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(manifest, indent=1))
+        tmp.replace(self.sb.images / f"{final.key}.json")
+        seconds = time.monotonic() - started
+        self._log(
+            f"built {final.key[:12]} in {seconds:.1f}s ({self.hits} cached, {self.misses} built)"
+        )
+        return BuiltEnvironment(
+            backend="local",
+            key=final.key,
+            workdir=cfg.workdir,
+            env=dict(cfg.env),
+            user=cfg.user,
+            base_mapping=dict(final.base.mapping),
+            details={
+                "layers": layers,
+                "cache_hits": self.hits,
+                "cache_misses": self.misses,
+                "steps": self.steps,
+                "build_seconds": round(seconds, 3),
+                "cmd": cfg.cmd,
+                "entrypoint": cfg.entrypoint,
+                "shell": cfg.shell,
+                "labels": cfg.labels,
+                "exposed_ports": cfg.exposed,
+                "volumes": cfg.volumes,
+                "stopsignal": cfg.stopsignal,
+                "healthcheck": cfg.healthcheck,
+                "limits": self.sb.cgroups.describe(),
+                "dockerfile": str(self.dockerfile),
+            },
+        )
+
+    def _stage(self, ins: _dockerfile.Instruction, global_args: dict[str, str]) -> _Stage:
+        words = _dockerfile.expand_words(ins.args, global_args, self.escape)
+        name = None
+        if len(words) == 3 and words[1].lower() == "as":
+            name = words[2].lower()
+        elif len(words) != 1:
+            raise self._fail(ins, "FROM takes an image and optionally AS <name>")
+        ins.args = words[0]
+        return _Stage(name, ins, [])
+
+    def _needed(self, idx: int) -> list[int]:
+        chain = [idx]
+        seen = {idx}
+        while True:
+            image = self.stages[chain[-1]].from_ins.args.lower()
+            parent = next(
+                (j for j in range(chain[-1]) if self.stages[j].name == image),
+                None,
+            )
+            if parent is None or parent in seen:
+                break
+            chain.append(parent)
+            seen.add(parent)
+        return list(reversed(chain))
+
+    def _preflight(self, ins: _dockerfile.Instruction) -> None:
+        """Refuse what the local backend cannot honour before doing any work."""
+        kw = ins.keyword
+        if kw in ("COPY", "ADD"):
+            if "from" in ins.flags:
+                raise self._fail(
+                    ins,
+                    f"{kw} --from (copying out of another stage or image) is not supported by "
+                    "the local backend; use --sandbox docker",
+                )
+            for flag in ins.flags:
+                if flag not in ("chown", "chmod", "link"):
+                    raise self._fail(ins, f"{kw} --{flag} is not supported by the local backend")
+            srcs = ins.json[:-1] if ins.json else ins.args.split()[:-1]
+            for s in srcs:
+                if "://" in s or s.startswith("git@"):
+                    raise self._fail(
+                        ins,
+                        f"{kw} of a remote URL is not supported by the local backend "
+                        "(download it in a RUN step instead)",
+                    )
+        elif kw == "RUN":
+            for flag, value in ins.flags.items():
+                if flag == "network" and value in ("default", "host", "none", ""):
+                    continue
+                if flag == "mount" and value.startswith("type=cache"):
+                    continue
+                raise self._fail(ins, f"RUN --{flag}={value} is not supported by the local backend")
+        elif kw == "SHELL" and ins.json is None:
+            raise self._fail(ins, "SHELL requires the JSON array form")
+
+    # -- stages
+
+    def _build_stage(self, idx: int) -> _State:
+        if idx in self._states:
+            return self._states[idx]
+        stage = self.stages[idx]
+        image = stage.from_ins.args
+        parent = next(
+            (j for j in range(idx) if self.stages[j].name == image.lower()),
+            None,
+        )
+        if parent is not None:
+            prev = self._build_stage(parent)
+            state = _State(prev.key, list(prev.layers), prev.config.copy(), prev.base)
+            state.config.args = {}
+        else:
+            state = self._base(stage.from_ins, image)
+        # Global ARGs are visible to a stage only once redeclared.
+        for ins in stage.body:
+            self._step(state, ins)
+        self._states[idx] = state
+        return state
+
+    def _base(self, ins: _dockerfile.Instruction, image: str) -> _State:
+        if image.lower() == "scratch":
+            raise self._fail(ins, "FROM scratch is not supported by the local backend")
+        try:
+            base = _toolchains.resolve(image)
+        except _toolchains.UnsupportedBase as exc:
+            raise self._fail(ins, str(exc)) from None
+        self._log(f"#{ins.lineno} FROM {image} -> {base.mapping.get('host')}")
+        key = step_key("", "FROM", base.kind, base.fingerprint)
+        state = _State(key, [], _Config(env=dict(base.env), workdir=base.workdir), base)
+        if base.populate is not None:
+
+            def populate(tmp: Path) -> None:
+                assert base.populate is not None
+                base.populate(tmp / "fs")
+
+            self._fs_step(state, ins, key, populate_host=populate, label=f"FROM {image}")
+        else:
+            self.steps.append({"line": ins.lineno, "instruction": ins.text, "key": key})
+        for cmd in base.post_commands:
+            post_key = step_key(state.key, "RUN", json.dumps(["/bin/sh", "-c", cmd]))
+
+            def run_post(proc: SandboxProcess, cmd: str = cmd) -> None:
+                res = proc.exec(
+                    ["/bin/sh", "-c", cmd],
+                    env=state.config.env,
+                    cwd="/",
+                    user="root",
+                    network=None,
+                    rlimits={},
+                    timeout_s=self._remaining(ins),
+                )
+                if res.exit_code != 0:
+                    raise self._fail(ins, f"base setup `{cmd}` failed: {res.stderr[-2000:]!r}")
+
+            self._fs_step(state, ins, post_key, action=run_post, label=f"(base) {cmd}")
+        return state
+
+    # -- steps
+
+    def _fs_step(
+        self,
+        state: _State,
+        ins: _dockerfile.Instruction,
+        key: str,
+        *,
+        action: object = None,
+        populate_host: object = None,
+        label: str | None = None,
+        network: bool = True,
+    ) -> None:
+        """Run one filesystem-changing step (or reuse its cached layer)."""
+        t0 = time.monotonic()
+        store = self.sb.store
+        cached = True
+        with store.lock(key):
+            if store.exists(key):
+                parts = list(store.meta(key).get("parts", []))  # type: ignore[arg-type]
+            else:
+                cached = False
+                tmp = store.new_tmp(key)
+                try:
+                    if populate_host is not None:
+                        populate_host(tmp)  # type: ignore[operator]
+                    if action is not None:
+                        proc = self.sb._start_process(
+                            state.layers, network=network, upper_dir=tmp, pids_max=BUILD_PIDS
+                        )
+                        try:
+                            action(proc)  # type: ignore[operator]
+                        finally:
+                            proc.close()
+                    parts = store.commit(
+                        key,
+                        tmp,
+                        {
+                            "parent": state.key,
+                            "instruction": label or ins.text,
+                            "line": ins.lineno,
+                            "dockerfile": str(self.dockerfile),
+                        },
+                    )
+                except BaseException:
+                    store.discard(tmp)
+                    raise
+        seconds = time.monotonic() - t0
+        if cached:
+            self.hits += 1
+        else:
+            self.misses += 1
+        self._log(
+            f"#{ins.lineno} {'CACHED ' if cached else ''}{label or ins.text} ({seconds:.2f}s)"
+        )
+        self.steps.append(
+            {
+                "line": ins.lineno,
+                "instruction": label or ins.text,
+                "key": key,
+                "cached": cached,
+                "seconds": round(seconds, 3),
+            }
+        )
+        state.key = key
+        if parts:
+            state.layers.append((key, parts))
+
+    def _meta_step(self, state: _State, ins: _dockerfile.Instruction, *parts: str) -> None:
+        state.key = step_key(state.key, ins.keyword, *parts)
+        self.steps.append({"line": ins.lineno, "instruction": ins.text, "key": state.key})
+        self._log(f"#{ins.lineno} {ins.text}")
+
+    def _arg_pairs(
+        self, ins: _dockerfile.Instruction, env: dict[str, str]
+    ) -> list[tuple[str, str | None]]:
+        try:
+            return _dockerfile.parse_key_values(ins, env, self.escape, allow_bare=True)
+        except _dockerfile.DockerfileError as exc:
+            raise self._fail(ins, str(exc).split(" (")[0]) from None
+
+    def _expand(self, ins: _dockerfile.Instruction, text: str, cfg: _Config) -> str:
+        try:
+            return _dockerfile.expand(text, cfg.vars(), self.escape, ins.lineno)
+        except _dockerfile.DockerfileError as exc:
+            raise self._fail(ins, str(exc)) from None
+
+    def _words(self, ins: _dockerfile.Instruction, cfg: _Config) -> list[str]:
+        if ins.json is not None:
+            return [self._expand(ins, w, cfg) for w in ins.json]
+        try:
+            return _dockerfile.expand_words(ins.args, cfg.vars(), self.escape)
+        except _dockerfile.DockerfileError as exc:
+            raise self._fail(ins, str(exc)) from None
+
+    def _step(self, state: _State, ins: _dockerfile.Instruction) -> None:
+        cfg = state.config
+        kw = ins.keyword
+        if kw == "RUN":
+            self._run(state, ins)
+        elif kw in ("COPY", "ADD"):
+            self._copy(state, ins)
+        elif kw == "WORKDIR":
+            path = self._expand(ins, ins.args, cfg)
+            if not path:
+                raise self._fail(ins, "WORKDIR requires a path")
+            cfg.workdir = _context.posix_join(cfg.workdir, path)
+            owner = cfg.user
+            workdir = cfg.workdir
+
+            def mkdir(proc: SandboxProcess) -> None:
+                proc.file_op("mkdir", path=workdir, owner=owner)
+
+            key = step_key(state.key, "WORKDIR", workdir, owner or "")
+            self._fs_step(state, ins, key, action=mkdir)
+        elif kw == "ENV":
+            try:
+                pairs = _dockerfile.parse_key_values(ins, cfg.vars(), self.escape)
+            except _dockerfile.DockerfileError as exc:
+                raise self._fail(ins, str(exc).split(" (")[0]) from None
+            for k, v in pairs:
+                cfg.env[k] = v or ""
+            self._meta_step(state, ins, json.dumps(pairs))
+        elif kw == "ARG":
+            pairs = self._arg_pairs(ins, cfg.vars())
+            for k, v in pairs:
+                if v is None:
+                    v = self.global_args.get(k, _platform_arg(k))
+                if v is not None:
+                    cfg.args[k] = v
+            self._meta_step(state, ins, json.dumps([[k, cfg.args.get(k)] for k, _ in pairs]))
+        elif kw == "USER":
+            user = self._expand(ins, ins.args, cfg).strip()
+            if not user:
+                raise self._fail(ins, "USER requires a user name")
+            cfg.user = user
+            self._meta_step(state, ins, user)
+        elif kw == "LABEL":
+            try:
+                pairs = _dockerfile.parse_key_values(ins, cfg.vars(), self.escape)
+            except _dockerfile.DockerfileError as exc:
+                raise self._fail(ins, str(exc).split(" (")[0]) from None
+            cfg.labels.update({k: v or "" for k, v in pairs})
+            self._meta_step(state, ins, json.dumps(pairs))
+        elif kw == "SHELL":
+            assert ins.json is not None
+            if not ins.json:
+                raise self._fail(ins, "SHELL requires at least one argument")
+            cfg.shell = list(ins.json)
+            self._meta_step(state, ins, json.dumps(cfg.shell))
+        elif kw in ("CMD", "ENTRYPOINT"):
+            value = ins.json if ins.json is not None else [*cfg.shell, ins.args]
+            if kw == "CMD":
+                cfg.cmd = list(value)
+            else:
+                cfg.entrypoint = list(value)
+            self._meta_step(state, ins, json.dumps(value))
+        elif kw == "EXPOSE":
+            cfg.exposed.extend(self._words(ins, cfg))
+            self._meta_step(state, ins, json.dumps(cfg.exposed))
+        elif kw == "VOLUME":
+            cfg.volumes.extend(self._words(ins, cfg))
+            self._meta_step(state, ins, json.dumps(cfg.volumes))
+        elif kw == "STOPSIGNAL":
+            cfg.stopsignal = self._expand(ins, ins.args, cfg)
+            self._meta_step(state, ins, cfg.stopsignal)
+        elif kw == "HEALTHCHECK":
+            cfg.healthcheck = ins.raw
+            self._meta_step(state, ins, ins.raw)
+        elif kw == "ONBUILD":
+            cfg.onbuild.append(ins.args)
+            self._meta_step(state, ins, ins.args)
+        elif kw == "MAINTAINER":
+            cfg.labels["maintainer"] = ins.args
+            self._meta_step(state, ins, ins.args)
+        elif kw == "FROM":
+            raise self._fail(ins, "unexpected FROM")
+        else:  # pragma: no cover - KNOWN and this switch agree
+            raise self._fail(ins, f"the local backend cannot honour {kw}")
+
+    # -- RUN
+
+    def _run(self, state: _State, ins: _dockerfile.Instruction) -> None:
+        cfg = state.config
+        script: str | None = None
+        if ins.heredocs:
+            only = ins.args.strip()
+            if _HEREDOC_ONLY.match(only) and len(ins.heredocs) == 1:
+                body = ins.heredocs[0].body
+                if body.startswith("#!"):
+                    script = body
+                    argv = ["/dev/shm/.repogym-heredoc"]
+                else:
+                    argv = [*cfg.shell, body]
+            else:
+                full = ins.args + "\n" + "".join(f"{h.body}{h.name}\n" for h in ins.heredocs)
+                argv = [*cfg.shell, full]
+        elif ins.json is not None:
+            argv = list(ins.json)
+        else:
+            argv = [*cfg.shell, ins.args]
+        if not argv or argv == [*cfg.shell, ""]:
+            raise self._fail(ins, "RUN needs a command")
+        env = {**cfg.args, **cfg.env}
+        env.setdefault("PATH", _toolchains.DEFAULT_PATH)
+        network = ins.flags.get("network") != "none"
+        key = step_key(
+            state.key,
+            "RUN",
+            json.dumps(argv),
+            json.dumps(sorted(cfg.args.items())),
+            script or "",
+            "net" if network else "nonet",
+        )
+        user, workdir = cfg.user or "root", cfg.workdir
+        tail: list[str] = []
+
+        def sink(chunk: bytes) -> None:
+            text = chunk.decode("utf-8", errors="replace")
+            if self.log is not None:
+                self.log.write(text)
+            tail.append(text)
+            if len(tail) > 400:
+                del tail[:200]
+
+        def action(proc: SandboxProcess) -> None:
+            if script is not None:
+                proc.file_op(
+                    "write", path="/dev/shm/.repogym-heredoc", data_in=script.encode(), mode=0o755
+                )
+            res = proc.exec(
+                argv,
+                env=env,
+                cwd=workdir,
+                user=user,
+                network=None,
+                rlimits={},
+                timeout_s=self._remaining(ins),
+                on_output=sink,
+            )
+            if self.log is not None:
+                self.log.flush()
+            if res.timed_out:
+                raise self._fail(ins, "RUN step timed out (build_timeout_sec)")
+            if res.error:
+                raise self._fail(ins, f"RUN could not start: {res.error}")
+            if res.exit_code != 0:
+                code = res.exit_code if res.exit_code is not None else f"signal {res.signal}"
+                out = "".join(tail).splitlines()[-25:]
+                detail = "\n".join(out)
+                raise BuildError(
+                    f"{self.dockerfile.name} line {ins.lineno}: RUN failed with exit code {code} "
+                    f"({ins.text})" + (f"\n--- output (tail) ---\n{detail}" if detail else "")
+                )
+
+        self._fs_step(state, ins, key, action=action, network=network)
+
+    # -- COPY / ADD
+
+    def _copy(self, state: _State, ins: _dockerfile.Instruction) -> None:
+        cfg = state.config
+        words = self._words(ins, cfg)
+        heredocs = {h.name: h for h in ins.heredocs}
+        if heredocs:
+            words = [w for w in words if not w.startswith("<<")]
+            words = [*[f"<<{n}" for n in heredocs], *words]
+        if len(words) < 2:
+            raise self._fail(ins, f"{ins.keyword} requires at least two arguments")
+        *srcs, dest = words
+        dest_abs = _context.posix_join(cfg.workdir, dest)
+        dest_is_dir = dest.endswith("/") or dest in (".", "..")
+        file_srcs = [s for s in srcs if not s.startswith("<<")]
+        try:
+            sources = _context.resolve_sources(self.context, file_srcs, self.ignore)
+        except _context.ContextError as exc:
+            raise self._fail(ins, str(exc)) from None
+        count = len(sources) + len(heredocs)
+        if count > 1 and not dest_is_dir:
+            raise self._fail(
+                ins,
+                f"when using {ins.keyword} with more than one source file, the destination "
+                "must be a directory and end with a /",
+            )
+        chown = ins.flags.get("chown") or None
+        if chown:
+            chown = self._expand(ins, chown, cfg)
+        chmod = None
+        if ins.flags.get("chmod"):
+            try:
+                chmod = int(ins.flags["chmod"], 8)
+            except ValueError:
+                raise self._fail(ins, f"invalid --chmod {ins.flags['chmod']!r}") from None
+        bodies = {
+            n: (_dockerfile.expand(h.body, cfg.vars(), self.escape) if h.expand else h.body)
+            for n, h in heredocs.items()
+        }
+        extract = ins.keyword == "ADD"
+        content = _context.hash_sources(sources)
+        key = step_key(
+            state.key,
+            ins.keyword,
+            json.dumps([srcs, dest_abs, dest_is_dir, chown, chmod]),
+            content,
+            json.dumps(sorted(bodies.items())),
+        )
+
+        def action(proc: SandboxProcess) -> None:
+            def is_dir(path: str) -> bool:
+                st = proc.file_op("stat", path=path)
+                return bool(st and st["is_dir"])  # type: ignore[index]
+
+            into_dir = dest_is_dir or is_dir(dest_abs)
+            for name, body in bodies.items():
+                target = _context.posix_join(dest_abs, name) if into_dir else dest_abs
+                proc.file_op(
+                    "write", path=target, data_in=body.encode(), mode=chmod or 0o644, owner=chown
+                )
+            for src in sources:
+                if src.is_dir:
+                    _copy_in(
+                        proc, src.path, dest_abs, include=src.include, owner=chown, chmod=chmod
+                    )
+                elif extract and _is_archive(src.path):
+                    with tempfile.TemporaryDirectory(prefix="repogym-add-") as tmpd:
+                        _extract(src.path, Path(tmpd))
+                        _copy_in(proc, Path(tmpd), dest_abs, include=None, owner=chown, chmod=chmod)
+                else:
+                    target = _context.posix_join(dest_abs, src.path.name) if into_dir else dest_abs
+                    _copy_in(proc, src.path, target, include=None, owner=chown, chmod=chmod)
+
+        try:
+            self._fs_step(state, ins, key, action=action)
+        except SandboxError as exc:
+            if isinstance(exc, BuildError):
+                raise
+            raise self._fail(ins, str(exc)) from None
+
+
+_HEREDOC_ONLY = _dockerfile.re.compile(r"^<<-?(\"[^\"]+\"|'[^']+'|\w+)$")
+
+
+def _platform_arg(name: str) -> str | None:
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    return {
+        "TARGETPLATFORM": f"linux/{arch}",
+        "BUILDPLATFORM": f"linux/{arch}",
+        "TARGETOS": "linux",
+        "BUILDOS": "linux",
+        "TARGETARCH": arch,
+        "BUILDARCH": arch,
+        "TARGETVARIANT": "",
+        "BUILDVARIANT": "",
+    }.get(name)
+
+
+def _copy_in(
+    proc: SandboxProcess,
+    src: Path,
+    dest: str,
+    *,
+    include: set[str] | None,
+    owner: str | None,
+    chmod: int | None,
+) -> None:
+    flags = os.O_RDONLY | (os.O_DIRECTORY if src.is_dir() else 0)
+    fd = os.open(src, flags)
+    try:
+        proc.file_op(
+            "copy_in",
+            path=dest,
+            fds=[fd],
+            include=include,
+            owner=owner,
+            chmod=chmod,
+            replace=False,
+        )
+    finally:
+        os.close(fd)
+
+
+def _is_archive(path: Path) -> bool:
+    try:
+        return tarfile.is_tarfile(path)
+    except OSError:
+        return False
+
+
+def _extract(archive: Path, dest: Path) -> None:
+    with tarfile.open(archive) as tf:
+        if hasattr(tarfile, "data_filter"):
+            tf.extractall(dest, filter="data")
+        else:  # pragma: no cover - Python without extraction filters
+            for m in tf.getmembers():
+                if m.name.startswith("/") or ".." in Path(m.name).parts or m.isdev():
+                    raise BuildError(f"unsafe path in archive {archive.name}: {m.name}")
+            tf.extractall(dest)
+
+
+__all__ = ["LocalSandbox", "LocalSession", "default_cache_root"]
