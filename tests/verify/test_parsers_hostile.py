@@ -267,3 +267,11 @@ def test_pathological_lines_stay_linear() -> None:
         start = time.perf_counter()
         parse_log(line + "\n" + line)
         assert time.perf_counter() - start < 5, line[:40]
+
+
+def test_detection_when_results_are_buried_in_noise() -> None:
+    """Megabytes of set-up and tear-down output around the test run."""
+    noise = "".join(f"installing package-{i} ... done\n" for i in range(40_000))
+    text = noise + read("go_v.log") + noise
+    assert len(noise) > 1_000_000
+    assert parse_log(text).tests == parse("go_v.log").tests

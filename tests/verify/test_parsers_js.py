@@ -229,3 +229,23 @@ def test_jest_json_statuses() -> None:
         "/r/a.test.ts > t4": SKIPPED,
         "/r/a.test.ts > t5": FAILED,
     }
+
+
+def test_jest_text_paths_with_spaces_and_slow_files() -> None:
+    log = "\n".join(
+        [
+            "PASS src/my dir/a.test.ts (5.123 s)",
+            "  group",
+            "    ✓ works (3 ms)",
+            "    ○ skipped later",
+            "",
+            "Test Suites: 1 passed, 1 total",
+            "Tests:       1 passed, 1 skipped, 2 total",
+        ]
+    )
+    result = parse_log(log)
+    assert result.runner == "jest"
+    assert result.tests == {
+        "src/my dir/a.test.ts > group > works": PASSED,
+        "src/my dir/a.test.ts > group > later": SKIPPED,
+    }

@@ -128,6 +128,14 @@ def test_pytest_capture_off_output_before_status() -> None:
     }
 
 
+def test_pytest_subtests_roll_up_to_the_test() -> None:
+    """pytest 9 SUBPASSED/SUBFAILED lines are not results of their own."""
+    assert parse("pytest_subtests.log").tests == {
+        "tests/test_sub.py::test_with_subtests": FAILED,
+        "tests/test_sub.py::test_sub_all_pass": PASSED,
+    }
+
+
 def test_pytest_collection_error_interrupts() -> None:
     result = parse("pytest_collect_error.log")
     assert result.status == "ok"

@@ -126,6 +126,7 @@ TRUNCATED = "log looks truncated: no end-of-run summary after the last results"
 # --------------------------------------------------------------------------------------------
 # Cleaning
 
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
 _MOVE = r"\[[0-9;]*[ABEFGHf]|\[2K|\[[23]J"  # cursor movements and line/screen erases
 _ESCAPES = re.compile(
     r"\x1b(?!" + _MOVE + r")(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-Z\\-_])?"
@@ -145,6 +146,8 @@ def clean_text(text: str) -> str:
     """
     if "\r" in text:
         text = text.replace("\r\n", "\n")
+    if "\x1b" in text:
+        text = _SGR.sub("", text)  # colours: by far the most common, so strip them cheaply first
     if "\x1b" in text:
         text = _ESCAPES.sub("", text)
         if "\x1b" in text:
@@ -594,6 +597,7 @@ def _mocha_json(report: dict, out: _Out) -> None:
 # --------------------------------------------------------------------------------------------
 # jest (text)
 
+_JS_EXTS = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts", ".vue", ".svelte")
 _JEST_HEADER = re.compile(r"^\s?(PASS|FAIL)\s+(\S.*?)(?:\s+\(\d+(?:\.\d+)?\s*m?s\))?\s*$")
 _JEST_DETAIL = re.compile(r"^  ● (.+)$")
 _DURATION = re.compile(r"\d+(?:\.\d+)?\s*m?s$")
@@ -639,7 +643,7 @@ def _jest_text(lines: List[str], out: _Out) -> List[str]:
         first = stripped[0]
         if ind <= 1 and (first == "P" or first == "F"):
             m = _JEST_HEADER.match(line)
-            if m and " " not in m.group(2):
+            if m and (" " not in m.group(2) or m.group(2).endswith(_JS_EXTS)):
                 fname = m.group(2)
                 files.append(fname)
                 out.recognised = saw_header = True
@@ -722,7 +726,6 @@ _VT_FAIL = re.compile(r"^\s*FAIL\s+(\S.*?)\s*$")
 _VT_FAIL_SUFFIX = re.compile(r"\s+\[ .* \]$")
 _VT_SECTION = re.compile(r"⎯+\s*Failed (Tests|Suites) \d+\s*⎯+")
 _VT_TOTALS = re.compile(r"^\s*Test Files\s+\d+")
-_JS_EXTS = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts", ".vue", ".svelte")
 
 
 def _looks_like_file(s: str) -> bool:
@@ -1348,7 +1351,7 @@ _SIGNATURES = [
     ),
 ]
 
-_SAMPLE = 1024 * 1024
+_SAMPLE = 256 * 1024
 
 
 def _scores(text: str) -> Dict[str, int]:
@@ -1360,12 +1363,14 @@ def _scores(text: str) -> Dict[str, int]:
 
 
 def _ranked(text: str) -> List[str]:
+    scores = {}  # type: Dict[str, int]
     if len(text) > 2 * _SAMPLE:
-        # Runners print their banners first and their summaries last: look there only, so that
-        # detection stays fast on huge logs.
+        # Runners print their banners first and their summaries last: look there first, so
+        # that detection stays fast on huge logs.
         head, tail = text[:_SAMPLE], text[-_SAMPLE:]
-        text = head[: head.rfind("\n") + 1] + tail[tail.find("\n") + 1 :]
-    scores = _scores(text)
+        scores = _scores(head[: head.rfind("\n") + 1] + tail[tail.find("\n") + 1 :])
+    if not scores:
+        scores = _scores(text)
     order = {r: i for i, r in enumerate(RUNNERS)}
     return sorted(scores, key=lambda r: (-scores[r], order[r]))
 
