@@ -175,6 +175,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def cleanup_stale() -> None:
+    """Remove session cgroups of repogym processes that died (cheap; safe to call often)."""
+    _cleanup_stale(detect())
+
+
 def _cleanup_stale(support: CgroupSupport) -> None:
     """Remove session cgroups left behind by repogym processes that died."""
     bases = [h.base for h in support.v1.values()]
@@ -350,6 +355,19 @@ class SessionCgroups:
         if not _populated(d, bool(track and track[1])):
             with contextlib.suppress(OSError):
                 d.rmdir()
+
+    def kill_execs(self) -> bool:
+        """Kill the processes of every exec (background jobs too); the sandbox init stays."""
+        track = self._track
+        if track is None:
+            return False
+        ok = True
+        with contextlib.suppress(OSError):
+            for d in sorted(track[0].iterdir()):
+                if d.is_dir() and d.name.startswith("e"):
+                    ok = _kill_tree_dir(d, v2=track[1]) and ok
+                    _rmdir_tree(d)
+        return ok
 
     def destroy(self) -> bool:
         """Kill everything in the session and remove its cgroups; True when all died."""

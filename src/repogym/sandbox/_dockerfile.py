@@ -314,8 +314,11 @@ class _Lexer:
             if op.startswith(sym):
                 return _trim(val or "", word(op[len(sym) :]), sym)
         if op.startswith("/"):
-            pat, _, rep = op[1:].partition("/")
-            return (val or "").replace(word(pat), word(rep)) if pat else (val or "")
+            every = op.startswith("//")
+            pat, _, rep = op[2 if every else 1 :].partition("/")
+            if not pat:
+                return val or ""
+            return (val or "").replace(word(pat), word(rep), -1 if every else 1)
         raise DockerfileError(f"unsupported modifier ({op[:1]}) in substitution ${{{inner}}}")
 
 

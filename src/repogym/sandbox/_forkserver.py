@@ -64,6 +64,7 @@ IFF_UP = 0x1
 # Docker's default capability set for container processes.
 KEEP_CAPS = frozenset({0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31})
 MAX_MSG = 1 << 20
+OOM_SCORE_ADJ = b"500"
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [
@@ -75,6 +76,10 @@ libc.mount.argtypes = [
 ]
 libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 libc.syscall.restype = ctypes.c_long
+
+
+class SetupError(Exception):
+    """A command could not be started; the message is shown to the user as is."""
 
 
 def _check(ret, what):
@@ -270,7 +275,7 @@ def child_exec(req, fds, state, ident):
     cg_fds = list(state["cg_fds"]) + fds[3:]
     try:
         if isinstance(ident, BaseException):
-            raise ident
+            raise SetupError(str(ident))
         os.setsid()
         for fd in cg_fds:
             os.write(fd, b"0")
@@ -293,9 +298,12 @@ def child_exec(req, fds, state, ident):
         try:
             os.chdir(cwd)
         except OSError as exc:
-            raise OSError(
-                exc.errno, f"cannot change to working directory {cwd}: {exc.strerror}"
-            ) from None
+            raise SetupError(f"cannot change to working directory {cwd}: {exc.strerror}") from None
+        # Commands are the OOM killer's first choice, never the sandbox init (that would
+        # end the session). Raising the score needs no privilege; lowering would.
+        oom = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        os.write(oom, OOM_SCORE_ADJ)
+        os.close(oom)
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
@@ -306,12 +314,15 @@ def child_exec(req, fds, state, ident):
         os.setuid(uid)
         os.umask(0o022)
         argv = req["argv"]
-        os.execvpe(argv[0], argv, env)
+        try:
+            os.execvpe(argv[0], argv, env)
+        except FileNotFoundError:
+            raise SetupError(f"executable file not found: {argv[0]}") from None
+        except PermissionError:
+            raise SetupError(f"permission denied executing {argv[0]}") from None
     except BaseException as exc:  # noqa: BLE001 - reported to the host, then exit
         try:
-            msg = f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, FileNotFoundError) and "argv" in req:
-                msg = "executable file not found: {}".format(req["argv"][0])
+            msg = str(exc) if isinstance(exc, SetupError) else f"{type(exc).__name__}: {exc}"
             report(status_fd, {"error": msg})
         finally:
             os._exit(127)
@@ -646,6 +657,8 @@ def spawn_bwrap(req, state):
                 argv,
                 {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
             )
+        except BaseException as exc:  # noqa: BLE001 - reported through bwrap's stderr pipe
+            os.write(err_w, f"{type(exc).__name__}: {exc}".encode())
         finally:
             os._exit(127)
     os.close(info_w)
@@ -778,6 +791,7 @@ def handle_request(msg, fds, state, poller):
             os.set_blocking(status_fd, True)
             pidfd = os.pidfd_open(pid)
             state["running"][pidfd] = (pid, status_fd)
+            state.setdefault("pgids", set()).add(pid)
             poller.register(pidfd, select.POLLIN)
             for fd in fds[:2] + fds[3:]:
                 os.close(fd)
@@ -791,6 +805,10 @@ def handle_request(msg, fds, state, poller):
             poller.register(pidfd, select.POLLIN)
             for fd in fds:
                 os.close(fd)
+        elif kind == "killall":
+            for pgid in state.pop("pgids", ()):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
         elif kind == "signal":
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(msg["pgid"], msg["sig"])

@@ -51,6 +51,16 @@ def _rmtree(path: Path) -> None:
         shutil.rmtree(path, onerror=onerror)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class LayerStore:
     """Layer directories under ``root`` (``<cache>/layers``)."""
 
@@ -113,9 +123,10 @@ class LayerStore:
         _rmtree(tmp)
 
     def prune_tmp(self, older_than_s: float = 86400.0) -> None:
-        """Remove temp directories of builds that died long ago."""
+        """Remove temp directories of builds whose process died (or that are very old)."""
         now = time.time()
         for tmp in self.root.glob(".tmp-*"):
-            with contextlib.suppress(OSError):
-                if now - tmp.stat().st_mtime > older_than_s:
+            pid = tmp.name.rsplit("-", 2)[-2]
+            with contextlib.suppress(OSError, ValueError):
+                if not _alive(int(pid)) or now - tmp.stat().st_mtime > older_than_s:
                     _rmtree(tmp)

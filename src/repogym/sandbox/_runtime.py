@@ -337,6 +337,17 @@ class SandboxProcess:
             raise _file_error(op, args.get("path"), status)
         return payload if data_out else status.get("result")
 
+    def kill_all(self) -> None:
+        """Kill every process started by :meth:`exec`, keeping the sandbox itself."""
+        if self.closed:
+            return
+        if self.cgroups is not None and self.cgroups.kill_execs():
+            self._leftover_execs.clear()
+            return
+        # Without cgroups: the session server kills the process group of every exec.
+        with self.lock:
+            _send(self.sock, {"kind": "killall"})
+
     # --------------------------------------------------------------- close
 
     def alive(self) -> bool:

@@ -103,6 +103,18 @@ class Session(abc.ABC):
     def close(self) -> None:
         """Stop every process of the session and discard its root. Idempotent."""
 
+    def mount(self, src: Path, dest: str, *, read_only: bool = True) -> None:
+        """Make a host folder visible at ``dest`` in the running session.
+
+        Backends that can bind-mount show the host folder itself (read-only by default, so
+        nothing is copied and a full disk inside does not matter); this default copies it.
+        """
+        self.upload(src, dest)
+
+    def unmount(self, dest: str) -> None:
+        """Take a folder added with :meth:`mount` away again."""
+        self.remove(dest)
+
     def __enter__(self) -> Session:
         return self
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from repogym.sandbox import _context, _dockerfile, _rootfs, _toolchains
-from repogym.sandbox._cgroups import SessionCgroups, detect
+from repogym.sandbox._cgroups import SessionCgroups, cleanup_stale, detect
 from repogym.sandbox._layers import LayerStore, step_key
 from repogym.sandbox._runtime import ForkServer, RawResult, SandboxProcess
 from repogym.sandbox.base import (
@@ -160,6 +160,7 @@ class LocalSandbox(Sandbox):
         default_storage_mb: int = DEFAULT_STORAGE_MB,
         default_memory_mb: int | None = DEFAULT_MEMORY_MB,
         exec_timeout_s: float = DEFAULT_EXEC_TIMEOUT_S,
+        max_file_mb: int | None = None,
     ) -> None:
         ok, why = self.available()
         if not ok:
@@ -182,11 +183,14 @@ class LocalSandbox(Sandbox):
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         self.skeleton = _rootfs.ensure_skeleton(self.cache_root)
         self.cgroups = detect()
+        cleanup_stale()
+        self.store.prune_tmp()
         self.pids_max = pids_max
         self.default_storage_mb = default_storage_mb
         mem_cap = int(_memtotal_mb() * 0.75)
         self.default_memory_mb = min(default_memory_mb, mem_cap) if default_memory_mb else None
         self.exec_timeout_s = exec_timeout_s
+        self.max_file_mb = max_file_mb
 
     @classmethod
     def available(cls, *, install: bool = True) -> tuple[bool, str]:
@@ -213,6 +217,7 @@ class LocalSandbox(Sandbox):
                 )
             raise BuildError(f"no Dockerfile found at {dockerfile or '(no context dir)'}")
         assert ctx is not None
+        self.store.prune_tmp()
         log_fh: IO[str] | None = None
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -353,7 +358,8 @@ class LocalSession(Session):
         self.workdir = spec.workdir or built.workdir or "/"
         self.user = built.user
         self.network = proc.network
-        self.rlimits = {"RLIMIT_FSIZE": storage_mb << 20, "RLIMIT_CORE": 0}
+        max_file_mb = sandbox.max_file_mb or storage_mb + 16
+        self.rlimits = {"RLIMIT_FSIZE": max_file_mb << 20, "RLIMIT_CORE": 0}
         if (proc.cgroups is None or "memory" not in proc.cgroups.limited) and memory_mb:
             self.rlimits["RLIMIT_AS"] = memory_mb << 20
         self._mounts: set[str] = set()
@@ -378,7 +384,7 @@ class LocalSession(Session):
         if not argv:
             raise ValueError("empty command")
         raw = self._run(argv, timeout_s=timeout_s, env=env, cwd=cwd, user=user, network=network)
-        if raw.error and isinstance(command, str) and "not found: bash" in raw.error:
+        if raw.error and isinstance(command, str) and raw.error.endswith("not found: bash"):
             argv = ["sh", "-lc", command]
             raw = self._run(argv, timeout_s=timeout_s, env=env, cwd=cwd, user=user, network=network)
         return _to_result(raw)
@@ -450,7 +456,8 @@ class LocalSession(Session):
         p = self._abs(path)
         if p in self._mounts:
             self.unmount(p)
-        self.proc.file_op("remove", path=p)
+        else:
+            self.proc.file_op("remove", path=p)
 
     def exists(self, path: str) -> bool:
         """Whether ``path`` exists inside the sandbox."""
@@ -472,10 +479,19 @@ class LocalSession(Session):
         self._mounts.add(self._abs(dest))
 
     def unmount(self, dest: str) -> None:
-        """Detach a folder added with :meth:`mount` (the empty mount point stays)."""
+        """Detach a folder added with :meth:`mount` and remove its (empty) mount point."""
         p = self._abs(dest)
         self.proc.file_op("umount", path=p)
         self._mounts.discard(p)
+        self.proc.file_op("remove", path=p)
+
+    def kill_all(self) -> None:
+        """Kill every process started by :meth:`exec` (background jobs and daemons too).
+
+        The root, its files and the session stay: use this between phases (e.g. before the
+        verifier) so nothing the agent left running can interfere.
+        """
+        self.proc.kill_all()
 
     def host_pids(self) -> list[int]:
         """Host pids of every process of this session (empty after close)."""

@@ -1,0 +1,342 @@
+"""Building environments with the local backend: replay, refusals, the layer cache."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec
+from repogym.sandbox.local import LocalSandbox
+from tests.sandbox.conftest import make_context
+
+
+def _spec(ctx: Path) -> EnvironmentSpec:
+    return EnvironmentSpec(context_dir=ctx, network_mode="no-network")
+
+
+def test_build_and_exec(
+    sandbox: LocalSandbox, py_env: tuple[BuiltEnvironment, EnvironmentSpec]
+) -> None:
+    built, spec = py_env
+    assert built.backend == "local"
+    assert built.workdir == "/app"
+    assert built.env["APP_HOME"] == "/app"
+    assert built.base_mapping["from"] == "python:3.11-slim"
+    assert built.base_mapping["python"].startswith("3.11.")
+    assert built.base_mapping["host"].endswith(built.base_mapping["python"])
+    with sandbox.start(built, spec) as s:
+        res = s.exec(
+            "pwd; python --version; command -v python python3 pip pip3; cat marker; "
+            "python -c 'import tinypkg, sys; print(tinypkg.hello(), sys.prefix)'"
+        )
+        assert res.exit_code == 0, res.stderr
+        lines = res.stdout.splitlines()
+        assert lines[0] == "/app"
+        assert lines[1].startswith("Python 3.11.")
+        assert lines[2:6] == [f"/usr/local/bin/{n}" for n in ("python", "python3", "pip", "pip3")]
+        assert lines[6] == "ready"
+        assert lines[7] == "hi from tinypkg /usr/local"
+        # Only the official image's packages, never the host's site-packages.
+        res = s.exec(["python", "-c", "import pytest"])
+        assert res.exit_code == 1 and "No module named" in res.stderr
+
+
+def test_pip_install_local_package_during_build(
+    sandbox: LocalSandbox, py_env: tuple[BuiltEnvironment, EnvironmentSpec]
+) -> None:
+    built, spec = py_env
+    with sandbox.start(built, spec) as s:
+        res = s.exec("pip show tinypkg && pip --version")
+        assert res.exit_code == 0, res.stderr
+        assert "Name: tinypkg" in res.stdout
+        assert "/usr/local/lib/python3.11/site-packages" in res.stdout
+
+
+def test_layers_are_shared_between_dockerfiles(sandbox: LocalSandbox, tmp_path: Path) -> None:
+    prefix = """\
+        FROM debian:bookworm
+        RUN mkdir -p /data && seq 1 2000 | xargs -I{} touch /data/f{}
+        ENV STAGE=one
+        COPY a.txt /data/a.txt
+        """
+    one = make_context(tmp_path / "one", prefix + "RUN echo one > /data/which\n", {"a.txt": "A"})
+    two = make_context(tmp_path / "two", prefix + "RUN echo two > /data/which\n", {"a.txt": "A"})
+    b1 = sandbox.build(_spec(one))
+    assert b1.details["cache_misses"] == 3 and b1.details["cache_hits"] == 0
+    b2 = sandbox.build(_spec(two))
+    # RUN seq + COPY are reused; only the last RUN is new.
+    assert b2.details["cache_hits"] == 2 and b2.details["cache_misses"] == 1
+    assert b1.details["layers"][:2] == b2.details["layers"][:2]
+    assert b1.key != b2.key
+    # A rebuild is all cache hits and yields the same key.
+    again = sandbox.build(_spec(one))
+    assert again.details["cache_hits"] == 3 and again.details["cache_misses"] == 0
+    assert again.key == b1.key
+    # Changing copied content invalidates from the COPY on.
+    (one / "a.txt").write_text("B")
+    b3 = sandbox.build(_spec(one))
+    assert b3.details["cache_hits"] == 1 and b3.details["cache_misses"] == 2
+    for b, which in ((b1, "one"), (b2, "two")):
+        with sandbox.start(b, _spec(one)) as s:
+            res = s.exec("cat /data/which; cat /data/a.txt; echo; ls /data | wc -l")
+            assert res.stdout.split() == [which, "A", "2002"]
+
+
+def test_instructions_are_replayed(sandbox: LocalSandbox, tmp_path: Path) -> None:
+    ctx = make_context(
+        tmp_path / "ctx",
+        """\
+        ARG BASE=bookworm
+        FROM debian:${BASE} AS base
+        ARG VERSION=1.2.3
+        ARG BASE
+        LABEL org.example.version=$VERSION
+        ENV GREETING="hello world" \\
+            LEGACY_FREE=yes
+        ENV OLDSTYLE value with spaces
+        SHELL ["/bin/bash", "-c"]
+        RUN echo "bash=$BASH_VERSION arg=$VERSION base=$BASE" > /built.txt
+        WORKDIR /srv/app
+        WORKDIR sub
+        COPY --chown=nobody:nogroup --chmod=640 conf/*.ini ./conf/
+        COPY tree/ /srv/tree
+        ADD bundle.tar /srv/unpacked/
+        COPY ["spaced name.txt", "/srv/spaced name.txt"]
+        COPY <<EOF /srv/generated.txt
+        greeting is $GREETING
+        EOF
+        RUN <<EOF
+        set -e
+        echo from-heredoc > /srv/heredoc.txt
+        EOF
+        EXPOSE 8080/tcp
+        VOLUME /data
+        STOPSIGNAL SIGTERM
+        HEALTHCHECK CMD true
+        CMD ["sleep", "1"]
+        USER nobody
+        """,
+        {
+            "conf/a.ini": "a",
+            "conf/b.ini": "b",
+            "conf/c.txt": "not copied",
+            "tree/x/y.txt": "y",
+            "tree/ignored.log": "ignored",
+            "spaced name.txt": "s",
+            ".dockerignore": "tree/*.log\n",
+        },
+    )
+    (ctx / "bundle").mkdir()
+    (ctx / "bundle" / "inner.txt").write_text("from tar")
+    subprocess.run(
+        ["tar", "-cf", str(ctx / "bundle.tar"), "-C", str(ctx / "bundle"), "."], check=True
+    )
+    built = sandbox.build(_spec(ctx))
+    assert built.workdir == "/srv/app/sub"
+    assert built.user == "nobody"
+    assert built.env["GREETING"] == "hello world"
+    assert built.env["OLDSTYLE"] == "value with spaces"
+    assert "VERSION" not in built.env  # ARGs do not persist
+    assert built.details["labels"] == {"org.example.version": "1.2.3"}
+    assert built.details["cmd"] == ["sleep", "1"]
+    assert built.details["exposed_ports"] == ["8080/tcp"]
+    with sandbox.start(built, _spec(ctx)) as s:
+        res = s.exec(
+            "pwd; id -un; cat /built.txt; "
+            "stat -c '%U:%G %a %n' conf/*; ls conf; "
+            "cat /srv/tree/x/y.txt; echo; ls /srv/tree; cat /srv/unpacked/inner.txt; echo; "
+            "cat '/srv/spaced name.txt'; echo; cat /srv/generated.txt /srv/heredoc.txt"
+        )
+        assert res.exit_code == 0, res.stderr
+        assert res.stdout.splitlines() == [
+            "/srv/app/sub",
+            "nobody",
+            "bash=" + res.stdout.split("bash=")[1].split()[0] + " arg=1.2.3 base=bookworm",
+            "nobody:nogroup 640 conf/a.ini",
+            "nobody:nogroup 640 conf/b.ini",
+            "a.ini",
+            "b.ini",
+            "y",
+            "x",
+            "from tar",
+            "s",
+            "greeting is hello world",
+            "from-heredoc",
+        ]
+        assert s.exec("id -un", user="root").stdout.strip() == "root"
+
+
+def test_multi_stage_builds_only_what_the_target_needs(
+    sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    ctx = make_context(
+        tmp_path / "ctx",
+        """\
+        FROM debian:bookworm AS unused
+        RUN exit 3
+        FROM debian:bookworm AS base
+        RUN echo base > /stage
+        FROM base
+        RUN echo final >> /stage
+        """,
+    )
+    built = sandbox.build(_spec(ctx))
+    with sandbox.start(built, _spec(ctx)) as s:
+        assert s.exec("cat /stage").stdout.split() == ["base", "final"]
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "line", "fragment"),
+    [
+        ("FROM alpine:3.19\nRUN true\n", 1, "cannot map base image 'alpine:3.19'"),
+        ("FROM debian:bookworm\nRUN true\nFROBNICATE now\n", 3, "unknown instruction FROBNICATE"),
+        (
+            "FROM debian:bookworm AS b\nFROM debian:bookworm\nCOPY --from=b /x /x\n",
+            3,
+            "--from",
+        ),
+        ("FROM debian:bookworm\nADD https://example.com/x.tgz /x\n", 2, "remote URL"),
+        ("FROM debian:bookworm\nRUN --mount=type=secret,id=a true\n", 2, "not supported"),
+        ("FROM python:3.99\n", 1, "not installed on this host"),
+        ("FROM debian:bookworm\nCOPY missing.txt /x\n", 2, "not found in the build context"),
+        ("FROM debian:bookworm\nCOPY a b /dest\n", 2, "must be a directory and end with a /"),
+    ],
+)
+def test_refusals_name_the_line(
+    sandbox: LocalSandbox, tmp_path: Path, dockerfile: str, line: int, fragment: str
+) -> None:
+    ctx = make_context(tmp_path / "ctx", dockerfile, {"a": "a", "b": "b"})
+    with pytest.raises(BuildError) as err:
+        sandbox.build(_spec(ctx))
+    msg = str(err.value)
+    assert f"line {line}:" in msg
+    assert fragment in msg
+    assert dockerfile.splitlines()[line - 1].split()[0] in msg  # the offending text is quoted
+
+
+def test_prebuilt_image_only_is_refused(sandbox: LocalSandbox) -> None:
+    spec = EnvironmentSpec(context_dir=None, docker_image="ghcr.io/acme/env:1")
+    with pytest.raises(BuildError, match="cannot pull prebuilt images.*--sandbox docker"):
+        sandbox.build(spec)
+
+
+def test_failing_run_reports_step_exit_code_and_tail(sandbox: LocalSandbox, tmp_path: Path) -> None:
+    ctx = make_context(
+        tmp_path / "ctx",
+        """\
+        FROM debian:bookworm
+        RUN echo fine
+        RUN for i in 1 2 3; do echo "progress $i"; done; echo 'it broke' >&2; exit 7
+        """,
+    )
+    log = tmp_path / "build.log"
+    with pytest.raises(BuildError) as err:
+        sandbox.build(_spec(ctx), log=log)
+    msg = str(err.value)
+    assert "line 3:" in msg and "exit code 7" in msg
+    assert "it broke" in msg and "progress 3" in msg
+    text = log.read_text()
+    assert "fine" in text and "it broke" in text
+    # Nothing of the failed step is cached: fixing the line reuses only the earlier layers.
+    (ctx / "Dockerfile").write_text("FROM debian:bookworm\nRUN echo fine\nRUN true\n")
+    built = sandbox.build(_spec(ctx))
+    assert built.details["cache_hits"] == 1 and built.details["cache_misses"] == 1
+
+
+def test_run_steps_have_network_and_apt_base(sandbox: LocalSandbox, tmp_path: Path) -> None:
+    ctx = make_context(
+        tmp_path / "ctx",
+        """\
+        FROM debian:bookworm
+        RUN grep -c : /proc/net/dev > /ifaces && test -x /usr/bin/apt-get
+        """,
+    )
+    built = sandbox.build(_spec(ctx))
+    with sandbox.start(built, _spec(ctx)) as s:
+        # Build steps see the host network (more than the 2 header lines + lo).
+        assert int(s.read("/ifaces").decode()) >= 2
+
+
+@pytest.mark.slow
+def test_killed_build_leaves_no_half_layer(sandbox: LocalSandbox, tmp_path: Path) -> None:
+    ctx = make_context(
+        tmp_path / "ctx",
+        """\
+        FROM debian:bookworm
+        RUN touch /started && sleep 30 && touch /finished
+        """,
+    )
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from repogym.sandbox import EnvironmentSpec
+        from repogym.sandbox.local import LocalSandbox
+        LocalSandbox({str(sandbox.cache_root)!r}).build(
+            EnvironmentSpec(context_dir=Path({str(ctx)!r}), network_mode="no-network"))
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    layers = sandbox.store.root
+    deadline = time.monotonic() + 60
+    while not any(layers.glob(".tmp-*/fs/@root/started")):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # Its helper processes die with it (parent-death signals) ...
+    deadline = time.monotonic() + 10
+    while any(_cmdlines_with("sleep 30")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _cmdlines_with("sleep 30")
+    # ... and the half-built step is not a cached layer: the next build runs it again.
+    (ctx / "Dockerfile").write_text("FROM debian:bookworm\nRUN touch /started && touch /finished\n")
+    built = sandbox.build(_spec(ctx))
+    assert built.details["cache_misses"] == 1
+    assert not list(layers.glob(".tmp-*/fs/@root/started"))
+
+
+def _cmdlines_with(text: str) -> list[int]:
+    from tests.sandbox.conftest import processes_with
+
+    return processes_with(text)
+
+
+@pytest.mark.slow
+def test_concurrent_builds_of_the_same_steps(sandbox: LocalSandbox, tmp_path: Path) -> None:
+    ctx = make_context(
+        tmp_path / "ctx",
+        """\
+        FROM debian:bookworm
+        RUN sleep 1 && date +%s%N > /stamp
+        """,
+    )
+    results: list[BuiltEnvironment] = []
+    errors: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            results.append(LocalSandbox(sandbox.cache_root).build(_spec(ctx)))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=build) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len({r.key for r in results}) == 1
+    assert sorted(r.details["cache_misses"] for r in results) == [0, 0, 1]
+    stamps = set()
+    for r in results:
+        with sandbox.start(r, _spec(ctx)) as s:
+            stamps.add(s.read("/stamp"))
+    assert len(stamps) == 1
