@@ -370,5 +370,46 @@ def dataset_rehash(
     raise typer.Exit(1 if bad else 0)
 
 
+@app.command()
+def bootstrap(
+    repo: Annotated[Path, typer.Option("--repo", help="The repository folder.")],
+    ref: Annotated[
+        str | None, typer.Option("--ref", help="A git ref to export (default: the work tree).")
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Build the recipe and collect its tests.")
+    ] = True,
+    sandbox: SandboxOpt = "local",
+    refresh: Annotated[
+        bool, typer.Option("--refresh", help="Ignore cached recipes and check outcomes.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Detect a repository's environment, print its recipe, and check it collects tests.
+
+    Exit 0 when the recipe works (or --no-check), 1 when the check fails, 2 for bad input.
+    """
+    from repogym.bootstrap import ExportError, UnsupportedRepo, bootstrap_ref
+    from repogym.bootstrap import bootstrap as run_bootstrap
+    from repogym.bootstrap.render import render_result
+    from repogym.sandbox import SandboxError
+
+    if not repo.is_dir():
+        fail(f"{repo}: not a directory")
+        raise typer.Exit(2)
+    try:
+        kwargs = {"check": check, "sandbox": sandbox, "refresh": refresh}
+        result = bootstrap_ref(repo, ref, **kwargs) if ref else run_bootstrap(repo, **kwargs)
+    except (UnsupportedRepo, ExportError, SandboxError) as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    code = 1 if result.check is not None and not result.check.ok else 0
+    if json_out:
+        sys.stdout.write(json.dumps({**result.to_json(), "exit_code": code}, indent=2) + "\n")
+    else:
+        render_result(result, out)
+    raise typer.Exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

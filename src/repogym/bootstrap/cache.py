@@ -1,0 +1,129 @@
+"""Recipes and their check outcomes, cached by (repository, ref, recipe hash).
+
+Files live under ``$REPOGYM_CACHE/recipes`` (default ``~/.cache/repogym/recipes``), one JSON
+file per key, written atomically. A ref should name a commit: the cache trusts that the same
+(repository, ref) always means the same files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repogym.bootstrap.check import CheckResult
+from repogym.bootstrap.model import BOOTSTRAP_VERSION, Recipe
+
+
+def cache_root() -> Path:
+    """``$REPOGYM_CACHE`` or ``~/.cache/repogym``."""
+    env = os.environ.get("REPOGYM_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "repogym"
+
+
+def _slug(text: str, keep: int = 60) -> str:
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:keep] or "x"
+    return f"{readable}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+@dataclass
+class CacheEntry:
+    repo_id: str
+    ref: str
+    recipe: Recipe
+    check: CheckResult | None
+    detection: dict[str, Any] | None
+    created_at: float
+    bootstrap_version: str = BOOTSTRAP_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo_id": self.repo_id,
+            "ref": self.ref,
+            "recipe_hash": self.recipe.hash,
+            "bootstrap_version": self.bootstrap_version,
+            "created_at": self.created_at,
+            "recipe": self.recipe.to_json(),
+            "check": self.check.to_json() if self.check else None,
+            "detection": self.detection,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CacheEntry:
+        check = data.get("check")
+        return cls(
+            repo_id=data["repo_id"],
+            ref=data["ref"],
+            recipe=Recipe.from_json(data["recipe"]),
+            check=CheckResult.from_json(check) if check else None,
+            detection=data.get("detection"),
+            created_at=float(data.get("created_at", 0)),
+            bootstrap_version=str(data.get("bootstrap_version", "")),
+        )
+
+
+class RecipeCache:
+    """A folder of cached recipes keyed by (repository id, ref, recipe hash)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else cache_root() / "recipes"
+
+    def _dir(self, repo_id: str, ref: str) -> Path:
+        return self.root / _slug(repo_id) / _slug(ref)
+
+    def path_for(self, repo_id: str, ref: str, recipe_hash: str) -> Path:
+        return self._dir(repo_id, ref) / f"{recipe_hash}.json"
+
+    def _load(self, path: Path) -> CacheEntry | None:
+        try:
+            entry = CacheEntry.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # unreadable or stale-format entries count as misses
+        return entry if entry.bootstrap_version == BOOTSTRAP_VERSION else None
+
+    def get(self, repo_id: str, ref: str, recipe_hash: str) -> CacheEntry | None:
+        """The entry for exactly this key, or None."""
+        entry = self._load(self.path_for(repo_id, ref, recipe_hash))
+        if entry and (entry.repo_id, entry.ref, entry.recipe.hash) == (repo_id, ref, recipe_hash):
+            return entry
+        return None
+
+    def find(self, repo_id: str, ref: str) -> CacheEntry | None:
+        """The newest entry for (repository, ref) whatever its recipe hash (skips detection)."""
+        folder = self._dir(repo_id, ref)
+        entries = []
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            entry = self._load(path)
+            if entry and (entry.repo_id, entry.ref) == (repo_id, ref):
+                entries.append(entry)
+        return max(entries, key=lambda e: e.created_at) if entries else None
+
+    def put(
+        self,
+        repo_id: str,
+        ref: str,
+        recipe: Recipe,
+        check: CheckResult | None = None,
+        detection: dict[str, Any] | None = None,
+    ) -> CacheEntry:
+        """Store (atomically) and return the entry."""
+        entry = CacheEntry(repo_id, ref, recipe, check, detection, time.time())
+        path = self.path_for(repo_id, ref, recipe.hash)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(entry.to_json(), fh, indent=2, sort_keys=True)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return entry

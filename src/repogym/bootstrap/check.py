@@ -1,0 +1,196 @@
+"""Check a recipe for real: build it in a sandbox and see its collect command find tests."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from repogym.bootstrap._files import snapshot_repo
+from repogym.bootstrap.model import Recipe
+
+COLLECT_TIMEOUT_S = 600.0
+LOG_TAIL_LINES = 40
+_ERROR_LINE = re.compile(
+    r"(^ERROR\b|^E\s|Error:|error:|error\[|No matching distribution|Could not find|"
+    r"ModuleNotFoundError|ImportError|SyntaxError|npm ERR!|npm error|FAILED|cannot find)",
+    re.I,
+)
+
+
+@dataclass
+class CheckResult:
+    """Whether a recipe builds and its collect command lists tests."""
+
+    ok: bool
+    failed_step: str = ""
+    """Which step failed, e.g. ``build: Dockerfile line 5: RUN … (exit 1)`` or ``collect: …``."""
+    reason: str = ""
+    """One line a user can act on."""
+    tests_collected: int = 0
+    sample_ids: list[str] = field(default_factory=list)
+    log_tail: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    sandbox: str = "local"
+    base_mapping: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckResult:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def write_build_context(repo_dir: Path, recipe: Recipe, dest: Path) -> Path:
+    """Write ``dest/Dockerfile`` and ``dest/repo/`` (the snapshot): a task's ``environment/``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "Dockerfile").write_text(recipe.dockerfile, encoding="utf-8")
+    snapshot_repo(Path(repo_dir), dest / "repo")
+    return dest
+
+
+def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+_EXCEPTION_LINE = re.compile(r"^(E\s+)?([\w.]*(Error|Exception)|error\[E\d+\]): ")
+_COLLECT_ERROR = re.compile(r"_ ERROR collecting (\S+) _")
+
+
+def _reason_from(text: str, fallback: str) -> str:
+    """The most telling line of a failure's output.
+
+    Preference: a pytest collection error with its exception, the last exception line
+    (``ModuleNotFoundError: …``), the last error-looking line (pip ``ERROR:``, ``npm ERR!``…).
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        m = _COLLECT_ERROR.search(line)
+        if m:
+            exc = next((ln for ln in lines[i + 1 :] if ln.startswith("E ")), "")
+            detail = f": {exc[1:].strip()}" if exc else ""
+            return f"error collecting {m[1]}{detail}"[:300]
+    for line in reversed(lines):
+        if _EXCEPTION_LINE.match(line):
+            return line.removeprefix("E").strip()[:300]
+    for line in reversed(lines):
+        if _ERROR_LINE.search(line) and not line.startswith("---"):
+            return line[:300]
+    return (lines[-1][:300] if lines else "") or fallback
+
+
+def _build_failure(message: str, log_text: str) -> tuple[str, str, str]:
+    """``(failed_step, reason, tail)`` from a BuildError message and the build log."""
+    head, _, output = message.partition("\n--- output (tail) ---\n")
+    head = head.strip()
+    m = re.match(r"^(?P<where>.*?): RUN failed with exit code (?P<code>\S+) \((?P<ins>.*)\)$", head)
+    if m:
+        step = f"build: {m['ins']} (exit {m['code']}; {m['where']})"
+    else:
+        step = f"build: {head.splitlines()[0] if head else 'failed'}"
+    if not output:  # not a failing command: the message itself is the reason
+        return step, head.splitlines()[0] if head else "build failed", _tail(log_text or head)
+    return step, _reason_from(output, head), _tail(output)
+
+
+def check_recipe(
+    repo_dir: Path,
+    recipe: Recipe,
+    sandbox: str = "local",
+    *,
+    collect_timeout_s: float = COLLECT_TIMEOUT_S,
+    build_timeout_s: float = 1800.0,
+    keep_dir: Path | None = None,
+) -> CheckResult:
+    """Build ``recipe`` over a snapshot of ``repo_dir`` and run its collect command.
+
+    The build context is a temporary ``Dockerfile`` + ``repo/`` folder (or ``keep_dir``, left in
+    place for inspection). Never raises for a failing repository: the result says what failed.
+    Raises :class:`~repogym.sandbox.SandboxError` when the backend cannot run here at all.
+    """
+    from repogym.sandbox import EnvironmentSpec, SandboxError, get_backend
+
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    result = CheckResult(ok=False, sandbox=sandbox, timings=timings)
+    tmp = Path(tempfile.mkdtemp(prefix="repogym-bootstrap-"))
+    context = keep_dir if keep_dir is not None else tmp / "environment"
+    try:
+        write_build_context(repo_dir, recipe, context)
+        timings["snapshot_s"] = round(time.monotonic() - t0, 3)
+        backend = get_backend(sandbox)  # SandboxError: unusable here, not the recipe's fault
+        spec = EnvironmentSpec(
+            context_dir=context,
+            workdir=recipe.workdir,
+            network_mode="no-network",
+            build_timeout_sec=build_timeout_s,
+        )
+        log_path = tmp / "build.log"
+        t1 = time.monotonic()
+        try:
+            built = backend.build(spec, log=log_path)
+        except SandboxError as exc:
+            timings["build_s"] = round(time.monotonic() - t1, 3)
+            log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
+            result.failed_step, result.reason, result.log_tail = _build_failure(str(exc), log_text)
+            return result
+        timings["build_s"] = round(time.monotonic() - t1, 3)
+        result.base_mapping = dict(built.base_mapping)
+        t2 = time.monotonic()
+        try:
+            with backend.start(built, spec) as session:
+                res = session.exec(
+                    recipe.collect_command,
+                    timeout_s=collect_timeout_s,
+                    cwd=recipe.workdir,
+                    network=False,
+                )
+        except SandboxError as exc:
+            result.failed_step, result.reason = "collect: sandbox error", str(exc)
+            return result
+        timings["collect_s"] = round(time.monotonic() - t2, 3)
+        output = res.stdout + ("\n" + res.stderr if res.stderr else "")
+        result.log_tail = _tail(output)
+        count = recipe.count_collected(res.stdout)
+        result.tests_collected = count
+        result.sample_ids = _sample_ids(recipe, res.stdout)
+        if res.timed_out:
+            result.failed_step = f"collect: timed out after {collect_timeout_s:.0f}s"
+            result.reason = "the collect command did not finish"
+        elif count == 0:
+            result.failed_step = "collect: no tests collected"
+            result.reason = _reason_from(output, f"exit {res.exit_code}, no test ids in the output")
+        elif res.exit_code != 0:
+            result.failed_step = f"collect: exit {res.exit_code} ({count} tests collected)"
+            result.reason = _reason_from(output, "the collect command reported errors")
+        else:
+            result.ok = True
+        return result
+    finally:
+        timings["total_s"] = round(time.monotonic() - t0, 3)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _sample_ids(recipe: Recipe, stdout: str, limit: int = 10) -> list[str]:
+    lines = [ln.strip() for ln in stdout.splitlines() if ln.strip()]
+    if recipe.runner == "pytest":
+        ids = [ln for ln in lines if "::" in ln and not ln.startswith("ERROR")]
+    elif recipe.runner == "unittest":
+        ids = [ln for ln in lines if re.fullmatch(r"[\w.]+\.\w+", ln)]
+    elif recipe.runner == "cargo":
+        ids = [ln.removesuffix(": test") for ln in lines if ln.endswith(": test")]
+    elif recipe.runner == "go":
+        ids = [ln for ln in lines if re.fullmatch(r"(Test|Example|Fuzz)\w*", ln)]
+    elif recipe.runner == "vitest":
+        ids = [ln for ln in lines if " > " in ln]
+    elif recipe.runner == "jest":
+        ids = [ln for ln in lines if ln.startswith("/")]
+    else:
+        ids = [ln.lstrip("✔✓ ").strip() for ln in lines if ln.startswith(("✔", "✓"))]
+    return ids[:limit]

@@ -1,0 +1,179 @@
+"""Language and toolchain detection, and the recipe made from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from repogym.bootstrap.model import Recipe
+from repogym.bootstrap.native import NativeProject, detect_go, detect_rust, go_recipe, rust_recipe
+from repogym.bootstrap.node import NodeProject, detect_node, node_recipe
+from repogym.bootstrap.python import PythonProject, detect_python, python_recipe
+from repogym.bootstrap.pyversions import PythonInstall
+
+LANGUAGES = ("python", "node", "rust", "go")
+_STRONG_PYTHON = ("pyproject.toml", "setup.py", "setup.cfg")
+_WEAK_PYTHON = ("tox.ini", "noxfile.py", "requirements.txt", "pytest.ini")
+
+
+class UnsupportedRepo(ValueError):
+    """No recipe can be made for the repository here; the message says why (one line)."""
+
+
+@dataclass
+class Detection:
+    """What a repository is and which toolchain runs it."""
+
+    language: str | None
+    runner: str | None = None
+    base_image: str | None = None
+    toolchain: str | None = None
+    """The host toolchain the local sandbox will use (e.g. ``CPython 3.12.1``)."""
+    supported: bool = True
+    reason: str = ""
+    """Why no recipe can be made here (empty when supported)."""
+    manifests: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    python: PythonProject | None = None
+    node: NodeProject | None = None
+    native: NativeProject | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        details = self.python or self.node or self.native
+        return {
+            "language": self.language,
+            "runner": self.runner,
+            "base_image": self.base_image,
+            "toolchain": self.toolchain,
+            "supported": self.supported,
+            "reason": self.reason,
+            "manifests": self.manifests,
+            "notes": self.notes,
+            "details": details.to_json() if details else None,
+        }
+
+
+def _has_python_files(repo: Path) -> bool:
+    for pattern in ("*.py", "*/*.py", "*/*/*.py"):
+        if next(repo.glob(pattern), None) is not None:
+            return True
+    return False
+
+
+def guess_language(repo: Path) -> tuple[str | None, list[str]]:
+    """The repository's primary language and the evidence (strongest markers first)."""
+    present = {name for name in (*_STRONG_PYTHON, *_WEAK_PYTHON) if (repo / name).is_file()}
+    strong = sorted(present & set(_STRONG_PYTHON))
+    if strong:
+        return "python", [f"python: {', '.join(strong)}"]
+    if (repo / "package.json").is_file():
+        return "node", ["node: package.json"]
+    if (repo / "Cargo.toml").is_file():
+        return "rust", ["rust: Cargo.toml"]
+    if (repo / "go.mod").is_file():
+        return "go", ["go: go.mod"]
+    if present:
+        return "python", [f"python: {', '.join(sorted(present))}"]
+    if _has_python_files(repo):
+        return "python", ["python: .py files (no manifest)"]
+    return None, []
+
+
+def detect(
+    repo_dir: Path,
+    *,
+    language: str | None = None,
+    pythons: list[PythonInstall] | None = None,
+) -> Detection:
+    """Detect a repository's language, toolchain and test runner (no code is run).
+
+    ``language`` forces one of :data:`LANGUAGES`; ``pythons`` replaces interpreter discovery.
+    """
+    repo_dir = Path(repo_dir)
+    if not repo_dir.is_dir():
+        return Detection(None, supported=False, reason=f"{repo_dir}: not a directory")
+    notes: list[str] = []
+    if language is None:
+        language, evidence = guess_language(repo_dir)
+        notes += [f"language {e}" for e in evidence]
+    elif language not in LANGUAGES:
+        return Detection(
+            None, supported=False, reason=f"unknown language {language!r} ({', '.join(LANGUAGES)})"
+        )
+    if language is None:
+        return Detection(
+            None,
+            supported=False,
+            reason="no Python, Node, Rust or Go project markers found "
+            "(pyproject.toml, setup.py, package.json, Cargo.toml, go.mod, *.py)",
+        )
+    if language == "python":
+        py = detect_python(repo_dir, pythons)
+        inst = py.install
+        return Detection(
+            "python",
+            runner=py.runner,
+            base_image=inst.image if inst else None,
+            toolchain=f"CPython {inst} ({inst.prefix})" if inst else None,
+            supported=not py.problem,
+            reason=py.problem,
+            manifests=list(py.manifests),
+            notes=notes + py.notes,
+            python=py,
+        )
+    if language == "node":
+        nd = detect_node(repo_dir)
+        major = (nd.node_version or "").split(".")[0]
+        return Detection(
+            "node",
+            runner=nd.runner,
+            base_image=f"node:{major}-slim" if major else None,
+            toolchain=f"Node {nd.node_version}" if nd.node_version else None,
+            supported=not nd.problem,
+            reason=nd.problem,
+            manifests=list(nd.manifests),
+            notes=notes + nd.notes,
+            node=nd,
+        )
+    native = detect_rust(repo_dir) if language == "rust" else detect_go(repo_dir)
+    minor = ".".join((native.toolchain_version or "").split(".")[:2])
+    image = None
+    if minor:
+        image = f"rust:{minor}-slim" if language == "rust" else f"golang:{minor}"
+    return Detection(
+        language,
+        runner="cargo" if language == "rust" else "go",
+        base_image=image,
+        toolchain=f"{native.toolchain} {native.toolchain_version}" if native.toolchain else None,
+        supported=not native.problem,
+        reason=native.problem,
+        manifests=list(native.manifests),
+        notes=notes + native.notes,
+        native=native,
+    )
+
+
+def make_recipe(repo_dir: Path, detection: Detection | None = None) -> Recipe:
+    """The deterministic recipe for a repository; raises :class:`UnsupportedRepo` when none fits."""
+    detection = detection or detect(Path(repo_dir))
+    if not detection.supported:
+        raise UnsupportedRepo(detection.reason or "unsupported repository")
+    try:
+        if detection.python is not None:
+            recipe = python_recipe(detection.python)
+        elif detection.node is not None:
+            recipe = node_recipe(detection.node)
+        elif detection.native is not None and detection.language == "rust":
+            recipe = rust_recipe(detection.native)
+        elif detection.native is not None:
+            recipe = go_recipe(detection.native)
+        else:
+            raise UnsupportedRepo(detection.reason or "nothing detected")
+    except ValueError as exc:
+        if isinstance(exc, UnsupportedRepo):
+            raise
+        raise UnsupportedRepo(str(exc)) from None
+    lang_notes = [n for n in detection.notes if n.startswith("language ")]
+    recipe.notes[:0] = lang_notes
+    return recipe

@@ -1,0 +1,258 @@
+"""Installed CPython interpreters and ``requires-python`` matching.
+
+Interpreters are discovered under ``$PYENV_ROOT/versions`` (default ``~/.pyenv/versions``): one
+folder per final release named ``X.Y.Z`` with a ``bin/python3``. The local sandbox maps
+``FROM python:X.Y-*`` to the same folders, so the choice made here is the one that runs.
+
+Version constraints are evaluated without third-party libraries. Both PEP 440 specifiers
+(``>=3.8,!=3.9.*,<4``) and Poetry constraints (``^3.8``, ``~3.9``, ``>=3.8 <4``, ``a || b``) are
+understood, which covers what projects write for their Python requirement.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MIN_PYTHON = (3, 8)
+"""Oldest interpreter offered: current pip and pytest no longer install on older ones."""
+
+Version = tuple[int, ...]
+
+_DIR_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+_CLAUSE_RE = re.compile(r"^(===|~=|==|!=|<=|>=|<|>|\^|~|=)?\s*v?(\d+(?:\.\d+)*)(\.\*)?")
+
+
+class SpecifierError(ValueError):
+    """A version constraint this module cannot read."""
+
+
+@dataclass(frozen=True)
+class PythonInstall:
+    """One installed interpreter."""
+
+    version: tuple[int, int, int]
+    prefix: Path
+
+    @property
+    def minor(self) -> str:
+        """``"3.12"``: what the image tag uses."""
+        return f"{self.version[0]}.{self.version[1]}"
+
+    @property
+    def image(self) -> str:
+        return f"python:{self.minor}-slim"
+
+    def __str__(self) -> str:
+        return ".".join(map(str, self.version))
+
+
+EXTRA_ROOTS = ("/usr/local/pyenv/versions", "/opt/pyenv/versions")
+
+
+def pythons_roots() -> list[Path]:
+    """Where interpreter folders are looked for: ``$PYENV_ROOT/versions``, ``~/.pyenv/versions``,
+    then the shared pyenv locations the local sandbox also maps from."""
+    roots = [Path(os.environ["PYENV_ROOT"]) / "versions"] if os.environ.get("PYENV_ROOT") else []
+    roots += [Path.home() / ".pyenv" / "versions", *map(Path, EXTRA_ROOTS)]
+    return list(dict.fromkeys(roots))
+
+
+def installed_pythons(root: Path | list[Path] | None = None) -> list[PythonInstall]:
+    """Final CPython releases ≥ :data:`MIN_PYTHON`, newest last, the newest patch per minor."""
+    roots = pythons_roots() if root is None else [root] if isinstance(root, Path) else root
+    best: dict[tuple[int, int], PythonInstall] = {}
+    for base in roots:
+        try:
+            entries = sorted(base.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            m = _DIR_RE.match(entry.name)
+            if not m or not entry.is_dir():
+                continue
+            version = (int(m[1]), int(m[2]), int(m[3]))
+            if version[:2] < MIN_PYTHON:
+                continue
+            if not (entry / "bin" / f"python{version[0]}.{version[1]}").exists():
+                continue
+            key = version[:2]
+            if key not in best or best[key].version < version:
+                best[key] = PythonInstall(version, entry)
+    return sorted(best.values(), key=lambda p: p.version)
+
+
+def parse_version(text: str) -> Version:
+    """The release segment of a version string (``"3.8.0rc1"`` → ``(3, 8, 0)``)."""
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
+    if not m:
+        raise SpecifierError(f"not a version: {text!r}")
+    return tuple(int(x) for x in m[1].split("."))
+
+
+def _pad(v: Version, n: int) -> Version:
+    return tuple(v) + (0,) * (n - len(v))
+
+
+def _bump(release: Version, index: int) -> Version:
+    """``release[:index+1]`` with its last component incremented."""
+    head = list(release[: index + 1]) or [0]
+    head[-1] += 1
+    return tuple(head)
+
+
+def _cmp(a: Version, b: Version) -> int:
+    n = max(len(a), len(b), 3)
+    pa, pb = _pad(a, n), _pad(b, n)
+    return (pa > pb) - (pa < pb)
+
+
+def _clause_matches(version: Version, op: str, release: Version, wildcard: bool) -> bool:
+    if wildcard:
+        prefix = version[: len(release)] == release
+        if op in ("==", "=", ""):
+            return prefix
+        if op == "!=":
+            return not prefix
+        raise SpecifierError(f"wildcard not allowed with {op!r}")
+    c = _cmp(version, release)
+    if op in ("==", "=", "===", ""):
+        return c == 0
+    if op == "!=":
+        return c != 0
+    if op == ">=":
+        return c >= 0
+    if op == "<=":
+        return c <= 0
+    if op == ">":
+        return c > 0
+    if op == "<":
+        return c < 0
+    if op == "~=":
+        if len(release) < 2:
+            raise SpecifierError("~= needs at least two version components")
+        return c >= 0 and version[: len(release) - 1] == release[:-1]
+    if op == "^":
+        nonzero = next((i for i, x in enumerate(release) if x), len(release) - 1)
+        return c >= 0 and _cmp(version, _bump(release, nonzero)) < 0
+    if op == "~":
+        upper = _bump(release, 0 if len(release) == 1 else 1)
+        return c >= 0 and _cmp(version, upper) < 0
+    raise SpecifierError(f"unknown operator {op!r}")  # pragma: no cover - regex limits ops
+
+
+def _clauses(group: str) -> list[tuple[str, Version, bool]]:
+    out = []
+    # PEP 440 separates with commas; Poetry also with spaces (">=3.8 <4").
+    text = re.sub(r"(===|~=|==|!=|<=|>=|<|>|\^|~)\s+", r"\1", group.strip())
+    for raw in re.split(r"[,\s]+", text):
+        if not raw or raw == "*":
+            continue
+        m = _CLAUSE_RE.match(raw)
+        # Anything after the release must be a pre/post/dev/local suffix ("rc1", ".post2").
+        if not m or not re.fullmatch(r"[a-zA-Z0-9.+!-]*", raw[m.end() :]):
+            raise SpecifierError(f"cannot read version constraint {raw!r}")
+        release = tuple(int(x) for x in m[2].split("."))
+        out.append((m[1] or "", release, bool(m[3])))
+    return out
+
+
+def satisfies(version: Version, spec: str | None) -> bool:
+    """Whether ``version`` meets ``spec`` (PEP 440 or Poetry syntax; empty ⇒ True).
+
+    Raises :class:`SpecifierError` for text it cannot read.
+    """
+    if not spec or not spec.strip():
+        return True
+    for alternative in spec.split("||"):
+        if all(_clause_matches(version, *c) for c in _clauses(alternative)):
+            return True
+    return False
+
+
+def poetry_to_pep440(constraint: str) -> str | None:
+    """A Poetry dependency constraint as a PEP 440 specifier (``""`` = any; None = unsupported)."""
+    text = constraint.strip()
+    if not text or text == "*":
+        return ""
+    if "||" in text:
+        return None
+    parts = []
+    for op, release, wildcard in _clauses(text):
+        rel = ".".join(map(str, release))
+        if wildcard:
+            parts.append(f"{'!=' if op == '!=' else '=='}{rel}.*")
+        elif op == "^":
+            nonzero = next((i for i, x in enumerate(release) if x), len(release) - 1)
+            upper = ".".join(map(str, _bump(release, nonzero)))
+            parts += [f">={rel}", f"<{upper}"]
+        elif op == "~":
+            upper = ".".join(map(str, _bump(release, 0 if len(release) == 1 else 1)))
+            parts += [f">={rel}", f"<{upper}"]
+        elif op in ("", "="):
+            parts.append(f"=={rel}")
+        else:
+            parts.append(f"{op}{rel}")
+    return ",".join(parts)
+
+
+@dataclass(frozen=True)
+class PythonChoice:
+    """The interpreter picked for a project, or why none fits."""
+
+    install: PythonInstall | None
+    notes: tuple[str, ...]
+    reason: str = ""
+
+
+def choose_python(
+    requires: str | None,
+    installs: list[PythonInstall],
+    *,
+    prefer_at_most: tuple[int, int] | None = None,
+    prefer_reason: str = "",
+) -> PythonChoice:
+    """The newest installed interpreter meeting ``requires``.
+
+    ``prefer_at_most`` (from classifiers, tox envs, distutils use) steers the choice to the newest
+    fitting interpreter not newer than that minor version, when one exists.
+    """
+    notes: list[str] = []
+    if not installs:
+        return PythonChoice(
+            None,
+            (),
+            f"no CPython ≥ {'.'.join(map(str, MIN_PYTHON))} found under "
+            + ", ".join(str(r) for r in pythons_roots()),
+        )
+    fitting = installs
+    if requires:
+        try:
+            fitting = [p for p in installs if satisfies(p.version, requires)]
+        except SpecifierError as exc:
+            notes.append(f"ignored unreadable requires-python {requires!r}: {exc}")
+            fitting = installs
+    found = ", ".join(p.minor for p in installs)
+    if not fitting:
+        return PythonChoice(
+            None,
+            tuple(notes),
+            f"requires-python {requires!r} matches none of the installed interpreters ({found})",
+        )
+    chosen = fitting[-1]
+    if prefer_at_most is not None:
+        capped = [p for p in fitting if p.version[:2] <= prefer_at_most]
+        if capped and capped[-1] is not chosen:
+            chosen = capped[-1]
+            why = f" ({prefer_reason})" if prefer_reason else ""
+            notes.append(
+                f"python {chosen.minor}: newest fitting interpreter not newer than "
+                f"{prefer_at_most[0]}.{prefer_at_most[1]}{why}"
+            )
+    if requires and not notes:
+        notes.append(f"python {chosen.minor}: newest installed interpreter meeting {requires!r}")
+    elif not requires and not notes:
+        notes.append(f"python {chosen.minor}: no requires-python declared; newest installed")
+    return PythonChoice(chosen, tuple(notes))

@@ -1,0 +1,61 @@
+"""Fixtures for bootstrap tests: repositories written file by file, fake interpreter lists."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from repogym.bootstrap.pyversions import PythonInstall
+
+FAKE_PYTHONS = [
+    PythonInstall((3, minor, patch), Path(f"/fake/pyenv/3.{minor}.{patch}"))
+    for minor, patch in ((8, 18), (9, 18), (10, 13), (11, 7), (12, 1), (13, 0))
+]
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (relative path → text, dedented) under ``root``."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def git_commit(repo: Path, message: str = "init") -> str:
+    """Init (if needed), add everything and commit; returns the commit sha."""
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(repo),
+    }
+    if not (repo / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", message], check=True, env=env)
+    out = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, env=env
+    )
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[..., Path]:
+    counter = iter(range(1000))
+
+    def _make(files: dict[str, str], name: str | None = None) -> Path:
+        return write_tree(tmp_path / (name or f"repo{next(counter)}"), files)
+
+    return _make
+
+
+@pytest.fixture
+def pythons() -> list[PythonInstall]:
+    return list(FAKE_PYTHONS)

@@ -1,0 +1,258 @@
+"""Node, Rust and Go detection (toolchains faked where the host's would decide)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from repogym.bootstrap import UnsupportedRepo, detect, guess_language, make_recipe, native, node
+
+MakeRepo = Callable[..., Path]
+
+
+def pkg(**fields: object) -> str:
+    return json.dumps({"name": "demo", "version": "1.0.0", **fields})
+
+
+@pytest.fixture(autouse=True)
+def fake_toolchains(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin host toolchains and registry reachability so results do not depend on the host."""
+    monkeypatch.setattr(node, "host_node", lambda: "20.11.1")
+    monkeypatch.setattr(native, "host_cargo", lambda: ("/fake/cargo", "1.80.1"))
+    monkeypatch.setattr(native, "host_go", lambda: ("/fake/go", "1.19.8"))
+    monkeypatch.setattr(native, "reachable", lambda host, port=443, timeout=3.0: False)
+
+
+@pytest.mark.parametrize(
+    ("fields", "runner"),
+    [
+        ({"scripts": {"test": "jest"}, "devDependencies": {"jest": "^29"}}, "jest"),
+        ({"scripts": {"test": "vitest"}, "devDependencies": {"vitest": "^1"}}, "vitest"),
+        ({"scripts": {"test": "mocha 'test/**/*.js'"}}, "mocha"),
+        ({"scripts": {"test": "node --test test/"}}, "node"),
+        ({"scripts": {"test": "react-scripts test"}}, "jest"),
+        ({"devDependencies": {"vitest": "^1", "jest": "^29"}}, "vitest"),
+        (
+            {
+                "scripts": {"test": 'echo "Error: no test specified" && exit 1'},
+                "devDependencies": {"mocha": "^10"},
+            },
+            "mocha",
+        ),
+    ],
+)
+def test_node_runner(make_repo: MakeRepo, fields: dict, runner: str) -> None:
+    repo = make_repo({"package.json": pkg(**fields)})
+    d = detect(repo)
+    assert (d.language, d.runner, d.base_image, d.supported) == (
+        "node",
+        runner,
+        "node:20-slim",
+        True,
+    )
+
+
+def test_node_npm_ci_and_layer_order(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "package.json": pkg(scripts={"test": "jest --runInBand --coverage"}),
+            "package-lock.json": "{}",
+            ".npmrc": "fund=false\n",
+        }
+    )
+    recipe = make_recipe(repo)
+    lines = recipe.dockerfile.splitlines()
+    assert "COPY repo/package.json repo/.npmrc repo/package-lock.json ./" in lines
+    assert lines.index("RUN npm ci") < lines.index("COPY repo/ /workspace/")
+    assert recipe.test_command == "npx --no-install jest --ci --verbose --runInBand"
+    assert recipe.collect_command == "npx --no-install jest --ci --listTests --runInBand"
+    assert recipe.test_command_for(["src/a.test.js > math > adds", "src/b.test.js > x"]) == (
+        "npx --no-install jest --ci --verbose --runInBand src/a.test.js src/b.test.js"
+        " -t '^(math\\ adds|x)$'"
+    )
+
+
+def test_node_lockfiles(make_repo: MakeRepo) -> None:
+    base = {"package.json": pkg(scripts={"test": "mocha"})}
+    pnpm = make_repo({**base, "pnpm-lock.yaml": "lockfileVersion: '6.0'\n"})
+    assert "npx --yes pnpm@8 install --frozen-lockfile" in make_recipe(pnpm).dockerfile
+    yarn1 = make_repo({**base, "yarn.lock": "# yarn lockfile v1\n"})
+    assert "npx --yes yarn@1 install --frozen-lockfile" in make_recipe(yarn1).dockerfile
+    berry = make_repo({**base, "yarn.lock": "__metadata:\n  version: 6\n"})
+    d = detect(berry)
+    assert any("yarn ≥2 is not supported" in n for n in d.notes)
+    assert "npm install --no-package-lock" in make_recipe(berry, d).dockerfile
+    none = make_repo(base)
+    assert "no lockfile" in " ".join(detect(none).notes)
+
+
+def test_node_install_scripts_run_after_source(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "package.json": pkg(
+                scripts={
+                    "test": "vitest",
+                    "postinstall": "node build.js",
+                    "prepare": "husky install",
+                }
+            ),
+            "package-lock.json": "{}",
+        }
+    )
+    lines = make_recipe(repo).dockerfile.splitlines()
+    assert "RUN npm ci --ignore-scripts" in lines
+    assert lines.index("COPY repo/ /workspace/") < lines.index("RUN npm rebuild")
+    assert "RUN npm run prepare" not in lines  # git hooks are skipped
+
+
+def test_node_workspaces(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "package.json": pkg(workspaces=["packages/*"], scripts={"test": "vitest run"}),
+            "package-lock.json": "{}",
+            "packages/a/package.json": pkg(name="a"),
+            "packages/b/package.json": pkg(name="b"),
+        }
+    )
+    df = make_recipe(repo).dockerfile
+    assert "COPY repo/packages/a/package.json ./packages/a/" in df
+    assert "COPY repo/packages/b/package.json ./packages/b/" in df
+
+
+def test_node_without_runner_is_unsupported(make_repo: MakeRepo) -> None:
+    repo = make_repo({"package.json": pkg(scripts={"test": "ava"}, devDependencies={"ava": "6"})})
+    d = detect(repo)
+    assert not d.supported and "ava" in d.reason
+    with pytest.raises(UnsupportedRepo):
+        make_recipe(repo, d)
+
+
+def test_node_missing_on_host(make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(node, "host_node", lambda: None)
+    d = detect(make_repo({"package.json": pkg(scripts={"test": "jest"})}))
+    assert not d.supported and "Node.js is not installed" in d.reason
+
+
+def test_node_bad_package_json(make_repo: MakeRepo) -> None:
+    d = detect(make_repo({"package.json": "{nope"}))
+    assert not d.supported and "not valid JSON" in d.reason
+
+
+CARGO = """
+[package]
+name = "demo"
+version = "0.1.0"
+edition = "2021"
+"""
+
+
+def test_rust_without_registry_crates(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "Cargo.toml": CARGO + '\n[dependencies]\nhelper = { path = "helper" }\n',
+            "src/lib.rs": "",
+        }
+    )
+    d = detect(repo)
+    assert (d.language, d.runner, d.base_image, d.supported) == (
+        "rust",
+        "cargo",
+        "rust:1.80-slim",
+        True,
+    )
+    recipe = make_recipe(repo, d)
+    assert recipe.collect_command == "cargo test --offline -- --list"
+    assert recipe.test_command_for(["demo:src/lib.rs::tests::it_works", "b::c"]) == (
+        "cargo test --offline --no-fail-fast -- --exact tests::it_works b::c"
+    )
+
+
+def test_rust_with_crates_offline(make_repo: MakeRepo) -> None:
+    repo = make_repo({"Cargo.toml": CARGO + '\n[dependencies]\nserde = "1"\n', "src/lib.rs": ""})
+    d = detect(repo)
+    assert not d.supported
+    assert "crates.io is not reachable" in d.reason and "serde" in d.reason
+
+
+def test_rust_lockfile_decides(make_repo: MakeRepo) -> None:
+    lock = (
+        '[[package]]\nname = "demo"\nversion = "0.1.0"\n\n'
+        '[[package]]\nname = "itoa"\nversion = "1.0.0"\n'
+        'source = "registry+https://github.com/rust-lang/crates.io-index"\n'
+    )
+    repo = make_repo({"Cargo.toml": CARGO, "Cargo.lock": lock, "src/lib.rs": ""})
+    d = detect(repo)
+    assert d.native is not None and d.native.external == ["itoa"]
+    assert not d.supported
+
+
+def test_rust_vendored_is_supported(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "Cargo.toml": CARGO + '\n[dependencies]\nserde = "1"\n',
+            ".cargo/config.toml": '[source.crates-io]\nreplace-with = "vendored"\n',
+            "vendor/serde/Cargo.toml": "",
+            "src/lib.rs": "",
+        }
+    )
+    assert detect(repo).supported
+
+
+def test_rust_toolchain_missing(make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "host_cargo", lambda: None)
+    d = detect(make_repo({"Cargo.toml": CARGO}))
+    assert not d.supported and "no cargo" in d.reason
+
+
+GOMOD = "module example.com/demo\n\ngo 1.19\n"
+
+
+def test_go_stdlib_only(make_repo: MakeRepo) -> None:
+    repo = make_repo({"go.mod": GOMOD, "demo_test.go": "package demo\n"})
+    d = detect(repo)
+    assert (d.language, d.runner, d.base_image, d.supported) == ("go", "go", "golang:1.19", True)
+    recipe = make_recipe(repo, d)
+    assert recipe.test_command == "go test -v ./..."
+    assert recipe.env["GOPROXY"] == "off"
+    assert recipe.test_command_for(["TestA/sub", "example.com/demo/x::TestB"]) == (
+        "go test -v -run '^(TestA|TestB)$' ./..."
+    )
+
+
+def test_go_modules_offline(make_repo: MakeRepo) -> None:
+    gomod = GOMOD + "\nrequire (\n\tgithub.com/pkg/errors v0.9.1\n\texample.com/local v0.0.0\n)\n"
+    gomod += "replace example.com/local => ./local\n"
+    d = detect(make_repo({"go.mod": gomod}))
+    assert not d.supported
+    assert "module proxy" in d.reason and "github.com/pkg/errors" in d.reason
+    assert d.native is not None and d.native.external == ["github.com/pkg/errors"]
+
+
+def test_go_too_new_for_host(make_repo: MakeRepo) -> None:
+    d = detect(make_repo({"go.mod": "module x\n\ngo 1.22\n"}))
+    assert not d.supported and "needs Go 1.22" in d.reason
+
+
+def test_go_toolchain_missing(make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "host_go", lambda: None)
+    d = detect(make_repo({"go.mod": GOMOD}))
+    assert not d.supported and "no go toolchain" in d.reason
+
+
+def test_language_priority(make_repo: MakeRepo) -> None:
+    assert guess_language(make_repo({"package.json": "{}", "setup.py": ""}))[0] == "python"
+    assert guess_language(make_repo({"package.json": "{}", "requirements.txt": ""}))[0] == "node"
+    assert guess_language(make_repo({"Cargo.toml": "", "go.mod": ""}))[0] == "rust"
+    assert guess_language(make_repo({"lib/x.py": ""}))[0] == "python"
+    assert guess_language(make_repo({"README": ""}))[0] is None
+    d = detect(make_repo({"README": ""}))
+    assert not d.supported and "no Python, Node, Rust or Go" in d.reason
+
+
+def test_forced_language(make_repo: MakeRepo) -> None:
+    repo = make_repo({"package.json": pkg(scripts={"test": "mocha"}), "setup.py": ""})
+    assert detect(repo, language="node").language == "node"
+    assert not detect(repo, language="cobol").supported
