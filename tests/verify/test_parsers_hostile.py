@@ -237,8 +237,8 @@ def test_huge_log_is_fast(runner: str) -> None:
     elapsed = time.perf_counter() - start
     assert result.runner == runner
     assert len(result.tests) > 50_000
-    # Typically well under 1.5 s; the bound leaves room for a loaded CI machine.
-    assert elapsed < 8, f"{runner}: {elapsed:.2f}s for {len(text) / 1e6:.1f} MB"
+    # About 0.5-1.5 s here; the bound only catches super-linear behaviour on a loaded machine.
+    assert elapsed < 15, f"{runner}: {elapsed:.2f}s for {len(text) / 1e6:.1f} MB"
 
 
 def test_huge_garbage_is_fast_and_unparsed() -> None:
@@ -247,7 +247,7 @@ def test_huge_garbage_is_fast_and_unparsed() -> None:
     text = "".join(rng.choice(alphabet) for _ in range(200_000)) * 50
     start = time.perf_counter()
     result = parse_log(text)
-    assert time.perf_counter() - start < 8
+    assert time.perf_counter() - start < 15
     assert result.status == "unparsed"
 
 
@@ -266,7 +266,7 @@ def test_pathological_lines_stay_linear() -> None:
     for line in nasty:
         start = time.perf_counter()
         parse_log(line + "\n" + line)
-        assert time.perf_counter() - start < 5, line[:40]
+        assert time.perf_counter() - start < 10, line[:40]
 
 
 def test_detection_when_results_are_buried_in_noise() -> None:

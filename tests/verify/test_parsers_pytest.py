@@ -217,3 +217,32 @@ def test_pytest_no_tests_is_empty() -> None:
         {},
         [],
     )
+
+
+def test_pytest_captured_output_quoting_other_runs_is_ignored() -> None:
+    """A plugin's own tests (pytester) print inner pytest runs in their captured output."""
+    log = (
+        "============================= test session starts ==============================\n"
+        "tests/test_plugin.py::test_inner_run FAILED                             [100%]\n"
+        "\n"
+        "=================================== FAILURES ===================================\n"
+        "________________________________ test_inner_run ________________________________\n"
+        "----------------------------- Captured stdout call -----------------------------\n"
+        "test_inner_run.py::test_a PASSED                                         [ 50%]\n"
+        "test_inner_run.py::test_b FAILED                                         [100%]\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/test_plugin.py::test_inner_run - assert 1 == 0\n"
+        "============================== 1 failed in 0.20s ===============================\n"
+    )
+    assert parse_log(log).tests == {"tests/test_plugin.py::test_inner_run": FAILED}
+
+
+def test_pytest_old_fail_word_in_summary() -> None:
+    log = (
+        "=========================== short test summary info ============================\n"
+        "FAIL tests/test_old.py::test_a\n"
+        "===================== 1 failed, 1 passed in 0.05 seconds ======================\n"
+    )
+    result = parse_log(log, "pytest")
+    assert result.tests == {"tests/test_old.py::test_a": FAILED}
+    assert result.warnings == []

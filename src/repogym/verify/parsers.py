@@ -172,13 +172,13 @@ _PT_STATUS = {
     "ERROR": ERROR,
     "XFAIL": PASSED,
     "XPASS": PASSED,
+    "FAIL": FAILED,  # pytest < 3.x short summaries
 }
 _PT_SESSION = re.compile(r"^=+ test session starts =+$")
 _PT_SUMMARY = re.compile(r"^=+ short test summary info =+$")
 _PT_FINAL = re.compile(
-    r"^=*\s*(?:no tests ran|\d+ \w+)[^=]* in \d+(?:\.\d+)?s(?: \([^)]*\))?\s*=*$"
+    r"^=*\s*(?:no tests ran|\d+ \w+)[^=]* in \d+(?:\.\d+)? ?s(?:econds)?(?: \([^)]*\))?\s*=*$"
 )
-_PT_SECTION = re.compile(r"^(?:=+ .* =+|=+)$")
 _PT_V_TAIL = re.compile(
     r"(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS|RERUN)(?: \(.*\))?\s*(?:\[\s*\d+%\])?\s*$"
 )
@@ -186,7 +186,11 @@ _PT_XDIST = re.compile(
     r"^\[gw\d+\](?: \[\s*\d+%\])? (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS|RERUN) (.+)$"
 )
 _PT_NODE_START = re.compile(r"[^\s:\[][^:]*?\.\w+::\S")
-_PT_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (.+)$")
+_PT_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|FAIL|ERROR|XFAIL|XPASS|SKIPPED) (.+)$")
+_PT_REPORTS = re.compile(
+    r"^=+ (?:FAILURES|ERRORS|PASSES|XFAILURES|XPASSES|warnings summary|slowest \d* ?durations)"
+    r" =+$"
+)
 _PT_COLLECT_ERR = re.compile(r"^_+ ERROR collecting (.+?) _+$")
 _PT_COLLECTED = re.compile(
     r"^(?:collecting \.\.\. )?collected \d+ items?|^\d+ workers? \[\d+ items?\]"
@@ -250,6 +254,7 @@ def _pytest_session(lines: List[str], out: _Out) -> Dict[str, str]:
             _worst(summary, _nodeid_prefix(rest.strip()), _PT_STATUS[word])
     verbose = {}  # type: Dict[str, str]
     pending = None  # type: Optional[str]
+    run_over = False
     end = start if start is not None else len(lines)
     for line in lines[:end]:
         if not line:
@@ -263,6 +268,10 @@ def _pytest_session(lines: List[str], out: _Out) -> Dict[str, str]:
                     _worst(verbose, m.group(1).strip(), ERROR)
             elif _PT_SESSION.match(line):
                 out.recognised = True
+            elif _PT_REPORTS.match(line):
+                run_over = True  # captured output below may quote other pytest runs
+            continue
+        if run_over:
             continue
         if c == "[" and line.startswith("[gw"):
             m = _PT_XDIST.match(line)
