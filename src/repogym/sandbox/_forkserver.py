@@ -766,6 +766,9 @@ def session_main(sock, req, fds):
                 continue
             pid, status_fd = running.pop(fd)
             poller.unregister(fd)
+            ids = state.get("ids", {})
+            for k in [k for k, v in ids.items() if v == pid]:
+                del ids[k]
             os.close(fd)
             _, status = os.waitpid(pid, 0)
             if os.WIFEXITED(status):
@@ -792,6 +795,8 @@ def handle_request(msg, fds, state, poller):
             pidfd = os.pidfd_open(pid)
             state["running"][pidfd] = (pid, status_fd)
             state.setdefault("pgids", set()).add(pid)
+            if msg.get("id") is not None:
+                state.setdefault("ids", {})[msg["id"]] = pid
             poller.register(pidfd, select.POLLIN)
             for fd in fds[:2] + fds[3:]:
                 os.close(fd)
@@ -805,6 +810,11 @@ def handle_request(msg, fds, state, poller):
             poller.register(pidfd, select.POLLIN)
             for fd in fds:
                 os.close(fd)
+        elif kind == "kill_exec":
+            pid = state.get("ids", {}).pop(msg["id"], None)
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
         elif kind == "killall":
             for pgid in state.pop("pgids", ()):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -828,7 +838,8 @@ def handle_request(msg, fds, state, poller):
 
 def main():
     ctl = socket.socket(fileno=int(sys.argv[1]))
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # No parent-death signal here: it fires when the *thread* that started us exits. The
+    # host's end of the control socket closing (it exited or died) is what ends us.
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     # Children are reaped by the kernel; the host watches them through pidfds.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)

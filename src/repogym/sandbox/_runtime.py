@@ -7,6 +7,7 @@ process, asks it for sessions, and talks to each session server directly.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import marshal
 import os
 import selectors
@@ -71,6 +72,7 @@ class ForkServer:
             pass_fds=[child.fileno()],
             stdin=subprocess.DEVNULL,
             close_fds=True,
+            start_new_session=True,  # a Ctrl-C of the host must not kill live sessions
         )
         child.close()
         self.sock = parent
@@ -157,7 +159,7 @@ class SandboxProcess:
         self.network = network
         self.lock = threading.Lock()
         self.closed = False
-        self._leftover_execs: list[Path] = []
+        self._ids = itertools.count(1)
 
     # ------------------------------------------------------------------ exec
 
@@ -185,8 +187,10 @@ class SandboxProcess:
         send_fds = [out_w, err_w, st_w]
         if exec_cg is not None:
             send_fds.append(os.open(exec_cg / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+        exec_id = next(self._ids)
         req = {
             "kind": "exec",
+            "id": exec_id,
             "argv": argv,
             "env": env,
             "cwd": cwd,
@@ -229,7 +233,7 @@ class SandboxProcess:
                 if not events:
                     if deadline is not None and not timed_out and time.monotonic() >= deadline:
                         timed_out = True
-                        self._kill(exec_cg, argv)
+                        self._kill(exec_cg, exec_id)
                         drain_until = None
                         deadline = None
                         # The status arrives once the killed command is reaped.
@@ -261,8 +265,6 @@ class SandboxProcess:
                 if timed_out:
                     self.cgroups.kill_exec(exec_cg)  # type: ignore[union-attr]
                 self.cgroups.exec_done(exec_cg)  # type: ignore[union-attr]
-                if exec_cg.exists():
-                    self._leftover_execs.append(exec_cg)
         duration = time.monotonic() - start
         status = status or {}
         error = status.get("error")
@@ -280,9 +282,13 @@ class SandboxProcess:
             error=str(error) if error else None,
         )
 
-    def _kill(self, exec_cg: Path | None, argv: list[str]) -> None:
+    def _kill(self, exec_cg: Path | None, exec_id: int) -> None:
         if exec_cg is not None and self.cgroups is not None:
             self.cgroups.kill_exec(exec_cg)
+            return
+        # No cgroup to track the tree: kill the command's process group.
+        with self.lock, contextlib.suppress(OSError):
+            _send(self.sock, {"kind": "kill_exec", "id": exec_id})
 
     # ------------------------------------------------------------ file ops
 
@@ -342,7 +348,6 @@ class SandboxProcess:
         if self.closed:
             return
         if self.cgroups is not None and self.cgroups.kill_execs():
-            self._leftover_execs.clear()
             return
         # Without cgroups: the session server kills the process group of every exec.
         with self.lock:

@@ -197,10 +197,10 @@ class LocalSandbox(Sandbox):
         """True when bubblewrap and root privileges are there (installs bwrap as root)."""
         if not Path("/proc/self/ns/mnt").exists():
             return False, "the local sandbox needs Linux namespaces"
+        if _find_bwrap() is None and not (install and os.geteuid() == 0 and _install_bwrap()):
+            return False, f"bubblewrap (bwrap) is missing: {_INSTALL_HINT}"
         if os.geteuid() != 0:
             return False, "the local sandbox backend needs root (overlayfs, cgroups, namespaces)"
-        if _find_bwrap() is None and not (install and _install_bwrap()):
-            return False, f"bubblewrap (bwrap) is missing: {_INSTALL_HINT}"
         return True, ""
 
     # ------------------------------------------------------------------------------ build
@@ -225,6 +225,10 @@ class LocalSandbox(Sandbox):
         try:
             builder = _Builder(self, spec, Path(ctx), dockerfile, log_fh)
             return builder.run()
+        except BuildError as exc:
+            if log_fh is not None:
+                log_fh.write(f"\nBUILD FAILED: {exc}\n")
+            raise
         finally:
             if log_fh is not None:
                 log_fh.close()

@@ -1,0 +1,131 @@
+"""Local sandbox benchmark: session start, exec round trip, first build vs cached rebuild.
+
+Run: ``.venv/bin/python benchmarks/sandbox.py [--starts 50] [--execs 200] [--keep-cache]``.
+Uses a fresh temporary ``REPOGYM_CACHE`` unless ``--cache`` is given, so the first build
+really builds (toolchain layer, a pip install of a local package, thousands of files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from repogym.sandbox import EnvironmentSpec  # noqa: E402
+from repogym.sandbox.local import LocalSandbox  # noqa: E402
+from tests.sandbox.conftest import write_tiny_package  # noqa: E402
+
+PREFIX = """\
+FROM python:3.11-slim
+ENV APP=/app
+WORKDIR /app
+COPY pkg /src/pkg
+RUN pip install --no-index --no-build-isolation /src/pkg
+RUN mkdir -p /app/data && for d in $(seq 1 50); do mkdir /app/data/$d; \\
+    for f in $(seq 1 100); do echo "$d $f" > /app/data/$d/$f.txt; done; done
+"""
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    k = min(len(values) - 1, max(0, round(q * (len(values) - 1))))
+    return values[k]
+
+
+def ms(values: list[float]) -> str:
+    return (
+        f"p50 {pct(values, 0.5) * 1000:7.2f} ms   p95 {pct(values, 0.95) * 1000:7.2f} ms   "
+        f"mean {statistics.fmean(values) * 1000:7.2f} ms   (n={len(values)})"
+    )
+
+
+def context(root: Path, last: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    write_tiny_package(root / "pkg")
+    (root / "Dockerfile").write_text(PREFIX + last + "\n")
+    return root
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--starts", type=int, default=50)
+    ap.add_argument("--execs", type=int, default=200)
+    ap.add_argument("--cache", type=Path, default=None, help="use this cache (default: fresh)")
+    ap.add_argument("--keep-cache", action="store_true")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="repogym-bench-"))
+    cache = args.cache or work / "cache"
+    os.environ["REPOGYM_CACHE"] = str(cache)
+    try:
+        sb = LocalSandbox()
+        print(f"cache: {cache}   limits: {sb.cgroups.describe()}")
+        a = context(work / "a", "RUN echo variant-a > /app/variant")
+        b = context(work / "b", "RUN echo variant-b > /app/variant")
+        spec_a = EnvironmentSpec(context_dir=a, network_mode="no-network")
+        spec_b = EnvironmentSpec(context_dir=b, network_mode="no-network")
+
+        print("\n== build (two Dockerfiles sharing a 6-step prefix) ==")
+        rows = []
+        for label, spec in (
+            ("A first build", spec_a),
+            ("B (shared prefix)", spec_b),
+            ("A cached rebuild", spec_a),
+            ("B cached rebuild", spec_b),
+        ):
+            t = time.perf_counter()
+            built = sb.build(spec)
+            took = time.perf_counter() - t
+            d = built.details
+            rows.append((label, took, d["cache_hits"], d["cache_misses"]))
+            print(f"{label:<20} {took:8.3f} s   hits {d['cache_hits']}  misses {d['cache_misses']}")
+        built = sb.build(spec_a)
+
+        print(f"\n== trial start: fresh root + first exec, {args.starts} sessions ==")
+        starts, firsts, closes = [], [], []
+        for _ in range(args.starts):
+            t0 = time.perf_counter()
+            s = sb.start(built, spec_a)
+            t1 = time.perf_counter()
+            res = s.exec(["true"])
+            t2 = time.perf_counter()
+            s.close()
+            t3 = time.perf_counter()
+            assert res.exit_code == 0, res
+            starts.append(t2 - t0)
+            firsts.append(t1 - t0)
+            closes.append(t3 - t2)
+        print(f"start + first exec  {ms(starts)}")
+        print(f"  start only        {ms(firsts)}")
+        print(f"  close             {ms(closes)}")
+
+        print(f"\n== exec round trip, {args.execs} execs in one session ==")
+        with sb.start(built, spec_a) as s:
+            for form, cmd in (("argv ['true']", ["true"]), ("string 'true' (bash -lc)", "true")):
+                times = []
+                for _ in range(args.execs):
+                    t = time.perf_counter()
+                    res = s.exec(cmd)
+                    times.append(time.perf_counter() - t)
+                    assert res.exit_code == 0, res
+                print(f"{form:<26} {ms(times)}")
+            times = []
+            for _ in range(args.execs // 4):
+                t = time.perf_counter()
+                s.read("/app/variant")
+                times.append(time.perf_counter() - t)
+            print(f"{'read a file':<26} {ms(times)}")
+    finally:
+        if not args.keep_cache and args.cache is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
