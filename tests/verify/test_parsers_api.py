@@ -196,3 +196,13 @@ def test_file_is_self_contained() -> None:
             imported.add((node.module or "").split(".")[0])
     assert imported <= {"argparse", "json", "re", "sys", "typing"}
     assert "from __future__" not in source
+
+
+def test_cli_missing_file(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(PARSERS_PY), str(tmp_path / "nope.log")],
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert b"cannot read" in proc.stderr

@@ -4,21 +4,29 @@
 
 This file is self-contained (standard library only, Python 3.6+ syntax, no repogym imports):
 pipelines copy it into each generated task's ``tests/`` folder, where it runs under whatever
-Python the repository uses.  ``python parsers.py [--runner R] LOGFILE`` prints the result as JSON.
+Python the repository uses.  ``python parsers.py [--runner R] LOGFILE`` (``-`` for stdin) prints
+the result as JSON.
 
-Runners: pytest, unittest, jest, vitest, mocha, go, cargo, nextest (auto-detected when not given).
+Runners: pytest, unittest, jest, vitest, mocha, go, cargo, nextest -- auto-detected when not
+given, but pipelines that know the runner should pass it.  ANSI codes, CRLF, test output mixed
+into result lines and truncated logs are tolerated; a log without its end-of-run summary gets the
+``TRUNCATED`` warning.
 
 Test ids (stable, and in the form the runner uses to select tests):
 
 * pytest -- the node id as printed: ``tests/test_x.py::TestC::test_b[a b-1]``.  A module that
-  fails to collect is reported as its path (``tests/test_y.py``) with ERROR.
+  fails to collect is reported as its path (``tests/test_y.py``) with ERROR.  ``-rA`` summaries
+  name every outcome except skips (``SKIPPED [1] file:line`` has no id), ``-v`` lines name skips
+  too: run with ``-rA -v`` for complete results.
 * unittest -- ``package.module.Class.test_name``.  A failing ``setUpClass``/``setUpModule`` gives
   the class/module id ERROR; a module that fails to import gives the module name ERROR; failing
   subtests mark their parent test.
 * jest, vitest -- ``<file> > <describe> > ... > <test>``, the file as the runner prints it
   (relative to the project root).  JSON reports carry absolute paths: they are made relative when
   the same log shows the root (vitest banner) or the relative file names (jest ``PASS``/``FAIL``
-  lines), else kept as given.  A file that fails to load is ``<file>`` with ERROR.
+  lines), else kept as given.  A file that fails to load is ``<file>`` with ERROR.  vitest 4's
+  default reporter omits describe titles, so only what it names fully is reported (with a
+  warning); use ``--reporter=verbose`` or ``--reporter=json``.
 * mocha -- the spec reporter prints no file names: ``<describe> > ... > <test>``.  The JSON report
   has the file but does not separate nested describe titles, so its ids are
   ``<file> > <describe titles joined by spaces, as mocha's fullTitle> > <test>``.  A failing
@@ -48,6 +56,19 @@ import json
 import re
 import sys
 from typing import Dict, Iterable, List, Optional, Tuple
+
+__all__ = [
+    "ERROR",
+    "FAILED",
+    "PASSED",
+    "RUNNERS",
+    "SKIPPED",
+    "TRUNCATED",
+    "ParseResult",
+    "clean_text",
+    "detect_runner",
+    "parse_log",
+]
 
 PASSED = "PASSED"
 FAILED = "FAILED"
@@ -515,7 +536,8 @@ def _relativise(path: str, root: Optional[str], known: Iterable[str]) -> str:
             return p[len(r) :]
     best = None
     for k in known:
-        if (p == k or p.endswith("/" + k)) and (best is None or len(k) > len(best)):
+        kk = k.replace("\\", "/")
+        if (p == kk or p.endswith("/" + kk)) and (best is None or len(k) > len(best)):
             best = k
     return best if best is not None else path
 
@@ -1434,8 +1456,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.logfile == "-":
         data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
     else:
-        with open(args.logfile, "rb") as fh:
-            data = fh.read()
+        try:
+            with open(args.logfile, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            sys.stderr.write(f"parsers.py: cannot read {args.logfile}: {exc}\n")
+            return 2
     result = parse_log(data, args.runner)
     payload = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
     stream = getattr(sys.stdout, "buffer", None)
