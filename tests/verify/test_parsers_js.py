@@ -249,3 +249,24 @@ def test_jest_text_paths_with_spaces_and_slow_files() -> None:
         "src/my dir/a.test.ts > group > works": PASSED,
         "src/my dir/a.test.ts > group > later": SKIPPED,
     }
+
+
+def test_jest_retried_test_that_passed() -> None:
+    """jest.retryTimes(n, {logErrorsBeforeRetry: true}) prints the failed attempt's error."""
+    log = "\n".join(
+        [
+            "PASS src/net.test.js",
+            "  net",
+            "    ✓ flaky call (120 ms)",
+            "",
+            "  ● net › flaky call",
+            "",
+            "    RETRY 1",
+            "",
+            "    Error: ECONNRESET",
+            "",
+            "Test Suites: 1 passed, 1 total",
+            "Tests:       1 passed, 1 total",
+        ]
+    )
+    assert parse_log(log).tests == {"src/net.test.js > net > flaky call": PASSED}

@@ -664,6 +664,7 @@ def _jest_text(lines: List[str], out: _Out) -> List[str]:
     in_tree = False
     stack = []  # type: List[Tuple[int, str]]
     prefix = ""
+    in_block = set()  # ids the current file's tree reported
     saw_header = saw_totals = False
     for line in lines:
         stripped = line.lstrip()
@@ -679,6 +680,7 @@ def _jest_text(lines: List[str], out: _Out) -> List[str]:
                 files.append(fname)
                 out.recognised = saw_header = True
                 in_tree, stack, prefix = True, [], fname
+                in_block = set()
                 continue
         elif first == "●":
             in_tree = False
@@ -688,7 +690,11 @@ def _jest_text(lines: List[str], out: _Out) -> List[str]:
                 if title == "Test suite failed to run":
                     out.tests[fname] = ERROR
                 elif title != "Console":
-                    out.tests[" > ".join([fname] + title.split(" › "))] = FAILED
+                    # The tree (verbose) is authoritative: a detail block can be an error from
+                    # an attempt that a retry then passed.
+                    tid = " > ".join([fname] + title.split(" › "))
+                    if tid not in in_block:
+                        out.tests[tid] = FAILED
             continue
         elif first == "T" and line.startswith("Tests:") and _JEST_TOTALS.match(line):
             out.recognised = saw_totals = True
@@ -708,7 +714,9 @@ def _jest_text(lines: List[str], out: _Out) -> List[str]:
                 title = title[8:]
             elif first == "✎" and title.startswith("todo "):
                 title = title[5:]
-            out.tests[prefix + " > " + title] = mark
+            tid = prefix + " > " + title
+            out.tests[tid] = mark
+            in_block.add(tid)
         else:
             stack.append((ind, stripped.rstrip()))
             prefix = " > ".join([fname] + [n for _, n in stack])
