@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import check_recipe, detect, make_recipe
+from repogym.bootstrap import check_recipe, detect, make_recipe, native
 
 MakeRepo = Callable[..., Path]
 
@@ -165,3 +165,50 @@ def test_node_mocha_project(make_repo: MakeRepo) -> None:
     result = check_recipe(repo, recipe)
     assert result.ok, (result.failed_step, result.reason, result.log_tail)
     assert result.tests_collected == 2
+
+
+@pytest.mark.skipif(native.host_go() is None, reason="no go toolchain on this host")
+def test_go_module_without_dependencies(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "go.mod": "module example.com/demo\n\ngo 1.19\n",
+            "demo.go": "package demo\n\nfunc Add(a, b int) int { return a + b }\n",
+            "demo_test.go": """
+                package demo
+
+                import "testing"
+
+                func TestAdd(t *testing.T) {
+                    if Add(1, 2) != 3 {
+                        t.Fatal("bad")
+                    }
+                }
+
+                func TestZero(t *testing.T) {}
+            """,
+        }
+    )
+    result = check_recipe(repo, make_recipe(repo, detect(repo)))
+    assert result.ok, (result.failed_step, result.reason, result.log_tail)
+    assert result.tests_collected == 2 and result.sample_ids == ["TestAdd", "TestZero"]
+
+
+@pytest.mark.skipif(native.host_cargo() is None, reason="no Rust toolchain on this host")
+def test_rust_crate_without_dependencies(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "Cargo.toml": '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n',
+            "src/lib.rs": """
+                pub fn add(a: i32, b: i32) -> i32 { a + b }
+
+                #[cfg(test)]
+                mod tests {
+                    #[test]
+                    fn adds() { assert_eq!(super::add(1, 2), 3); }
+                }
+            """,
+        }
+    )
+    result = check_recipe(repo, make_recipe(repo, detect(repo)))
+    assert result.ok, (result.failed_step, result.reason, result.log_tail)
+    assert result.tests_collected == 1 and result.sample_ids == ["tests::adds"]

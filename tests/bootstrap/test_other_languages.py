@@ -68,10 +68,12 @@ def test_node_npm_ci_and_layer_order(make_repo: MakeRepo) -> None:
     assert "COPY repo/package.json repo/.npmrc repo/package-lock.json ./" in lines
     assert lines.index("RUN npm ci") < lines.index("COPY repo/ /workspace/")
     assert recipe.test_command == "npx --no-install jest --ci --verbose --runInBand"
-    assert recipe.collect_command == "npx --no-install jest --ci --listTests --runInBand"
+    assert recipe.collect_command == (
+        "npx --no-install jest --ci --json --testNamePattern='(?!)' --runInBand"
+    )
     assert recipe.test_command_for(["src/a.test.js > math > adds", "src/b.test.js > x"]) == (
         "npx --no-install jest --ci --verbose --runInBand src/a.test.js src/b.test.js"
-        " -t '^(math\\ adds|x)$'"
+        " -t '^(math adds|x)$'"
     )
 
 
@@ -164,9 +166,9 @@ def test_rust_without_registry_crates(make_repo: MakeRepo) -> None:
         True,
     )
     recipe = make_recipe(repo, d)
-    assert recipe.collect_command == "cargo test --offline -- --list"
+    assert recipe.collect_command == f"{native.CARGO} test --offline -- --list"
     assert recipe.test_command_for(["demo:src/lib.rs::tests::it_works", "b::c"]) == (
-        "cargo test --offline --no-fail-fast -- --exact tests::it_works b::c"
+        f"{native.CARGO} test --offline --no-fail-fast -- --exact tests::it_works b::c"
     )
 
 
@@ -215,10 +217,10 @@ def test_go_stdlib_only(make_repo: MakeRepo) -> None:
     d = detect(repo)
     assert (d.language, d.runner, d.base_image, d.supported) == ("go", "go", "golang:1.19", True)
     recipe = make_recipe(repo, d)
-    assert recipe.test_command == "go test -v ./..."
+    assert recipe.test_command == f"{native.GO} test -v ./..."
     assert recipe.env["GOPROXY"] == "off"
     assert recipe.test_command_for(["TestA/sub", "example.com/demo/x::TestB"]) == (
-        "go test -v -run '^(TestA|TestB)$' ./..."
+        f"{native.GO} test -v -run '^(TestA|TestB)$' ./..."
     )
 
 

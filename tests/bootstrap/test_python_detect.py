@@ -480,3 +480,18 @@ def test_parse_setup_py_tolerates_dynamic_code() -> None:
     assert parsed.requirement_files == ["requirements.txt"]
     assert not parsed.uses_distutils
     assert parse_setup_py("def broken(:\n").kwargs == {}
+
+
+def test_random_order_plugin_is_disabled(make_repo: MakeRepo, pythons: list[PythonInstall]) -> None:
+    repo = make_repo(
+        {
+            "requirements-test.txt": "pytest\npytest-randomly\n",
+            "tests/test_r.py": PYTEST_TEST,
+        }
+    )
+    recipe = make_recipe(repo, detect(repo, pythons=pythons))
+    assert "-p no:randomly" in recipe.test_command
+    assert "-p no:randomly" in recipe.collect_command
+    assert recipe.test_command_for(["tests/test_r.py::test_a"]).startswith(
+        "python -m pytest -rA --tb=short -p no:cacheprovider -p no:randomly "
+    )

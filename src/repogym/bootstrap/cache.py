@@ -2,12 +2,14 @@
 
 Files live under ``$REPOGYM_CACHE/recipes`` (default ``~/.cache/repogym/recipes``), one JSON
 file per key, written atomically. A ref should name a commit: the cache trusts that the same
-(repository, ref) always means the same files.
+(repository, ref) always means the same files. Entries also record which recipe generator wrote
+them (:func:`generator_id`); entries of other generator code are ignored.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -20,6 +22,22 @@ from typing import Any
 
 from repogym.bootstrap.check import CheckResult
 from repogym.bootstrap.model import BOOTSTRAP_VERSION, Recipe
+
+_GENERATOR_MODULES = ("detect", "model", "native", "node", "python", "pyversions")
+
+
+@functools.lru_cache(maxsize=1)
+def generator_id() -> str:
+    """:data:`BOOTSTRAP_VERSION` plus a digest of the recipe-generating code.
+
+    Entries written by other code are ignored, so a changed detector never serves stale recipes.
+    """
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in _GENERATOR_MODULES:
+        with contextlib.suppress(OSError):
+            digest.update((here / f"{name}.py").read_bytes())
+    return f"{BOOTSTRAP_VERSION}+{digest.hexdigest()[:12]}"
 
 
 def cache_root() -> Path:
@@ -41,7 +59,10 @@ class CacheEntry:
     check: CheckResult | None
     detection: dict[str, Any] | None
     created_at: float
-    bootstrap_version: str = BOOTSTRAP_VERSION
+    bootstrap_version: str = ""
+
+    def __post_init__(self) -> None:
+        self.bootstrap_version = self.bootstrap_version or generator_id()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,7 +86,7 @@ class CacheEntry:
             check=CheckResult.from_json(check) if check else None,
             detection=data.get("detection"),
             created_at=float(data.get("created_at", 0)),
-            bootstrap_version=str(data.get("bootstrap_version", "")),
+            bootstrap_version=str(data.get("bootstrap_version") or "unknown"),
         )
 
 
@@ -86,7 +107,7 @@ class RecipeCache:
             entry = CacheEntry.from_json(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError):
             return None  # unreadable or stale-format entries count as misses
-        return entry if entry.bootstrap_version == BOOTSTRAP_VERSION else None
+        return entry if entry.bootstrap_version == generator_id() else None
 
     def get(self, repo_id: str, ref: str, recipe_hash: str) -> CacheEntry | None:
         """The entry for exactly this key, or None."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -187,10 +188,26 @@ def _sample_ids(recipe: Recipe, stdout: str, limit: int = 10) -> list[str]:
         ids = [ln.removesuffix(": test") for ln in lines if ln.endswith(": test")]
     elif recipe.runner == "go":
         ids = [ln for ln in lines if re.fullmatch(r"(Test|Example|Fuzz)\w*", ln)]
-    elif recipe.runner == "vitest":
-        ids = [ln for ln in lines if " > " in ln]
-    elif recipe.runner == "jest":
-        ids = [ln for ln in lines if ln.startswith("/")]
+    elif recipe.runner in ("jest", "vitest"):
+        ids = _js_report_ids(stdout, recipe.workdir)
     else:
         ids = [ln.lstrip("✔✓ ").strip() for ln in lines if ln.startswith(("✔", "✓"))]
     return ids[:limit]
+
+
+def _js_report_ids(stdout: str, workdir: str) -> list[str]:
+    """``file > describe > test`` ids from a jest/vitest JSON report, as the parsers name them."""
+    start = stdout.find('{"num')
+    if start < 0:
+        return []
+    try:
+        report, _ = json.JSONDecoder().raw_decode(stdout[start:])
+    except ValueError:
+        return []
+    ids = []
+    for suite in report.get("testResults") or []:
+        name = str(suite.get("name", "")).removeprefix(workdir.rstrip("/") + "/")
+        for test in suite.get("assertionResults") or []:
+            parts = [p for p in test.get("ancestorTitles") or [] if p] + [test.get("title", "")]
+            ids.append(" > ".join([name, *parts]))
+    return ids

@@ -91,8 +91,10 @@ class Recipe:
 # ------------------------------------------------------------------------------ test selection
 
 
-def _alternation(names: list[str]) -> str:
-    return "^(" + "|".join(re.escape(n) for n in dict.fromkeys(names)) + ")$"
+def _alternation(names: list[str], *, js: bool = False, start: str = "^") -> str:
+    """A regex matching exactly one of ``names`` (JavaScript-safe escaping with ``js``)."""
+    escape = (lambda n: re.sub(r"[\\^$.*+?()[\]{}|/]", r"\\\g<0>", n)) if js else re.escape
+    return start + "(" + "|".join(escape(n) for n in dict.fromkeys(names)) + ")$"
 
 
 def _split_js_id(test_id: str) -> tuple[str, str | None]:
@@ -117,13 +119,15 @@ def select_tests(runner: str, prefix: str, ids: list[str]) -> str:
                 names.append(name)
         args = " ".join(q(f) for f in dict.fromkeys(files))
         if names and not whole_files:
-            args += f" -t {q(_alternation(names))}"
+            # vitest's full names may start with a space (an unnamed file-level suite).
+            start = "(^|\\s)" if runner == "vitest" else "^"
+            args += f" -t {q(_alternation(names, js=True, start=start))}"
         return f"{prefix} {args}"
     if runner in ("mocha", "node"):
         # mocha ids carry no file (spec reporter): "describe > test" is mocha's fullTitle.
         names = [" ".join(i.split(" > ")) for i in ids]
         flag = "--grep" if runner == "mocha" else "--test-name-pattern"
-        return f"{prefix} {flag} {q(_alternation(names))}"
+        return f"{prefix} {flag} {q(_alternation(names, js=True))}"
     if runner == "go":
         # "<import path>::TestX/sub" → TestX; subtests run with their parent.
         tops = [i.rsplit("::", 1)[-1].split("/", 1)[0] for i in ids]
@@ -140,6 +144,7 @@ def select_tests(runner: str, prefix: str, ids: list[str]) -> str:
 _SUMMARY_COUNT = re.compile(r"^(\d+) tests? collected\b", re.M)
 _MOCHA_PASSING = re.compile(r"^\s*(\d+) passing\b", re.M)
 _TAP_TESTS = re.compile(r"^# tests (\d+)\s*$", re.M)
+_JSON_TOTAL = re.compile(r'"numTotalTests"\s*:\s*(\d+)')
 
 
 def count_collected(runner: str, output: str) -> int:
@@ -150,10 +155,9 @@ def count_collected(runner: str, output: str) -> int:
     if runner == "unittest":
         found = _SUMMARY_COUNT.findall(output)
         return int(found[-1]) if found else 0
-    if runner == "jest":
-        return sum(1 for ln in lines if ln.startswith("/") and re.search(r"\.[cm]?[jt]sx?$", ln))
-    if runner == "vitest":
-        return sum(1 for ln in lines if " > " in ln and not ln.startswith(" "))
+    if runner in ("jest", "vitest"):
+        found = _JSON_TOTAL.findall(output)
+        return int(found[-1]) if found else 0
     if runner == "mocha":
         found = _MOCHA_PASSING.findall(output)
         return sum(int(x) for x in found)

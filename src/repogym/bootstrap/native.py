@@ -23,6 +23,10 @@ from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
 
 CRATES_HOST = "index.crates.io"
 GOPROXY_HOST = "proxy.golang.org"
+# Commands run through `bash -lc`, and a login shell resets PATH (Debian's /etc/profile), which
+# drops the images' ENV PATH entries for the toolchains: name their folders explicitly.
+CARGO = 'PATH="${CARGO_HOME:-/usr/local/cargo}/bin:$PATH" cargo'
+GO = 'PATH="/usr/local/go/bin:$PATH" go'
 
 
 @lru_cache(maxsize=8)
@@ -175,14 +179,14 @@ def rust_recipe(project: NativeProject) -> Recipe:
     if project.fetch:
         df.run(["cargo", "fetch"])
     df.run(["cargo", "test", "--offline", "--no-run"])
-    base = "cargo test --offline --no-fail-fast"
+    base = f"{CARGO} test --offline --no-fail-fast"
     return Recipe(
         language="rust",
         runner="cargo",
         base_image=image,
         dockerfile=df.render(),
         test_command=base,
-        collect_command="cargo test --offline -- --list",
+        collect_command=f"{CARGO} test --offline -- --list",
         select_command=base,
         workdir=WORKDIR,
         env=env,
@@ -276,9 +280,9 @@ def go_recipe(project: NativeProject) -> Recipe:
         runner="go",
         base_image=image,
         dockerfile=df.render(),
-        test_command="go test -v ./...",
-        collect_command="go test -list . ./...",
-        select_command="go test -v",
+        test_command=f"{GO} test -v ./...",
+        collect_command=f"{GO} test -list . ./...",
+        select_command=f"{GO} test -v",
         workdir=WORKDIR,
         env=env,
         notes=[

@@ -17,6 +17,8 @@ from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
 from repogym.bootstrap.pyversions import SpecifierError, parse_version, satisfies
 
 NPX = "npx --no-install"
+NO_MATCH = "'(?!)'"
+"""A JavaScript regex no test name matches: runners then list every test as skipped."""
 NODE_ENV = {
     "CI": "true",
     "npm_config_audit": "false",
@@ -287,19 +289,22 @@ def node_recipe(project: NodeProject) -> Recipe:
     extra = " ".join(shlex.quote(a) for a in project.runner_args)
     extra = f" {extra}" if extra else ""
     runner = project.runner
+    # jest/vitest list tests by loading every test file with a name filter matching nothing:
+    # the JSON report then counts all tests as skipped (works on every version, unlike `list`).
     if runner == "jest":
         select = f"{NPX} jest --ci --verbose{extra}"
-        test, collect = select, f"{NPX} jest --ci --listTests{extra}"
+        test, collect = select, f"{NPX} jest --ci --json --testNamePattern={NO_MATCH}{extra}"
     elif runner == "vitest":
         select = f"{NPX} vitest run --reporter=verbose{extra}"
-        test, collect = select, f"{NPX} vitest list{extra}"
+        test = select
+        collect = f"{NPX} vitest run --reporter=json --testNamePattern={NO_MATCH}{extra}"
     elif runner == "mocha":
         select = f"{NPX} mocha --reporter spec{extra}"
         test, collect = select, f"{select} --dry-run"
     else:
         select = f"node --test --test-reporter=spec{extra}"
         test = select
-        collect = f"node --test --test-reporter=tap --test-name-pattern='(?!)'{extra}"
+        collect = f"node --test --test-reporter=tap --test-name-pattern={NO_MATCH}{extra}"
     return Recipe(
         language="node",
         runner=runner,

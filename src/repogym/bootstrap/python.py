@@ -260,6 +260,9 @@ class PythonProject:
     extras: list[str] = field(default_factory=list)
     runner: str = "unittest"
     pytest_args: list[str] = field(default_factory=list)
+    """Test folders named on the pytest command line (empty: pytest's own configuration)."""
+    pytest_options: list[str] = field(default_factory=list)
+    """Extra pytest options, e.g. ``-p no:randomly`` for reproducible test order."""
     unittest_start: str = "."
     unittest_top: str = "."
     unittest_pattern: str = "test*.py"
@@ -872,6 +875,9 @@ class _Reader:
                 if req_name(plugin) not in names and plugin not in test_deps:
                     test_deps.append(plugin)
                     self.note(f"{plugin} added: the pytest configuration ({config_label}) uses it")
+            if "pytest-randomly" in names:
+                p.pytest_options = ["-p", "no:randomly"]
+                self.note("pytest-randomly shuffles test order: disabled for reproducible runs")
         else:
             p.runner = "unittest"
             why = "; ".join(self.unittest_signals[:2]) or "no pytest configuration or usage"
@@ -1003,10 +1009,11 @@ def python_recipe(project: PythonProject) -> Recipe:
         )
 
     if project.runner == "pytest":
-        base = "python -m pytest -rA --tb=short -p no:cacheprovider"
+        opts = " ".join(["-p", "no:cacheprovider", *project.pytest_options])
+        base = f"python -m pytest -rA --tb=short {opts}"
         paths = " ".join(shlex.quote(p) for p in project.pytest_args)
         test_cmd = f"{base} {paths}".strip()
-        collect = f"python -m pytest --collect-only -q -p no:cacheprovider {paths}".strip()
+        collect = f"python -m pytest --collect-only -q {opts} {paths}".strip()
         select = base
     else:
         start, top, pattern = project.unittest_start, project.unittest_top, project.unittest_pattern
