@@ -101,3 +101,13 @@ def test_hash_is_a_function_of_content(files: dict[str, bytes]) -> None:
                 (root / "x" / rel).write_bytes(files[rel])
             roots.append(root)
         assert content_hash(roots[0]) == content_hash(roots[1])
+
+
+def test_results_only_block_is_not_content(tmp_path: Path) -> None:
+    # A foreign task (no provenance) that `verify` gave an evaluation keeps its hash.
+    t = write_task(tmp_path, "t")
+    before = content_hash(t)
+    (t / "task.toml").write_text(
+        (t / "task.toml").read_text() + "\n[metadata.repo2env.evaluation]\nstatus = 'verified'\n"
+    )
+    assert content_hash(t) == before

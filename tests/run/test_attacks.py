@@ -87,7 +87,7 @@ def test_control_the_leak_detector_pays_when_secret_present(runner, tmp_path) ->
     ids=["read-tests", "read-solution", "find-files", "grep-filesystem"],
 )
 def test_cannot_read_tests_or_solution(runner, tmp_path, command) -> None:
-    assert attack(runner, tmp_path, command) == 0.0
+    assert attack(runner, tmp_path, command, agent_timeout=5.0) == 0.0
 
 
 def test_symlink_to_tests_reads_nothing(runner, tmp_path) -> None:
@@ -123,15 +123,18 @@ def test_no_network_only_loopback(runner, tmp_path) -> None:
     port = srv.getsockname()[1]
     served = []
 
+    stop = threading.Event()
+
     def serve() -> None:
-        srv.settimeout(15)
-        try:
-            conn, _ = srv.accept()
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
             conn.sendall(SECRET.encode())
             served.append(True)
             conn.close()
-        except OSError:
-            pass
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -144,13 +147,25 @@ def test_no_network_only_loopback(runner, tmp_path) -> None:
     try:
         assert attack(runner, tmp_path, cmd) == 0.0
     finally:
+        stop.set()
+        thread.join(timeout=5)
         srv.close()
-        thread.join(timeout=20)
     assert not served
 
 
-def _host_processes_with(marker: str) -> list[int]:
+def _host_processes_with(marker: str, wait_s: float = 5.0) -> list[int]:
+    """Host pids whose command line holds ``marker``, after giving kills a moment to land."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = _scan(marker)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+def _scan(marker: str) -> list[int]:
     found = []
+    me = os.getpid()
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -158,7 +173,7 @@ def _host_processes_with(marker: str) -> list[int]:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if marker.encode() in cmdline:
+        if marker.encode() in cmdline and int(pid) != me:
             found.append(int(pid))
     return found
 
@@ -173,17 +188,16 @@ def test_timeout_ends_trial_and_kills_everything(runner, tmp_path) -> None:
     assert outcome.result["agent_result"]["timed_out"] is True
     assert outcome.result["exception_info"]["exception_type"] == "AgentTimeoutError"
     assert outcome.reward == 0.0  # the verifier still ran and decided
-    time.sleep(0.5)
     assert _host_processes_with(marker) == []
 
 
 def test_fork_bomb_is_contained(runner, tmp_path) -> None:
-    cmd = "bomb() { bomb | bomb & }; bomb; sleep 3"
+    name = "bomb" + uuid.uuid4().hex[:8]
+    cmd = f"{name}() {{ {name} | {name} & }}; {name}; sleep 3"
     task = load_task(leak_task(tmp_path, agent_timeout=10.0))
     outcome = runner.run(task, CommandAgent(cmd))
     assert outcome.reward == 0.0, outcome.error
-    time.sleep(0.5)
-    assert _host_processes_with("bomb") == []
+    assert _host_processes_with(name) == []
 
 
 def test_disk_fill_stops_at_storage_limit(runner, tmp_path) -> None:
@@ -191,7 +205,12 @@ def test_disk_fill_stops_at_storage_limit(runner, tmp_path) -> None:
     cmd = (
         "dd if=/dev/zero of=/work/big bs=1M count=4096 2>/work/dd.err; ls -l /work/big > /work/size"
     )
-    assert attack(runner, tmp_path, cmd) == 0.0
+    task = load_task(leak_task(tmp_path))
+    outcome = runner.run(task, CommandAgent(cmd))
+    # The agent broke its own environment: no reward is paid (0, or None with the reason).
+    assert outcome.reward in (0.0, None), outcome.result
+    if outcome.reward is None:
+        assert "No space left" in (outcome.error or "")
     # 64 MB storage limit: the host lost no more than a little (nothing of 4 GB).
     lost_mb = (free_before - os.statvfs("/").f_bavail) * os.statvfs("/").f_frsize / 2**20
     assert lost_mb < 512

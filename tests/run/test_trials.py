@@ -128,7 +128,7 @@ TB_TEST_SH = """\
 #!/bin/bash
 # terminal-bench style: run pytest-like checks on the final state, write the reward.
 cd /app
-if python3 -m unittest -q /tests/test_outputs.py 2>&1; then
+if python3 /tests/test_outputs.py 2>&1; then
   echo 1 > /logs/verifier/reward.txt
 else
   echo 0 > /logs/verifier/reward.txt

@@ -37,7 +37,12 @@ def canonical_task_toml(data: dict[str, Any]) -> bytes:
     if isinstance(block, dict) and ("content_hash" in block or "evaluation" in block):
         # Copy only the path down to the block; the rest is shared, never mutated.
         block = {k: v for k, v in block.items() if k not in ("content_hash", "evaluation")}
-        data = {**data, "metadata": {**metadata, "repo2env": block}}
+        metadata = {**metadata, "repo2env": block}
+        if not block:  # a block that only held the hash or results is no content either
+            del metadata["repo2env"]
+        data = {**data, "metadata": metadata}
+        if not metadata:
+            del data["metadata"]
     return json.dumps(
         data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_json_default
     ).encode("utf-8")

@@ -102,6 +102,7 @@ class OracleAgent:
                 env=dict(task.config.solution.env),
             )
         finally:
+            session.kill_all()
             session.remove("/solution")
         return AgentOutcome(
             exit_code=res.exit_code,

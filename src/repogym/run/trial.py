@@ -156,10 +156,15 @@ class TrialRunner:
                 )
 
             timings["verifier"].start()
+            # Nothing the agent left running may touch the verifier's files.
+            session.kill_all()
             verifier_stdout, verifier_exit, reading = self._verify(session, task, workdir)
             timings["verifier"].stop()
-            if reading.error and exception is None:
-                exception = _exception("RewardFileError", reading.error)
+            if reading.error:
+                if exception is None:
+                    exception = _exception("RewardFileError", reading.error)
+                else:  # e.g. the agent timed out and then the verifier wrote no reward
+                    exception["exception_message"] += f"; then: {reading.error}"
         except Exception as exc:  # noqa: BLE001 - every failure becomes the trial's exception_info
             exception = _exception(type(exc).__name__, str(exc), traceback.format_exc())
         finally:
@@ -187,6 +192,7 @@ class TrialRunner:
                 "source": reading.source if reading else None,
                 "details": reading.details if reading else None,
                 "exit_code": verifier_exit,
+                "error": reading.error if reading else None,
                 "warnings": reading.warnings if reading else [],
             },
             "exception_info": exception,
@@ -218,7 +224,9 @@ class TrialRunner:
             user="root",
             network=False,
         )
-        session.upload(task.tests_dir, "/tests")
+        # Mounted, not copied where the backend can: an agent that filled its disk cannot
+        # keep the verifier's files out.
+        session.mount(task.tests_dir, "/tests", read_only=True)
         res = session.exec(
             ["bash", "/tests/test.sh"],
             timeout_s=task.config.verifier.timeout_sec,
@@ -235,6 +243,9 @@ class TrialRunner:
             except (FileNotFoundError, IsADirectoryError, PermissionError):
                 files[name] = None
         reading = read_rewards(files)
+        last_err = [line for line in res.stderr.splitlines() if line.strip()][-1:]
+        if reading.error and last_err:
+            reading.error += f" (verifier's last stderr line: {last_err[0].strip()[:200]})"
         if res.timed_out and reading.error:
             reading.error = (
                 f"verifier did not finish within {task.config.verifier.timeout_sec:g} s; "

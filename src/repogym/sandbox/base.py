@@ -99,21 +99,26 @@ class Session(abc.ABC):
     def remove(self, path: str) -> None:
         """Remove a file or folder inside the sandbox (no error when absent)."""
 
-    @abc.abstractmethod
-    def close(self) -> None:
-        """Stop every process of the session and discard its root. Idempotent."""
-
     def mount(self, src: Path, dest: str, *, read_only: bool = True) -> None:
-        """Make a host folder visible at ``dest`` in the running session.
-
-        Backends that can bind-mount show the host folder itself (read-only by default, so
-        nothing is copied and a full disk inside does not matter); this default copies it.
-        """
+        """Make a host folder visible at ``dest``. Backends that can bind-mount override this
+        (nothing copied, no sandbox storage used); the default uploads a copy."""
         self.upload(src, dest)
 
     def unmount(self, dest: str) -> None:
-        """Take a folder added with :meth:`mount` away again."""
+        """Undo :meth:`mount`."""
         self.remove(dest)
+
+    @abc.abstractmethod
+    def kill_all(self) -> None:
+        """Kill every process the session's execs started (background jobs, daemons too).
+
+        The root and its files stay. Called between phases so nothing the agent left running
+        can touch the verifier's files.
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop every process of the session and discard its root. Idempotent."""
 
     def __enter__(self) -> Session:
         return self

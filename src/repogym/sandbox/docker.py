@@ -220,6 +220,10 @@ class DockerSession(Session):
     def remove(self, path: str) -> None:
         self.exec(f"rm -rf -- {shlex.quote(path)}", user="root")
 
+    def kill_all(self) -> None:
+        # Signal -1 reaches every process but the caller and PID 1 (the ``sleep infinity``).
+        self.container.exec_run(["sh", "-c", "kill -9 -1 2>/dev/null; true"], user="root")
+
     def close(self) -> None:
         if self.closed:
             return
