@@ -45,6 +45,7 @@ CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
+CLONE_NEWUSER = 0x10000000
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
 MS_REC = 0x4000
@@ -309,9 +310,16 @@ def child_exec(req, fds, state, ident):
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
         drop_caps()
-        os.setgroups(groups)
-        os.setgid(gid)
-        os.setuid(uid)
+        if state.get("rootless"):
+            if uid != 0 or gid != 0:
+                raise SetupError(
+                    f"user {req.get('user')} (uid {uid}) does not exist in a rootless sandbox: "
+                    "only root is mapped without privileges"
+                )
+        else:
+            os.setgroups(groups)
+            os.setgid(gid)
+            os.setuid(uid)
         os.umask(0o022)
         argv = req["argv"]
         try:
@@ -621,8 +629,26 @@ def _file_op(req, fds):
 
 
 def setup_root(req):
-    """Mount the session root (tmpfs + overlays) in this process's private mount namespace."""
-    unshare(CLONE_NEWNS)
+    """Mount the session root (tmpfs + overlays) in this process's private mount namespace.
+
+    Without root (``rootless``) a user namespace mapping our uid to 0 comes first: it grants
+    the capabilities to mount tmpfs and overlayfs (``userxattr``) and to run bwrap inside.
+    """
+    if req.get("rootless"):
+        uid, gid = os.getuid(), os.getgid()
+        unshare(CLONE_NEWUSER | CLONE_NEWNS)
+        for name, data in (
+            ("setgroups", "deny"),
+            ("uid_map", f"0 {uid} 1"),
+            ("gid_map", f"0 {gid} 1"),
+        ):
+            fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+            try:
+                os.write(fd, data.encode())
+            finally:
+                os.close(fd)
+    else:
+        unshare(CLONE_NEWNS)
     mount("none", "/", None, MS_REC | MS_PRIVATE)
     tmpfs = req.get("tmpfs")
     if tmpfs:
@@ -714,6 +740,9 @@ def _drain(fd):
 def enter_sandbox(init_pid):
     root_fd = os.open(f"/proc/{init_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
     ns_fds = []
+    # Unprivileged, bwrap nests a user namespace of its own: join it first.
+    if os.stat(f"/proc/{init_pid}/ns/user").st_ino != os.stat("/proc/self/ns/user").st_ino:
+        ns_fds.append((os.open(f"/proc/{init_pid}/ns/user", os.O_RDONLY), CLONE_NEWUSER))
     for ns, flag in (
         ("ipc", CLONE_NEWIPC),
         ("uts", CLONE_NEWUTS),
@@ -721,9 +750,17 @@ def enter_sandbox(init_pid):
         ("pid", CLONE_NEWPID),
         ("mnt", CLONE_NEWNS),
     ):
-        ns_fds.append((os.open(f"/proc/{init_pid}/ns/{ns}", os.O_RDONLY), flag))
+        # Namespaces the sandbox shares with us (e.g. the network) need no setns, and when
+        # rootless we would lack the privilege over them anyway.
+        if os.stat(f"/proc/{init_pid}/ns/{ns}").st_ino != os.stat(f"/proc/self/ns/{ns}").st_ino:
+            ns_fds.append((os.open(f"/proc/{init_pid}/ns/{ns}", os.O_RDONLY), flag))
     for fd, flag in ns_fds:
-        setns(fd, flag)
+        try:
+            setns(fd, flag)
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"entering the sandbox's namespaces ({flag:#x}): {exc}"
+            ) from None
         os.close(fd)
     os.fchdir(root_fd)
     os.chroot(".")
@@ -736,9 +773,15 @@ def session_main(sock, req, fds):
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    state = {"cg_fds": fds, "network": req["network"], "running": {}}
+    state = {
+        "cg_fds": fds,
+        "network": req["network"],
+        "running": {},
+        "rootless": bool(req.get("rootless")),
+    }
     try:
         state["host_netns"] = os.open("/proc/self/ns/net", os.O_RDONLY)
+        state["host_proc"] = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
         setup_root(req)
         bwrap_pid, init_pid = spawn_bwrap(req, state)
         bwrap_pidfd = os.pidfd_open(bwrap_pid)
@@ -746,6 +789,7 @@ def session_main(sock, req, fds):
     except BaseException as exc:  # noqa: BLE001 - reported to the host
         send(sock, {"error": f"{type(exc).__name__}: {exc}"})
         os._exit(1)
+    state["init_pid"] = init_pid
     send(
         sock, {"ok": True, "init_pid": init_pid, "bwrap_pid": bwrap_pid, "server_pid": os.getpid()}
     )
@@ -777,6 +821,101 @@ def session_main(sock, req, fds):
                 result = {"signal": os.WTERMSIG(status)}
             with contextlib.suppress(OSError):
                 report(status_fd, result)
+
+
+def _ns_pid(state, host_pid):
+    """The sandbox-namespace pid of one of our children (via the host /proc kept open)."""
+    try:
+        fd = os.open(f"{host_pid}/status", os.O_RDONLY, dir_fd=state["host_proc"])
+        try:
+            text = os.read(fd, 8192).decode()
+        finally:
+            os.close(fd)
+    except (OSError, KeyError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("NSpid:"):
+            return int(line.split()[-1])
+    return None
+
+
+def _proc_table():
+    """(pid, ppid, sid) of every process in this (the sandbox's) pid namespace."""
+    table = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            table.append((int(name), int(fields[1]), int(fields[3])))
+        except (OSError, IndexError, ValueError):
+            continue
+    return table
+
+
+def _init_command_pid(state):
+    """Sandbox pid of the init's command (``sleep infinity``): the init's oldest child."""
+    if "keep" not in state:
+        init = state["init_pid"]
+        kids = []
+        for name in os.listdir(state["host_proc"]):
+            if not name.isdigit():
+                continue
+            try:
+                sfd = os.open(f"{name}/stat", os.O_RDONLY, dir_fd=state["host_proc"])
+                try:
+                    fields = os.read(sfd, 4096).rsplit(b")", 1)[1].split()
+                finally:
+                    os.close(sfd)
+            except OSError:
+                continue
+            if int(fields[1]) == init:
+                kids.append((int(fields[19]), int(name)))  # (start time, host pid)
+        if not kids:
+            return None
+        state["keep"] = _ns_pid(state, min(kids)[1])
+    return state["keep"]
+
+
+def _spawn_killer(state, poller, root, status_fd=None):
+    """Without cgroups: SIGKILL a command's tree (``root``: its pid in the sandbox), or every
+    process but the sandbox init (``root`` None), from a worker inside the pid namespace."""
+    keep = {1, _init_command_pid(state)} if root is None else set()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            me = os.getpid()
+            keep.add(me)
+            for _ in range(50):
+                table = _proc_table()
+                if root is None:
+                    doomed = {p for p, _pp, _sid in table if p not in keep}
+                else:
+                    doomed = {root}
+                    grew = True
+                    while grew:
+                        grew = False
+                        for p, pp, sid in table:
+                            if p not in doomed and (pp in doomed or sid == root) and p != me:
+                                doomed.add(p)
+                                grew = True
+                    doomed &= {p for p, _pp, _sid in table}
+                if not doomed:
+                    break
+                for p in doomed:
+                    with contextlib.suppress(OSError):
+                        os.kill(p, signal.SIGKILL)
+                time.sleep(0.01)
+            if status_fd is not None:
+                report(status_fd, {"ok": True})
+        finally:
+            os._exit(0)
+    if status_fd is not None:
+        os.close(status_fd)
+    pidfd = os.pidfd_open(pid)
+    state["running"][pidfd] = (pid, os.open("/dev/null", os.O_WRONLY))
+    poller.register(pidfd, select.POLLIN)
 
 
 def handle_request(msg, fds, state, poller):
@@ -813,12 +952,16 @@ def handle_request(msg, fds, state, poller):
         elif kind == "kill_exec":
             pid = state.get("ids", {}).pop(msg["id"], None)
             if pid is not None:
+                ns_pid = _ns_pid(state, pid)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
+                if ns_pid is not None:
+                    _spawn_killer(state, poller, root=ns_pid)
         elif kind == "killall":
             for pgid in state.pop("pgids", ()):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pgid, signal.SIGKILL)
+            _spawn_killer(state, poller, root=None, status_fd=fds[0] if fds else None)
         elif kind == "signal":
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(msg["pgid"], msg["sig"])

@@ -40,10 +40,14 @@ def _rmtree(path: Path) -> None:
     """Remove a tree even where a step left read-only directories behind."""
 
     def onerror(func, p, _exc):  # type: ignore[no-untyped-def]
+        # overlayfs leaves a mode-000 ``work/work``; unreadable when not root: open it up.
         with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(p), 0o700)
             os.chmod(p, 0o700)
-            func(p)
+            if func in (os.open, os.scandir, os.listdir, os.lstat):
+                shutil.rmtree(p, onerror=onerror)
+            else:
+                func(p)
 
     if path.is_symlink() or path.is_file():
         path.unlink()

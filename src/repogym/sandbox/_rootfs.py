@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import shutil
 import stat
 from dataclasses import dataclass
@@ -91,7 +92,7 @@ def ensure_skeleton(cache_root: Path) -> Path:
     target = cache_root / "skel" / digest
     if target.is_dir():
         return target
-    tmp = cache_root / "skel" / f".tmp-{digest}-{os.getpid()}"
+    tmp = cache_root / "skel" / f".tmp-{digest}-{os.getpid()}-{secrets.token_hex(4)}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for name, kind, value in spec:
@@ -122,9 +123,11 @@ class MountPlan:
     mkdirs: list[str]
     overlays: list[tuple[str, str]]
     mount_cwd: str
+    rootless: bool = False
 
     def to_request(self) -> dict[str, object]:
         return {
+            "rootless": self.rootless,
             "root": self.root,
             "tmpfs": self.tmpfs,
             "mkdirs": self.mkdirs,
@@ -141,6 +144,7 @@ def plan_mounts(
     mountpoint: Path,
     upper_dir: Path | None = None,
     storage_bytes: int | None = None,
+    rootless: bool = False,
 ) -> MountPlan:
     """Plan the overlays of a root.
 
@@ -167,6 +171,7 @@ def plan_mounts(
             "lowerdir="
             + ":".join(_escape(x) for x in lowers)
             + f",upperdir={_escape(str(upper))},workdir={_escape(str(work))}"
+            + (",userxattr" if rootless else "")
         )
         if len(options) > MAX_MOUNT_DATA:
             raise ValueError(
@@ -174,7 +179,7 @@ def plan_mounts(
                 "merge RUN steps in the Dockerfile"
             )
         overlays.append((str(target), options))
-    return MountPlan(str(root), tmpfs, mkdirs, overlays, str(layers_dir))
+    return MountPlan(str(root), tmpfs, mkdirs, overlays, str(layers_dir), rootless)
 
 
 def parts_present(fs_dir: Path) -> list[str]:

@@ -349,9 +349,14 @@ class SandboxProcess:
             return
         if self.cgroups is not None and self.cgroups.kill_execs():
             return
-        # Without cgroups: the session server kills the process group of every exec.
-        with self.lock:
-            _send(self.sock, {"kind": "killall"})
+        # Without cgroups: a worker in the sandbox's pid namespace kills all but its init.
+        st_r, st_w = os.pipe()
+        try:
+            with self.lock:
+                _send(self.sock, {"kind": "killall"}, [st_w])
+        finally:
+            os.close(st_w)
+        _read_status(st_r)
 
     # --------------------------------------------------------------- close
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -82,6 +83,34 @@ def _install_bwrap() -> str | None:
             subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=600)
             subprocess.run(cmd, env=env, capture_output=True, timeout=600)
         return _find_bwrap()
+
+
+_rootless_check: tuple[bool, str] | None = None
+
+
+def _rootless_ok() -> tuple[bool, str]:
+    """Whether unprivileged user namespaces with overlayfs work here (checked once)."""
+    global _rootless_check
+    if _rootless_check is None:
+        release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+        if release < (5, 11):
+            _rootless_check = (False, "without root the local sandbox needs Linux >= 5.11")
+        else:
+            probe = subprocess.run(
+                [_find_bwrap() or BWRAP, "--ro-bind", "/", "/", "--unshare-user", "true"],
+                capture_output=True,
+                timeout=30,
+            )
+            _rootless_check = (
+                (True, "")
+                if probe.returncode == 0
+                else (
+                    False,
+                    "without root the local sandbox needs unprivileged user namespaces "
+                    "(sysctl kernel.unprivileged_userns_clone=1); or run as root",
+                )
+            )
+    return _rootless_check
 
 
 def _memtotal_mb() -> int:
@@ -182,6 +211,7 @@ class LocalSandbox(Sandbox):
         self.mountpoint = self.cache_root / "run" / "mnt"
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         self.skeleton = _rootfs.ensure_skeleton(self.cache_root)
+        self.rootless = os.geteuid() != 0
         self.cgroups = detect()
         cleanup_stale()
         self.store.prune_tmp()
@@ -200,8 +230,16 @@ class LocalSandbox(Sandbox):
         if _find_bwrap() is None and not (install and os.geteuid() == 0 and _install_bwrap()):
             return False, f"bubblewrap (bwrap) is missing: {_INSTALL_HINT}"
         if os.geteuid() != 0:
-            return False, "the local sandbox backend needs root (overlayfs, cgroups, namespaces)"
+            return _rootless_ok()
         return True, ""
+
+    def base_rlimits(self, pids: int) -> dict[str, int]:
+        """Resource limits every command gets (``RLIMIT_NPROC`` stands in for cgroups when
+        rootless: it counts per user namespace, i.e. per sandbox)."""
+        limits = {"RLIMIT_CORE": 0}
+        if self.rootless:
+            limits["RLIMIT_NPROC"] = pids
+        return limits
 
     # ------------------------------------------------------------------------------ build
 
@@ -253,6 +291,7 @@ class LocalSandbox(Sandbox):
                 mountpoint=self.mountpoint,
                 upper_dir=upper_dir,
                 storage_bytes=storage_bytes,
+                rootless=self.rootless,
             )
         except ValueError as exc:
             raise SandboxError(str(exc)) from exc
@@ -363,7 +402,10 @@ class LocalSession(Session):
         self.user = built.user
         self.network = proc.network
         max_file_mb = sandbox.max_file_mb or storage_mb + 16
-        self.rlimits = {"RLIMIT_FSIZE": max_file_mb << 20, "RLIMIT_CORE": 0}
+        self.rlimits = {
+            **sandbox.base_rlimits(sandbox.pids_max),
+            "RLIMIT_FSIZE": max_file_mb << 20,
+        }
         if (proc.cgroups is None or "memory" not in proc.cgroups.limited) and memory_mb:
             self.rlimits["RLIMIT_AS"] = memory_mb << 20
         self._mounts: set[str] = set()
@@ -618,7 +660,7 @@ class _Builder:
             "user": cfg.user,
             "base_mapping": final.base.mapping,
         }
-        tmp = self.sb.images / f".{final.key}.{os.getpid()}.tmp"
+        tmp = self.sb.images / f".{final.key}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(json.dumps(manifest, indent=1))
         tmp.replace(self.sb.images / f"{final.key}.json")
         seconds = time.monotonic() - started
@@ -738,7 +780,7 @@ class _Builder:
         except _toolchains.UnsupportedBase as exc:
             raise self._fail(ins, str(exc)) from None
         self._log(f"#{ins.lineno} FROM {image} -> {base.mapping.get('host')}")
-        key = step_key("", "FROM", base.kind, base.fingerprint)
+        key = step_key("", "FROM", base.kind, base.fingerprint, "rootless" * self.sb.rootless)
         state = _State(key, [], _Config(env=dict(base.env), workdir=base.workdir), base)
         if base.populate is not None:
 
@@ -759,7 +801,7 @@ class _Builder:
                     cwd="/",
                     user="root",
                     network=None,
-                    rlimits={},
+                    rlimits=self.sb.base_rlimits(BUILD_PIDS),
                     timeout_s=self._remaining(ins),
                 )
                 if res.exit_code != 0:
@@ -1004,7 +1046,7 @@ class _Builder:
                 cwd=workdir,
                 user=user,
                 network=None,
-                rlimits={},
+                rlimits=self.sb.base_rlimits(BUILD_PIDS),
                 timeout_s=self._remaining(ins),
                 on_output=sink,
             )
