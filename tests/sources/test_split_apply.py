@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -203,18 +202,15 @@ def test_quoted_names_in_diff(base_repo: GitRepo) -> None:
     ]
 
 
-def test_huge_diff_is_fast(base_repo: GitRepo) -> None:
+def test_huge_diff_splits(base_repo: GitRepo) -> None:
     base = base_repo.head()
     case_huge(base_repo)
     head = base_repo.commit("huge")
     src = LocalGitSource(base_repo.path)
-    t0 = time.perf_counter()
     patch = src.diff(base, head)
     source, tests = split_patch(patch)
-    elapsed = time.perf_counter() - t0
     assert len(patch) > 5_000_000
     assert len(source) > 5_000_000 and "tests/test_app.py" in tests
-    assert elapsed < 10
 
 
 def test_diff_options(base_repo: GitRepo) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 
 import pytest
 
@@ -229,26 +228,19 @@ HUGE = {
 
 
 @pytest.mark.parametrize("runner", sorted(HUGE))
-def test_huge_log_is_fast(runner: str) -> None:
+def test_huge_log_parses(runner: str) -> None:
+    # Speed is measured by benchmarks/parsers.py; here only the result of a 10 MB log.
     make, tail = HUGE[runner]
-    text = _fill(make) + tail
-    start = time.perf_counter()
-    result = parse_log(text)
-    elapsed = time.perf_counter() - start
+    result = parse_log(_fill(make) + tail)
     assert result.runner == runner
     assert len(result.tests) > 50_000
-    # About 0.5-1.5 s here; the bound only catches super-linear behaviour on a loaded machine.
-    assert elapsed < 15, f"{runner}: {elapsed:.2f}s for {len(text) / 1e6:.1f} MB"
 
 
 def test_huge_garbage_is_fast_and_unparsed() -> None:
     rng = random.Random(0)
     alphabet = "abc ::[]().-=>✓ \t{}\"'\n"
     text = "".join(rng.choice(alphabet) for _ in range(200_000)) * 50
-    start = time.perf_counter()
-    result = parse_log(text)
-    assert time.perf_counter() - start < 15
-    assert result.status == "unparsed"
+    assert parse_log(text).status == "unparsed"
 
 
 def test_pathological_lines_stay_linear() -> None:
@@ -263,10 +255,8 @@ def test_pathological_lines_stay_linear() -> None:
         " " * 100_000 + "FAILED",
         "test_x (" + "a." * 40_000 + ")",
     ]
-    for line in nasty:
-        start = time.perf_counter()
-        parse_log(line + "\n" + line)
-        assert time.perf_counter() - start < 10, line[:40]
+    for line in nasty:  # a backtracking blow-up would hang here (pytest-timeout ends it)
+        assert parse_log(line + "\n" + line).status in ("ok", "empty", "unparsed")
 
 
 def test_detection_when_results_are_buried_in_noise() -> None:
