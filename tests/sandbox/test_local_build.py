@@ -340,3 +340,44 @@ def test_concurrent_builds_of_the_same_steps(sandbox: LocalSandbox, tmp_path: Pa
         with sandbox.start(r, _spec(ctx)) as s:
             stamps.add(s.read("/stamp"))
     assert len(stamps) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("image", "probe", "expect"),
+    [
+        ("node:20-bookworm", "node --version && npm --version", "v"),
+        ("golang:1.22", "go version && pwd", "go version go"),
+        ("rust:1-slim", "cargo --version && rustc --version && echo $CARGO_HOME", "cargo "),
+    ],
+)
+def test_other_toolchains(
+    sandbox: LocalSandbox, tmp_path: Path, image: str, probe: str, expect: str
+) -> None:
+    ctx = make_context(tmp_path / "ctx", f"FROM {image}\nRUN ({probe}) > /probe\n")
+    try:
+        built = sandbox.build(_spec(ctx))
+    except BuildError as exc:
+        if "not installed on this host" in str(exc):
+            pytest.skip(str(exc))
+        raise
+    assert built.base_mapping["from"] == image
+    assert built.base_mapping["host"]
+    with sandbox.start(built, _spec(ctx)) as s:
+        out = s.read("/probe").decode()
+    assert out.startswith(expect), out
+    if image.startswith("golang"):
+        assert out.splitlines()[-1] == "/go" and built.env["GOPATH"] == "/go"
+    if image.startswith("rust"):
+        assert out.splitlines()[-1] == "/usr/local/cargo"
+
+
+def test_available_message_names_the_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    from repogym.sandbox import local
+
+    monkeypatch.setattr(local, "_find_bwrap", lambda: None)
+    monkeypatch.setattr(local.os, "geteuid", lambda: 1000)  # not root: no apt-get attempt
+    ok, why = LocalSandbox.available()
+    assert not ok
+    assert "bubblewrap" in why and "apt-get install bubblewrap" in why
+    assert "\n" not in why

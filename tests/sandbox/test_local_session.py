@@ -334,3 +334,55 @@ def _is_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_concurrent_sessions_are_independent(sandbox: LocalSandbox, deb_env: Env) -> None:
+    import concurrent.futures
+
+    built, spec = deb_env
+
+    def one(i: int) -> tuple[str, str]:
+        with sandbox.start(built, spec) as s:
+            s.write("/work/id", str(i))
+            time.sleep(0.05)
+            return s.read("/work/id").decode(), s.exec("ls /work").stdout.strip()
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(one, range(8)))
+    assert results == [(str(i), "id") for i in range(8)]
+
+
+def test_concurrent_execs_in_one_session(sandbox: LocalSandbox, deb_env: Env) -> None:
+    import concurrent.futures
+
+    built, spec = deb_env
+    with sandbox.start(built, spec) as s:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            outs = list(pool.map(lambda i: s.exec(f"sleep 0.2; echo {i}").stdout, range(8)))
+        assert outs == [f"{i}\n" for i in range(8)]
+
+
+def test_host_kernel_knobs_and_secrets_are_out_of_reach(
+    sandbox: LocalSandbox, deb_env: Env
+) -> None:
+    built, spec = deb_env
+    before = Path("/proc/sys/kernel/core_pattern").read_text()
+    with sandbox.start(built, replace(spec, network_mode="public")) as s:
+        res = s.exec(
+            "echo '|/tmp/x' > /proc/sys/kernel/core_pattern; echo a=$?; "
+            "echo h > /proc/sysrq-trigger; echo b=$?; "
+            "mount -t proc none /mnt; echo c=$?; "
+            "grep '^root:' /etc/shadow | cut -d: -f2; "
+            "grep CapEff /proc/self/status"
+        )
+        out = res.stdout.split()
+        assert "a=0" not in out and "b=0" not in out and "c=0" not in out
+        assert out[3] in ("*", "")  # the host's password hash is masked
+        cap_eff = int(out[-1], 16)
+        assert not cap_eff & (1 << 21)  # no CAP_SYS_ADMIN
+        assert not cap_eff & (1 << 13)  # no raw sockets on the host network
+        assert cap_eff & (1 << 0)  # but CAP_CHOWN like Docker's default set
+        # The sandbox's own network namespace may keep CAP_NET_RAW (Docker's default).
+        raw = s.exec("grep CapEff /proc/self/status", network=False).stdout.split()[-1]
+        assert int(raw, 16) & (1 << 13)
+    assert Path("/proc/sys/kernel/core_pattern").read_text() == before

@@ -66,6 +66,7 @@ IFF_UP = 0x1
 KEEP_CAPS = frozenset({0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31})
 MAX_MSG = 1 << 20
 OOM_SCORE_ADJ = b"500"
+CAP_NET_RAW = 13
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [
@@ -251,11 +252,16 @@ def _caps_to_drop():
 CAPS_TO_DROP = _caps_to_drop()
 
 
-def drop_caps():
-    """Reduce the bounding set to Docker's default capabilities (root keeps only those)."""
+def drop_caps(host_network=False):
+    """Reduce the bounding set to Docker's default capabilities (root keeps only those).
+
+    On the host's network namespace ``CAP_NET_RAW`` goes too: no sniffing host traffic.
+    """
     fn = libc.prctl
     for cap in CAPS_TO_DROP:
         fn(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    if host_network:
+        fn(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0)
     fn(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
 
@@ -309,7 +315,7 @@ def child_exec(req, fds, state, ident):
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
-        drop_caps()
+        drop_caps(host_network=net if net is not None else state["network"])
         if state.get("rootless"):
             if uid != 0 or gid != 0:
                 raise SetupError(

@@ -110,6 +110,58 @@ def ensure_skeleton(cache_root: Path) -> Path:
     return target
 
 
+_SECRET_FILES = ("shadow", "shadow-", "gshadow", "gshadow-")
+
+
+def ensure_base_mask(cache_root: Path) -> Path | None:
+    """A layer that sits right on the host ``/etc`` and hides its secrets (root only).
+
+    Sandboxes run as root, so they could read the host's password hashes and private keys
+    through the base. The mask replaces ``/etc/{g,}shadow*`` with copies whose password
+    fields are ``*`` and whites out SSH host keys and ``/etc/ssl/private``. Returns the
+    mask's ``etc`` directory, or None when there is nothing to hide.
+    """
+    if os.geteuid() != 0:
+        return None  # unprivileged sandboxes cannot read these files anyway
+    files: dict[str, tuple[bytes, os.stat_result]] = {}
+    for name in _SECRET_FILES:
+        p = Path("/etc", name)
+        with contextlib.suppress(OSError):
+            lines = []
+            for line in p.read_bytes().splitlines():
+                fields = line.split(b":")
+                if len(fields) > 1:
+                    fields[1] = b"*"
+                lines.append(b":".join(fields))
+            files[name] = (b"\n".join(lines) + b"\n", p.stat())
+    hidden = sorted(
+        str(p.relative_to("/etc"))
+        for p in [*Path("/etc/ssh").glob("ssh_host_*_key"), *Path("/etc/ssl/private").glob("*")]
+    )
+    if not files and not hidden:
+        return None
+    digest = hashlib.sha256(repr((sorted(files.items()), hidden)).encode()).hexdigest()[:16]
+    target = cache_root / "mask" / digest
+    if (target / "etc").is_dir():
+        return target / "etc"
+    tmp = cache_root / "mask" / f".tmp-{digest}-{os.getpid()}-{secrets.token_hex(4)}"
+    etc = tmp / "etc"
+    etc.mkdir(parents=True)
+    for name, (data, st) in files.items():
+        (etc / name).write_bytes(data)
+        os.chown(etc / name, st.st_uid, st.st_gid)
+        os.chmod(etc / name, stat.S_IMODE(st.st_mode))
+    for rel in hidden:
+        (etc / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copystat(Path("/etc", rel).parent, (etc / rel).parent)
+        os.mknod(etc / rel, stat.S_IFCHR | 0o000, os.makedev(0, 0))  # overlayfs whiteout
+    try:
+        tmp.rename(target)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target / "etc"
+
+
 def _escape(path: str) -> str:
     return path.replace("\\", "\\\\").replace(":", "\\:").replace(",", "\\,")
 
@@ -145,6 +197,7 @@ def plan_mounts(
     upper_dir: Path | None = None,
     storage_bytes: int | None = None,
     rootless: bool = False,
+    masks: dict[str, Path] | None = None,
 ) -> MountPlan:
     """Plan the overlays of a root.
 
@@ -163,6 +216,8 @@ def plan_mounts(
     overlays: list[tuple[str, str]] = []
     for part in all_parts():
         lowers = [f"{key}/fs/{part}" for key, parts in reversed(layers) if part in parts]
+        if masks and part in masks:
+            lowers.append(str(masks[part]))
         lowers.append(str(skeleton) if part == ROOT_PART else f"/{part}")
         upper, work = up_base / part, work_base / part
         mkdirs += [str(upper), str(work)]

@@ -211,6 +211,10 @@ class LocalSandbox(Sandbox):
         self.mountpoint = self.cache_root / "run" / "mnt"
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         self.skeleton = _rootfs.ensure_skeleton(self.cache_root)
+        mask = _rootfs.ensure_base_mask(self.cache_root)
+        self.masks = {"etc": mask} if mask else {}
+        self.empty_file = self.cache_root / "run" / "empty"
+        self.empty_file.touch(exist_ok=True)
         self.rootless = os.geteuid() != 0
         self.cgroups = detect()
         cleanup_stale()
@@ -292,6 +296,7 @@ class LocalSandbox(Sandbox):
                 upper_dir=upper_dir,
                 storage_bytes=storage_bytes,
                 rootless=self.rootless,
+                masks=self.masks,
             )
         except ValueError as exc:
             raise SandboxError(str(exc)) from exc
@@ -307,6 +312,7 @@ class LocalSandbox(Sandbox):
             "--ro-bind-try",
             "/sys",
             "/sys",
+            *self._hardening(),
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
@@ -341,6 +347,25 @@ class LocalSandbox(Sandbox):
             if cgroups is not None:
                 cgroups.destroy()
             raise
+
+    def _hardening(self) -> list[str]:
+        """Docker's read-only and masked ``/proc`` and ``/sys`` paths, as bwrap arguments.
+
+        Commands run as root: writable sysctls (``/proc/sys/kernel/core_pattern`` …) or
+        ``/proc/sysrq-trigger`` would reach the host.
+        """
+        args = ["--ro-bind", "/proc/sys", "/proc/sys"]
+        if os.path.exists("/proc/sysrq-trigger"):
+            args += ["--ro-bind", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
+        for name in ("kcore", "keys", "timer_list", "timer_stats", "sched_debug", "latency_stats"):
+            if os.path.exists(f"/proc/{name}"):
+                args += ["--ro-bind", str(self.empty_file), f"/proc/{name}"]
+        for name in ("acpi", "scsi", "asound"):
+            if os.path.isdir(f"/proc/{name}"):
+                args += ["--tmpfs", f"/proc/{name}"]
+        if os.path.isdir("/sys/firmware"):
+            args += ["--tmpfs", "/sys/firmware"]
+        return args
 
     # ------------------------------------------------------------------------------ start
 
