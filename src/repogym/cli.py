@@ -371,6 +371,92 @@ def dataset_rehash(
 
 
 @app.command()
+def generate(
+    repo: Annotated[str, typer.Option("--repo", help="Repository: a local git clone's path.")],
+    pipeline: Annotated[
+        str, typer.Option("--pipeline", "-p", help="commit_runtime | pr_runtime")
+    ] = "commit_runtime",
+    opt: Annotated[
+        list[str] | None,
+        typer.Option("--opt", help="Pipeline option key=value (repeatable); see docs/cli.md."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Stop after emitting N tasks.")
+    ] = None,
+    jobs: JobsOpt = 1,
+    out_dir: Annotated[Path, typer.Option("--out", help="Dataset folder to write.")] = Path("out"),
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Skip candidates an earlier run already examined.")
+    ] = False,
+    rev: Annotated[
+        str, typer.Option("--rev", help="Mine history reachable from this ref.")
+    ] = "HEAD",
+    sandbox: SandboxOpt = "local",
+    json_out: JsonOpt = False,
+) -> None:
+    """Mine a repository into verified Harbor tasks (no Docker, no LLM).
+
+    Exit 0 when at least one task was emitted, 1 when none, 2 for bad input.
+    """
+    from pydantic import ValidationError
+
+    from repogym.pipelines import GenerateError
+    from repogym.pipelines import generate as run_generate
+    from repogym.spec import GenerationInput, describe_error, parse_opts
+
+    try:
+        inp = GenerationInput(
+            repo=repo,
+            pipeline=pipeline,
+            out=out_dir,
+            limit=limit,
+            jobs=jobs,
+            resume=resume,
+            sandbox=sandbox,
+            rev=rev,
+            options=parse_opts(opt or []),
+        )
+        inp.pipeline_options()
+    except ValidationError as exc:
+        fail(f"bad option: {describe_error(exc)}")
+        raise typer.Exit(2) from None
+    except ValueError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+
+    from repogym.ui.generate import GenerateView
+
+    view = GenerateView(enabled=not json_out, title=f"{pipeline} · {repo}")
+    try:
+        with view:
+            result = run_generate(inp, on_outcome=view.outcome, on_drop=view.drop)
+    except GenerateError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    stats = result.stats
+    if json_out:
+        sys.stdout.write(result.report.read_text())
+    else:
+        view.final(stats, result)
+    raise typer.Exit(0 if stats.kept else 1)
+
+
+@app.command("example-repo")
+def example_repo(
+    dest: Annotated[Path, typer.Argument(help="Where to create the example git repository.")],
+) -> None:
+    """Write the embedded example repository (a tiny pytest project with bug-fix history)."""
+    from repogym.example_repo import build_example_repo
+
+    try:
+        build_example_repo(dest)
+    except FileExistsError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    out.print(f"example repository written to {escape(str(dest))}")
+
+
+@app.command()
 def bootstrap(
     repo: Annotated[Path, typer.Option("--repo", help="The repository folder.")],
     ref: Annotated[

@@ -162,11 +162,11 @@ def normalize_legacy(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """
     warnings: list[str] = []
     out = dict(data)
-    if "version" in out:
-        legacy = out.pop("version")
-        if "schema_version" not in out:
-            out["schema_version"] = str(legacy)
+    if "version" in out and "schema_version" not in out:
+        out["schema_version"] = str(out.pop("version"))
         warnings.append(f"legacy key 'version' read as schema_version = {out['schema_version']!r}")
+    # With both present, schema_version wins (as in Harbor) and `version` stays, unwarned, as a
+    # key kept for older readers of the format.
     env = out.get("environment")
     if isinstance(env, dict):
         env = dict(env)

@@ -1,0 +1,42 @@
+"""``commit_runtime``: every commit that changes source and tests and whose new tests fail
+before and pass after becomes a task ("here is the repo at the parent; make these tests pass")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from repogym.pipelines._runtime import candidate_from_change
+from repogym.pipelines.base import Candidate
+from repogym.sources import LocalGitSource
+from repogym.spec import RuntimeOptions
+
+NAME = "commit_runtime"
+VERSION = "1"
+
+
+def candidates(
+    source: LocalGitSource, options: RuntimeOptions, slug: str, rev: str
+) -> Iterator[Candidate | tuple[str, str]]:
+    """Candidates newest first; cheap drops come back as (key, reason)."""
+    for commit in source.iter_commits(rev, first_parent=True):
+        key = commit.sha
+        if not commit.parents:
+            yield key, "root commit"
+            continue
+        if len(commit.parents) > 1:
+            yield key, "merge commit"
+            continue
+        cand, why = candidate_from_change(
+            source,
+            key=key,
+            task_id=f"{slug}-{commit.sha[:12]}",
+            kind="commit",
+            base=commit.parents[0],
+            head=commit.sha,
+            title=commit.subject,
+            body=commit.body,
+            reference=commit.sha,
+            number=None,
+            options=options,
+        )
+        yield cand if cand is not None else (key, why or "dropped")

@@ -1,0 +1,76 @@
+"""What to generate: the input of ``repogym generate`` and each pipeline's options.
+
+Models forbid unknown keys, so a typo in ``--opt`` or a config file is an error, not a no-op.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RuntimeOptions(_Strict):
+    """Options of the runtime pipelines (``commit_runtime``, ``pr_runtime``)."""
+
+    max_p2p: int = Field(100, ge=0, description="cap on pass-to-pass tests kept per task")
+    reruns: int = Field(
+        1, ge=0, description="extra runs of each state; tests that flip are dropped"
+    )
+    verify_reruns: int = Field(1, ge=0, description="extra oracle runs in the final verify gate")
+    max_source_files: int = Field(20, ge=1, description="skip changes touching more source files")
+    max_patch_lines: int = Field(2000, ge=1, description="skip gold patches with more +/- lines")
+    test_timeout: float = Field(600.0, gt=0, description="seconds per test run")
+    agent_timeout: float = Field(1800.0, gt=0, description="[agent].timeout_sec of the tasks")
+    network: Literal["no-network", "public"] = Field(
+        "no-network", description="network_mode of the emitted tasks"
+    )
+    min_instruction_words: int = Field(4, ge=1, description="drop candidates with vaguer text")
+    max_candidates: int | None = Field(None, ge=1, description="stop after examining this many")
+
+
+PIPELINE_OPTIONS: dict[str, type[_Strict]] = {
+    "commit_runtime": RuntimeOptions,
+    "pr_runtime": RuntimeOptions,
+}
+
+
+class GenerationInput(_Strict):
+    repo: str
+    pipeline: str
+    out: Path = Path("out")
+    limit: int | None = Field(None, ge=1, description="stop after emitting this many tasks")
+    jobs: int = Field(1, ge=1)
+    resume: bool = False
+    sandbox: str = "local"
+    rev: str = "HEAD"
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def pipeline_options(self) -> BaseModel:
+        """The validated options model of the chosen pipeline."""
+        try:
+            cls = PIPELINE_OPTIONS[self.pipeline]
+        except KeyError:
+            known = ", ".join(sorted(PIPELINE_OPTIONS))
+            raise ValueError(f"unknown pipeline {self.pipeline!r} (available: {known})") from None
+        return cls.model_validate(self.options)
+
+
+def parse_opts(pairs: list[str]) -> dict[str, Any]:
+    """``["k=v", …]`` → dict; values are kept as strings and coerced by the options model."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--opt expects key=value, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def describe_error(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
