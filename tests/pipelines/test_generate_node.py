@@ -1,0 +1,86 @@
+"""generate on a Node project tested with mocha (installed from the npm registry in the build)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from repogym.harbor import load_task
+from repogym.pipelines import generate
+from repogym.spec import GenerationInput
+from tests.sources.conftest import GitRepo
+
+pytestmark = pytest.mark.slow
+
+PACKAGE = {
+    "name": "strutil",
+    "version": "1.0.0",
+    "private": True,
+    "scripts": {"test": "mocha"},
+    "devDependencies": {"mocha": "^10.2.0"},
+}
+LIB_V1 = """\
+function capitalize(word) {
+  return word.charAt(0).toUpperCase() + word.slice(1);
+}
+
+function words(text) {
+  return text.split(" ");
+}
+
+module.exports = { capitalize, words };
+"""
+TEST_V1 = """\
+const assert = require("assert");
+const { capitalize, words } = require("../lib/strutil");
+
+describe("capitalize", function () {
+  it("upper-cases the first letter", function () {
+    assert.strictEqual(capitalize("hello"), "Hello");
+  });
+});
+
+describe("words", function () {
+  it("splits on spaces", function () {
+    assert.deepStrictEqual(words("a b"), ["a", "b"]);
+  });
+});
+"""
+
+
+def test_mocha_project(make_repo, tmp_path) -> None:
+    repo: GitRepo = make_repo("strutil")
+    repo.write("package.json", json.dumps(PACKAGE, indent=2) + "\n")
+    repo.write("lib/strutil.js", LIB_V1)
+    repo.write("test/strutil.test.js", TEST_V1)
+    repo.commit("Initial string utilities")
+    repo.write(
+        "lib/strutil.js", LIB_V1.replace('text.split(" ")', "text.split(/\\s+/).filter(Boolean)")
+    )
+    repo.write(
+        "test/strutil.test.js",
+        TEST_V1.replace(
+            '    assert.deepStrictEqual(words("a b"), ["a", "b"]);\n  });\n',
+            '    assert.deepStrictEqual(words("a b"), ["a", "b"]);\n  });\n\n'
+            '  it("ignores repeated whitespace", function () {\n'
+            '    assert.deepStrictEqual(words(" a\\t b "), ["a", "b"]);\n  });\n',
+        ),
+    )
+    fix = repo.commit(
+        "Split words on any run of whitespace\n\nwords() returned empty strings for repeated spaces and tabs."
+    )
+    result = generate(
+        GenerationInput(repo=str(repo.path), pipeline="commit_runtime", out=tmp_path / "out")
+    )
+    report = json.loads(result.report.read_text())
+    assert report["yield"]["kept"] == 1, report["outcomes"]
+    task = load_task(tmp_path / "out" / "tasks" / f"local__strutil-{fix[:12]}")
+    sub = task.config.metadata["repo2env"]["commit_runtime"]
+    assert sub["runner"] == "mocha"
+    assert sub["fail_to_pass"] == ["words > ignores repeated whitespace"]
+    assert sub["pass_to_pass"] == [
+        "capitalize > upper-cases the first letter",
+        "words > splits on spaces",
+    ]
+    assert task.config.metadata["repo2env"]["evaluation"]["status"] == "verified"
