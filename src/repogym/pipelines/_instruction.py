@@ -95,7 +95,7 @@ def clean_title(title: str) -> str:
     title = _PR_SUFFIX.sub("", title.strip())
     if _MERGE_SUBJECT.match(title):
         return ""
-    return clean_text(title).rstrip(" .:")
+    return clean_text(title).strip(" .:;,-\u2013\u2014")
 
 
 def build_instruction(
