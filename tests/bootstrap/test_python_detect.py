@@ -70,7 +70,8 @@ def test_pep621_with_test_extra(make_repo: MakeRepo, pythons: list[PythonInstall
     assert "pytest-cov" in py.test_dependencies and "pytest-xdist" in py.test_dependencies
     assert "sphinx" not in py.test_dependencies
     assert py.installable and py.backend == "hatchling.build"
-    assert py.build_requires == ["hatchling"]
+    # hatchling builds editable wheels with `editables`; without build isolation it comes first.
+    assert py.build_requires == ["hatchling", "editables"]
     assert py.extras == ["test"]
     assert py.src_layout
     recipe = make_recipe(repo, d)

@@ -54,6 +54,7 @@ _DEV_REQ_TOP = re.compile(
 )
 _DEV_REQ_SUB = re.compile(r"^(dev|devel|develop|development)\.txt$", re.I)
 
+EDITABLE_BUILD_REQUIRES = {"hatchling": ["editables"], "pdm.backend": ["editables"]}
 SCM_BUILD_PLUGINS = ("setuptools-scm", "setuptools_scm", "hatch-vcs", "versioningit", "pdm-backend")
 
 # pytest options / ini keys that need a plugin, and the plugin's PyPI name.
@@ -562,6 +563,11 @@ class _Reader:
             reqs = ["setuptools"]
         if p.backend.startswith("setuptools") and not any(req_name(r) == "wheel" for r in reqs):
             reqs.append("wheel")
+        # Without build isolation, what a backend asks for only when building *editable* wheels
+        # must be installed up front too (hatchling and pdm-backend import `editables`).
+        for prefix, extra in EDITABLE_BUILD_REQUIRES.items():
+            if p.backend.startswith(prefix):
+                reqs += [r for r in extra if req_name(r) not in {req_name(x) for x in reqs}]
         p.build_requires = reqs
         names = {req_name(r) for r in reqs}
         pdm_source = self._table(self._table(self.tool, "pdm"), "version").get("source")
