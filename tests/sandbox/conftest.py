@@ -149,7 +149,7 @@ def processes_with(marker: str) -> list[int]:
                 state = fh.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if marker in cmdline and state != "Z":
+        if marker in cmdline and state not in ("Z", "X"):
             found.append(int(entry))
     return found
 

@@ -317,21 +317,44 @@ def test_close_leaves_nothing_behind(sandbox: LocalSandbox, py_env: Env) -> None
     tag = str(uuid.uuid4().int)[:8]
     s = sandbox.start(built, spec)
     s.exec(f"(setsid sleep 999.{tag} &) ; sleep 998.{tag} &")
-    pids = s.host_pids()
-    assert pids
+    procs = {pid: _start_time(pid) for pid in s.host_pids()}
+    assert len(procs) >= 4  # bwrap, its init, the init's command, the two sleeps
     s.close()
     s.close()  # idempotent
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or _is_zombie(pid)
+    for pid, started in procs.items():  # (pids may be reused: compare start times)
+        assert _start_time(pid) != started or _is_zombie(pid), _describe(pid)
     assert processes_with(f".{tag}") == []
     assert host_mounts_mentioning(str(sandbox.cache_root)) == []
     with pytest.raises(SandboxError):
         s.exec("true")
 
 
+def test_spec_workdir_is_created_and_dropped_sessions_are_cleaned(
+    sandbox: LocalSandbox, deb_env: Env
+) -> None:
+    import gc
+
+    built, spec = deb_env
+    tag = str(uuid.uuid4().int)[:8]
+    s = sandbox.start(built, replace(spec, workdir="/srv/task"))
+    assert s.exec("pwd").stdout == "/srv/task\n"
+    s.exec(f"sleep 996.{tag} >/dev/null 2>&1 &")
+    assert processes_with(f"996.{tag}")
+    del s
+    gc.collect()
+    assert processes_with(f"996.{tag}") == []
+
+
+def _start_time(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _is_zombie(pid: int) -> bool:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
     except OSError:
         return True
 
@@ -386,3 +409,13 @@ def test_host_kernel_knobs_and_secrets_are_out_of_reach(
         raw = s.exec("grep CapEff /proc/self/status", network=False).stdout.split()[-1]
         assert int(raw, 16) & (1 << 13)
     assert Path("/proc/sys/kernel/core_pattern").read_text() == before
+
+
+def _describe(pid: int) -> str:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()[:8]
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        cg = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError as exc:
+        return f"{pid}: {exc}"
+    return f"{pid}: {cmd!r} {status} {cg}"

@@ -48,7 +48,10 @@ SCRIPT = textwrap.dedent(
         out["timed_out"] = res.timed_out
         out["took"] = time.monotonic() - t
         res = s.exec("bomb() { bomb | bomb & }; bomb; sleep 1", timeout_s=3)
-        out["after_bomb"] = s.exec("echo alive").stdout
+        t = time.monotonic()
+        s.kill_all()  # the bomb outlives its exec (background jobs do); kill_all ends it
+        out["kill_all_s"] = time.monotonic() - t
+        out["after_bomb"] = s.exec("echo alive", timeout_s=60).stdout
         out["other_user"] = s.exec("id", user="nobody").exit_code
         s.exec("(setsid sleep 778.1 &); nohup sleep 778.2 >/dev/null 2>&1 &")
         s.kill_all()
@@ -123,6 +126,7 @@ def test_rootless_sandbox(nobody_home: Path) -> None:
     assert out["net"] == 1 and out["work_visible"] is False
     assert out["timed_out"] is True and out["took"] < 5
     assert out["after_bomb"] == "alive\n"  # RLIMIT_NPROC (per user namespace) held the bomb
+    assert out["kill_all_s"] < 20
     assert out["other_user"] == 126  # only root is mapped without privileges
     assert out["after_kill_all"] == ["infinity"]  # only the sandbox's own init is left
     assert out["fresh"] is True

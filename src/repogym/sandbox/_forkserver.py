@@ -297,7 +297,11 @@ def child_exec(req, fds, state, ident):
                 unshare(CLONE_NEWNET)
                 loopback_up()
         for name, value in req.get("rlimits", {}).items():
-            resource.setrlimit(getattr(resource, name), (value, value))
+            which = getattr(resource, name)
+            hard = resource.getrlimit(which)[1]
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)  # raising a hard limit needs CAP_SYS_RESOURCE
+            resource.setrlimit(which, (value, value))
         uid, gid, groups, home = ident
         env = dict(req["env"])
         env.setdefault("HOME", home)
@@ -891,28 +895,34 @@ def _spawn_killer(state, poller, root, status_fd=None):
     pid = os.fork()
     if pid == 0:
         try:
-            me = os.getpid()
-            keep.add(me)
-            for _ in range(50):
+            keep.add(os.getpid())
+            # Freeze first (SIGSTOP) until the set stops growing, so a fork bomb cannot
+            # outrun us; then kill what we froze.
+            frozen = set()
+            for _ in range(500):
                 table = _proc_table()
+                alive = {p for p, _pp, _sid in table}
                 if root is None:
-                    doomed = {p for p, _pp, _sid in table if p not in keep}
+                    doomed = alive - keep
                 else:
-                    doomed = {root}
+                    doomed = {root} & alive
                     grew = True
                     while grew:
                         grew = False
                         for p, pp, sid in table:
-                            if p not in doomed and (pp in doomed or sid == root) and p != me:
+                            if p not in doomed and p not in keep and (pp in doomed or sid == root):
                                 doomed.add(p)
                                 grew = True
-                    doomed &= {p for p, _pp, _sid in table}
-                if not doomed:
+                new = doomed - frozen
+                if not new:
                     break
-                for p in doomed:
+                for p in new:
                     with contextlib.suppress(OSError):
-                        os.kill(p, signal.SIGKILL)
-                time.sleep(0.01)
+                        os.kill(p, signal.SIGSTOP)
+                frozen |= new
+            for p in frozen:
+                with contextlib.suppress(OSError):
+                    os.kill(p, signal.SIGKILL)
             if status_fd is not None:
                 report(status_fd, {"ok": True})
         finally:
@@ -956,13 +966,16 @@ def handle_request(msg, fds, state, poller):
             for fd in fds:
                 os.close(fd)
         elif kind == "kill_exec":
+            status_fd = fds[0] if fds else None
             pid = state.get("ids", {}).pop(msg["id"], None)
+            ns_pid = _ns_pid(state, pid) if pid is not None else None
             if pid is not None:
-                ns_pid = _ns_pid(state, pid)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
-                if ns_pid is not None:
-                    _spawn_killer(state, poller, root=ns_pid)
+            if ns_pid is not None:
+                _spawn_killer(state, poller, root=ns_pid, status_fd=status_fd)
+            elif status_fd is not None:
+                report(status_fd, {"ok": True})
         elif kind == "killall":
             for pgid in state.pop("pgids", ()):
                 with contextlib.suppress(ProcessLookupError, PermissionError):

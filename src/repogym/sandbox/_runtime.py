@@ -151,10 +151,10 @@ class SandboxProcess:
         self.server_pid = int(info["server_pid"])  # type: ignore[arg-type]
         self.bwrap_pid = int(info["bwrap_pid"])  # type: ignore[arg-type]
         self.server_pidfd = os.pidfd_open(self.server_pid)
-        try:
-            self.init_pidfd: int | None = os.pidfd_open(self.init_pid)
-        except ProcessLookupError:
-            self.init_pidfd = None
+        self.pidfds: list[int] = []
+        for pid in (self.init_pid, self.bwrap_pid):
+            with contextlib.suppress(ProcessLookupError):
+                self.pidfds.append(os.pidfd_open(pid))
         self.cgroups = cgroups
         self.network = network
         self.lock = threading.Lock()
@@ -286,9 +286,18 @@ class SandboxProcess:
         if exec_cg is not None and self.cgroups is not None:
             self.cgroups.kill_exec(exec_cg)
             return
-        # No cgroup to track the tree: kill the command's process group.
-        with self.lock, contextlib.suppress(OSError):
-            _send(self.sock, {"kind": "kill_exec", "id": exec_id})
+        # No cgroup to track the tree: the session server kills the command's process group
+        # and session from inside the sandbox; wait until that is done.
+        st_r, st_w = os.pipe()
+        try:
+            with self.lock:
+                _send(self.sock, {"kind": "kill_exec", "id": exec_id}, [st_w])
+        except OSError:
+            os.close(st_r)
+            return
+        finally:
+            os.close(st_w)
+        _read_status(st_r)
 
     # ------------------------------------------------------------ file ops
 
@@ -388,9 +397,9 @@ class SandboxProcess:
         # are gone the private mount namespace, and with it every mount, is released.
         select.select([self.server_pidfd], [], [], 10)
         os.close(self.server_pidfd)
-        if self.init_pidfd is not None:
-            select.select([self.init_pidfd], [], [], 10)
-            os.close(self.init_pidfd)
+        for fd in self.pidfds:
+            select.select([fd], [], [], 10)
+            os.close(fd)
 
 
 def _file_error(op: str, path: object, status: dict[str, object]) -> Exception:

@@ -25,6 +25,8 @@ import tarfile
 import tempfile
 import threading
 import time
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -398,7 +400,15 @@ class LocalSandbox(Sandbox):
             memory_mb=memory_mb,
             cpus=spec.cpus,
         )
-        return LocalSession(self, proc, built, spec, storage_mb=storage_mb, memory_mb=memory_mb)
+        session = LocalSession(self, proc, built, spec, storage_mb=storage_mb, memory_mb=memory_mb)
+        if spec.workdir:
+            # Like ``docker run -w``: the working directory exists even if the image lacks it.
+            try:
+                proc.file_op("mkdir", path=session.workdir, owner=built.user)
+            except BaseException:
+                session.close()
+                raise
+        return session
 
 
 # ------------------------------------------------------------------------------------ session
@@ -434,6 +444,8 @@ class LocalSession(Session):
         if (proc.cgroups is None or "memory" not in proc.cgroups.limited) and memory_mb:
             self.rlimits["RLIMIT_AS"] = memory_mb << 20
         self._mounts: set[str] = set()
+        # A session dropped without close() (or still open at exit) is still torn down.
+        self._finalizer = weakref.finalize(self, proc.close)
 
     @property
     def init_pid(self) -> int:
@@ -578,7 +590,7 @@ class LocalSession(Session):
 
     def close(self) -> None:
         """Kill every process of the session and discard its root. Idempotent."""
-        self.proc.close()
+        self._finalizer()
 
 
 def _to_result(raw: RawResult) -> ExecResult:
@@ -843,8 +855,8 @@ class _Builder:
         ins: _dockerfile.Instruction,
         key: str,
         *,
-        action: object = None,
-        populate_host: object = None,
+        action: Callable[[SandboxProcess], None] | None = None,
+        populate_host: Callable[[Path], None] | None = None,
         label: str | None = None,
         network: bool = True,
     ) -> None:
@@ -860,13 +872,13 @@ class _Builder:
                 tmp = store.new_tmp(key)
                 try:
                     if populate_host is not None:
-                        populate_host(tmp)  # type: ignore[operator]
+                        populate_host(tmp)
                     if action is not None:
                         proc = self.sb._start_process(
                             state.layers, network=network, upper_dir=tmp, pids_max=BUILD_PIDS
                         )
                         try:
-                            action(proc)  # type: ignore[operator]
+                            action(proc)
                         finally:
                             proc.close()
                     parts = store.commit(
@@ -1173,7 +1185,7 @@ class _Builder:
             raise self._fail(ins, str(exc)) from None
 
 
-_HEREDOC_ONLY = _dockerfile.re.compile(r"^<<-?(\"[^\"]+\"|'[^']+'|\w+)$")
+_HEREDOC_ONLY = re.compile(r"^<<-?(\"[^\"]+\"|'[^']+'|\w+)$")
 
 
 def _platform_arg(name: str) -> str | None:
