@@ -10,3 +10,6 @@ rm -rf demo
 .venv/bin/repogym generate --repo demo/statkit --pipeline commit_runtime --out demo/dataset
 .venv/bin/repogym validate demo/dataset --deep
 .venv/bin/repogym verify demo/dataset
+# The hand-written example tasks (one plain, one graded) pass the same gate.
+.venv/bin/repogym validate examples/tasks --deep
+.venv/bin/repogym verify examples/tasks --no-write

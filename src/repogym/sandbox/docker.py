@@ -154,7 +154,7 @@ class DockerSession(Session):
     ) -> ExecResult:
         if network is not None:
             self._set_network(network)
-        argv = ["bash", "-lc", command] if isinstance(command, str) else list(command)
+        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
         if timeout_s:
             argv = ["timeout", "-k", "5", f"{timeout_s:g}", *argv]
         start = time.monotonic()
