@@ -108,7 +108,7 @@ def main() -> None:
 
         print(f"\n== exec round trip, {args.execs} execs in one session ==")
         with sb.start(built, spec_a) as s:
-            for form, cmd in (("argv ['true']", ["true"]), ("string 'true' (bash -lc)", "true")):
+            for form, cmd in (("argv ['true']", ["true"]), ("string 'true' (bash -c)", "true")):
                 times = []
                 for _ in range(args.execs):
                     t = time.perf_counter()

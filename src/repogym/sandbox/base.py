@@ -79,7 +79,10 @@ class Session(abc.ABC):
         user: str | None = None,
         network: bool | None = None,
     ) -> ExecResult:
-        """Run a command (a string goes through ``bash -lc``). The timeout kills its whole tree."""
+        """Run a command; the timeout kills its whole tree.
+
+        A string goes through ``bash -c`` (not a login shell, so the image's ``ENV PATH`` holds).
+        """
 
     @abc.abstractmethod
     def read(self, path: str) -> bytes: ...

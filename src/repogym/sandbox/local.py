@@ -462,13 +462,13 @@ class LocalSession(Session):
         user: str | None = None,
         network: bool | None = None,
     ) -> ExecResult:
-        """Run a command (a string goes through ``bash -lc``); the timeout kills its tree."""
-        argv = ["bash", "-lc", command] if isinstance(command, str) else list(command)
+        """Run a command (a string goes through ``bash -c``); the timeout kills its tree."""
+        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
         if not argv:
             raise ValueError("empty command")
         raw = self._run(argv, timeout_s=timeout_s, env=env, cwd=cwd, user=user, network=network)
         if raw.error and isinstance(command, str) and raw.error.endswith("not found: bash"):
-            argv = ["sh", "-lc", command]
+            argv = ["sh", "-c", command]
             raw = self._run(argv, timeout_s=timeout_s, env=env, cwd=cwd, user=user, network=network)
         return _to_result(raw)
 
