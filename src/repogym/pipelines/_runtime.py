@@ -15,7 +15,9 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap
 from repogym.harbor import load_task, publish_task_dir
@@ -23,7 +25,7 @@ from repogym.pipelines._emit import EmitInput, write_task
 from repogym.pipelines._instruction import build_instruction
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.run.agents import NopAgent, OracleAgent
-from repogym.run.gate import VERIFIED, judge, record
+from repogym.run.gate import VERIFIED, Verdict, judge, record
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import BuildError, EnvironmentSpec, Sandbox, SandboxError, Session
 from repogym.sources import LocalGitSource
@@ -237,22 +239,21 @@ class RuntimeHarness:
             runs.append(dict(parsed.tests))
         return _State(runs), spent
 
-    def _verify(self, task_dir: Path):  # type: ignore[no-untyped-def]
+    def _verify(self, task_dir: Path) -> tuple[Verdict, float]:
         task = load_task(task_dir)
         oracle = [
             self.runner.run(task, OracleAgent()) for _ in range(1 + self.options.verify_reruns)
         ]
         nop = self.runner.run(task, NopAgent())
-        spent = sum(_verifier_seconds(o.result) for o in [*oracle, nop])
+        spent = sum(_test_seconds(o.result) for o in [*oracle, nop])
         verdict = judge(task.id, oracle, nop)
         if verdict.status == VERIFIED:
             record(task, verdict, self.backend.name, self.options.verify_reruns)
         return verdict, spent
 
 
-def _verifier_seconds(result: dict) -> float:  # type: ignore[type-arg]
-    from datetime import datetime
-
+def _test_seconds(result: dict[str, Any]) -> float:
+    """Seconds a trial spent running code in the task (agent and verifier phases)."""
     total = 0.0
     for phase in ("agent_execution", "verifier"):
         t = result.get(phase) or {}
