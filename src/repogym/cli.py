@@ -497,5 +497,78 @@ def bootstrap(
     raise typer.Exit(code)
 
 
+@app.command()
+def serve(
+    path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    sandbox: SandboxOpt = "local",
+    max_sessions: Annotated[
+        int, typer.Option("--max-sessions", min=1, help="Concurrent episodes (one sandbox each).")
+    ] = 8,
+    idle_timeout: Annotated[
+        float,
+        typer.Option("--idle-timeout", min=1, help="Seconds before an idle session is reaped."),
+    ] = 900.0,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--orchestrator-token",
+            envvar="REPOGYM_ORCHESTRATOR_TOKEN",
+            help="Secret the trainer sends with evaluate/solve (default: random, printed).",
+        ),
+    ] = None,
+) -> None:
+    """Serve tasks as an OpenEnv environment (WebSocket /ws, /health, /schema, /tasks)."""
+    import secrets
+
+    from repogym.openenv import OpenEnvMissing
+
+    try:
+        import uvicorn
+
+        from repogym.openenv import build_app
+
+        token = token or secrets.token_urlsafe(24)
+        server_app = build_app(
+            path,
+            sandbox=sandbox,
+            max_sessions=max_sessions,
+            idle_timeout_s=idle_timeout,
+            orchestrator_token=token,
+        )
+    except (OpenEnvMissing, FileNotFoundError) as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    err.print(f"orchestrator token (for the trainer, not the agent): {token}")
+    uvicorn.run(server_app, host=host, port=port)
+
+
+@app.command()
+def export(
+    path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Package folder to write (new or empty).")],
+    fmt: Annotated[str, typer.Option("--format", help="Package format: openenv.")] = "openenv",
+    requirement: Annotated[
+        str | None,
+        typer.Option("--requirement", help="pip spec for repogym (default: this version)."),
+    ] = None,
+) -> None:
+    """Export tasks as a deployable package (an OpenEnv environment / HF Docker Space)."""
+    from repogym.openenv.export import export_openenv
+
+    if fmt != "openenv":
+        fail(f"unknown format {fmt!r}: use --format openenv")
+        raise typer.Exit(2)
+    try:
+        result = export_openenv(path, out_dir, requirement=requirement)
+    except (FileNotFoundError, FileExistsError) as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    for message in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(message)}")
+    out.print(f"exported {result.tasks} task(s) to {result.out}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -47,7 +47,8 @@ def environment_spec(task: Task) -> EnvironmentSpec:
     )
 
 
-def _phase_network(task: Task, phase: str) -> bool:
+def phase_network(task: Task, phase: str) -> bool:
+    """Whether a phase (``agent``/``verifier``) may use the network, per the task's config."""
     override = getattr(task.config, phase).network_mode
     mode = override or task.config.environment.network_mode
     if mode == "allowlist":
@@ -55,6 +56,9 @@ def _phase_network(task: Task, phase: str) -> bool:
             f"network_mode 'allowlist' ({phase} phase) is not supported by repogym's sandboxes yet"
         )
     return mode == "public"
+
+
+_phase_network = phase_network
 
 
 @dataclass
@@ -217,41 +221,47 @@ class TrialRunner:
     def _verify(
         self, session: Any, task: Task, workdir: str
     ) -> tuple[str, int | None, RewardReading]:
-        # A fresh, empty /logs/verifier right before the verifier: nothing planted survives.
-        session.exec(
-            f"rm -rf /logs/verifier && mkdir -p {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
-            timeout_s=60,
-            user="root",
-            network=False,
+        return run_verifier(session, task, workdir)
+
+
+def run_verifier(session: Any, task: Task, workdir: str) -> tuple[str, int | None, RewardReading]:
+    """Run the task's verifier in a session: fresh /logs/verifier, /tests mounted, rewards read
+    strictly. Returns (verifier output, exit code, reading). Callers kill_all() first."""
+    # A fresh, empty /logs/verifier right before the verifier: nothing planted survives.
+    session.exec(
+        f"rm -rf /logs/verifier && mkdir -p {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
+        timeout_s=60,
+        user="root",
+        network=False,
+    )
+    # Mounted, not copied where the backend can: an agent that filled its disk cannot
+    # keep the verifier's files out.
+    session.mount(task.tests_dir, "/tests", read_only=True)
+    res = session.exec(
+        ["bash", "/tests/test.sh"],
+        timeout_s=task.config.verifier.timeout_sec,
+        cwd=workdir,
+        user=task.config.verifier.user,
+        env=dict(task.config.verifier.env),
+        network=_phase_network(task, "verifier"),
+    )
+    stdout = res.stdout + (("\n--- stderr ---\n" + res.stderr) if res.stderr else "")
+    files: dict[str, bytes | None] = {}
+    for name in REWARD_FILES:
+        try:
+            files[name] = session.read(f"{VERIFIER_LOGS}/{name}")
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            files[name] = None
+    reading = read_rewards(files)
+    last_err = [line for line in res.stderr.splitlines() if line.strip()][-1:]
+    if reading.error and last_err:
+        reading.error += f" (verifier's last stderr line: {last_err[0].strip()[:200]})"
+    if res.timed_out and reading.error:
+        reading.error = (
+            f"verifier did not finish within {task.config.verifier.timeout_sec:g} s; "
+            + reading.error
         )
-        # Mounted, not copied where the backend can: an agent that filled its disk cannot
-        # keep the verifier's files out.
-        session.mount(task.tests_dir, "/tests", read_only=True)
-        res = session.exec(
-            ["bash", "/tests/test.sh"],
-            timeout_s=task.config.verifier.timeout_sec,
-            cwd=workdir,
-            user=task.config.verifier.user,
-            env=dict(task.config.verifier.env),
-            network=_phase_network(task, "verifier"),
-        )
-        stdout = res.stdout + (("\n--- stderr ---\n" + res.stderr) if res.stderr else "")
-        files: dict[str, bytes | None] = {}
-        for name in REWARD_FILES:
-            try:
-                files[name] = session.read(f"{VERIFIER_LOGS}/{name}")
-            except (FileNotFoundError, IsADirectoryError, PermissionError):
-                files[name] = None
-        reading = read_rewards(files)
-        last_err = [line for line in res.stderr.splitlines() if line.strip()][-1:]
-        if reading.error and last_err:
-            reading.error += f" (verifier's last stderr line: {last_err[0].strip()[:200]})"
-        if res.timed_out and reading.error:
-            reading.error = (
-                f"verifier did not finish within {task.config.verifier.timeout_sec:g} s; "
-                + reading.error
-            )
-        return stdout, res.exit_code, reading
+    return stdout, res.exit_code, reading
 
 
 def _exception(kind: str, message: str, tb: str | None = None) -> dict[str, Any]:

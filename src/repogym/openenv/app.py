@@ -1,0 +1,125 @@
+"""The server: OpenEnv's FastAPI app over :class:`RepogymEnvironment`, plus the Task API.
+
+Routes: WebSocket ``/ws`` (one episode and one sandbox per connection), OpenEnv's HTTP
+``/reset`` ``/step`` ``/state`` (stateless), ``/health``, ``/schema``, ``/metadata``, and
+``/tasks``, ``/tasks/{index}``, ``/list_environments``, ``/{env}/tasks``, ``/repogym/status``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from repogym.openenv import require_openenv
+
+require_openenv()
+
+from fastapi import FastAPI, HTTPException  # noqa: E402
+from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
+from openenv.core.env_server.types import ConcurrencyConfig  # noqa: E402
+
+from repogym.openenv.environment import (  # noqa: E402
+    Pool,
+    RepoAction,
+    RepogymEnvironment,
+    RepoObservation,
+    agent_tools,
+)
+from repogym.openenv.episode import Builder  # noqa: E402
+from repogym.openenv.tasks import TaskSet  # noqa: E402
+from repogym.sandbox import get_backend  # noqa: E402
+
+ENV_NAME = "repogym"
+log = logging.getLogger("repogym.openenv")
+
+
+def build_app(
+    path: Path | str | None = None,
+    *,
+    sandbox: str | None = None,
+    max_sessions: int = 8,
+    idle_timeout_s: float | None = 900.0,
+    orchestrator_token: str | None = None,
+) -> FastAPI:
+    """A FastAPI app serving the tasks under ``path`` as an OpenEnv environment.
+
+    Defaults come from the environment so a deployed package's ``server/app.py`` can be two
+    lines: ``REPOGYM_TASKS`` (else ``./tasks``), ``REPOGYM_SANDBOX`` (else ``local``),
+    ``REPOGYM_MAX_SESSIONS``, ``REPOGYM_ORCHESTRATOR_TOKEN`` (else a random token, logged once:
+    orchestration actions are never open to anyone who can reach the socket).
+    """
+    root = Path(path if path is not None else os.environ.get("REPOGYM_TASKS", "tasks"))
+    backend_name = sandbox or os.environ.get("REPOGYM_SANDBOX", "local")
+    max_sessions = int(os.environ.get("REPOGYM_MAX_SESSIONS", max_sessions))
+    token = orchestrator_token or os.environ.get("REPOGYM_ORCHESTRATOR_TOKEN")
+    if not token:
+        token = secrets.token_urlsafe(24)
+        log.warning("orchestrator token (give it to the trainer, not the agent): %s", token)
+    tasks = TaskSet.load(root)
+    pool = Pool(tasks, Builder(get_backend(backend_name)), token)
+
+    def factory() -> RepogymEnvironment:
+        return RepogymEnvironment(pool)
+
+    app = create_fastapi_app(
+        factory,
+        RepoAction,
+        RepoObservation,
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s
+        ),
+    )
+    app.title = "repogym OpenEnv server"
+    app.state.repogym_pool = pool
+
+    @app.on_event("shutdown")
+    def _close_sandboxes() -> None:
+        pool.close_all()
+
+    def task_list() -> dict[str, Any]:
+        return {"tasks": [tasks.describe(i) for i in range(len(tasks))], "count": len(tasks)}
+
+    def task_at(index: int) -> dict[str, Any]:
+        if not 0 <= index < len(tasks):
+            raise HTTPException(404, f"task index {index} out of range 0..{len(tasks) - 1}")
+        info = tasks.describe(index)
+        info["instruction"] = tasks.tasks[index].instruction()
+        return info
+
+    app.add_api_route("/tasks", task_list, methods=["GET"], tags=["Tasks"])
+    app.add_api_route("/tasks/{index}", task_at, methods=["GET"], tags=["Tasks"])
+
+    @app.get("/list_environments", tags=["Tasks"])
+    def list_environments() -> dict[str, Any]:
+        return {"environments": [{"name": ENV_NAME, "tasks": len(tasks)}]}
+
+    @app.get("/{env}/tasks", tags=["Tasks"])
+    def env_tasks(env: str) -> dict[str, Any]:
+        if env != ENV_NAME:
+            raise HTTPException(404, f"no environment {env!r}; this server has {ENV_NAME!r}")
+        return task_list()
+
+    @app.get("/{env}/tasks/{index}", tags=["Tasks"])
+    def env_task_at(env: str, index: int) -> dict[str, Any]:
+        if env != ENV_NAME:
+            raise HTTPException(404, f"no environment {env!r}; this server has {ENV_NAME!r}")
+        return task_at(index)
+
+    @app.get("/tools", tags=["Tasks"])
+    def tools() -> dict[str, Any]:
+        """The agent-facing tool list (no evaluate, no solve)."""
+        return {"tools": agent_tools()}
+
+    @app.get("/repogym/status", tags=["Health"])
+    def status() -> dict[str, Any]:
+        return {
+            "open_sandboxes": pool.open_sandboxes(),
+            "max_sessions": max_sessions,
+            "tasks": len(tasks),
+            "sandbox": backend_name,
+        }
+
+    return app

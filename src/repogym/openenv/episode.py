@@ -1,0 +1,223 @@
+"""One episode on one task: a sandbox session, the agent's actions, and the orchestration
+actions (evaluate, solve). Plain Python, no ``openenv`` import; the OpenEnv environment wraps it.
+
+Agent actions (``exec``, ``read``, ``write``, ``list``) act inside the task's working directory.
+``evaluate`` runs the task's verifier exactly as ``repogym run`` does (processes killed, a fresh
+``/logs/verifier``, ``/tests`` mounted, rewards read strictly and forwarded, never synthesized);
+``solve`` runs the oracle. Whether a caller may send orchestration actions is decided by the
+environment, not here.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from repogym.harbor import Task
+from repogym.openenv.tasks import serving_spec
+from repogym.run.agents import AgentContext, OracleAgent
+from repogym.run.trial import DEFAULT_WORKDIR, phase_network, run_verifier
+from repogym.sandbox import BuiltEnvironment, Sandbox, Session
+
+AGENT_ACTIONS = ("exec", "read", "write", "list")
+ORCHESTRATION_ACTIONS = ("evaluate", "solve")
+MAX_OUTPUT = 64_000
+MAX_READ = 1_000_000
+DEFAULT_EXEC_TIMEOUT_S = 120.0
+
+
+class ActionRefused(ValueError):
+    """The action is not allowed (path outside the working directory, wrong phase, …)."""
+
+
+def _clip(text: str, limit: int = MAX_OUTPUT) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n… [{len(text) - limit} chars cut]"
+
+
+def _inside(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def lexical_agent_path(path: str, workdir: str) -> str:
+    """Join ``path`` to ``workdir`` and normalise it; refuse anything that leaves ``workdir``.
+
+    Relative paths are taken against the working directory; absolute paths must already lie
+    inside it; ``..`` that climbs out is refused.
+    """
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise ActionRefused("path must be a non-empty string")
+    joined = path if path.startswith("/") else posixpath.join(workdir, path)
+    norm = posixpath.normpath(joined)
+    if norm.startswith("//"):
+        norm = "/" + norm.lstrip("/")
+    if not _inside(norm, workdir):
+        raise ActionRefused(f"path {path!r} is outside the working directory {workdir}")
+    return norm
+
+
+class Builder:
+    """Builds each task's environment once per server, even under concurrent resets."""
+
+    def __init__(self, backend: Sandbox) -> None:
+        self.backend = backend
+        self._built: dict[str, BuiltEnvironment] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def build(self, task: Task) -> BuiltEnvironment:
+        key = str(task.path.resolve())
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            built = self._built.get(key)
+            if built is None:
+                built = self.backend.build(serving_spec(task, self.backend.name))
+                self._built[key] = built
+            return built
+
+
+@dataclass
+class Episode:
+    """A running episode: the task, its session, and what happened so far."""
+
+    task: Task
+    session: Session
+    workdir: str
+    real_workdir: str
+    episode_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    step_count: int = 0
+    phase: str = "agent"
+    """``agent`` (taking actions) → ``done`` (evaluated) → ``closed``."""
+    last_reward: float | None = None
+
+    @classmethod
+    def start(cls, task: Task, builder: Builder, episode_id: str | None = None) -> Episode:
+        """Build (cached) and start a fresh session for ``task``."""
+        spec = serving_spec(task, builder.backend.name)
+        built = builder.build(task)
+        session = builder.backend.start(built, spec)
+        try:
+            workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
+            res = session.exec(["realpath", "-m", "--", workdir], timeout_s=30, user="root")
+            real = res.stdout.strip() if res.exit_code == 0 and res.stdout.strip() else workdir
+        except BaseException:
+            session.close()
+            raise
+        return cls(task, session, workdir, real, episode_id=episode_id or uuid.uuid4().hex)
+
+    # -- agent actions -------------------------------------------------------------------
+
+    def resolve(self, path: str) -> str:
+        """An agent path, checked lexically and then against symlinks inside the sandbox."""
+        norm = lexical_agent_path(path, self.workdir)
+        res = self.session.exec(["realpath", "-m", "--", norm], timeout_s=30, user="root")
+        real = res.stdout.strip()
+        if res.exit_code != 0 or not real:
+            raise ActionRefused(f"cannot resolve path {path!r}")
+        if not _inside(real, self.real_workdir):
+            raise ActionRefused(f"path {path!r} leads outside the working directory (symlink)")
+        return real
+
+    def _agent_phase(self) -> None:
+        if self.phase != "agent":
+            raise ActionRefused(f"episode is {self.phase}: reset to start a new one")
+
+    def exec(self, command: str, timeout_s: float | None = None) -> dict[str, Any]:
+        self._agent_phase()
+        limit = self.task.config.agent.timeout_sec
+        timeout = min(timeout_s or DEFAULT_EXEC_TIMEOUT_S, limit)
+        res = self.session.exec(
+            command,
+            timeout_s=timeout,
+            cwd=self.workdir,
+            user=self.task.config.agent.user,
+            network=phase_network(self.task, "agent"),
+        )
+        return {
+            "stdout": _clip(res.stdout),
+            "stderr": _clip(res.stderr),
+            "exit_code": res.exit_code,
+            "timed_out": res.timed_out,
+        }
+
+    def read(self, path: str) -> dict[str, Any]:
+        self._agent_phase()
+        real = self.resolve(path)
+        data = self.session.read(real)
+        if len(data) > MAX_READ:
+            raise ActionRefused(f"{path}: {len(data)} bytes, more than {MAX_READ} (use exec)")
+        try:
+            return {"content": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            raise ActionRefused(f"{path}: not UTF-8 text (use exec to inspect it)") from None
+
+    def write(self, path: str, content: str) -> dict[str, Any]:
+        self._agent_phase()
+        real = self.resolve(path)
+        self.session.exec(["mkdir", "-p", "--", posixpath.dirname(real)], timeout_s=30, user="root")
+        self.session.write(real, content)
+        return {"stdout": f"wrote {len(content.encode())} bytes to {real}"}
+
+    def list(self, path: str) -> dict[str, Any]:
+        self._agent_phase()
+        real = self.resolve(path)
+        res = self.session.exec(
+            f"find {shlex.quote(real)} -mindepth 1 -maxdepth 1 -printf '%y\\t%s\\t%f\\n'",
+            timeout_s=30,
+            user="root",
+        )
+        if res.exit_code != 0:
+            raise ActionRefused(f"cannot list {path!r}: {res.stderr.strip()[:200]}")
+        kinds = {"f": "file", "d": "dir", "l": "symlink"}
+        entries = []
+        for line in sorted(res.stdout.splitlines()):
+            kind, size, name = (line.split("\t", 2) + ["", ""])[:3]
+            entries.append({"name": name, "type": kinds.get(kind, kind), "size": int(size or 0)})
+        return {"entries": entries}
+
+    # -- orchestration actions -----------------------------------------------------------
+
+    def evaluate(self) -> dict[str, Any]:
+        """Run the verifier as a trial does; the reward is what the verifier wrote, or None."""
+        self._agent_phase()
+        # Nothing the agent left running may touch the verifier's files.
+        self.session.kill_all()
+        output, exit_code, reading = run_verifier(self.session, self.task, self.workdir)
+        self.phase = "done"
+        self.last_reward = reading.reward
+        return {
+            "reward": reading.reward,
+            "rewards": reading.rewards,
+            "reward_details": reading.details,
+            "reward_source": reading.source,
+            "error": reading.error,
+            "warnings": reading.warnings,
+            "stdout": _clip(output),
+            "exit_code": exit_code,
+        }
+
+    def solve(self) -> dict[str, Any]:
+        """Run the reference solution (``/solution`` is mounted only while it runs)."""
+        self._agent_phase()
+        ctx = AgentContext(
+            workdir=self.workdir,
+            timeout_s=self.task.config.agent.timeout_sec,
+            user=self.task.config.agent.user,
+            network=phase_network(self.task, "agent"),
+            instruction=self.task.instruction(),
+        )
+        outcome = OracleAgent().run(self.session, self.task, ctx)
+        return {
+            "stdout": outcome.output_tail,
+            "exit_code": outcome.exit_code,
+            "timed_out": outcome.timed_out,
+        }
+
+    def close(self) -> None:
+        if self.phase != "closed":
+            self.phase = "closed"
+            self.session.close()

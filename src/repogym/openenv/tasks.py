@@ -1,0 +1,117 @@
+"""The task set a server offers: discovery, lookup by id / index / seed, and how each task's
+environment is reproduced (``[metadata.repo2env.reproducibility]``). No ``openenv`` import here."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repogym.harbor import Task, iter_task_dirs, load_task
+from repogym.run.trial import environment_spec
+from repogym.sandbox import EnvironmentSpec
+
+
+class TaskNotServable(ValueError):
+    """A task exists but cannot be served here (text-only, or needs another backend)."""
+
+
+def reproducibility_mode(task: Task) -> str | None:
+    """``registry`` | ``inline_dockerfile`` | ``local_only`` from the task's provenance, or None."""
+    repro = (task.repo2env or {}).get("reproducibility") or {}
+    mode = repro.get("mode") if isinstance(repro, dict) else None
+    return str(mode) if mode else None
+
+
+def is_text_only(task: Task) -> bool:
+    """No environment to run in: neither ``environment/Dockerfile`` nor a docker image."""
+    dockerfile = task.environment_dir / "Dockerfile"
+    return not dockerfile.is_file() and not task.config.environment.docker_image
+
+
+def serving_spec(task: Task, backend: str) -> EnvironmentSpec:
+    """The sandbox request for serving a task on ``backend``, honouring its reproducibility mode.
+
+    ``registry``: the recorded ``image_ref`` is used as is (needs the docker backend).
+    ``inline_dockerfile`` / ``local_only``: ``environment/Dockerfile`` is built.
+    Text-only tasks are refused with an explanation.
+    """
+    mode = reproducibility_mode(task)
+    spec = environment_spec(task)
+    if mode == "registry":
+        repro = (task.repo2env or {}).get("reproducibility") or {}
+        image = repro.get("image_ref") or task.config.environment.docker_image
+        if not image:
+            raise TaskNotServable(
+                f"{task.id}: reproducibility mode 'registry' but no image_ref is recorded"
+            )
+        if backend != "docker":
+            raise TaskNotServable(
+                f"{task.id}: reproducibility mode 'registry' runs the published image {image} "
+                f"as is, which needs the docker backend (serve with --sandbox docker)"
+            )
+        return dataclasses.replace(spec, context_dir=None, docker_image=str(image))
+    if is_text_only(task):
+        raise TaskNotServable(
+            f"{task.id}: text-only task (no environment/Dockerfile and no docker image): "
+            "there is nothing to run an agent in, so it cannot be served as an environment"
+        )
+    if (
+        mode in ("inline_dockerfile", "local_only")
+        and not (task.environment_dir / "Dockerfile").is_file()
+    ):
+        raise TaskNotServable(f"{task.id}: mode {mode!r} needs environment/Dockerfile")
+    return spec
+
+
+@dataclass
+class TaskSet:
+    """Tasks found under a folder (by where ``task.toml`` is), in a stable order."""
+
+    root: Path
+    tasks: list[Task]
+
+    @classmethod
+    def load(cls, root: Path | str) -> TaskSet:
+        root = Path(root)
+        if not root.exists():
+            raise FileNotFoundError(f"{root}: no such task folder")
+        tasks = [load_task(d) for d in iter_task_dirs(root)]
+        if not tasks:
+            raise FileNotFoundError(f"{root}: no task.toml found (not a task or task set)")
+        tasks.sort(key=lambda t: t.id)
+        return cls(root, tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def get(
+        self, task_id: str | None = None, index: int | None = None, seed: int | None = None
+    ) -> Task:
+        """By ``task_id`` (``[task].name`` or directory name), ``index``, or ``seed`` (index =
+        seed mod the number of tasks); the first task when none is given."""
+        if task_id is not None:
+            for task in self.tasks:
+                if task_id in (task.name, task.id, task.path.name):
+                    return task
+            raise KeyError(f"no task {task_id!r} in {self.root} ({len(self.tasks)} tasks)")
+        if index is not None:
+            if not 0 <= index < len(self.tasks):
+                raise IndexError(f"task index {index} out of range 0..{len(self.tasks) - 1}")
+            return self.tasks[index]
+        if seed is not None:
+            return self.tasks[seed % len(self.tasks)]
+        return self.tasks[0]
+
+    def describe(self, index: int) -> dict[str, Any]:
+        """One task as the Task API shows it."""
+        task = self.tasks[index]
+        return {
+            "index": index,
+            "task_id": task.id,
+            "name": task.name,
+            "description": task.config.task.description if task.config.task else None,
+            "reproducibility": reproducibility_mode(task),
+            "text_only": is_text_only(task),
+        }
