@@ -111,3 +111,13 @@ def test_results_only_block_is_not_content(tmp_path: Path) -> None:
         (t / "task.toml").read_text() + "\n[metadata.repo2env.evaluation]\nstatus = 'verified'\n"
     )
     assert content_hash(t) == before
+
+
+def test_read_bytes_small_large_and_empty(tmp_path: Path) -> None:
+    from repogym.harbor.hashing import read_bytes
+
+    for size in (0, 10, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 3_000_000):
+        p = tmp_path / f"f{size}"
+        data = os.urandom(size)
+        p.write_bytes(data)
+        assert read_bytes(str(p)) == data

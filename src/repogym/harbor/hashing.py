@@ -48,14 +48,19 @@ def canonical_task_toml(data: dict[str, Any]) -> bytes:
     ).encode("utf-8")
 
 
+_CHUNK = 1 << 16
+
+
 def read_bytes(path: str) -> bytes:
     """Read a whole file with raw ``os`` calls (much cheaper than ``open()`` for small files)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        size = os.fstat(fd).st_size
-        chunks = [os.read(fd, max(size, 1 << 16))]
-        while chunks[-1]:
-            chunks.append(os.read(fd, 1 << 20))
+        first = os.read(fd, _CHUNK)
+        if len(first) < _CHUNK:  # a short read of a regular file is its end: no more syscalls
+            return first
+        chunks = [first]
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
         return b"".join(chunks)
     finally:
         os.close(fd)
