@@ -75,9 +75,11 @@ def build_app(
     app.title = "repogym OpenEnv server"
     app.state.repogym_pool = pool
 
-    @app.on_event("shutdown")
-    def _close_sandboxes() -> None:
+    async def _close_sandboxes() -> None:
         pool.close_all()
+
+    # Every session's sandbox is closed when the server stops, not only when its socket closes.
+    app.router.on_shutdown.append(_close_sandboxes)
 
     def task_list() -> dict[str, Any]:
         return {"tasks": [tasks.describe(i) for i in range(len(tasks))], "count": len(tasks)}
