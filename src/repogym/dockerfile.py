@@ -1,4 +1,5 @@
-"""Dockerfile parsing and variable substitution (the subset of BuildKit syntax we replay).
+"""Dockerfile parsing and variable substitution, shared by the local sandbox (which replays
+Dockerfiles) and `validate --deep` (which checks them): the subset of BuildKit syntax repogym reads.
 
 Handles parser directives (``# escape=``), line continuations (with comment and blank lines in
 between), JSON (exec) and shell forms, ``--flag`` options, heredocs (``RUN <<EOF``), and word

@@ -62,7 +62,7 @@ def test_dependency_steps_come_before_the_source(
 def test_dockerfile_parses_as_a_dockerfile(
     make_repo: MakeRepo, pythons: list[PythonInstall]
 ) -> None:
-    from repogym.sandbox import _dockerfile
+    from repogym import dockerfile as _dockerfile
 
     recipe = _recipe(make_repo, pythons)
     parsed = _dockerfile.parse(recipe.dockerfile)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym.sandbox import _context, _dockerfile, _toolchains
-from repogym.sandbox._dockerfile import expand, parse, parse_key_values
+from repogym import dockerfile as _dockerfile
+from repogym.dockerfile import expand, parse, parse_key_values
+from repogym.sandbox import _context, _toolchains
 
 
 def test_continuations_comments_and_forms() -> None:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repogym import dockerfile
 from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files, read_bytes
 from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
 
@@ -34,10 +35,6 @@ ENVIRONMENT_FILES = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml", 
 TEST_SCRIPTS = ("test.sh",)
 LEAK_MIN_CHARS = 16
 """A gold-patch added line shorter than this (after stripping) is too generic to count as a leak."""
-DOCKERFILE_INSTRUCTIONS = frozenset(
-    {"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT"}
-    | {"VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"}
-)
 
 
 @dataclass(frozen=True)
@@ -176,28 +173,6 @@ def _check_environment(task: Task, files: TaskFiles, *, deep: bool) -> Iterator[
         yield from _check_dockerfile(files.read("environment/Dockerfile"), deep=deep)
 
 
-def _dockerfile_lines(text: str) -> Iterator[tuple[int, str]]:
-    """Logical Dockerfile lines (continuations joined) with their first line number."""
-    buf: list[str] = []
-    start = 0
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not buf and (not stripped or stripped.startswith("#")):
-            continue
-        if buf and stripped.startswith("#"):
-            continue
-        if not buf:
-            start = number
-        if stripped.endswith("\\"):
-            buf.append(stripped[:-1])
-            continue
-        buf.append(stripped)
-        yield start, " ".join(buf)
-        buf = []
-    if buf:
-        yield start, " ".join(buf)
-
-
 def _check_dockerfile(data: bytes, *, deep: bool) -> Iterator[Problem]:
     rel = "environment/Dockerfile"
     try:
@@ -205,36 +180,35 @@ def _check_dockerfile(data: bytes, *, deep: bool) -> Iterator[Problem]:
     except UnicodeDecodeError:
         yield _err("environment", rel, "Dockerfile is not UTF-8")
         return
+    try:
+        parsed = dockerfile.parse(text)
+    except dockerfile.DockerfileError as exc:
+        yield _err("environment", rel, str(exc))
+        return
     saw_from = False
-    for number, line in _dockerfile_lines(text):
-        word, _, rest = line.partition(" ")
-        instr = word.upper()
-        if deep and instr not in DOCKERFILE_INSTRUCTIONS:
-            yield _err("environment", rel, f"line {number}: unknown instruction {word!r}")
-        if instr == "FROM":
+    for ins in parsed.instructions:
+        if deep and ins.keyword not in dockerfile.KNOWN:
+            yield _err("environment", rel, f"line {ins.lineno}: unknown instruction {ins.keyword}")
+        if ins.keyword == "FROM":
             saw_from = True
-        elif deep and not saw_from and instr not in ("ARG",):
-            yield _err("environment", rel, f"line {number}: {instr} before FROM")
-        if instr in ("COPY", "ADD"):
-            args = [a for a in rest.split() if not a.startswith("--")]
-            if rest.strip().startswith("["):
-                try:
-                    args = json.loads(rest.strip())
-                except json.JSONDecodeError:
-                    yield _err("environment", rel, f"line {number}: malformed JSON form")
-                    continue
-            if any(a.startswith("--from") for a in rest.split()):
+        elif deep and not saw_from and ins.keyword != "ARG":
+            yield _err("environment", rel, f"line {ins.lineno}: {ins.keyword} before FROM")
+        if ins.keyword in ("COPY", "ADD") and "from" not in ins.flags and not ins.heredocs:
+            try:
+                words = ins.json if ins.json is not None else dockerfile.split_raw(ins.args)
+            except dockerfile.DockerfileError as exc:
+                yield _err("environment", rel, f"line {ins.lineno}: {exc}")
                 continue
-            for src in args[:-1]:
+            for src in words[:-1]:
                 if re.match(r"^[a-z]+://", src):
                     continue
                 # Symlinks inside the context are checked by _check_paths; here the text only.
-                norm = os.path.normpath(src)
+                norm = os.path.normpath(src.strip("\"'"))
                 if norm.startswith("/") or norm == ".." or norm.startswith("../"):
                     yield _err(
                         "paths",
                         rel,
-                        f"line {number}: {instr} source {src!r} is outside the context",
+                        f"line {ins.lineno}: {ins.keyword} source {src!r} is outside the context",
                     )
     if not saw_from:
         yield _err("environment", rel, "Dockerfile has no FROM line")

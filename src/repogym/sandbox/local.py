@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from repogym.sandbox import _context, _dockerfile, _rootfs, _toolchains
+from repogym import dockerfile as _dockerfile
+from repogym.sandbox import _context, _rootfs, _toolchains
 from repogym.sandbox._cgroups import SessionCgroups, cleanup_stale, detect
 from repogym.sandbox._layers import LayerStore, step_key
 from repogym.sandbox._runtime import ForkServer, RawResult, SandboxProcess
