@@ -9,9 +9,9 @@ import pytest
 
 from repogym.openenv.environment import Pool, RepoAction, RepogymEnvironment
 from repogym.openenv.episode import Builder
-from repogym.openenv.tasks import TaskSet
+from repogym.openenv.tasks import TaskNotServable, TaskSet
 from repogym.sandbox import get_backend
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, write_task
 from tests.openenv.conftest import TOKEN, evaluate_action
 
 pytestmark = pytest.mark.slow
@@ -28,6 +28,7 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Pool:
         (silent / "task.toml").read_text().replace("textstats-word-count", "silent")
     )
     (silent / "tests" / "test.sh").write_text("#!/bin/bash\necho 'ran, wrote nothing'\n")
+    write_task(root, "zz-text-only", dockerfile=None)
     return Pool(TaskSet.load(root), Builder(get_backend("local")), TOKEN)
 
 
@@ -115,3 +116,9 @@ def test_close_releases_sandbox(pool: Pool) -> None:
     env.close()
     env.close()
     assert env.episode is None
+
+
+def test_text_only_task_is_refused(env: RepogymEnvironment) -> None:
+    with pytest.raises(TaskNotServable, match="text-only"):
+        env.reset(task_id="zz-text-only")
+    assert env.episode is None and env.state.phase == "idle"
