@@ -570,5 +570,71 @@ def export(
     out.print(f"exported {result.tasks} task(s) to {result.out}")
 
 
+RegistryOpt = Annotated[
+    str,
+    typer.Option("--registry", help="Where datasets live: file:///PATH (a local folder registry)."),
+]
+
+
+@app.command()
+def push(
+    path: Annotated[Path, typer.Argument(help="The dataset folder to publish.")],
+    name: Annotated[str, typer.Argument(help="owner/name of the dataset.")],
+    registry: RegistryOpt = "hf",
+    private: Annotated[bool, typer.Option("--private", help="Mark the dataset private.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Publish a dataset as a new immutable revision (same tasks ⇒ same revision)."""
+    from repogym.hub import RegistryError, open_registry, parse_dataset_ref
+
+    try:
+        dataset, rev = parse_dataset_ref(name)
+        if rev:
+            raise RegistryError("push takes owner/name without @revision")
+        result = open_registry(registry).push(path, dataset, private=private)
+    except RegistryError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    payload = {
+        "name": result.name,
+        "revision": result.revision,
+        "tasks": result.tasks,
+        "unchanged": result.unchanged,
+        "location": str(result.location),
+    }
+    if json_out:
+        sys.stdout.write(json.dumps(payload) + "\n")
+    else:
+        note = " (unchanged: this revision was already published)" if result.unchanged else ""
+        out.print(f"pushed {result.tasks} task(s) as {result.name}@{result.revision}{note}")
+
+
+@app.command()
+def pull(
+    name: Annotated[str, typer.Argument(help="owner/name[@revision] of the dataset.")],
+    dest: Annotated[Path, typer.Argument(help="Folder to write the dataset into.")],
+    task: Annotated[str | None, typer.Option("--task", help="Pull only this task id.")] = None,
+    registry: RegistryOpt = "hf",
+    json_out: JsonOpt = False,
+) -> None:
+    """Fetch a dataset (or one task) at a revision; tasks keep their content_hash."""
+    from repogym.hub import RegistryError, open_registry, parse_dataset_ref
+
+    try:
+        dataset, rev = parse_dataset_ref(name)
+        result = open_registry(registry).pull(dataset, dest, rev=rev, task=task)
+    except RegistryError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    if json_out:
+        payload = {"name": result.name, "revision": result.revision, "tasks": result.tasks}
+        sys.stdout.write(json.dumps(payload) + "\n")
+    else:
+        out.print(
+            f"pulled {len(result.tasks)} task(s) of {result.name}@{result.revision} "
+            f"into {escape(str(dest))}"
+        )
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()
