@@ -1,0 +1,378 @@
+"""A small chat interface over OpenAI-compatible endpoints and Anthropic.
+
+Specs look like ``"openai/gpt-4o-mini"`` or ``"anthropic/claude-3-5-haiku-latest"``. Providers:
+
+* ``openai`` — any OpenAI-compatible endpoint (default: the OpenAI API; ``endpoint`` overrides).
+* ``vllm`` — alias of ``openai``; an ``endpoint`` is required.
+* ``ollama`` — alias of ``openai``; ``endpoint`` defaults to ``http://127.0.0.1:11434/v1``.
+* ``anthropic`` — the Anthropic Messages API.
+
+The ``openai`` and ``anthropic`` SDKs are optional (``pip install 'repogym[llm]'``) and are imported
+only when a call is made, so importing this module stays cheap. The SDKs' own retries are disabled;
+:class:`LLM` retries 429, 5xx and connection errors itself with exponential backoff, honouring
+``Retry-After``, then raises a one-line :class:`LLMError`. API keys never appear in errors or reprs.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "PRICES_USD_PER_MTOK",
+    "ChatResult",
+    "LLM",
+    "LLMError",
+    "Usage",
+    "estimate_cost",
+    "parse_llm_spec",
+]
+
+OPENAI_COMPATIBLE = ("openai", "vllm", "ollama")
+PROVIDERS = (*OPENAI_COMPATIBLE, "anthropic")
+OLLAMA_DEFAULT_ENDPOINT = "http://127.0.0.1:11434/v1"
+INSTALL_HINT = "pip install 'repogym[llm]'"
+_PLACEHOLDER_KEY = "not-needed"
+_MAX_RETRY_AFTER_S = 120.0
+
+# USD per million (input, output) tokens, list prices of the providers' public pages as of 2025.
+# Keys match the model name exactly or as a prefix (longest wins), so dated snapshots such as
+# "gpt-4o-mini-2024-07-18" are priced too. Unknown models, and the local vllm/ollama providers,
+# get cost None.
+PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "o4-mini": (1.10, 4.40),
+    "claude-3-haiku": (0.25, 1.25),
+    "claude-3-5-haiku": (0.80, 4.00),
+    "claude-3-5-sonnet": (3.00, 15.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-opus-4": (15.00, 75.00),
+}
+
+
+class LLMError(RuntimeError):
+    """A failed LLM call, described in one line without secrets."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        model: str = "",
+        status: int | None = None,
+        rate_limited: bool = False,
+        attempts: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.rate_limited = rate_limited
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One chat completion: the text plus accounting."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    model: str
+    provider: str
+    latency_s: float
+
+
+@dataclass
+class Usage:
+    """Running totals over the calls made by one :class:`LLM`."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+
+    def add(self, result: ChatResult) -> None:
+        """Fold one result into the totals."""
+        self.calls += 1
+        self.input_tokens += result.input_tokens
+        self.output_tokens += result.output_tokens
+        if result.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += result.cost_usd
+
+
+def parse_llm_spec(spec: str) -> tuple[str, str]:
+    """Split ``"provider/model"`` into ``(provider, model)``; the model may contain slashes."""
+    provider, sep, model = spec.strip().partition("/")
+    provider = provider.lower()
+    if not sep or not provider or not model:
+        raise ValueError(f"LLM spec must look like 'provider/model', got {spec!r}")
+    if provider not in PROVIDERS:
+        raise ValueError(
+            f"unknown LLM provider {provider!r}; expected one of {', '.join(PROVIDERS)}"
+        )
+    return provider, model
+
+
+def estimate_cost(provider: str, model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """USD cost from :data:`PRICES_USD_PER_MTOK`, or None if the model is unknown or local."""
+    if provider in ("vllm", "ollama"):
+        return None
+    name = model.lower()
+    matches = [key for key in PRICES_USD_PER_MTOK if name == key or name.startswith(key + "-")]
+    if not matches:
+        return None
+    price_in, price_out = PRICES_USD_PER_MTOK[max(matches, key=len)]
+    return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
+
+
+@dataclass
+class _Failure:
+    """A normalised SDK exception: what the retry loop needs to know."""
+
+    status: int | None
+    retryable: bool
+    retry_after_s: float | None
+    detail: str
+
+
+class LLM:
+    """Chat with one model: ``LLM("openai/gpt-4o-mini").chat([{"role": "user", ...}])``."""
+
+    def __init__(
+        self,
+        spec: str,
+        *,
+        endpoint: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+    ) -> None:
+        self.provider, self.model = parse_llm_spec(spec)
+        if self.provider == "vllm" and not endpoint:
+            raise ValueError("provider 'vllm' needs an endpoint, e.g. http://127.0.0.1:8000/v1")
+        if self.provider == "ollama" and not endpoint:
+            endpoint = OLLAMA_DEFAULT_ENDPOINT
+        self.endpoint = endpoint
+        self.timeout_s = timeout_s
+        self.max_retries = max(0, max_retries)
+        self.backoff_s = backoff_s
+        self.usage = Usage()
+        env_var = "ANTHROPIC_API_KEY" if self.provider == "anthropic" else "OPENAI_API_KEY"
+        key = api_key or os.environ.get(env_var)
+        if not key:
+            if endpoint is None:
+                raise LLMError(
+                    f"{self.provider}/{self.model}: no API key; set {env_var}",
+                    provider=self.provider,
+                    model=self.model,
+                )
+            key = _PLACEHOLDER_KEY  # local endpoints usually need no key
+        self._api_key = key
+        self._client: Any = None
+
+    def __repr__(self) -> str:
+        return f"LLM({self.provider}/{self.model}, endpoint={self.endpoint!r})"
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def chat(
+        self, messages: list[dict[str, Any]], *, max_tokens: int = 1024, temperature: float = 0.0
+    ) -> ChatResult:
+        """Send ``messages`` and return the reply; retries transient failures, else LLMError."""
+        client = self._get_client()
+        attempt = 0
+        while True:
+            attempt += 1
+            start = time.monotonic()
+            try:
+                if self.provider == "anthropic":
+                    text, tin, tout = self._anthropic_call(
+                        client, messages, max_tokens, temperature
+                    )
+                else:
+                    text, tin, tout = self._openai_call(client, messages, max_tokens, temperature)
+            except Exception as exc:  # classified below; re-raised if not an SDK API error
+                failure = self._classify(exc)
+                if failure is None:
+                    raise
+            else:
+                failure = None
+            if failure is not None:
+                # Raised outside the except block so the SDK exception (whose text may echo
+                # the key) is neither the cause nor the context of the LLMError.
+                if failure.retryable and attempt <= self.max_retries:
+                    time.sleep(self._delay(attempt, failure.retry_after_s))
+                    continue
+                raise self._error(failure, attempt)
+            latency = time.monotonic() - start
+            result = ChatResult(
+                text=text,
+                input_tokens=tin,
+                output_tokens=tout,
+                cost_usd=estimate_cost(self.provider, self.model, tin, tout),
+                model=self.model,
+                provider=self.provider,
+                latency_s=latency,
+            )
+            self.usage.add(result)
+            return result
+
+    # -- SDK plumbing -------------------------------------------------------------------------
+
+    def _get_client(self) -> Any:
+        if self._client is not None:
+            return self._client
+        sdk = "anthropic" if self.provider == "anthropic" else "openai"
+        try:
+            module = __import__(sdk)
+        except ImportError:
+            raise LLMError(
+                f"the {sdk!r} package is needed for provider {self.provider!r}: {INSTALL_HINT}",
+                provider=self.provider,
+                model=self.model,
+            ) from None
+        cls = module.Anthropic if sdk == "anthropic" else module.OpenAI
+        self._client = cls(
+            api_key=self._api_key,
+            base_url=self.endpoint,
+            timeout=self.timeout_s,
+            max_retries=0,  # we retry ourselves, honouring Retry-After
+        )
+        return self._client
+
+    def _openai_call(
+        self, client: Any, messages: list[dict[str, Any]], max_tokens: int, temperature: float
+    ) -> tuple[str, int, int]:
+        resp = client.chat.completions.create(
+            model=self.model, messages=messages, max_tokens=max_tokens, temperature=temperature
+        )
+        text = (resp.choices[0].message.content or "") if resp.choices else ""
+        usage = resp.usage
+        tin = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tout = int(getattr(usage, "completion_tokens", 0) or 0)
+        return text, tin, tout
+
+    def _anthropic_call(
+        self, client: Any, messages: list[dict[str, Any]], max_tokens: int, temperature: float
+    ) -> tuple[str, int, int]:
+        system = "\n\n".join(str(m["content"]) for m in messages if m.get("role") == "system")
+        rest = [m for m in messages if m.get("role") != "system"]
+        kwargs: dict[str, Any] = {}
+        if system:
+            kwargs["system"] = system
+        if _accepts_kwarg(client.messages.create, "temperature"):
+            kwargs["temperature"] = temperature
+        else:  # newer SDKs dropped the typed argument; the request field is sent as-is
+            kwargs["extra_body"] = {"temperature": temperature}
+        resp = client.messages.create(
+            model=self.model, messages=rest, max_tokens=max_tokens, **kwargs
+        )
+        text = "".join(getattr(block, "text", "") for block in resp.content if block.type == "text")
+        tin = int(getattr(resp.usage, "input_tokens", 0) or 0)
+        tout = int(getattr(resp.usage, "output_tokens", 0) or 0)
+        return text, tin, tout
+
+    # -- failure handling ---------------------------------------------------------------------
+
+    def _classify(self, exc: Exception) -> _Failure | None:
+        """Map an SDK exception to a :class:`_Failure`; None if it is not an SDK API error."""
+        module = type(exc).__module__.split(".")[0]
+        if module not in ("openai", "anthropic"):
+            return None
+        sdk = __import__(module)
+        if isinstance(exc, sdk.APIStatusError):
+            status = int(exc.status_code)
+            retryable = status == 429 or status >= 500
+            return _Failure(status, retryable, _retry_after(exc.response.headers), _detail(exc))
+        if isinstance(exc, sdk.APITimeoutError):
+            return _Failure(None, True, None, f"timed out after {self.timeout_s}s")
+        if isinstance(exc, sdk.APIConnectionError):
+            return _Failure(None, True, None, "connection error")
+        if isinstance(exc, sdk.APIError):
+            return _Failure(None, False, None, _detail(exc))
+        return None
+
+    def _delay(self, attempt: int, retry_after_s: float | None) -> float:
+        if retry_after_s is not None:
+            return min(max(retry_after_s, 0.0), _MAX_RETRY_AFTER_S)
+        base = self.backoff_s * (2 ** (attempt - 1))
+        return base * (1 + 0.1 * random.random())
+
+    def _error(self, failure: _Failure, attempts: int) -> LLMError:
+        rate_limited = failure.status == 429
+        status = f"HTTP {failure.status}" if failure.status is not None else "no response"
+        kind = "rate limited" if rate_limited else "not rate limited"
+        detail = self._scrub(failure.detail)
+        msg = (
+            f"{self.provider}/{self.model} failed after {attempts} attempt(s): "
+            f"{status} ({kind}): {detail}"
+        )
+        return LLMError(
+            msg,
+            provider=self.provider,
+            model=self.model,
+            status=failure.status,
+            rate_limited=rate_limited,
+            attempts=attempts,
+        )
+
+    def _scrub(self, text: str) -> str:
+        """One line, bounded, with the API key (and any long prefix of it) removed."""
+        text = " ".join(text[:2000].split())
+        key = self._api_key
+        if key and key != _PLACEHOLDER_KEY:
+            text = text.replace(key, "***")
+            # Providers echo truncated keys ("sk-abc...xyz"); drop any 8+ char piece of the key.
+            for n in range(len(key) - 1, 7, -1):
+                for i in range(0, len(key) - n + 1):
+                    piece = key[i : i + n]
+                    if piece in text:
+                        text = text.replace(piece, "***")
+        return text[:300]
+
+
+def _accepts_kwarg(func: Any, name: str) -> bool:
+    """True if ``func`` has a parameter called ``name`` (SDK signatures vary by version)."""
+    import inspect
+
+    try:
+        return name in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return True
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds only), if present."""
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return float(ms) / 1000
+        value = headers.get("retry-after")
+        if value is not None:
+            return float(value)
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def _detail(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return getattr(exc, "message", None) or type(exc).__name__
