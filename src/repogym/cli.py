@@ -636,5 +636,42 @@ def pull(
         )
 
 
+auth_app = typer.Typer(help="Credentials for GitHub, GitLab, Hugging Face and LLM endpoints.")
+app.add_typer(auth_app, name="auth")
+
+
+@auth_app.command("check")
+def auth_check(
+    probe: Annotated[
+        bool, typer.Option("--probe/--no-probe", help="Ask each service whether it works.")
+    ] = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Which credentials are present and whether they work; never prints a secret.
+
+    Exit 1 when a present credential is rejected, else 0.
+    """
+    from repogym.auth import check_credentials
+
+    statuses = check_credentials(probe=probe)
+    if json_out:
+        sys.stdout.write(json.dumps([s.to_json() for s in statuses], indent=2) + "\n")
+    else:
+        table = Table(title="credentials", title_justify="left")
+        for col in ("service", "present", "from", "works", "detail"):
+            table.add_column(col)
+        for s in statuses:
+            works = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[s.ok]
+            table.add_row(
+                s.service,
+                "yes" if s.present else "no",
+                escape(s.source or ""),
+                works if s.present else "",
+                escape(s.detail),
+            )
+        out.print(table)
+    raise typer.Exit(1 if any(s.ok is False for s in statuses) else 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()
