@@ -1,0 +1,326 @@
+"""Shared HTTP plumbing for the remote sources: JSON GETs with retries, rate limits, pagination.
+
+Standard library only. Retries 5xx answers and connection errors with exponential backoff;
+waits out rate limits whose reset is within ``max_wait_s`` and otherwise raises
+:class:`~repogym.sources.SourceError`. Tokens never appear in error messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+from repogym.sources import PullRequest, SourceError
+
+__all__ = [
+    "HttpClient",
+    "Issue",
+    "RemotePullRequest",
+    "git_clone",
+    "issue_refs",
+    "next_link",
+    "token_from_cli",
+]
+
+_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
+_ISSUE_REF = re.compile(
+    r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s*:?\s+#(\d+)\b", re.IGNORECASE
+)
+
+
+@dataclass(slots=True)
+class RemotePullRequest(PullRequest):
+    """A merged pull/merge request from a hosting API (adds the draft flag and web URL)."""
+
+    draft: bool = False
+    url: str = ""
+
+
+@dataclass(slots=True)
+class Issue:
+    """An issue a pull request says it fixes."""
+
+    number: int
+    title: str
+    body: str
+    labels: list[str] = field(default_factory=list)
+
+
+def issue_refs(body: str) -> list[int]:
+    """Issue numbers from ``fixes #N`` / ``closes #N`` / ``resolves #N``, in order, unique."""
+    seen: list[int] = []
+    for match in _ISSUE_REF.finditer(body or ""):
+        num = int(match.group(1))
+        if num not in seen:
+            seen.append(num)
+    return seen
+
+
+def next_link(headers: Mapping[str, str]) -> str | None:
+    """The ``rel="next"`` URL of a ``Link`` header, or None."""
+    for part in (headers.get("Link") or "").split(","):
+        match = _NEXT.search(part)
+        if match:
+            return match.group(1)
+    return None
+
+
+@dataclass(slots=True)
+class Response:
+    """A finished HTTP exchange."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        """The body decoded as JSON."""
+        return json.loads(self.body.decode("utf-8") or "null")
+
+
+def _retry_after(value: str | None, now: float) -> float | None:
+    """Epoch seconds a ``Retry-After`` header (seconds or HTTP date) points at."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return now + int(value)
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def _epoch(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+class HttpClient:
+    """GETs JSON from one API with auth headers, retries and rate-limit handling."""
+
+    def __init__(
+        self,
+        *,
+        service: str,
+        headers: Mapping[str, str],
+        secrets: tuple[str, ...] = (),
+        token_hint: str,
+        max_wait_s: float = 60,
+        backoff_s: float = 1.0,
+        retries: int = 4,
+        timeout_s: float = 30,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.service = service
+        self._headers = {"User-Agent": "repogym", **headers}
+        self._secrets = tuple(s for s in secrets if s)
+        self.token_hint = token_hint
+        self.max_wait_s = max_wait_s
+        self.backoff_s = backoff_s
+        self.retries = retries
+        self.timeout_s = timeout_s
+        self._sleep = sleep
+        self._clock = clock
+        self.waited_s = 0.0
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced by ``***``."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _fail(self, message: str) -> SourceError:
+        return SourceError(self.redact(" ".join(message.split())))
+
+    def _wait(self, seconds: float) -> None:
+        seconds = max(0.0, seconds)
+        self.waited_s += seconds
+        self._sleep(seconds)
+
+    def _rate_limit_reset(self, resp: Response) -> float | None:
+        """Epoch of the reset when ``resp`` is a rate-limit answer, else None."""
+        h = resp.headers
+        now = self._clock()
+        if resp.status not in (403, 429):
+            return None
+        retry = _retry_after(h.get("Retry-After"), now)
+        if retry is not None:
+            return retry
+        if h.get("X-RateLimit-Remaining") == "0" or h.get("RateLimit-Remaining") == "0":
+            reset = _epoch(h.get("X-RateLimit-Reset")) or _epoch(h.get("RateLimit-Reset"))
+            return reset if reset is not None else now + 60
+        if resp.status == 429:
+            reset = _epoch(h.get("RateLimit-Reset")) or _epoch(h.get("X-RateLimit-Reset"))
+            return reset if reset is not None else now + 60
+        return None
+
+    def _open(self, url: str) -> Response:
+        req = urllib.request.Request(url, headers=self._headers, method="GET")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
+                return Response(resp.status, dict(resp.headers.items()), resp.read())
+        except urllib.error.HTTPError as exc:
+            body = exc.read() if exc.fp is not None else b""
+            return Response(exc.code, dict(exc.headers.items()) if exc.headers else {}, body)
+
+    def get(self, url: str, *, what: str) -> Response:
+        """GET ``url`` (``what`` names the resource in errors); a 2xx response or SourceError."""
+        attempt = 0
+        limit_waits = 0
+        while True:
+            try:
+                resp = self._open(url)
+            except (urllib.error.URLError, OSError) as exc:
+                if attempt >= self.retries:
+                    raise self._fail(f"{self.service}: cannot reach {what}: {exc}") from None
+                self._wait(self.backoff_s * 2**attempt)
+                attempt += 1
+                continue
+            if 200 <= resp.status < 300:
+                return resp
+            reset = self._rate_limit_reset(resp)
+            if reset is not None:
+                when = datetime.fromtimestamp(reset, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                delay = reset - self._clock()
+                if delay <= self.max_wait_s and limit_waits < 3:
+                    self._wait(delay + 0.25)
+                    limit_waits += 1
+                    continue
+                limit = resp.headers.get("X-RateLimit-Limit") or resp.headers.get(
+                    "RateLimit-Limit", "?"
+                )
+                raise self._fail(
+                    f"{self.service} API rate limit exceeded (limit {limit}/h) while reading "
+                    f"{what}; resets at {when} (max_wait_s={self.max_wait_s:g})"
+                )
+            if resp.status >= 500 and attempt < self.retries:
+                self._wait(self.backoff_s * 2**attempt)
+                attempt += 1
+                continue
+            if resp.status == 401:
+                raise self._fail(
+                    f"{self.service}: bad or expired token (401) while reading {what}: "
+                    f"check {self.token_hint}"
+                )
+            if resp.status == 404:
+                raise self._fail(
+                    f"{self.service}: {what} not found or private: set {self.token_hint} "
+                    "to a token that can read it"
+                )
+            raise self._fail(f"{self.service}: HTTP {resp.status} while reading {what}")
+
+    def get_json(self, url: str, *, what: str) -> Any:
+        """GET and decode JSON."""
+        resp = self.get(url, what=what)
+        try:
+            return resp.json()
+        except ValueError:
+            raise self._fail(f"{self.service}: invalid JSON from {what}") from None
+
+    def paginate(
+        self, url: str, *, what: str, items: Callable[[Any], list[Any]] = lambda d: d
+    ) -> Iterator[Any]:
+        """Items of every page, following ``Link: rel="next"`` or ``X-Next-Page``."""
+        next_url: str | None = url
+        while next_url:
+            resp = self.get(next_url, what=what)
+            try:
+                data = resp.json()
+            except ValueError:
+                raise self._fail(f"{self.service}: invalid JSON from {what}") from None
+            yield from items(data)
+            link = next_link(resp.headers)
+            if link:
+                next_url = link
+                continue
+            page = (resp.headers.get("X-Next-Page") or "").strip()
+            next_url = _with_page(next_url, page) if page else None
+
+
+def _with_page(url: str, page: str) -> str:
+    """``url`` with its ``page`` query parameter set to ``page``."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "page"]
+    query.append(("page", page))
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def token_from_cli(argv: list[str]) -> str | None:
+    """The token a CLI prints (e.g. ``gh auth token``), or None when absent or failing."""
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    token = out.stdout.strip()
+    return token if out.returncode == 0 and token else None
+
+
+def git_clone(
+    url: str,
+    dest: str | os.PathLike[str],
+    *,
+    ref: str | None,
+    user: str,
+    token: str | None,
+    redact: Callable[[str], str],
+) -> Path:
+    """``git clone url dest`` then ``git checkout ref``; the token travels in the environment."""
+    dest_path = Path(dest)
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    basic = None
+    if token and url.startswith("https://"):
+        basic = base64.b64encode(f"{user}:{token}".encode()).decode()
+        env.update(
+            GIT_CONFIG_COUNT="1",
+            GIT_CONFIG_KEY_0="http.extraHeader",
+            GIT_CONFIG_VALUE_0=f"Authorization: Basic {basic}",
+        )
+    secrets = [s for s in (token, basic) if s]
+
+    def run(args: list[str], cwd: Path | None = None) -> None:
+        try:
+            proc = subprocess.run(
+                ["git", *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            raise SourceError(f"git not runnable: {exc}") from None
+        if proc.returncode != 0:
+            msg = " ".join((proc.stderr or proc.stdout).split())[-300:]
+            for secret in secrets:
+                msg = msg.replace(secret, "***")
+            raise SourceError(redact(f"git {args[0]} failed: {msg}"))
+
+    if ref is not None and (not ref or ref.startswith("-")):
+        raise SourceError(f"invalid ref {ref!r}")
+    run(["clone", "--quiet", "--", url, str(dest_path)])
+    if ref:
+        run(["checkout", "--quiet", "--detach", ref, "--"], cwd=dest_path)
+    return dest_path
