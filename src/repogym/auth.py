@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+
+from repogym._secrets import redact
+from repogym.sources.github import github_token_source
 
 DEFAULT_URLS = {
     "github": "https://api.github.com",
@@ -49,35 +50,6 @@ class CredentialStatus:
         return asdict(self)
 
 
-def _mask(text: str, secret: str) -> str:
-    """Remove the secret, and any 8+ character piece of it, from text."""
-    if not secret:
-        return text
-    out = text.replace(secret, "***")
-    for size in range(min(len(secret), 32), 7, -1):
-        for start in range(0, len(secret) - size + 1):
-            piece = secret[start : start + size]
-            if piece in out:
-                out = out.replace(piece, "***")
-    return out
-
-
-def _github_token(env: Mapping[str, str]) -> tuple[str | None, str | None]:
-    for var in ("GITHUB_TOKEN", "GH_TOKEN"):
-        if env.get(var):
-            return env[var], var
-    if shutil.which("gh"):
-        try:
-            res = subprocess.run(
-                ["gh", "auth", "token"], capture_output=True, text=True, timeout=10, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None, None
-        if res.returncode == 0 and res.stdout.strip():
-            return res.stdout.strip(), "gh auth token"
-    return None, None
-
-
 def _probe(
     url: str, headers: dict[str, str], secret: str, timeout_s: float
 ) -> tuple[bool | None, str]:
@@ -92,13 +64,13 @@ def _probe(
                     who = str(data.get("login") or data.get("username") or data.get("name") or "")
             except ValueError:
                 pass
-            return True, _mask(f"HTTP {resp.status}" + (f", as {who}" if who else ""), secret)
+            return True, redact(f"HTTP {resp.status}" + (f", as {who}" if who else ""), [secret])
     except urllib.error.HTTPError as exc:
         ok = False if exc.code in (401, 403) else None
-        return ok, _mask(f"HTTP {exc.code} {exc.reason}", secret)
+        return ok, redact(f"HTTP {exc.code} {exc.reason}", [secret])
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
         reason = getattr(exc, "reason", exc)
-        return None, _mask(f"unreachable ({type(reason).__name__})", secret)
+        return None, redact(f"unreachable ({type(reason).__name__})", [secret])
 
 
 def check_credentials(
@@ -106,7 +78,7 @@ def check_credentials(
 ) -> list[CredentialStatus]:
     """Report every service's credential; with ``probe`` also ask the service if it works."""
     env = os.environ if env is None else env
-    gh_token, gh_source = _github_token(env)
+    gh_token, gh_source = github_token_source(env)
     specs = [
         (
             "github",

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from repogym._secrets import redact
+
 __all__ = [
     "PRICES_USD_PER_MTOK",
     "ChatResult",
@@ -335,13 +337,7 @@ class LLM:
         text = " ".join(text[:2000].split())
         key = self._api_key
         if key and key != _PLACEHOLDER_KEY:
-            text = text.replace(key, "***")
-            # Providers echo truncated keys ("sk-abc...xyz"); drop any 8+ char piece of the key.
-            for n in range(len(key) - 1, 7, -1):
-                for i in range(0, len(key) - n + 1):
-                    piece = key[i : i + n]
-                    if piece in text:
-                        text = text.replace(piece, "***")
+            text = redact(text, [key])
         return text[:300]
 
 

@@ -23,6 +23,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
+from repogym._secrets import redact
 from repogym.sources import PullRequest, SourceError
 
 __all__ = [
@@ -67,6 +68,18 @@ def issue_refs(body: str) -> list[int]:
         if num not in seen:
             seen.append(num)
     return seen
+
+
+def fetch_linked_issues(body: str, fetch: Callable[[int], Issue]) -> list[Issue]:
+    """Issues named by ``fixes/closes/resolves #N`` in ``body``; ones not found are skipped."""
+    found = []
+    for num in issue_refs(body):
+        try:
+            found.append(fetch(num))
+        except SourceError as exc:
+            if "not found" not in str(exc):
+                raise
+    return found
 
 
 def next_link(headers: Mapping[str, str]) -> str | None:
@@ -142,9 +155,7 @@ class HttpClient:
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``***``."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return redact(text, self._secrets)
 
     def _fail(self, message: str) -> SourceError:
         return SourceError(self.redact(" ".join(message.split())))

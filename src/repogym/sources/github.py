@@ -7,7 +7,7 @@ Standard library only (:mod:`repogym.sources._http`). Token: ``token`` argument,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +18,8 @@ from repogym.sources._http import (
     HttpClient,
     Issue,
     RemotePullRequest,
+    fetch_linked_issues,
     git_clone,
-    issue_refs,
     token_from_cli,
 )
 
@@ -39,15 +39,22 @@ class RepoInfo:
     full_name: str = ""
 
 
+def github_token_source(
+    env: Mapping[str, str] | None = None,
+) -> tuple[str | None, str | None]:
+    """(token, where it came from): ``GITHUB_TOKEN``, ``GH_TOKEN``, else ``gh auth token``."""
+    env = os.environ if env is None else env
+    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
+        value = env.get(name, "").strip()
+        if value:
+            return value, name
+    token = token_from_cli(["gh", "auth", "token"])
+    return (token, "gh auth token") if token else (None, None)
+
+
 def github_token(token: str | None = None) -> str | None:
     """``token``, else ``GITHUB_TOKEN``, ``GH_TOKEN``, else ``gh auth token``; None if none."""
-    if token:
-        return token
-    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    return token_from_cli(["gh", "auth", "token"])
+    return token or github_token_source()[0]
 
 
 class GitHubSource:
@@ -140,15 +147,7 @@ class GitHubSource:
 
     def linked_issues(self, pr: RemotePullRequest | str) -> list[Issue]:
         """Issues named by ``fixes/closes/resolves #N`` in the body; missing ones are skipped."""
-        body = pr if isinstance(pr, str) else pr.body
-        found = []
-        for num in issue_refs(body):
-            try:
-                found.append(self.issue(num))
-            except SourceError as exc:
-                if "not found" not in str(exc):
-                    raise
-        return found
+        return fetch_linked_issues(pr if isinstance(pr, str) else pr.body, self.issue)
 
     def clone(self, dest: str | os.PathLike[str], ref: str | None = None) -> Path:
         """``git clone`` the repository into ``dest`` and check out ``ref`` (detached) if given."""

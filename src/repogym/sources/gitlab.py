@@ -14,7 +14,13 @@ from typing import Any
 from urllib.parse import quote
 
 from repogym.sources import FileChange, SourceError
-from repogym.sources._http import HttpClient, Issue, RemotePullRequest, git_clone, issue_refs
+from repogym.sources._http import (
+    HttpClient,
+    Issue,
+    RemotePullRequest,
+    fetch_linked_issues,
+    git_clone,
+)
 from repogym.sources.github import RepoInfo
 
 __all__ = ["GitLabSource", "RepoInfo"]
@@ -111,15 +117,7 @@ class GitLabSource:
 
     def linked_issues(self, pr: RemotePullRequest | str) -> list[Issue]:
         """Issues named by ``fixes/closes/resolves #N`` in the description; missing ones skipped."""
-        body = pr if isinstance(pr, str) else pr.body
-        found = []
-        for num in issue_refs(body):
-            try:
-                found.append(self.issue(num))
-            except SourceError as exc:
-                if "not found" not in str(exc):
-                    raise
-        return found
+        return fetch_linked_issues(pr if isinstance(pr, str) else pr.body, self.issue)
 
     def clone(self, dest: str | os.PathLike[str], ref: str | None = None) -> Path:
         """``git clone`` the project into ``dest`` and check out ``ref`` (detached) if given."""
