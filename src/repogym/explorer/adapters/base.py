@@ -1,0 +1,168 @@
+"""The adapter contract and the registry that picks an adapter for a location.
+
+An :class:`Adapter` recognises a location (a folder, a file, a URL) and opens it as an
+:class:`EnvReader`. Adapters from outside plug in with :func:`register` or through the
+``repogym.explorer_adapters`` entry point group (each entry point loads an adapter object,
+an adapter class, or a zero-argument factory returning one).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Protocol, runtime_checkable
+
+from repogym.explorer.model import EnvDoc, TaskDoc
+
+__all__ = [
+    "Adapter",
+    "AdapterError",
+    "EnvReader",
+    "ENTRY_POINT_GROUP",
+    "adapters",
+    "pick",
+    "register",
+    "unregister",
+]
+
+ENTRY_POINT_GROUP = "repogym.explorer_adapters"
+log = logging.getLogger("repogym.explorer")
+
+
+class AdapterError(Exception):
+    """An adapter could not read a location (the message is one line, safe to show)."""
+
+
+@runtime_checkable
+class EnvReader(Protocol):
+    """Reads one environment."""
+
+    def env(self) -> EnvDoc: ...
+
+    def task_ids(self) -> Iterator[str]:
+        """Cheap listing, level by level, no file reads beyond what listing needs."""
+        ...
+
+    def task(self, task_id: str) -> TaskDoc:
+        """The full doc, raw: ``withhold.apply()`` is run by the indexer on every TaskDoc."""
+        ...
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """Recognises and opens locations of one kind."""
+
+    name: str
+
+    def detect(self, location: str) -> float:
+        """0 = not mine; higher = surer (1.0 task.toml found, 0.5 extension guess)."""
+        ...
+
+    def open(self, location: str) -> EnvReader:
+        """Open ``location``; may raise :class:`AdapterError` (one-line reason)."""
+        ...
+
+
+_lock = threading.Lock()
+_registered: list[Adapter] = []
+_builtins_loaded = False
+
+# Built-in adapters: (module, attribute). Missing modules are skipped, so the registry works
+# while optional adapters are absent or their dependencies are not installed.
+_BUILTINS = (
+    ("repogym.explorer.adapters.harbor", "HarborAdapter"),
+    ("repogym.explorer.adapters.rows", "RowsAdapter"),
+    ("repogym.explorer.adapters.openenv", "OpenEnvAdapter"),
+)
+
+
+def _instantiate(obj: object) -> Adapter:
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "detect")):
+        obj = obj()  # class or factory
+    if not (hasattr(obj, "detect") and hasattr(obj, "open") and hasattr(obj, "name")):
+        raise TypeError(f"not an explorer adapter: {obj!r}")
+    return obj  # type: ignore[return-value]
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    import importlib
+
+    found: list[Adapter] = []
+    for module, attr in _BUILTINS:
+        try:
+            mod = importlib.import_module(module)
+            found.append(_instantiate(getattr(mod, attr)))
+        except (ImportError, AttributeError) as exc:
+            log.debug("explorer adapter %s.%s not available: %s", module, attr, exc)
+    try:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                found.append(_instantiate(ep.load()))
+            except Exception as exc:  # a broken plug-in must not break the explorer
+                log.warning("explorer adapter entry point %s failed: %s", ep.name, exc)
+    except Exception as exc:  # pragma: no cover - metadata backend trouble
+        log.debug("entry points unavailable: %s", exc)
+    names = {a.name for a in _registered}
+    for a in found:
+        if a.name not in names:
+            _registered.append(a)
+            names.add(a.name)
+
+
+def register(adapter: Adapter) -> None:
+    """Add (or replace, by name) an adapter; adapters from outside plug in here."""
+    adapter = _instantiate(adapter)
+    with _lock:
+        _load_builtins()
+        _registered[:] = [a for a in _registered if a.name != adapter.name]
+        _registered.append(adapter)
+
+
+def unregister(name: str) -> None:
+    """Remove the adapter called ``name`` (no error when absent)."""
+    with _lock:
+        _load_builtins()
+        _registered[:] = [a for a in _registered if a.name != name]
+
+
+def adapters() -> list[Adapter]:
+    """The registered adapters (built-ins, entry points, then ``register()``ed ones)."""
+    with _lock:
+        _load_builtins()
+        return list(_registered)
+
+
+def pick(location: str) -> Adapter:
+    """The surest adapter whose ``detect()`` > 0 and whose ``open()`` confirms.
+
+    Raises :class:`AdapterError` naming what was tried when none does.
+    """
+    scored: list[tuple[float, int, Adapter]] = []
+    for i, a in enumerate(adapters()):
+        try:
+            score = float(a.detect(location))
+        except Exception as exc:
+            log.debug("adapter %s detect(%s) failed: %s", a.name, location, exc)
+            continue
+        if score > 0:
+            scored.append((score, -i, a))
+    if not scored:
+        names = ", ".join(a.name for a in adapters()) or "none registered"
+        raise AdapterError(f"no explorer adapter recognises {location} (tried: {names})")
+    scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    reasons: list[str] = []
+    for _score, _i, a in scored:
+        try:
+            a.open(location)
+        except AdapterError as exc:
+            reasons.append(f"{a.name}: {exc}")
+            continue
+        return a
+    raise AdapterError(f"no explorer adapter could open {location} ({'; '.join(reasons)})")
