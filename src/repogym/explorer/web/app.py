@@ -1,0 +1,483 @@
+"""The explorer's FastAPI application: pages, JSON API, raw files and static assets.
+
+``create_app(store)`` takes any object with the ``Store`` methods (``version``, ``search``,
+``search_tasks``, ``env``, ``task``, ``file``) and never touches the data sources itself.
+
+HTTP semantics: every page and API answer carries a weak ETag
+``W/"<store.version>-<hash of path and query>"`` (so a 304 costs no query), ``Cache-Control``,
+``Server-Timing: db;dur=…, render;dur=…`` and security headers; HTML and JSON are gzipped.
+Raw files are served as ``text/plain`` or ``application/octet-stream`` under a CSP that
+forbids scripts, only when the path is in the task's (already withheld) file list.
+"""
+
+
+import hashlib
+import json
+import threading
+import time
+from collections import OrderedDict
+from importlib import resources
+from typing import Any
+
+from repogym.explorer.web import pages
+
+FACETS = ("kind", "language", "category", "difficulty", "pipeline", "grading", "network")
+MAX_Q = 500
+MAX_PAGE = 10_000
+MAX_SIZE = 100
+
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
+    "form-action 'self'"
+)
+RAW_CSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
+CACHE_SEARCH = "public, max-age=30"
+CACHE_PAGE = "public, max-age=60"
+CACHE_DOC = "public, max-age=300"
+CACHE_STATIC = "public, max-age=31536000, immutable"
+_COMMON_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+_STATIC_TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+
+
+class BadRequest(ValueError):
+    """A query parameter that cannot be used (answered with 400 and the reason)."""
+
+
+class _Static:
+    """The files of ``static/`` under content-hashed names (``app.<sha>.css``)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[bytes, str, str]] = {}
+        self.urls: dict[str, str] = {}
+        folder = resources.files("repogym.explorer.web") / "static"
+        for entry in folder.iterdir():
+            name = entry.name
+            stem, dot, ext = name.rpartition(".")
+            if not dot or "." + ext not in _STATIC_TYPES:
+                continue
+            data = entry.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()[:12]
+            hashed = f"{stem}.{digest}.{ext}"
+            self.files[hashed] = (data, _STATIC_TYPES["." + ext], digest)
+            self.urls[name] = f"/static/{hashed}"
+
+    def assets(self) -> pages.Assets:
+        return pages.Assets(
+            css=self.urls["app.css"], js=self.urls["app.js"], icon=self.urls["icon.svg"]
+        )
+
+
+class _DocCache:
+    """A small LRU of task documents for one store version (task pages, viewer, raw files)."""
+
+    def __init__(self, store: Any, size: int = 256) -> None:
+        self.store, self.size = store, size
+        self.lock = threading.Lock()
+        self.items: OrderedDict[tuple[str, str, str], dict | None] = OrderedDict()
+
+    def get(self, version: str, env_id: str, task_id: str) -> dict | None:
+        key = (version, env_id, task_id)
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        doc = self.store.task(env_id, task_id)
+        with self.lock:
+            self.items[key] = doc
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return doc
+
+
+class SecurityHeaders:
+    """ASGI middleware adding nosniff/referrer/frame headers and the page CSP when none is set."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                names = {k.lower() for k, _ in headers}
+                headers += [(k, v) for k, v in _COMMON_HEADERS if k not in names]
+                if b"content-security-policy" not in names:
+                    headers.append((b"content-security-policy", PAGE_CSP.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def parse_search(query: Any, *, default_size: int = 24) -> dict[str, Any]:
+    """Turn query parameters (q, kind, f=facet:value…, sort, page, size) into store arguments.
+
+    Raises :class:`BadRequest` with a one-line reason for unusable values.
+    """
+    q = (query.get("q") or "").strip()
+    if len(q) > MAX_Q:
+        raise BadRequest(f"q is longer than {MAX_Q} characters")
+    filters: dict[str, list[str]] = {}
+    for item in query.getlist("f"):
+        name, sep, value = item.partition(":")
+        if not sep or not value:
+            raise BadRequest(f"f must be facet:value, got {item[:60]!r}")
+        if name not in FACETS:
+            raise BadRequest(f"unknown facet {name[:40]!r} (facets: {', '.join(FACETS)})")
+        if value not in filters.setdefault(name, []):
+            filters[name].append(value[:200])
+    sort = query.get("sort") or "relevance"
+    if sort not in pages.SORTS:
+        raise BadRequest(f"sort must be one of {', '.join(pages.SORTS)}")
+
+    def integer(name: str, default: int, hi: int) -> int:
+        raw = query.get(name)
+        if raw in (None, ""):
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise BadRequest(f"{name} must be a whole number") from None
+        if not 1 <= value <= hi:
+            raise BadRequest(f"{name} must be between 1 and {hi}")
+        return value
+
+    return {
+        "q": q,
+        "kind": (query.get("kind") or "").strip() or None,
+        "filters": filters,
+        "sort": sort,
+        "page": integer("page", 1, MAX_PAGE),
+        "size": integer("size", default_size, MAX_SIZE),
+    }
+
+
+def _split_task(rest: str) -> tuple[str, str] | None:
+    env_id, _, task_id = rest.strip("/").rpartition("/")
+    if not env_id or not task_id or task_id in (".", ".."):
+        return None
+    return env_id, task_id
+
+
+def _unsafe_path(path: str) -> bool:
+    parts = path.split("/")
+    return (
+        not path
+        or path.startswith("/")
+        or "\\" in path
+        or "\x00" in path
+        or any(p in ("", ".", "..") for p in parts)
+    )
+
+
+def create_app(store: Any) -> Any:
+    """Build the explorer web app over ``store`` (a ``repogym.explorer.store.Store``)."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import Response
+    from starlette.middleware.gzip import GZipMiddleware
+
+    static = _Static()
+    assets = static.assets()
+    docs = _DocCache(store)
+    app = FastAPI(title="repogym explorer", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.store = store
+
+    def etag_for(request: Request, version: str) -> str:
+        key = request.url.path + "?" + request.url.query
+        digest = hashlib.blake2b(key.encode("utf-8", "replace"), digest_size=8).hexdigest()
+        return f'W/"{version}-{digest}"'
+
+    def not_modified(request: Request, etag: str, cache: str) -> Response | None:
+        wanted = request.headers.get("if-none-match")
+        if not wanted:
+            return None
+        tags = {t.strip().removeprefix("W/") for t in wanted.split(",")}
+        if "*" in tags or etag.removeprefix("W/") in tags:
+            return Response(status_code=304, headers={"ETag": etag, "Cache-Control": cache})
+        return None
+
+    def timing(db: float, render: float) -> str:
+        return f"db;dur={db * 1000:.2f}, render;dur={render * 1000:.2f}"
+
+    def json_response(
+        obj: Any, etag: str, cache: str, db: float, t0: float, status: int = 200
+    ) -> Response:
+        body = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+        headers = {"Cache-Control": cache, "Server-Timing": timing(db, time.perf_counter() - t0)}
+        if status == 200:
+            headers["ETag"] = etag
+        return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+    def html_response(
+        text: str, etag: str, cache: str, db: float, t0: float, status: int = 200
+    ) -> Response:
+        headers = {"Server-Timing": timing(db, time.perf_counter() - t0)}
+        if status == 200:
+            headers.update({"ETag": etag, "Cache-Control": cache})
+        else:
+            headers["Cache-Control"] = "no-store"
+        return Response(
+            text, status_code=status, media_type="text/html; charset=utf-8", headers=headers
+        )
+
+    def api_error(status: int, message: str) -> Response:
+        return Response(
+            json.dumps({"error": message}),
+            status_code=status,
+            media_type="application/json",
+            headers={"Cache-Control": "no-store"},
+        )
+
+    def page_error(status: int, message: str) -> Response:
+        return Response(
+            pages.error_page(status, message, assets),
+            status_code=status,
+            media_type="text/html; charset=utf-8",
+            headers={"Cache-Control": "no-store"},
+        )
+
+    # ---- static ---------------------------------------------------------------------------
+    @app.get("/static/{name}", include_in_schema=False)
+    def static_file(name: str, request: Request) -> Response:
+        hit = static.files.get(name)
+        if hit is None:
+            return Response("not found", status_code=404, media_type="text/plain")
+        data, ctype, digest = hit
+        etag = f'"{digest}"'
+        headers = {"ETag": etag, "Cache-Control": CACHE_STATIC}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(data, media_type=ctype, headers=headers)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        data, ctype, _ = static.files[assets.icon.rsplit("/", 1)[1]]
+        return Response(data, media_type=ctype, headers={"Cache-Control": CACHE_PAGE})
+
+    # ---- JSON API -------------------------------------------------------------------------
+    @app.get("/api/search")
+    def api_search(request: Request) -> Response:
+        t0 = time.perf_counter()
+        version = store.version
+        etag = etag_for(request, version)
+        if (hit := not_modified(request, etag, CACHE_SEARCH)) is not None:
+            return hit
+        try:
+            args = parse_search(request.query_params)
+        except BadRequest as exc:
+            return api_error(400, str(exc))
+        result = store.search(**args)
+        db = time.perf_counter() - t0
+        return json_response(result, etag, CACHE_SEARCH, db, t0 + db)
+
+    @app.get("/api/search/tasks")
+    def api_search_tasks(request: Request) -> Response:
+        t0 = time.perf_counter()
+        etag = etag_for(request, store.version)
+        if (hit := not_modified(request, etag, CACHE_SEARCH)) is not None:
+            return hit
+        try:
+            args = parse_search(request.query_params)
+        except BadRequest as exc:
+            return api_error(400, str(exc))
+        env = (request.query_params.get("env") or "").strip() or None
+        filters = dict(args["filters"])
+        if args["kind"]:
+            filters["kind"] = [args["kind"]]
+        result = store.search_tasks(
+            q=args["q"], env=env, filters=filters or None, page=args["page"], size=args["size"]
+        )
+        db = time.perf_counter() - t0
+        return json_response(result, etag, CACHE_SEARCH, db, t0 + db)
+
+    @app.get("/api/envs/{env_id:path}")
+    def api_env(env_id: str, request: Request) -> Response:
+        t0 = time.perf_counter()
+        etag = etag_for(request, store.version)
+        if (hit := not_modified(request, etag, CACHE_DOC)) is not None:
+            return hit
+        env = store.env(env_id.strip("/"))
+        db = time.perf_counter() - t0
+        if env is None:
+            return api_error(404, f"no environment {env_id!r}")
+        return json_response(env, etag, CACHE_DOC, db, t0 + db)
+
+    @app.get("/api/tasks/{rest:path}")
+    def api_task(rest: str, request: Request) -> Response:
+        t0 = time.perf_counter()
+        version = store.version
+        etag = etag_for(request, version)
+        if (hit := not_modified(request, etag, CACHE_DOC)) is not None:
+            return hit
+        ids = _split_task(rest)
+        doc = docs.get(version, *ids) if ids else None
+        db = time.perf_counter() - t0
+        if doc is None:
+            return api_error(404, "no such task (use /api/tasks/{env}/{task})")
+        return json_response(doc, etag, CACHE_DOC, db, t0 + db)
+
+    def locate_file(version: str, rest: str) -> tuple[str, str, str, dict] | None:
+        """Split ``env/…/task/path`` where the task exists and lists the path."""
+        segs = rest.split("/")
+        for i in range(1, len(segs) - 1):
+            env_id, task_id, path = "/".join(segs[:i]), segs[i], "/".join(segs[i + 1 :])
+            if _unsafe_path(path) or any(s in ("", ".", "..") for s in segs[: i + 1]):
+                continue
+            doc = docs.get(version, env_id, task_id)
+            if doc is None:
+                continue
+            for f in doc.get("files") or []:
+                if f.get("path") == path:
+                    return env_id, task_id, path, f
+        return None
+
+    def read_file(env_id: str, task_id: str, path: str, entry: dict) -> tuple[bytes | None, str]:
+        """(data, "") or (None, reason) for a withheld file; KeyError when absent."""
+        if entry.get("withheld"):
+            return None, str(entry["withheld"])
+        try:
+            return store.file(env_id, task_id, path), ""
+        except KeyError:
+            raise
+        except Exception as exc:  # the store's Withheld carries .reason
+            reason = getattr(exc, "reason", None)
+            if reason is None:
+                raise
+            return None, str(reason)
+
+    @app.get("/api/files/{rest:path}")
+    def api_file(rest: str, request: Request) -> Response:
+        t0 = time.perf_counter()
+        version = store.version
+        raw_headers = {
+            "Content-Security-Policy": RAW_CSP,
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-store",
+        }
+        raw_path = request.scope.get("raw_path") or b""
+        if b"\\" in raw_path or "\\" in rest or "\x00" in rest:
+            return Response("not found\n", 404, headers=raw_headers, media_type="text/plain")
+        found = locate_file(version, rest)
+        if found is None:
+            return Response(
+                "not found: not a file of this task\n",
+                404,
+                headers=raw_headers,
+                media_type="text/plain",
+            )
+        env_id, task_id, path, entry = found
+        etag = etag_for(request, version)
+        if (hit := not_modified(request, etag, CACHE_DOC)) is not None:
+            hit.headers.update(raw_headers | {"Cache-Control": CACHE_DOC})
+            return hit
+        try:
+            data, reason = read_file(env_id, task_id, path, entry)
+        except KeyError:
+            return Response("not found\n", 404, headers=raw_headers, media_type="text/plain")
+        if data is None:
+            return Response(
+                f"withheld: {reason}\n", 403, headers=raw_headers, media_type="text/plain"
+            )
+        ctype = "application/octet-stream"
+        if b"\x00" not in data[:8192]:
+            try:
+                data.decode("utf-8")
+                ctype = "text/plain; charset=utf-8"
+            except UnicodeDecodeError:
+                pass
+        name = path.rsplit("/", 1)[-1].replace('"', "")
+        headers = raw_headers | {
+            "ETag": etag,
+            "Cache-Control": CACHE_DOC,
+            "Content-Disposition": (
+                "inline" if ctype.startswith("text/") else f'attachment; filename="{name}"'
+            ),
+            "Server-Timing": timing(time.perf_counter() - t0, 0.0),
+        }
+        return Response(data, media_type=ctype, headers=headers)
+
+    # ---- pages ----------------------------------------------------------------------------
+    @app.get("/", include_in_schema=False)
+    def home(request: Request) -> Response:
+        t0 = time.perf_counter()
+        etag = etag_for(request, store.version)
+        if (hit := not_modified(request, etag, CACHE_PAGE)) is not None:
+            return hit
+        try:
+            args = parse_search(request.query_params)
+        except BadRequest as exc:
+            return page_error(400, str(exc))
+        result = store.search(**args)
+        t1 = time.perf_counter()
+        state = pages.SearchState(
+            q=args["q"],
+            kind=args["kind"] or "",
+            filters=args["filters"],
+            sort=args["sort"],
+            page=args["page"],
+        )
+        return html_response(pages.home(result, state, assets), etag, CACHE_PAGE, t1 - t0, t1)
+
+    @app.get("/d/{env_id:path}", include_in_schema=False)
+    def env_page(env_id: str, request: Request) -> Response:
+        t0 = time.perf_counter()
+        etag = etag_for(request, store.version)
+        if (hit := not_modified(request, etag, CACHE_PAGE)) is not None:
+            return hit
+        env_id = env_id.strip("/")
+        env = store.env(env_id)
+        if env is None:
+            return page_error(404, f"No environment {env_id!r}.")
+        try:
+            args = parse_search(request.query_params)
+        except BadRequest as exc:
+            return page_error(400, str(exc))
+        tasks = store.search_tasks(q=args["q"], env=env_id, page=args["page"], size=args["size"])
+        t1 = time.perf_counter()
+        text = pages.env_page(env, tasks, args["q"], args["page"], assets)
+        return html_response(text, etag, CACHE_PAGE, t1 - t0, t1)
+
+    @app.get("/t/{rest:path}", include_in_schema=False)
+    def task_page(rest: str, request: Request) -> Response:
+        t0 = time.perf_counter()
+        version = store.version
+        etag = etag_for(request, version)
+        if (hit := not_modified(request, etag, CACHE_PAGE)) is not None:
+            return hit
+        ids = _split_task(rest)
+        doc = docs.get(version, *ids) if ids else None
+        if doc is None or ids is None:
+            return page_error(404, "No such task.")
+        file = request.query_params.get("file")
+        file_html, status = "", 200
+        if file is not None:
+            entry = next((f for f in doc.get("files") or [] if f.get("path") == file), None)
+            if entry is None or _unsafe_path(file):
+                return page_error(404, "Not a file of this task.")
+            try:
+                data, reason = read_file(ids[0], ids[1], file, entry)
+            except KeyError:
+                return page_error(404, "Not a file of this task.")
+            if data is None:
+                status = 403
+            file_html = pages.viewer(ids[0], ids[1], file, data, reason if data is None else None)
+        t1 = time.perf_counter()
+        text = pages.task_page(doc, assets, file=file, file_html=file_html)
+        return html_response(text, etag, CACHE_PAGE, t1 - t0, t1, status=status)
+
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(GZipMiddleware, minimum_size=512)
+    return app
