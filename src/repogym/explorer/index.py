@@ -1,0 +1,250 @@
+"""Index rows and the pack: what the snapshot stores for every environment and task.
+
+A task becomes one index row (env, id, title, summary, facets, grading, environment, network,
+runnable) and one pack entry: its sections and file list, with every text and file body stored
+once per distinct content (sha256), so identical files across tasks cost nothing extra and task
+pages never re-read the source.
+
+:func:`walk` drives the readers level by level: it lists every environment's tasks first (cheap)
+and reports the listing, then reads each task, withholds its answers and reports the doc.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict
+from typing import Any
+
+from repogym.explorer import withhold
+from repogym.explorer.adapters.base import AdapterError, EnvReader
+from repogym.explorer.model import EnvDoc, FileDoc, TaskDoc
+
+__all__ = [
+    "FACETS",
+    "TASK_FACETS",
+    "MemoryReader",
+    "Pack",
+    "clean_path",
+    "env_row",
+    "pack_task",
+    "prepare",
+    "task_row",
+    "walk",
+]
+
+log = logging.getLogger("repogym.explorer")
+
+# Facets counted on the environment search page (kind is the environment's own).
+FACETS = ("kind", "language", "category", "difficulty", "pipeline", "grading", "network")
+# Facets of tasks kept as index columns.
+TASK_FACETS = ("language", "category", "difficulty", "pipeline", "grading", "network")
+INLINE_MAX = 256  # section bodies up to this size stay inline in the pack entry
+COMPRESS_MIN = 512  # blobs from this size are stored zlib-compressed when that saves space
+_BAD_PATH = re.compile(r"(^|/)\.\.?(/|$)|^/|\\|\x00|//")
+
+
+def clean_path(path: str) -> str | None:
+    """``path`` when it is a safe task-relative POSIX path, else None."""
+    if not path or _BAD_PATH.search(path) or path.endswith("/") or len(path) > 1024:
+        return None
+    return path
+
+
+def _plain(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def prepare(doc: TaskDoc) -> TaskDoc:
+    """Withhold answers, drop unsafe file paths and bound card texts (in place)."""
+    withhold.apply(doc)
+    files: list[FileDoc] = []
+    seen: set[str] = set()
+    for f in doc.files:
+        p = clean_path(f.path)
+        if p is None or p in seen:
+            if p is None:
+                log.warning("task %s: unsafe file path %r dropped", doc.id, f.path)
+            continue
+        seen.add(p)
+        if f.withheld:
+            f.data = None
+        files.append(f)
+    doc.files = files
+    doc.title = _plain(doc.title or doc.id, 200)
+    doc.summary = _plain(doc.summary, 300)
+    return doc
+
+
+def env_row(env: EnvDoc) -> dict[str, Any]:
+    """The envs-table fields of an environment."""
+    return {
+        "id": env.id,
+        "kind": env.kind,
+        "title": _plain(env.title or env.id, 200),
+        "summary": _plain(env.summary, 300),
+        "description": env.description,
+        "source": env.source,
+        "runs_in": env.runs_in,
+        "run_options": env.run_options,
+        "facets": dict(env.facets),
+        "private": bool(env.private),
+        "task_count": env.task_count,
+    }
+
+
+def task_row(env_id: str, doc: TaskDoc) -> dict[str, Any]:
+    """The tasks-table fields of a (prepared) task."""
+    return {
+        "env": env_id,
+        "id": doc.id,
+        "title": doc.title,
+        "summary": doc.summary,
+        "facets": dict(doc.facets),
+        "grading": doc.grading or "unknown",
+        "environment": doc.environment,
+        "network": doc.network or "unknown",
+        "runnable": bool(doc.runnable),
+    }
+
+
+class Pack:
+    """Content-addressed blobs (sha256 hex → bytes), each stored once."""
+
+    def __init__(self, sink: Callable[[str, int, bytes], None] | None = None) -> None:
+        self.seen: set[str] = set()
+        self.sink = sink
+        self.pending: list[tuple[str, int, bytes]] = []
+        self.bytes_in = 0
+        self.bytes_stored = 0
+
+    def add(self, data: bytes) -> str:
+        """Store ``data`` (once) and return its sha256."""
+        sha = hashlib.sha256(data).hexdigest()
+        self.bytes_in += len(data)
+        if sha in self.seen:
+            return sha
+        self.seen.add(sha)
+        enc, payload = 0, data
+        if len(data) >= COMPRESS_MIN:
+            z = zlib.compress(data, 1)
+            if len(z) < len(data) * 0.9:
+                enc, payload = 1, z
+        self.bytes_stored += len(payload)
+        if self.sink is not None:
+            self.sink(sha, enc, payload)
+        else:
+            self.pending.append((sha, enc, payload))
+        return sha
+
+
+def decode_blob(enc: int, payload: bytes) -> bytes:
+    """The bytes of a stored blob."""
+    return zlib.decompress(payload) if enc == 1 else bytes(payload)
+
+
+def pack_task(doc: TaskDoc, pack: Pack) -> bytes:
+    """The pack entry of a prepared task (JSON): sections, file list, notes, aliases."""
+    sections = []
+    for s in doc.sections:
+        d = asdict(s)
+        if len(s.body) > INLINE_MAX:
+            d["blob"] = pack.add(s.body.encode("utf-8"))
+            d.pop("body")
+        sections.append(d)
+    files = []
+    for f in doc.files:
+        entry: dict[str, Any] = {"path": f.path, "size": f.size}
+        if f.withheld:
+            entry["withheld"] = f.withheld
+        elif f.data is not None:
+            entry["sha"] = pack.add(f.data)
+        else:
+            entry["withheld"] = "not packed"
+        files.append(entry)
+    return json.dumps(
+        {"sections": sections, "files": files, "withheld": doc.withheld, "aliases": doc.aliases},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    ).encode("utf-8")
+
+
+class MemoryReader:
+    """An :class:`EnvReader` over docs already in memory (tests, benchmarks, adapters)."""
+
+    def __init__(self, env: EnvDoc, tasks: Iterable[TaskDoc]) -> None:
+        self._env = env
+        self._tasks = {t.id: t for t in tasks}
+
+    def env(self) -> EnvDoc:
+        return self._env
+
+    def task_ids(self) -> Iterator[str]:
+        yield from self._tasks
+
+    def task(self, task_id: str) -> TaskDoc:
+        return self._tasks[task_id]
+
+
+def walk(
+    readers: Iterable[tuple[str, EnvReader]],
+    *,
+    on_listing: Callable[[EnvDoc, list[str]], None],
+    on_task: Callable[[EnvDoc, TaskDoc], None],
+    on_listed: Callable[[], None] | None = None,
+    progress: Callable[[str, dict[str, Any]], None] | None = None,
+    include_private: bool = False,
+) -> tuple[int, int, list[str]]:
+    """List every environment (level by level), then read, withhold and report each task.
+
+    Returns ``(envs, tasks, errors)``; a task that cannot be read is skipped with a logged,
+    one-line error (the rest of its environment is indexed).
+    """
+    listed: list[tuple[EnvDoc, EnvReader, list[str]]] = []
+    errors: list[str] = []
+    env_ids: set[str] = set()
+    for location, reader in readers:
+        env = reader.env()
+        if env.private and not include_private:
+            log.warning("environment %s is private: left out of the snapshot", env.id)
+            errors.append(f"{env.id}: private, left out")
+            continue
+        if env.id in env_ids:
+            errors.append(f"{location}: environment id {env.id} already indexed, skipped")
+            log.warning("%s", errors[-1])
+            continue
+        env_ids.add(env.id)
+        ids: list[str] = []
+        seen: set[str] = set()
+        for tid in reader.task_ids():
+            if tid not in seen:
+                seen.add(tid)
+                ids.append(tid)
+        env.task_count = len(ids)
+        on_listing(env, ids)
+        listed.append((env, reader, ids))
+        if progress:
+            progress("listed", {"env": env.id, "tasks": len(ids)})
+    if on_listed is not None:
+        on_listed()
+    n_tasks = 0
+    for env, reader, ids in listed:
+        for tid in ids:
+            try:
+                doc = reader.task(tid)
+            except (AdapterError, KeyError, OSError, ValueError) as exc:
+                msg = f"{env.id}/{tid}: {exc}".splitlines()[0]
+                errors.append(msg)
+                log.warning("task skipped: %s", msg)
+                continue
+            doc.id = tid
+            on_task(env, prepare(doc))
+            n_tasks += 1
+        if progress:
+            progress("indexed", {"env": env.id, "tasks": len(ids)})
+    return len(listed), n_tasks, errors
