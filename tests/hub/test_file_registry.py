@@ -98,7 +98,7 @@ def test_errors_are_one_line_and_change_nothing(tmp_path: Path) -> None:
         (["pull", "acme/ds", str(tmp_path / "x"), "--task", "nope", "--registry", reg], "no task"),
         (["push", str(EXAMPLES), "not-a-name", "--registry", reg], "owner/name"),
         (["push", str(EXAMPLES), "acme/ds", "--registry", "s3://bucket"], "unsupported registry"),
-        (["push", str(EXAMPLES), "acme/ds"], "Hugging Face Hub registry is not available"),
+        (["push", str(EXAMPLES), "acme/ds", "--registry", "hf+ftp://x"], "unsupported registry"),
         (["push", str(tmp_path / "empty"), "acme/e", "--registry", reg], "no tasks"),
     ]
     (tmp_path / "empty").mkdir()

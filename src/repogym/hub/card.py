@@ -5,12 +5,41 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from repogym.harbor import Task
+
+
+def _verdicts(tasks: list[Task]) -> list[str]:
+    """Table rows for the tasks whose ``[metadata.repo2env.evaluation]`` holds a verdict."""
+    rows = []
+    for task in sorted(tasks, key=lambda t: t.id):
+        block = task.repo2env or {}
+        ev = block.get("evaluation")
+        if not isinstance(ev, dict) or not ev.get("status"):
+            continue
+        oracle = f"{ev.get('oracle_passes', '?')}/{ev.get('oracle_runs', '?')}"
+        reasons = "; ".join(str(r) for r in ev.get("reasons") or [])
+        reasons = reasons.replace("|", "\\|").replace("\n", " ")
+        rows.append(
+            f"| {task.id} | {ev['status']} | {oracle} | {ev.get('nop_reward', '')} | "
+            f"{ev.get('backend', '')} | {reasons} |"
+        )
+    return rows
 
 
 def dataset_card(
-    name: str, revision: str, manifest: dict[str, Any], src: Path, *, private: bool
+    name: str,
+    revision: str,
+    manifest: dict[str, Any],
+    src: Path,
+    *,
+    private: bool,
+    tasks: list[Task] | None = None,
+    registry: str = "<this registry>",
 ) -> str:
+    """The card: counts by verification status and pipeline, yield, per-task verdicts."""
     rows = manifest["tasks"]
     status = Counter(r.get("verification") or "unverified" for r in rows)
     pipelines = Counter(r.get("pipeline") or "other" for r in rows)
@@ -53,9 +82,21 @@ def dataset_card(
                 *[f"| {k} | {v} |" for k, v in (yield_.get("dropped") or {}).items()],
                 "",
             ]
+    verdicts = _verdicts(tasks or [])
+    if verdicts:
+        lines += [
+            "## Verification",
+            "",
+            "Oracle passes out of runs, the no-op agent's reward, and why a task is not verified.",
+            "",
+            "| task | status | oracle | no-op reward | backend | reasons |",
+            "|---|---|---|---|---|---|",
+            *verdicts,
+            "",
+        ]
     lines += [
         "Pull it with `repogym pull "
-        f"{name}@{revision} DIR --registry <this registry>`; every task keeps its `content_hash`.",
+        f"{name}@{revision} DIR --registry {registry}`; every task keeps its `content_hash`.",
         "",
     ]
     return "\n".join(lines)

@@ -20,11 +20,15 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from repogym.harbor import Task, atomic_write, discover
 from repogym.harbor.dataset import build_manifest, build_registry
 from repogym.hub.card import dataset_card
+
+if TYPE_CHECKING:
+    from repogym.hub.hf_registry import HfRegistry
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -46,8 +50,11 @@ class PushResult:
     name: str
     revision: str
     tasks: int
-    location: Path
+    location: Path | str
+    """Where the revision lives: a folder, or the dataset's URL on a hosted registry."""
     unchanged: bool
+    tasks_commit: str | None = None
+    """On the Hub: the commit holding the tasks, which ``registry.json`` pins."""
 
 
 @dataclass
@@ -63,6 +70,53 @@ def _revision_of(tasks: list[Task]) -> str:
     for task in sorted(tasks, key=lambda t: t.id):
         h.update(f"{task.id}\0{task.compute_hash()}\n".encode())
     return h.hexdigest()[:16]
+
+
+def collect_tasks(src: Path) -> list[Task]:
+    """The tasks under ``src``, refusing unreadable tasks, an empty folder and duplicate ids."""
+    found = discover(src)
+    if found.invalid:
+        path, exc = found.invalid[0]
+        raise RegistryError(
+            f"{len(found.invalid)} task(s) cannot be read, e.g. {path.name}: {exc.file}: {exc}"
+        )
+    if not found.tasks:
+        raise RegistryError(f"{src}: no tasks to push")
+    ids = [t.id for t in found.tasks]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise RegistryError(f"two tasks share the id {dup!r}: task ids must be unique")
+    return found.tasks
+
+
+def stage_tasks(tasks: list[Task], staging: Path) -> list[Task]:
+    """Copy tasks to ``staging/tasks/<id>`` and check every copy keeps its content hash."""
+    for task in tasks:
+        shutil.copytree(task.path, staging / "tasks" / task.id, symlinks=True)
+    copied = discover(staging / "tasks").tasks
+    for original, copy in zip(
+        sorted(tasks, key=lambda t: t.id), sorted(copied, key=lambda t: t.id), strict=True
+    ):
+        if original.compute_hash() != copy.compute_hash():
+            raise RegistryError(f"{original.id}: copy differs from the source")
+    return copied
+
+
+def write_card_and_manifest(
+    staging: Path,
+    tasks: list[Task],
+    src: Path,
+    name: str,
+    rev: str,
+    *,
+    private: bool,
+    registry: str = "<this registry>",
+) -> None:
+    """``manifest.json`` and the dataset card ``README.md`` of a staged revision."""
+    manifest = build_manifest(tasks, staging)
+    atomic_write(staging / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    card = dataset_card(name, rev, manifest, src, private=private, tasks=tasks, registry=registry)
+    atomic_write(staging / "README.md", card)
 
 
 class FileRegistry:
@@ -89,35 +143,15 @@ class FileRegistry:
         return matches[0]
 
     def push(self, src: Path, name: str, *, private: bool = False) -> PushResult:
-        found = discover(src)
-        if found.invalid:
-            path, exc = found.invalid[0]
-            raise RegistryError(
-                f"{len(found.invalid)} task(s) cannot be read, e.g. {path.name}: {exc.file}: {exc}"
-            )
-        if not found.tasks:
-            raise RegistryError(f"{src}: no tasks to push")
-        ids = [t.id for t in found.tasks]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise RegistryError(f"two tasks share the id {dup!r}: task ids must be unique")
-        rev = _revision_of(found.tasks)
+        tasks = collect_tasks(src)
+        rev = _revision_of(tasks)
         target = self._dataset(name) / "revisions" / rev
         unchanged = target.is_dir()
         if not unchanged:
             target.parent.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=f".{rev}.", dir=target.parent))
             try:
-                for task in found.tasks:
-                    shutil.copytree(task.path, staging / "tasks" / task.id, symlinks=True)
-                copied = discover(staging / "tasks").tasks
-                for original, copy in zip(
-                    sorted(found.tasks, key=lambda t: t.id),
-                    sorted(copied, key=lambda t: t.id),
-                    strict=True,
-                ):
-                    if original.compute_hash() != copy.compute_hash():
-                        raise RegistryError(f"{original.id}: copy differs from the source")
+                copied = stage_tasks(tasks, staging)
                 registry = build_registry(
                     copied,
                     staging,
@@ -126,16 +160,13 @@ class FileRegistry:
                     description=f"{name} at revision {rev}",
                 )
                 atomic_write(staging / "registry.json", json.dumps(registry, indent=2) + "\n")
-                manifest = build_manifest(copied, staging)
-                atomic_write(staging / "manifest.json", json.dumps(manifest, indent=2) + "\n")
-                card = dataset_card(name, rev, manifest, src, private=private)
-                atomic_write(staging / "README.md", card)
+                write_card_and_manifest(staging, copied, src, name, rev, private=private)
                 os.replace(staging, target)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
         atomic_write(self._dataset(name) / "refs" / "main", rev + "\n")
-        return PushResult(name, rev, len(found.tasks), target, unchanged)
+        return PushResult(name, rev, len(tasks), target, unchanged)
 
     def pull(
         self, name: str, dest: Path, *, rev: str | None = None, task: str | None = None
@@ -163,16 +194,18 @@ class FileRegistry:
         return PullResult(name, revision, tasks, dest)
 
 
-def open_registry(url: str) -> FileRegistry:
-    """A registry from its URL; only ``file:///PATH`` is available so far."""
-    if url == "hf":
-        raise RegistryError(
-            "the Hugging Face Hub registry is not available in this version; "
-            "use --registry file:///PATH"
-        )
+def open_registry(url: str) -> FileRegistry | HfRegistry:
+    """A registry from its URL: ``hf`` (``HF_ENDPOINT`` or the public Hub),
+    ``hf+http(s)://HOST`` (a Hub at that address) or ``file:///PATH`` (a local folder)."""
+    if url == "hf" or url.startswith("hf+"):
+        from repogym.hub.hf_registry import HfRegistry, parse_hf_url
+
+        return HfRegistry(parse_hf_url(url))
     parsed = urlparse(url)
     if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
-        raise RegistryError(f"unsupported registry {url!r}: use file:///PATH")
+        raise RegistryError(
+            f"unsupported registry {url!r}: use hf, hf+https://HOST or file:///PATH"
+        )
     root = Path(unquote(parsed.path))
     if not root.is_absolute():
         raise RegistryError(f"registry path must be absolute: {url!r}")
