@@ -673,5 +673,124 @@ def auth_check(
     raise typer.Exit(1 if any(s.ok is False for s in statuses) else 0)
 
 
+def _bundled_examples() -> Path | None:
+    """examples/tasks of a source checkout (editable install), when present."""
+    here = Path(__file__).resolve()
+    for root in (here.parents[2], Path.cwd()):
+        cand = root / "examples" / "tasks"
+        if (cand / "hello-file" / "task.toml").is_file():
+            return cand
+    return None
+
+
+@app.command(
+    context_settings={"allow_interspersed_args": True},
+    epilog="Build a snapshot instead: repogym explore index PATH... --out DIR [--json]",
+)
+def explore(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Dataset folders (Harbor tasks or row files). Default: the bundled examples. "
+            "'index PATH... --out DIR' builds a snapshot instead of serving.",
+            show_default=False,
+        ),
+    ] = None,
+    hub: Annotated[
+        bool, typer.Option("--hub", help="Add Harbor datasets from the Hugging Face Hub.")
+    ] = False,
+    openenv: Annotated[
+        list[str] | None,
+        typer.Option("--openenv", help="A live OpenEnv server URL (repeatable)."),
+    ] = None,
+    snapshot: Annotated[
+        Path | None,
+        typer.Option("--snapshot", help="Serve a published snapshot folder (pointer file)."),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="index: folder to publish the snapshot in.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Browse and search RL environments' tasks in a web app (answers are never shown)."""
+    import time
+
+    paths = list(paths or [])
+    sources = list(openenv or [])
+    if paths and paths[0] == "index":
+        _explore_index(paths[1:], out_dir, hub=hub, openenv=sources, json_out=json_out)
+        return
+    if out_dir is not None:
+        fail("--out belongs to 'repogym explore index PATH... --out DIR'")
+        raise typer.Exit(2)
+    for p in paths:
+        if not Path(p).exists():
+            fail(f"{p}: no such file or directory")
+            raise typer.Exit(2)
+    if not paths and not hub and not sources and snapshot is None:
+        examples = _bundled_examples()
+        if examples is None:
+            fail("nothing to explore: give dataset folders (e.g. repogym explore examples/tasks)")
+            raise typer.Exit(2)
+        paths = [str(examples)]
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+
+        from repogym.explorer.web import create_app
+    except ImportError:
+        fail("the explorer needs FastAPI and uvicorn: pip install 'repogym[explorer]'")
+        raise typer.Exit(2) from None
+    from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.store import open_store
+
+    t0 = time.perf_counter()
+    try:
+        store = open_store(paths, snapshot=snapshot, hub=hub, openenv=sources)
+    except (AdapterError, OSError, ValueError) as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    total = store.search(size=1)["total"]
+    err.print(
+        f"explorer: {total} environment(s) ready in {time.perf_counter() - t0:.2f}s; "
+        f"open http://{host}:{port}/"
+    )
+    uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
+
+
+def _explore_index(
+    paths: list[str], out_dir: Path | None, *, hub: bool, openenv: list[str], json_out: bool
+) -> None:
+    """repogym explore index PATH... --out DIR: build and publish a snapshot."""
+    if out_dir is None:
+        fail("repogym explore index needs --out DIR")
+        raise typer.Exit(2)
+    if not paths and not hub and not openenv:
+        fail("repogym explore index needs at least one PATH (or --hub / --openenv)")
+        raise typer.Exit(2)
+    for p in paths:
+        if not Path(p).exists():
+            fail(f"{p}: no such file or directory")
+            raise typer.Exit(2)
+    from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.store import build_snapshot
+
+    try:
+        info = build_snapshot(paths, out_dir, hub=hub, openenv=openenv)
+    except (AdapterError, OSError, ValueError) as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    if json_out:
+        sys.stdout.write(json.dumps(info, default=str) + "\n")
+    else:
+        out.print(
+            f"snapshot {escape(str(info.get('snapshot')))}: {info.get('envs')} environment(s), "
+            f"{info.get('tasks')} task(s), {int(info.get('bytes') or 0) / 1e6:.2f} MB, "
+            f"built in {float(info.get('seconds') or 0):.2f}s"
+        )
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()
