@@ -572,7 +572,11 @@ def export(
 
 RegistryOpt = Annotated[
     str,
-    typer.Option("--registry", help="Where datasets live: file:///PATH (a local folder registry)."),
+    typer.Option(
+        "--registry",
+        help="Where datasets live: hf (HF_ENDPOINT or huggingface.co), hf+https://HOST "
+        "(a Hub at that address) or file:///PATH (a local folder registry).",
+    ),
 ]
 
 
@@ -602,6 +606,8 @@ def push(
         "unchanged": result.unchanged,
         "location": str(result.location),
     }
+    if result.tasks_commit:
+        payload["tasks_commit"] = result.tasks_commit
     if json_out:
         sys.stdout.write(json.dumps(payload) + "\n")
     else:
