@@ -34,9 +34,44 @@ class RuntimeOptions(_Strict):
     max_candidates: int | None = Field(None, ge=1, description="stop after examining this many")
 
 
+class PrDiffOptions(_Strict):
+    """Options of ``pr_diff`` (text-only tasks from merged PRs, graded by diff similarity).
+
+    Sizes count the PR's non-test files and their changed (+/-) lines: tests are not part of
+    the gold diff.
+    """
+
+    max_files: int = Field(20, ge=1, description="skip PRs touching more non-test files")
+    min_changed_lines: int = Field(
+        3, ge=1, description="skip PRs with fewer changed non-test lines (tiny diff)"
+    )
+    max_patch_lines: int = Field(
+        1000, ge=1, description="skip PRs with more changed non-test lines (too large)"
+    )
+    include_drafts: bool = Field(
+        False, description="keep PRs marked draft (by the source or a Draft:/WIP title)"
+    )
+    include_reverts: bool = Field(False, description="keep PRs that revert earlier changes")
+    include_docs_only: bool = Field(False, description="keep PRs that change only docs")
+    verify_reruns: int = Field(1, ge=0, description="extra oracle runs in the final verify gate")
+    agent_timeout: float = Field(1800.0, gt=0, description="[agent].timeout_sec of the tasks")
+    verifier_timeout: float = Field(300.0, gt=0, description="[verifier].timeout_sec")
+    network: Literal["no-network", "public"] = Field(
+        "no-network", description="network_mode of the emitted tasks (the agent phase)"
+    )
+    verifier_network: Literal["no-network", "public"] = Field(
+        "public",
+        description="[verifier].network_mode: 'public' lets the optional LLM judge be reached",
+    )
+    base_image: str = Field("python:3.12-slim", description="FROM image of the thin environment")
+    min_instruction_words: int = Field(4, ge=1, description="drop candidates with vaguer text")
+    max_candidates: int | None = Field(None, ge=1, description="stop after examining this many")
+
+
 PIPELINE_OPTIONS: dict[str, type[_Strict]] = {
     "commit_runtime": RuntimeOptions,
     "pr_runtime": RuntimeOptions,
+    "pr_diff": PrDiffOptions,
 }
 
 

@@ -25,6 +25,7 @@ from repogym.spec import GenerationInput
 PIPELINES = {
     "commit_runtime": "repogym.pipelines.commit_runtime",
     "pr_runtime": "repogym.pipelines.pr_runtime",
+    "pr_diff": "repogym.pipelines.pr_diff",
 }
 STATE_DIR = ".repogym"
 
@@ -100,7 +101,9 @@ def generate(
     out = inp.out
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     state = _State(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
-    harness = RuntimeHarness(
+    # A pipeline with its own task content provides make_harness(); others use the runtime one.
+    make_harness = getattr(module, "make_harness", RuntimeHarness)
+    harness = make_harness(
         source,
         backend,
         options,  # type: ignore[arg-type]

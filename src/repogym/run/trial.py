@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
+import re
 import traceback
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,6 +227,32 @@ class TrialRunner:
         return run_verifier(session, task, workdir)
 
 
+_ENV_TEMPLATE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?\}")
+
+
+def resolve_env_templates(
+    env: dict[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Harbor's ``[verifier.env]`` host templates: a value that is exactly ``${VAR}`` takes the
+    host's ``VAR`` (ValueError when unset), ``${VAR:-default}`` falls back to ``default``;
+    anything else is literal. Resolved values go to the process only, never to disk."""
+    environ = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    for key, value in env.items():
+        m = _ENV_TEMPLATE.fullmatch(value)
+        if m is None:
+            out[key] = value
+        elif m.group(1) in environ:
+            out[key] = environ[m.group(1)]
+        elif m.group(2) is not None:
+            out[key] = m.group(2)
+        else:
+            raise ValueError(
+                f"[verifier.env] {key}: host environment variable {m.group(1)} is not set"
+            )
+    return out
+
+
 def run_verifier(session: Any, task: Task, workdir: str) -> tuple[str, int | None, RewardReading]:
     """Run the task's verifier in a session: fresh /logs/verifier, /tests mounted, rewards read
     strictly. Returns (verifier output, exit code, reading). Callers kill_all() first."""
@@ -242,7 +271,7 @@ def run_verifier(session: Any, task: Task, workdir: str) -> tuple[str, int | Non
         timeout_s=task.config.verifier.timeout_sec,
         cwd=workdir,
         user=task.config.verifier.user,
-        env=dict(task.config.verifier.env),
+        env=resolve_env_templates(dict(task.config.verifier.env)),
         network=_phase_network(task, "verifier"),
     )
     stdout = res.stdout + (("\n--- stderr ---\n" + res.stderr) if res.stderr else "")

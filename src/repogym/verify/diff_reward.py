@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# ruff: noqa: UP006, UP007, UP035, UP045
+# ruff: noqa: UP006, UP007, UP031, UP035, UP045
 """Score a predicted unified diff against the gold diff of a text-only ``pr_diff`` task.
 
 This file is self-contained (standard library only, Python 3.8+ syntax, no repogym imports):
@@ -432,6 +432,112 @@ def score_diff(
         "capped": capped,
         "notes": notes,
     }
+
+
+# ----------------------------------------------------------------------------- making diffs
+
+
+def file_diff(path: str, old: Optional[str], new: Optional[str]) -> str:
+    """A git-style unified diff (3 lines of context) of one text file; ``None`` = absent.
+
+    Both the ``pr_diff`` pipeline (for the gold) and the task's verifier (for the agent's
+    edits) build their diffs with this function, so equal file contents give equal diffs.
+    """
+    if old == new:
+        return ""
+    a = (old or "").splitlines(True)
+    b = (new or "").splitlines(True)
+    out = ["diff --git a/%s b/%s\n" % (path, path)]
+    if old is None:
+        out.append("new file mode 100644\n")
+    elif new is None:
+        out.append("deleted file mode 100644\n")
+    body = list(difflib.unified_diff(a, b, n=3))
+    if not body:
+        return ""
+    out.append("--- %s\n" % ("/dev/null" if old is None else "a/" + path))
+    out.append("+++ %s\n" % ("/dev/null" if new is None else "b/" + path))
+    for line in body[2:]:  # difflib's own ---/+++ lines are replaced above
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def tree_diff(changes: List[Tuple[str, Optional[str], Optional[str]]]) -> str:
+    """Concatenated :func:`file_diff` of ``(path, old, new)`` triples, in path order."""
+    return "".join(file_diff(p, o, n) for p, o, n in sorted(changes, key=lambda c: c[0]))
+
+
+# ----------------------------------------------------------------------------- LLM judge
+
+JUDGE_MAX_CHARS = 12000
+JUDGE_SYSTEM = (
+    "You grade code changes. You are given a task description, the reference change that "
+    "solved it, and a candidate change, both as unified diffs. Judge whether the candidate "
+    "makes the same behavioural change as the reference: equivalent code written differently "
+    "is fully correct; missing, wrong or harmful edits lower the score. Answer with one JSON "
+    'object and nothing else: {"score": <number from 0 to 1>, "reason": "<one sentence>"}.'
+)
+JUDGE_TEMPLATE = (
+    "Task description:\n{instruction}\n\n"
+    "Reference change:\n```diff\n{gold}\n```\n\n"
+    "Candidate change:\n```diff\n{predicted}\n```\n\n"
+    "How well does the candidate accomplish the task, compared with the reference?"
+)
+_SCORE_RE = re.compile(r'"?score"?\s*[:=]\s*"?(-?\d+(?:\.\d+)?)', re.IGNORECASE)
+
+
+def _clip(text: str) -> str:
+    if len(text) <= JUDGE_MAX_CHARS:
+        return text
+    return text[:JUDGE_MAX_CHARS] + "\n[... %d more characters cut]" % (len(text) - JUDGE_MAX_CHARS)
+
+
+def judge_messages(predicted: str, gold: str, instruction: str) -> List[Dict[str, str]]:
+    """The chat messages of the LLM judge (one place for the prompt, host and verifier)."""
+    user = JUDGE_TEMPLATE.format(
+        instruction=_clip(instruction.strip() or "(none)"),
+        gold=_clip(gold.strip()),
+        predicted=_clip(predicted.strip()),
+    )
+    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def parse_judge_score(text: str) -> float:
+    """The score in a judge's answer (JSON ``{"score": x}``, ``score: x`` or a bare number).
+
+    ValueError when there is no score or it lies outside [0, 1].
+    """
+    raw = (text or "").strip()
+    if raw.startswith("```"):
+        raw = raw.strip("`").strip()
+        if raw.lower().startswith("json"):
+            raw = raw[4:].strip()
+    value: Optional[float] = None
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and "score" in obj:
+        try:
+            if isinstance(obj["score"], bool):
+                raise TypeError
+            value = float(obj["score"])
+        except (TypeError, ValueError):
+            raise ValueError("judge answer has a non-numeric score") from None
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        value = float(obj)
+    else:
+        m = _SCORE_RE.search(raw)
+        if m:
+            value = float(m.group(1))
+    if value is None:
+        raise ValueError("judge answer has no score")
+    if not math.isfinite(value) or value < 0 or value > 1:
+        raise ValueError("judge score %r is outside [0, 1]" % value)
+    return value
 
 
 def _read(path: str) -> str:

@@ -1,0 +1,424 @@
+"""``pr_diff``: text-only tasks from merged pull requests, graded by comparing diffs.
+
+Each merged PR that passes the filters becomes a task whose instruction is the PR's title and
+body (cleaned, checked for leaks) and whose environment is a thin image holding the repository
+at the PR's base — no dependency install, nothing is run to grade. The agent edits the files in
+``/workspace``; the verifier rebuilds the diff of those edits against the base snapshot and
+scores it against the gold diff with :mod:`repogym.verify.diff_reward` (shipped as
+``tests/diff_reward.py``), optionally with an LLM judge. The gold lives only in ``tests/gold.diff``
+and ``solution/patch.diff``.
+
+Filters (each is a drop reason in the yield table): ``draft``, ``revert``, ``empty change``,
+``test-only``, ``binary-only``, ``docs-only``, ``too many files``, ``too large``, ``tiny diff``,
+``duplicate PR number``; later, per candidate: ``instruction too vague``, ``instruction leaks
+the fix``, ``no scorable text change`` and the verify gate (oracle 1.0 every run, nop 0.0).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.util
+import json
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import tomli_w
+
+from repogym import __version__
+from repogym.harbor import publish_task_dir, set_content_hash
+from repogym.harbor.validate import leaked_lines
+from repogym.pipelines._emit import SPEC_VERSION, _difficulty, _template, _write
+from repogym.pipelines._instruction import clean_text, clean_title
+from repogym.pipelines._runtime import RuntimeHarness
+from repogym.pipelines.base import Candidate, Outcome
+from repogym.run.gate import VERIFIED
+from repogym.sandbox import Sandbox
+from repogym.sources import FileChange, PullRequest
+from repogym.sources._patches import encode_patch, is_test_path, split_patch
+from repogym.spec import PrDiffOptions
+from repogym.verify import diff_reward
+
+NAME = "pr_diff"
+VERSION = "1"
+SOURCES = {"local", "github", "gitlab"}
+
+WORKDIR = "/workspace"
+BASE_DIR = "/opt/repogym/base"
+JUDGE_ENV = ("REPOGYM_JUDGE_URL", "REPOGYM_JUDGE_MODEL", "REPOGYM_JUDGE_API_KEY")
+
+_DRAFT = re.compile(r"^\s*(?:\[(?:draft|wip)\]|\((?:draft|wip)\)|(?:draft|wip)\s*:)", re.I)
+_REVERT_TITLE = re.compile(r"^\s*(?:\[revert\]|revert\b)", re.I)
+_REVERT_BODY = re.compile(r"^This reverts commit [0-9a-f]{7,40}", re.M)
+DOC_EXTENSIONS = (".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc", ".rdoc", ".org")
+DOC_DIRS = frozenset({"doc", "docs", "documentation", "man", "website"})
+DOC_NAMES = re.compile(
+    r"^(?:readme|changelog|changes|history|news|authors|contributors|license|licence|copying"
+    r"|notice|contributing|code_of_conduct|security|support)(?:\.[\w.]+)?$",
+    re.I,
+)
+_LANGUAGES = {
+    ".py": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".rb": "ruby",
+    ".php": "php",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".cs": "csharp",
+    ".swift": "swift",
+    ".scala": "scala",
+    ".sh": "shell",
+}
+
+
+def is_doc_path(path: str) -> bool:
+    """Documentation: files under doc folders, prose extensions, README/CHANGELOG/LICENSE…"""
+    parts = path.strip("/").split("/")
+    if any(p.lower() in DOC_DIRS for p in parts[:-1]):
+        return True
+    name = parts[-1]
+    return name.lower().endswith(DOC_EXTENSIONS) or bool(DOC_NAMES.match(name))
+
+
+def is_draft(pr: PullRequest) -> bool:
+    """Marked draft by the source (GitHub/GitLab APIs) or by a ``Draft:``/``WIP`` title."""
+    return bool(getattr(pr, "draft", False)) or bool(_DRAFT.match(pr.title))
+
+
+def is_revert(pr: PullRequest) -> bool:
+    return bool(_REVERT_TITLE.match(pr.title) or _REVERT_BODY.search(pr.body or ""))
+
+
+def _changed(files: list[FileChange]) -> int:
+    return sum(f.additions + f.deletions for f in files)
+
+
+def filter_reason(pr: PullRequest, options: PrDiffOptions) -> str | None:
+    """The drop reason of a PR from its metadata and file list alone, or None to keep it."""
+    if is_draft(pr) and not options.include_drafts:
+        return "draft"
+    if is_revert(pr) and not options.include_reverts:
+        return "revert"
+    files = list(pr.files)
+    if not files:
+        return "empty change"
+    sources = [f for f in files if not is_test_path(f.path)]
+    if not sources:
+        return "test-only"
+    text = [f for f in sources if not f.binary]
+    if not text:
+        return "binary-only"
+    if all(is_doc_path(f.path) for f in text) and not options.include_docs_only:
+        return "docs-only"
+    if len(sources) > options.max_files:
+        return "too many files"
+    lines = _changed(text)
+    if lines > options.max_patch_lines:
+        return "too large"
+    if lines < options.min_changed_lines:
+        return "tiny diff"
+    return None
+
+
+def candidates(
+    source: Any, options: PrDiffOptions, slug: str, rev: str
+) -> Iterator[Candidate | tuple[str, str]]:
+    """Merged PRs of ``source`` (newest first) as candidates, or ``(key, drop reason)``."""
+    seen: set[int] = set()
+    for pr in source.iter_pull_requests(rev):
+        key = f"pr-{pr.number}"
+        if pr.number in seen:
+            yield f"{key}@{pr.merge_sha[:12]}", "duplicate PR number"
+            continue
+        seen.add(pr.number)
+        reason = filter_reason(pr, options)
+        if reason is not None:
+            yield key, reason
+            continue
+        patch = source.diff(pr.base_sha, pr.merge_sha)
+        source_patch, test_patch = split_patch(patch)
+        if not source_patch.strip():
+            yield key, "test-only"
+            continue
+        yield Candidate(
+            key=key,
+            task_id=f"{slug}-{pr.number}",
+            kind="pr",
+            base=pr.base_sha,
+            head=pr.merge_sha,
+            title=pr.title,
+            body=pr.body,
+            reference=f"PR #{pr.number} ({pr.merge_sha})",
+            patch=patch,
+            source_patch=source_patch,
+            test_patch=test_patch,
+            number=pr.number,
+        )
+
+
+# ------------------------------------------------------------------------------ task content
+
+
+def verifier_module() -> ModuleType:
+    """The standalone verifier template, imported (the pipeline builds the gold with it)."""
+    name = "repogym_pr_diff_verifier"
+    if name in sys.modules:
+        return sys.modules[name]
+    with resources.as_file(
+        resources.files("repogym.pipelines").joinpath("_templates", "pr_diff_verifier.py")
+    ) as path:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def build_instruction(
+    title: str, body: str, *, gold: str, min_words: int = 4
+) -> tuple[str | None, str | None]:
+    """(instruction, None) or (None, drop reason): the PR text cleaned, never the answer."""
+    head = clean_title(title)
+    text = clean_text(body)
+    leaks = set(leaked_lines(f"{head}\n{text}", gold))
+    if leaks:
+        text = "\n".join(ln for ln in text.splitlines() if ln.strip() not in leaks)
+        head = "" if head.strip() in leaks else head
+    if len(re.findall(r"\w+", f"{head} {text}")) < min_words:
+        return None, "instruction too vague"
+    parts = [f"# {head}" if head else "# Change requested", ""]
+    if text:
+        parts += [text, ""]
+    parts += [
+        f"The repository is checked out at `{WORKDIR}`. Make the change described above by",
+        "editing the files there. Your answer is the set of edits you leave in the working",
+        "directory, compared with the original checkout (changes to test files are not",
+        "counted). Nothing is run to grade it: the edits are compared with the reference",
+        "change, so keep them focused on what is asked. The original checkout is also kept at",
+        f"`{BASE_DIR}`; leave it unchanged.",
+        "",
+    ]
+    instruction = "\n".join(parts)
+    if leaked_lines(instruction, gold):
+        return None, "instruction leaks the fix"
+    return instruction, None
+
+
+def dockerfile(base_image: str) -> str:
+    return f"FROM {base_image}\nWORKDIR {WORKDIR}\nCOPY repo/ {WORKDIR}/\nCOPY repo/ {BASE_DIR}/\n"
+
+
+def _language(paths: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for p in paths:
+        lang = _LANGUAGES.get(Path(p).suffix.lower())
+        if lang:
+            counts[lang] = counts.get(lang, 0) + 1
+    return max(sorted(counts), key=lambda k: counts[k]) if counts else "unknown"
+
+
+def write_task(
+    dest: Path,
+    cand: Candidate,
+    *,
+    instruction: str,
+    context: Path,
+    gold_diff: str,
+    manifest: dict[str, str],
+    files: list[str],
+    options: PrDiffOptions,
+    pipeline: str,
+    pipeline_version: str,
+    repo: str,
+) -> None:
+    """Write a whole pr_diff task folder at ``dest`` (a staging folder; the caller publishes)."""
+    dest.mkdir(parents=True)
+    _write(dest / "instruction.md", instruction)
+    shutil.copytree(context, dest / "environment", symlinks=True)
+
+    tests = dest / "tests"
+    _write(tests / "test.sh", _template("pr_diff_test.sh"), 0o755)
+    _write(tests / "verifier.py", _template("pr_diff_verifier.py"))
+    _write(
+        tests / "diff_reward.py",
+        resources.files("repogym.verify").joinpath("diff_reward.py").read_bytes(),
+    )
+    _write(tests / "gold.diff", gold_diff)
+    _write(tests / "base_manifest.json", json.dumps(manifest, indent=0, sort_keys=True) + "\n")
+    config = {"workdir": WORKDIR, "base_dir": BASE_DIR, "instruction": instruction}
+    _write(tests / "config.json", json.dumps(config, indent=2) + "\n")
+
+    solution = dest / "solution"
+    _write(solution / "patch.diff", encode_patch(cand.source_patch))
+    _write(solution / "solve.sh", _template("solve.sh"), 0o755)
+    _write(solution / "apply_patch.py", _template("apply_patch.py"))
+
+    owner = repo.split("/")[0] if "/" in repo else "local"
+    changed = sum(
+        1 for ln in gold_diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")
+    )
+    sub: dict[str, Any] = {
+        "base_commit": cand.base,
+        "head_commit": cand.head,
+        "files": files,
+        "changed_lines": changed,
+        "scorer": "tests/diff_reward.py",
+        "weights": dict(diff_reward.DEFAULT_WEIGHTS),
+        "llm_judge": "optional: REPOGYM_JUDGE_URL, REPOGYM_JUDGE_MODEL, REPOGYM_JUDGE_API_KEY",
+        "answer": f"edits in {WORKDIR}, diffed against the base snapshot",
+    }
+    if cand.number is not None:
+        sub["pr_number"] = cand.number
+    language = _language(files)
+    payload: dict[str, Any] = {
+        "version": "1.0",
+        "schema_version": "1.4",
+        "task": {
+            "name": f"{owner}/{cand.task_id}",
+            "description": (cand.title.strip() or cand.task_id)[:200],
+            "keywords": [pipeline, language, "diff"],
+        },
+        "metadata": {
+            "difficulty": _difficulty(gold_diff),
+            "category": "code_change",
+            "language": language,
+            "repo2env": {
+                "spec_version": SPEC_VERSION,
+                "pipeline": pipeline,
+                "pipeline_version": pipeline_version,
+                "repo": repo,
+                "ref": cand.base,
+                "reference": cand.reference,
+                "source_access": "local",
+                "built_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+                "synthesis_llm": "none",
+                "reward_kinds": ["diff_similarity"],
+                pipeline: sub,
+                "reproducibility": {"mode": "inline_dockerfile"},
+            },
+            "repogym": {"generator": f"repogym {__version__}"},
+        },
+        "agent": {"timeout_sec": options.agent_timeout},
+        "verifier": {
+            "timeout_sec": options.verifier_timeout,
+            "network_mode": options.verifier_network,
+            # Harbor's host templates: the judge's settings come from the host at run time and
+            # are never written into the task.
+            "env": {name: f"${{{name}:-}}" for name in JUDGE_ENV},
+        },
+        "environment": {
+            "build_timeout_sec": 600.0,
+            "cpus": 1,
+            "memory_mb": 2048,
+            "storage_mb": 4096,
+            "network_mode": options.network,
+            "workdir": WORKDIR,
+        },
+        "solution": {"env": {"REPOGYM_WORKDIR": WORKDIR}},
+    }
+    _write(dest / "task.toml", tomli_w.dumps(payload))
+    set_content_hash(dest)
+
+
+# ------------------------------------------------------------------------------ harness
+
+
+class PrDiffHarness(RuntimeHarness):
+    """Builds, verifies (oracle ×(1 + verify_reruns), nop) and publishes pr_diff tasks.
+
+    Reuses the runtime harness's evaluate() frame (temp folder, sandbox errors, timing) and
+    its verify gate; only the task content differs.
+    """
+
+    options: PrDiffOptions  # type: ignore[assignment]
+
+    def _evaluate(self, cand: Candidate, work: Path, outcome: Outcome) -> None:
+        opts = self.options
+        context = work / "environment"
+        context.mkdir()
+        base_repo, head_repo = context / "repo", work / "head"
+        self.source.export_snapshot(cand.base, base_repo)
+        self.source.export_snapshot(cand.head, head_repo)
+        vmod = verifier_module()
+        manifest = vmod.manifest_of(str(base_repo))
+        changes, _skipped, _ = vmod.collect_changes(str(base_repo), str(head_repo), manifest)
+        shutil.rmtree(head_repo, ignore_errors=True)
+        gold_diff = diff_reward.tree_diff(changes)
+        if not gold_diff:
+            return self._drop(outcome, "no scorable text change")
+        instruction, why = build_instruction(
+            cand.title,
+            cand.body,
+            gold=cand.source_patch + "\n" + gold_diff,
+            min_words=opts.min_instruction_words,
+        )
+        if instruction is None:
+            return self._drop(outcome, why or "no instruction")
+        (context / "Dockerfile").write_text(dockerfile(opts.base_image))
+
+        staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
+        shutil.rmtree(staging, ignore_errors=True)
+        write_task(
+            staging,
+            cand,
+            instruction=instruction,
+            context=context,
+            gold_diff=gold_diff,
+            manifest=manifest,
+            files=[c[0] for c in changes],
+            options=opts,
+            pipeline=self.pipeline,
+            pipeline_version=self.pipeline_version,
+            repo=self.repo_label,
+        )
+        try:
+            verdict, seconds = self._verify(staging)
+            outcome.test_seconds += seconds
+            if verdict.status != VERIFIED:
+                detail = "; ".join(verdict.reasons)[:300]
+                return self._drop(outcome, f"verify: {verdict.status}", detail)
+            publish_task_dir(staging, self.out_dir / "tasks" / cand.task_id)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        outcome.kept = True
+        outcome.task_dir = self.out_dir / "tasks" / cand.task_id
+
+
+def make_harness(
+    source: Any,
+    backend: Sandbox,
+    options: PrDiffOptions,
+    *,
+    pipeline: str,
+    pipeline_version: str,
+    repo_label: str,
+    out_dir: Path,
+) -> PrDiffHarness:
+    """The object ``generate()`` calls ``evaluate(candidate) -> Outcome`` on."""
+    return PrDiffHarness(
+        source,
+        backend,
+        options,  # type: ignore[arg-type]
+        pipeline=pipeline,
+        pipeline_version=pipeline_version,
+        repo_label=repo_label,
+        out_dir=out_dir,
+    )

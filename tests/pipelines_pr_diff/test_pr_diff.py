@@ -1,0 +1,291 @@
+"""pr_diff on a real repository with merged PRs: every filter counted in the yield table, the
+task layout and its hygiene (no gold outside tests/ and solution/), and grading in the real
+sandbox (gold 1.0, nop 0.0, unrelated < 0.2, tampering earns nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from repogym.cli import app
+from repogym.harbor import load_task
+from repogym.harbor.validate import leaked_lines, validate_task
+from repogym.pipelines import generate
+from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
+from repogym.run.trial import TrialRunner
+from repogym.sandbox import get_backend
+from repogym.spec import GenerationInput
+from tests.sources.conftest import BASE_EPOCH, GitRepo
+
+pytestmark = pytest.mark.slow
+
+CALC = '''\
+"""A tiny calculator."""
+
+
+def add(a, b):
+    """Return a + b."""
+    return a + b
+'''
+MULTIPLY = '''
+
+def multiply(a, b):
+    """Return a * b."""
+    return a * b
+'''
+SUBTRACT = '''
+
+def subtract(a, b):
+    """Return the difference a - b."""
+    return a - b
+'''
+TESTS = "from pkg.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+HELPER = "def helper():\n    return 1\n"
+OPTS = {"max_files": "3", "max_patch_lines": "40"}
+
+
+def build_repo(repo: GitRepo) -> dict[str, int]:
+    """A history with two good PRs and one PR for each filter; returns PR numbers by kind."""
+    repo.write("pkg/__init__.py", "")
+    repo.write("pkg/calc.py", CALC)
+    for name in "abcd":
+        repo.write(f"pkg/{name}.py", HELPER)
+    repo.write("pkg/extra.py", HELPER)
+    repo.write("README.md", "# calc\n")
+    repo.write("docs/usage.md", "# Usage\n")
+    repo.write("logo.png", b"\x89PNG\r\n\x1a\n\0\0\0binary")
+    repo.write("tests/test_calc.py", TESTS)
+    repo.commit("Initial calculator")
+
+    # 1: a GitHub merge commit (kept)
+    repo.checkout("-b", "mul")
+    repo.write("pkg/calc.py", CALC + MULTIPLY)
+    repo.write("tests/test_calc.py", TESTS + "\n\ndef test_mul():\n    pass\n")
+    repo.commit("multiply")
+    repo.checkout("main")
+    repo.merge(
+        "mul",
+        "Merge pull request #1 from ada/mul",
+        "Add a multiply helper to the calculator\n\n"
+        "Callers need to multiply two numbers; provide multiply(a, b) next to add.",
+    )
+    # 2: a squash merge (kept)
+    repo.write("pkg/calc.py", CALC + MULTIPLY + SUBTRACT)
+    repo.write("docs/usage.md", "# Usage\n\nadd, multiply and subtract.\n")
+    repo.commit(
+        "Add subtraction to the calculator (#2)\n\n"
+        "Provide subtract(a, b) returning the difference of two numbers, and mention it."
+    )
+    # 3: draft
+    repo.write("pkg/extra.py", HELPER + "\n\ndef more():\n    return 2\n")
+    repo.commit("WIP: rework the extra helpers (#3)")
+    # 4: too many files (max_files=3)
+    for name in "abcd":
+        repo.write(f"pkg/{name}.py", HELPER + "\n\ndef two():\n    return 2\n")
+    repo.commit("Give every helper module a second function (#4)")
+    # 5: test-only
+    repo.write("tests/test_calc.py", TESTS + "\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n")
+    repo.commit("Cover adding zeros (#5)")
+    # 6: docs-only
+    repo.write("README.md", "# calc\n\nA calculator.\n\nSee docs.\n")
+    repo.write("docs/usage.md", "# Usage\n\nadd, multiply and subtract\nall take two numbers.\n")
+    repo.commit("Document the calculator better (#6)")
+    # 7: revert
+    repo.write("pkg/extra.py", HELPER)
+    repo.commit('Revert "rework the extra helpers" (#7)\n\nThis reverts commit 1234567890abcdef.')
+    # 8: tiny diff
+    repo.write("pkg/calc.py", (CALC + MULTIPLY + SUBTRACT).replace("tiny", "small"))
+    repo.commit("Call it a small calculator (#8)")
+    # 9: binary-only
+    repo.write("logo.png", b"\x89PNG\r\n\x1a\n\0\0\0other binary")
+    repo.commit("New logo for the calculator (#9)")
+    # 10: too large (max_patch_lines=40)
+    repo.write("pkg/big.py", "".join(f"V{i} = {i}\n" for i in range(60)))
+    repo.commit("Add a table of sixty constants (#10)")
+    return {"kept": 2}
+
+
+@pytest.fixture(scope="module")
+def pr_repo(tmp_path_factory: pytest.TempPathFactory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for who in ("AUTHOR", "COMMITTER"):
+        mp.setenv(f"GIT_{who}_NAME", "Ada Tester")
+        mp.setenv(f"GIT_{who}_EMAIL", "ada@example.com")
+        mp.setenv(f"GIT_{who}_DATE", f"{BASE_EPOCH} +0000")
+    for name in ("REPOGYM_JUDGE_URL", "REPOGYM_JUDGE_MODEL", "REPOGYM_JUDGE_API_KEY"):
+        mp.delenv(name, raising=False)
+    repo = GitRepo(tmp_path_factory.mktemp("repos") / "calc")
+    build_repo(repo)
+    yield repo.path
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def generated(pr_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("out")
+    args = ["generate", "--repo", str(pr_repo), "--pipeline", "pr_diff", "--out", str(out)]
+    for key, value in OPTS.items():
+        args += ["--opt", f"{key}={value}"]
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "generate-report.json").read_text())
+    return out, report
+
+
+def _task(out: Path, number: int):
+    return load_task(out / "tasks" / f"local__calc-{number}")
+
+
+def test_yield_table_counts_every_filter(generated) -> None:
+    _, report = generated
+    assert report["yield"]["kept"] == 2, report
+    assert report["yield"]["dropped"] == {
+        "draft": 1,
+        "too many files": 1,
+        "test-only": 1,
+        "docs-only": 1,
+        "revert": 1,
+        "tiny diff": 1,
+        "binary-only": 1,
+        "too large": 1,
+    }
+    kept = sorted(o["task_id"] for o in report["outcomes"] if o["kept"])
+    assert kept == ["local__calc-1", "local__calc-2"]
+
+
+def test_layout_provenance_and_validate(generated) -> None:
+    out, _ = generated
+    for number in (1, 2):
+        task = _task(out, number)
+        report = validate_task(task.path, deep=True)
+        assert report.ok and report.problems == [], report.problems
+        for rel in (
+            "environment/Dockerfile",
+            "tests/test.sh",
+            "tests/verifier.py",
+            "tests/diff_reward.py",
+            "tests/gold.diff",
+            "tests/base_manifest.json",
+            "tests/config.json",
+            "solution/solve.sh",
+            "solution/patch.diff",
+        ):
+            assert (task.path / rel).is_file(), rel
+        block = task.config.metadata["repo2env"]
+        assert block["pipeline"] == "pr_diff" and block["reward_kinds"] == ["diff_similarity"]
+        assert block["pr_diff"]["pr_number"] == number
+        assert block["evaluation"]["status"] == "verified"
+        assert block["evaluation"]["nop_reward"] == 0.0
+        assert task.config.verifier.env == {
+            "REPOGYM_JUDGE_URL": "${REPOGYM_JUDGE_URL:-}",
+            "REPOGYM_JUDGE_MODEL": "${REPOGYM_JUDGE_MODEL:-}",
+            "REPOGYM_JUDGE_API_KEY": "${REPOGYM_JUDGE_API_KEY:-}",
+        }
+        dockerfile = (task.path / "environment/Dockerfile").read_text()
+        assert dockerfile.startswith("FROM python:3.12-slim\n") and "RUN" not in dockerfile
+    sub = _task(out, 2).config.metadata["repo2env"]["pr_diff"]
+    assert sub["files"] == ["docs/usage.md", "pkg/calc.py"]  # tests are not part of the gold
+
+
+def test_gold_lives_only_in_tests_and_solution(generated) -> None:
+    out, _ = generated
+    for number in (1, 2):
+        task = _task(out, number)
+        gold = (task.path / "tests/gold.diff").read_text()
+        patch = (task.path / "solution/patch.diff").read_text()
+        assert "subtract" in gold or "multiply" in gold
+        instruction = (task.path / "instruction.md").read_text()
+        assert leaked_lines(instruction, gold) == [] and leaked_lines(instruction, patch) == []
+        added = [ln[1:].strip() for ln in gold.splitlines() if ln.startswith("+") and ln[1:2] != "+"]
+        signature = next(a for a in added if a.startswith("def "))
+        assert signature not in instruction
+        for path in (task.path / "environment").rglob("*"):
+            if path.is_file():
+                text = path.read_bytes().decode("utf-8", "replace")
+                assert signature not in text, path
+                assert gold.strip() not in text and patch.strip() not in text
+        # The environment is the base: the PR's function is absent from the snapshot.
+        calc = (task.path / "environment/repo/pkg/calc.py").read_text()
+        assert signature not in calc
+
+
+def test_grading_in_the_sandbox(generated) -> None:
+    out, _ = generated
+    task = _task(out, 1)
+    runner = TrialRunner(get_backend("local"))
+    gold = runner.run(task, OracleAgent())
+    assert gold.reward == 1.0, gold.result
+    assert gold.reading.details["judge_status"] == "off"
+    assert gold.reading.rewards["similarity"] == 1.0
+
+    nop = runner.run(task, NopAgent())
+    assert nop.reward == 0.0 and nop.reading.rewards["format_valid"] == 0.0
+
+    unrelated = runner.run(
+        task, CommandAgent("printf 'def unrelated():\\n    return 42\\n' >> pkg/extra.py")
+    )
+    assert unrelated.reward is not None and unrelated.reward < 0.2, unrelated.reading
+    assert unrelated.reading.details["files_changed"] == ["pkg/extra.py"]
+
+    # The right change written another way earns most of the reward, not all of it.
+    close = runner.run(
+        task,
+        CommandAgent(
+            "printf '\\n\\ndef multiply(x, y):\\n    return x * y\\n' >> pkg/calc.py"
+        ),
+    )
+    assert 0.5 < close.reward < 1.0, close.reading
+
+    # Edits to test files are not part of the answer.
+    tests_only = runner.run(task, CommandAgent("echo '# more' >> tests/test_calc.py"))
+    assert tests_only.reward == 0.0
+
+
+def test_attacks_earn_nothing(generated) -> None:
+    out, _ = generated
+    task = _task(out, 1)
+    runner = TrialRunner(get_backend("local"))
+    # A file turned into a symlink to the hidden gold is never followed: it scores exactly as
+    # deleting the file does (the structural components credit the right file; no content).
+    link = runner.run(task, CommandAgent("rm pkg/calc.py && ln -s /tests/gold.diff pkg/calc.py"))
+    deleted = runner.run(task, CommandAgent("rm pkg/calc.py"))
+    assert link.reward is not None and link.reward == deleted.reward
+    assert link.reading.rewards["similarity"] == deleted.reading.rewards["similarity"] < 0.2
+    # Copying the gold can't happen in the agent phase (no /tests); planting a diff in the
+    # base copy so the edits look like the gold is detected.
+    tamper = runner.run(
+        task,
+        CommandAgent(
+            "printf '\\n\\ndef multiply(a, b):\\n    return a * b\\n' >> pkg/calc.py && "
+            "echo '# changed' >> /opt/repogym/base/pkg/calc.py"
+        ),
+    )
+    assert tamper.reward == 0.0
+    assert "base snapshot modified" in " ".join(tamper.reading.details["notes"])
+    assert not Path("/tests/gold.diff").exists()
+
+
+def test_run_command_forwards_the_reward(generated, tmp_path) -> None:
+    out, _ = generated
+    task_dir = out / "tasks" / "local__calc-2"
+    res = CliRunner().invoke(
+        app, ["run", str(task_dir), "--agent", "oracle", "--out", str(tmp_path / "job"), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert '"reward": 1.0' in res.output
+
+
+def test_python_api_builds_the_same_tasks(pr_repo, tmp_path) -> None:
+    """generate() directly, with a limit: the newest kept PR only."""
+    result = generate(
+        GenerationInput(
+            repo=str(pr_repo), pipeline="pr_diff", out=tmp_path / "o", limit=1, options=OPTS
+        )
+    )
+    assert [o.candidate.task_id for o in result.outcomes if o.kept] == ["local__calc-2"]
