@@ -372,7 +372,14 @@ def dataset_rehash(
 
 @app.command()
 def generate(
-    repo: Annotated[str, typer.Option("--repo", help="Repository: a local git clone's path.")],
+    repo: Annotated[
+        str,
+        typer.Option(
+            "--repo",
+            help="Repository: a local clone's path, owner/name or a GitHub URL, "
+            "gitlab:group/name or a GitLab URL.",
+        ),
+    ],
     pipeline: Annotated[
         str, typer.Option("--pipeline", "-p", help="commit_runtime | pr_runtime")
     ] = "commit_runtime",
@@ -392,9 +399,21 @@ def generate(
         str, typer.Option("--rev", help="Mine history reachable from this ref.")
     ] = "HEAD",
     sandbox: SandboxOpt = "local",
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="provider/model that rewrites instructions (key: OPENAI_API_KEY, "
+            "ANTHROPIC_API_KEY or REPOGYM_LLM_API_KEY); the deterministic text is kept when "
+            "the rewrite fails or leaks the fix.",
+        ),
+    ] = None,
+    llm_endpoint: Annotated[
+        str | None, typer.Option("--llm-endpoint", help="Base URL of the LLM API.")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Mine a repository into verified Harbor tasks (no Docker, no LLM).
+    """Mine a repository into verified Harbor tasks (no Docker; an LLM only with --llm).
 
     Exit 0 when at least one task was emitted, 1 when none, 2 for bad input.
     """
@@ -415,6 +434,8 @@ def generate(
             sandbox=sandbox,
             rev=rev,
             options=parse_opts(opt or []),
+            llm=llm,
+            llm_endpoint=llm_endpoint,
         )
         inp.pipeline_options()
     except ValidationError as exc:
@@ -424,9 +445,10 @@ def generate(
         fail(str(exc))
         raise typer.Exit(2) from None
 
+    from repogym.sources.local import redact_url
     from repogym.ui.generate import GenerateView
 
-    view = GenerateView(enabled=not json_out, title=f"{pipeline} · {repo}")
+    view = GenerateView(enabled=not json_out, title=f"{pipeline} · {redact_url(repo)}")
     try:
         with view:
             result = run_generate(inp, on_outcome=view.outcome, on_drop=view.drop)
@@ -438,6 +460,15 @@ def generate(
         sys.stdout.write(result.report.read_text())
     else:
         view.final(stats, result)
+        usage = json.loads(result.report.read_text()).get("llm")
+        if usage:
+            cost = "unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+            out.print(
+                f"LLM {escape(usage['llm'])}: {usage['calls']} call(s), "
+                f"{usage['input_tokens']} input + {usage['output_tokens']} output tokens, "
+                f"cost {cost}; rewrites accepted {usage['accepted']}, rejected "
+                f"{usage['rejected']}, failed {usage['failed']}"
+            )
     raise typer.Exit(0 if stats.kept else 1)
 
 

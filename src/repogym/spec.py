@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class _Strict(BaseModel):
@@ -85,6 +85,20 @@ class GenerationInput(_Strict):
     sandbox: str = "local"
     rev: str = "HEAD"
     options: dict[str, Any] = Field(default_factory=dict)
+    llm: str | None = Field(
+        None, description="provider/model that rewrites instructions (optional; see docs)"
+    )
+    llm_endpoint: str | None = Field(None, description="OpenAI-compatible or Anthropic base URL")
+
+    @field_validator("llm")
+    @classmethod
+    def _check_llm(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from repogym.llm import parse_llm_spec
+
+        provider, model = parse_llm_spec(value)
+        return f"{provider}/{model}"
 
     def pipeline_options(self) -> BaseModel:
         """The validated options model of the chosen pipeline."""

@@ -4,6 +4,11 @@
 them in parallel in the sandbox, publishes each kept task atomically under ``<out>/tasks/``,
 records every outcome for ``--resume``, and writes ``registry.json``, ``manifest.json`` and
 ``generate-report.json`` at the end.
+
+``--repo`` is anything :func:`repogym.sources.resolve.parse_repo_arg` accepts. GitHub and GitLab
+repositories are read through their API plus a cached clone (:mod:`repogym.sources.remote`);
+a pipeline declares the kinds of source it reads in its module's ``SOURCES`` (default
+``{"local"}``) and ``generate`` refuses other pairings before doing any work.
 """
 
 from __future__ import annotations
@@ -11,16 +16,20 @@ from __future__ import annotations
 import importlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repogym.harbor import atomic_write, discover
 from repogym.harbor.dataset import write_dataset_index
 from repogym.pipelines.base import Candidate, Outcome, YieldStats
 from repogym.spec import GenerationInput
+
+if TYPE_CHECKING:
+    from repogym.pipelines._instruction import InstructionRewriter
+    from repogym.sources.resolve import RepoArg
 
 PIPELINES = {
     "commit_runtime": "repogym.pipelines.commit_runtime",
@@ -68,6 +77,73 @@ def slug_for(repo_id: str) -> str:
     return "__".join(clean)
 
 
+def resolve_repo(text: str, module: Any) -> RepoArg:
+    """``--repo`` → where the repository lives, refused up front when the pipeline cannot
+    read that kind of source (its module's ``SOURCES``; ``{"local"}`` when undeclared)."""
+    from repogym.sources.resolve import parse_repo_arg
+
+    try:
+        arg = parse_repo_arg(text)
+    except ValueError as exc:
+        raw = text.strip()
+        if raw.startswith(("/", ".", "~")) or raw.count("/") > 1:
+            raise GenerateError(f"{text}: no such local repository") from None
+        raise GenerateError(str(exc)) from None
+    supported = set(getattr(module, "SOURCES", {"local"}))
+    if arg.kind not in supported:
+        why = getattr(module, "SOURCES_NOTE", "")
+        raise GenerateError(
+            f"pipeline {module.NAME} cannot read {arg.kind} repositories (it reads: "
+            f"{', '.join(sorted(supported))}){': ' + why if why else ''}"
+        )
+    return arg
+
+
+def _rewriter(inp: GenerationInput, module: Any) -> InstructionRewriter | None:
+    """The LLM instruction rewriter of ``--llm``, checked before any work starts."""
+    if not inp.llm:
+        if inp.llm_endpoint:
+            raise GenerateError("--llm-endpoint needs --llm provider/model")
+        return None
+    if not getattr(module, "LLM_REWRITE", False):
+        raise GenerateError(f"--llm: pipeline {module.NAME} has no instruction rewrite")
+    import importlib.util
+    import os
+
+    from repogym.llm import INSTALL_HINT, LLM, LLMError
+    from repogym.pipelines._instruction import InstructionRewriter
+
+    sdk = "anthropic" if inp.llm.startswith("anthropic/") else "openai"
+    if importlib.util.find_spec(sdk) is None:
+        raise GenerateError(f"--llm {inp.llm}: the {sdk!r} package is needed: {INSTALL_HINT}")
+    try:
+        llm = LLM(
+            inp.llm,
+            endpoint=inp.llm_endpoint,
+            api_key=os.environ.get("REPOGYM_LLM_API_KEY", "").strip() or None,
+            max_retries=2,
+            backoff_s=0.5,
+        )
+    except (LLMError, ValueError) as exc:
+        raise GenerateError(f"--llm: {exc}") from None
+    return InstructionRewriter(llm)
+
+
+def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    """``first`` then ``rest``; a source error on the way stops generate with a clear message
+    (tasks already published are complete; ``--resume`` continues)."""
+    from repogym.sources import SourceError
+
+    if first is None:
+        return
+    yield first
+    try:
+        yield from rest
+    except SourceError as exc:
+        msg = f"{exc} (tasks emitted so far are complete; rerun with --resume)"
+        raise GenerateError(msg) from None
+
+
 def generate(
     inp: GenerationInput,
     *,
@@ -77,27 +153,39 @@ def generate(
     from repogym.pipelines._runtime import RuntimeHarness
     from repogym.sandbox import SandboxError, get_backend
     from repogym.sources import LocalGitSource, SourceError
+    from repogym.sources.local import redact_url
 
     try:
         options = inp.pipeline_options()
     except ValueError as exc:
         raise GenerateError(str(exc)) from None
     module = importlib.import_module(PIPELINES[inp.pipeline])
-    repo_path = Path(inp.repo).expanduser()
-    if not repo_path.exists():
-        raise GenerateError(
-            f"{inp.repo}: no such local repository ({inp.pipeline} reads local git clones)"
-        )
-    try:
-        source = LocalGitSource(repo_path)
-        source.resolve(inp.rev)
-    except SourceError as exc:
-        raise GenerateError(str(exc)) from None
+    arg = resolve_repo(inp.repo, module)
+    rewriter = _rewriter(inp, module)
     try:
         backend = get_backend(inp.sandbox)
     except SandboxError as exc:
         raise GenerateError(str(exc)) from None
+    remote = None
+    try:
+        if arg.kind == "local":
+            source = LocalGitSource(Path(arg.locator))
+        else:
+            from repogym.sources.remote import RemoteGitSource, open_remote
+
+            remote = open_remote(arg)
+            source = RemoteGitSource(remote)
+        source.resolve(inp.rev)
+    except SourceError as exc:
+        raise GenerateError(str(exc)) from None
+    repo_path = Path(arg.locator) if remote is None else remote.clone
     repo_id = source.repo_id()
+    # First candidate before anything is written: an API error (rate limit, …) leaves no output.
+    items = module.candidates(source, options, slug_for(repo_id), inp.rev)
+    try:
+        first = next(items, None)
+    except SourceError as exc:
+        raise GenerateError(str(exc)) from None
     out = inp.out
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     state = _State(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
@@ -112,6 +200,8 @@ def generate(
         repo_label=repo_id,
         out_dir=out,
     )
+    harness.source_access = "local" if remote is None else remote.access
+    harness.rewriter = rewriter
     stats = YieldStats()
     outcomes: list[Outcome] = []
     max_candidates = getattr(options, "max_candidates", None)
@@ -141,7 +231,7 @@ def generate(
     slug = slug_for(repo_id)
     pending: set[Future[Outcome]] = set()
     with ThreadPoolExecutor(max_workers=inp.jobs) as pool:
-        for item in module.candidates(source, options, slug, inp.rev):
+        for item in _chain(first, items):
             if max_candidates is not None and stats.seen >= max_candidates:
                 break
             if inp.limit is not None and stats.kept >= inp.limit:
@@ -176,9 +266,12 @@ def generate(
     found = discover(out / "tasks")
     write_dataset_index(out, found.tasks, name=f"{slug}-{inp.pipeline}")
     report = out / "generate-report.json"
+    rewrites = getattr(harness, "rewrites", {})
     payload = {
-        "repo": str(repo_path),
+        "repo": redact_url(inp.repo) if remote is not None else str(repo_path),
         "repo_id": repo_id,
+        "source": remote.describe() if remote is not None else {"kind": "local"},
+        "source_access": harness.source_access,
         "pipeline": inp.pipeline,
         "options": options.model_dump(),
         "yield": stats.to_json(),
@@ -196,9 +289,16 @@ def generate(
                 "test_seconds": round(o.test_seconds, 2),
                 "f2p": o.f2p,
                 "p2p": o.p2p,
+                **(
+                    {"instruction_rewrite": rewrites[o.candidate.task_id]}
+                    if o.candidate.task_id in rewrites
+                    else {}
+                ),
             }
             for o in outcomes
         ],
     }
+    if rewriter is not None:
+        payload["llm"] = rewriter.summary()
     atomic_write(report, json.dumps(payload, indent=2) + "\n")
     return GenerateResult(stats, outcomes, out, report)

@@ -1,4 +1,7 @@
-"""Instructions from commit and PR text, with no LLM: what to do, never how it was done.
+"""Instructions from commit, PR and issue text: what to do, never how it was done.
+
+The deterministic instruction needs no LLM; :class:`InstructionRewriter` optionally rewrites it
+with one and keeps the deterministic text whenever the rewrite fails or leaks the fix.
 
 Removed: commit SHAs, URLs, issue and PR references, trailers (Signed-off-by, Co-authored-by,
 Change-Id, …), cherry-pick notes, diff blocks and fenced code that looks like a patch, and any
@@ -7,8 +10,14 @@ line that repeats an added line of the gold patch.
 
 from __future__ import annotations
 
+import os
 import re
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
 
+from repogym._secrets import redact
 from repogym.harbor.validate import leaked_lines
 
 _SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
@@ -98,6 +107,14 @@ def clean_title(title: str) -> str:
     return clean_text(title).strip(" .:;,-\u2013\u2014")
 
 
+def _footer(workdir: str) -> list[str]:
+    return [
+        f"The repository is checked out at `{workdir}`. Make the change described above in the",
+        "source code. Hidden tests will check the behaviour; do not rely on editing tests.",
+        "",
+    ]
+
+
 def build_instruction(
     title: str, body: str, *, workdir: str, gold_patch: str, min_words: int = 4
 ) -> tuple[str | None, str | None]:
@@ -114,12 +131,184 @@ def build_instruction(
     parts = [f"# {head}" if head else "# Change requested", ""]
     if text:
         parts += [text, ""]
-    parts += [
-        f"The repository is checked out at `{workdir}`. Make the change described above in the",
-        "source code. Hidden tests will check the behaviour; do not rely on editing tests.",
-        "",
-    ]
+    parts += _footer(workdir)
     instruction = "\n".join(parts)
     if leaked_lines(instruction, gold_patch):
         return None, "instruction leaks the fix"
     return instruction, None
+
+
+# ------------------------------------------------------------------------- linked issues
+
+
+def issue_instruction_text(
+    pr_title: str, pr_body: str, issues: list[tuple[str, str]]
+) -> tuple[str, str]:
+    """(title, body) for :func:`build_instruction` when a pull request names the issues it
+    fixes: the first issue's title, every issue's text, then the pull request as context."""
+    if not issues:
+        return pr_title, pr_body
+    title = issues[0][0]
+    parts = [issues[0][1].strip()]
+    for other_title, other_body in issues[1:]:
+        parts.append(f"Also: {other_title.strip()}\n\n{other_body.strip()}")
+    context = "\n\n".join(p for p in (clean_title(pr_title), clean_text(pr_body)) if p)
+    if context:
+        parts.append(f"Context from the change request:\n\n{context}")
+    return title, "\n\n".join(p for p in parts if p)
+
+
+# ------------------------------------------------------------------------- LLM rewrite
+
+REWRITE_SYSTEM = (
+    "You turn bug reports and change requests into task statements for a software engineer "
+    "who will work in the repository. Say what is wrong or missing and what the expected "
+    "behaviour is, with any names, inputs and outputs the report gives. Never describe the "
+    "solution: no code of a fix, no patch, no diff, no hint about which lines to change. "
+    "Reply with the task statement only, in Markdown, starting with a one-line '# ' title."
+)
+SECRET_ENV = (
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITLAB_TOKEN",
+    "HF_TOKEN",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "REPOGYM_LLM_API_KEY",
+)
+"""Credentials a rewrite must never contain (an endpoint could echo them back)."""
+
+_WS = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text.replace("`", "")).strip()
+
+
+def rewrite_leaks(text: str, gold_patch: str) -> list[str]:
+    """Added lines of the gold patch that the text repeats, verbatim or up to whitespace and
+    backticks (non-trivial lines only, as :func:`repogym.harbor.validate.leaked_lines`)."""
+    from repogym.harbor.validate import LEAK_MIN_CHARS, gold_added_lines
+
+    found = list(leaked_lines(text, gold_patch))
+    flat = _norm(text)
+    for line in gold_added_lines(gold_patch):
+        probe = _norm(line)
+        if (
+            len(probe) >= LEAK_MIN_CHARS
+            and sum(c.isalnum() for c in probe) >= 8
+            and probe in flat
+            and probe not in found
+        ):
+            found.append(probe)
+    return found
+
+
+@dataclass
+class Rewrite:
+    """What the LLM rewrite of one instruction came to."""
+
+    status: str
+    """``accepted`` (the rewrite is the instruction), ``rejected`` or ``failed`` (the
+    deterministic instruction is kept)."""
+    reason: str | None = None
+    instruction: str | None = None
+    llm: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record for generate-report.json and ``[metadata.repogym]`` (no text)."""
+        out: dict[str, Any] = {"llm": self.llm, "status": self.status}
+        if self.reason:
+            out["reason"] = self.reason
+        out["input_tokens"] = self.input_tokens
+        out["output_tokens"] = self.output_tokens
+        if self.cost_usd is not None:
+            out["cost_usd"] = round(self.cost_usd, 6)
+        return out
+
+
+class InstructionRewriter:
+    """Rewrites deterministic instructions with an LLM, keeping them when the rewrite fails,
+    leaks a line of the gold patch, carries a credential or comes back empty (thread-safe)."""
+
+    def __init__(self, llm: Any, *, max_tokens: int = 800) -> None:
+        self.llm = llm
+        self.spec = f"{llm.provider}/{llm.model}"
+        self.max_tokens = max_tokens
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def _secrets(self) -> list[str]:
+        values = [os.environ.get(name, "").strip() for name in SECRET_ENV]
+        key = getattr(self.llm, "_api_key", None)
+        return [v for v in [*values, key] if v and len(v) >= 8 and v != "not-needed"]
+
+    def rewrite(
+        self, instruction: str, *, gold_patch: str, workdir: str, min_words: int = 4
+    ) -> Rewrite:
+        """Ask for a rewrite of ``instruction`` (already cleaned; the LLM never sees the patch)."""
+        from repogym.llm import LLMError
+
+        statement = instruction.split("\nThe repository is checked out at", 1)[0].strip()
+        messages = [
+            {"role": "system", "content": REWRITE_SYSTEM},
+            {"role": "user", "content": f"Rewrite this as a task statement:\n\n{statement}"},
+        ]
+        result = Rewrite(status="failed", llm=self.spec)
+        try:
+            reply = self.llm.chat(messages, max_tokens=self.max_tokens, temperature=0.0)
+        except LLMError as exc:
+            result.reason = redact(" ".join(str(exc).split()), self._secrets())[:300]
+        else:
+            result.input_tokens, result.output_tokens = reply.input_tokens, reply.output_tokens
+            result.cost_usd = reply.cost_usd
+            result.status, result.reason, result.instruction = self._check(
+                reply.text, gold_patch=gold_patch, workdir=workdir, min_words=min_words
+            )
+        with self._lock:
+            self.counts[result.status] += 1
+        return result
+
+    def _check(
+        self, text: str, *, gold_patch: str, workdir: str, min_words: int
+    ) -> tuple[str, str | None, str | None]:
+        raw = text.replace("\r\n", "\n").strip()
+        if redact(raw, self._secrets()) != raw:
+            return "rejected", "the rewrite contains a credential", None
+        leaks = rewrite_leaks(raw, gold_patch)
+        if leaks:
+            return "rejected", f"the rewrite repeats {len(leaks)} added line(s) of the fix", None
+        lines = raw.splitlines()
+        title = ""
+        if lines and lines[0].startswith("#"):
+            title, lines = lines[0].lstrip("#").strip(), lines[1:]
+        body = clean_text("\n".join(lines))
+        title = clean_title(title)
+        if len(re.findall(r"\w+", f"{title} {body}")) < min_words:
+            return "rejected", "the rewrite is empty or too vague", None
+        parts = [f"# {title}" if title else "# Change requested", ""]
+        if body:
+            parts += [body, ""]
+        parts += _footer(workdir)
+        final = "\n".join(parts)
+        if rewrite_leaks(final, gold_patch):
+            return "rejected", "the rewrite repeats an added line of the fix", None
+        return "accepted", None, final
+
+    def summary(self) -> dict[str, Any]:
+        """Token and cost totals over every call, and how many rewrites were kept."""
+        usage = self.llm.usage
+        return {
+            "llm": self.spec,
+            "calls": usage.calls,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cost_usd": round(usage.cost_usd, 6) if usage.calls > usage.unpriced_calls else None,
+            "unpriced_calls": usage.unpriced_calls,
+            "accepted": self.counts["accepted"],
+            "rejected": self.counts["rejected"],
+            "failed": self.counts["failed"],
+        }

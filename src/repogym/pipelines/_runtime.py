@@ -14,15 +14,18 @@ import re
 import shutil
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap
-from repogym.harbor import load_task, publish_task_dir
+from repogym.harbor import load_task, publish_task_dir, set_content_hash
 from repogym.pipelines._emit import EmitInput, write_task
-from repogym.pipelines._instruction import build_instruction
+from repogym.pipelines._instruction import InstructionRewriter, Rewrite, build_instruction
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.run.agents import NopAgent, OracleAgent
 from repogym.run.gate import VERIFIED, Verdict, judge, record
@@ -89,6 +92,12 @@ class RuntimeHarness:
         self.repo_label = repo_label
         self.out_dir = out_dir
         self.runner = TrialRunner(backend)
+        self.source_access = "local"
+        """Provenance ``source_access``: ``local``, ``public`` or ``private``."""
+        self.rewriter: InstructionRewriter | None = None
+        """Optional LLM rewrite of instructions (``generate --llm``)."""
+        self.rewrites: dict[str, dict[str, Any]] = {}
+        """task id → what the rewrite came to (for the report)."""
 
     # -------------------------------------------------------------------------------- evaluate
 
@@ -181,6 +190,18 @@ class RuntimeHarness:
             reason = "only flaky fail-to-pass tests" if flaky else "no fail-to-pass test"
             return self._drop(outcome, reason)
 
+        rewrite = None
+        if self.rewriter is not None:
+            rewrite = self.rewriter.rewrite(
+                instruction,
+                gold_patch=cand.source_patch,
+                workdir="/workspace",
+                min_words=opts.min_instruction_words,
+            )
+            if rewrite.instruction is not None:
+                instruction = rewrite.instruction
+            self.rewrites[cand.task_id] = rewrite.to_json()
+
         staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
         shutil.rmtree(staging, ignore_errors=True)
         write_task(
@@ -202,6 +223,7 @@ class RuntimeHarness:
                 flaky=sorted(flaky),
             ),
         )
+        stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
         try:
             verdict, t3 = self._verify(staging)
             outcome.test_seconds += t3
@@ -250,6 +272,24 @@ class RuntimeHarness:
         if verdict.status == VERIFIED:
             record(task, verdict, self.backend.name, self.options.verify_reruns)
         return verdict, spent
+
+
+def stamp_provenance(task_dir: Path, *, source_access: str, rewrite: Rewrite | None) -> None:
+    """Record where the source came from and what the LLM rewrite did in ``task.toml``
+    (``source_access``, ``synthesis_llm``, ``[metadata.repogym].instruction_rewrite``), then
+    refresh the content hash."""
+    if source_access == "local" and rewrite is None:
+        return
+    path = task_dir / "task.toml"
+    data = tomllib.loads(path.read_text())
+    meta = data.setdefault("metadata", {})
+    prov = meta.setdefault("repo2env", {})
+    prov["source_access"] = source_access
+    if rewrite is not None:
+        prov["synthesis_llm"] = rewrite.llm if rewrite.status == "accepted" else "none"
+        meta.setdefault("repogym", {})["instruction_rewrite"] = rewrite.to_json()
+    path.write_text(tomli_w.dumps(data))
+    set_content_hash(task_dir)
 
 
 def _test_seconds(result: dict[str, Any]) -> float:

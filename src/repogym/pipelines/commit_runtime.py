@@ -12,6 +12,10 @@ from repogym.spec import RuntimeOptions
 
 NAME = "commit_runtime"
 VERSION = "1"
+SOURCES = {"local", "github", "gitlab"}
+"""Local clones, or GitHub/GitLab repositories through a cached clone (default branch)."""
+LLM_REWRITE = True
+"""Instructions may be rewritten by ``generate --llm``."""
 
 
 def candidates(
@@ -35,8 +39,14 @@ def candidates(
             head=commit.sha,
             title=commit.subject,
             body=commit.body,
-            reference=commit.sha,
+            reference=_commit_reference(source, commit.sha),
             number=None,
             options=options,
         )
         yield cand if cand is not None else (key, why or "dropped")
+
+
+def _commit_reference(source: LocalGitSource, sha: str) -> str:
+    """The commit's web page for remote repositories, else its sha."""
+    remote = getattr(source, "remote", None)
+    return remote.commit_url(sha) if remote is not None else sha

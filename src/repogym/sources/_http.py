@@ -31,6 +31,7 @@ __all__ = [
     "Issue",
     "RemotePullRequest",
     "git_clone",
+    "git_fetch",
     "issue_refs",
     "next_link",
     "token_from_cli",
@@ -289,17 +290,11 @@ def token_from_cli(argv: list[str]) -> str | None:
     return token if out.returncode == 0 and token else None
 
 
-def git_clone(
-    url: str,
-    dest: str | os.PathLike[str],
-    *,
-    ref: str | None,
-    user: str,
-    token: str | None,
-    redact: Callable[[str], str],
-) -> Path:
-    """``git clone url dest`` then ``git checkout ref``; the token travels in the environment."""
-    dest_path = Path(dest)
+def _git_runner(
+    url: str, *, user: str, token: str | None, redact: Callable[[str], str]
+) -> Callable[..., None]:
+    """A ``run(args, cwd=None)`` for git commands against ``url``; the token travels in the
+    environment (an ``http.extraHeader``), never on the command line or in a config file."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     basic = None
     if token and url.startswith("https://"):
@@ -329,9 +324,47 @@ def git_clone(
                 msg = msg.replace(secret, "***")
             raise SourceError(redact(f"git {args[0]} failed: {msg}"))
 
+    return run
+
+
+def git_clone(
+    url: str,
+    dest: str | os.PathLike[str],
+    *,
+    ref: str | None,
+    user: str,
+    token: str | None,
+    redact: Callable[[str], str],
+    bare: bool = False,
+) -> Path:
+    """``git clone url dest`` then ``git checkout ref``; the token travels in the environment.
+
+    ``bare=True`` makes a bare clone (no work tree; ``ref`` must then be None).
+    """
+    dest_path = Path(dest)
+    run = _git_runner(url, user=user, token=token, redact=redact)
     if ref is not None and (not ref or ref.startswith("-")):
         raise SourceError(f"invalid ref {ref!r}")
-    run(["clone", "--quiet", "--", url, str(dest_path)])
+    if bare and ref:
+        raise SourceError("a bare clone has no work tree to check out a ref in")
+    run(["clone", "--quiet", *(["--bare"] if bare else []), "--", url, str(dest_path)])
     if ref:
         run(["checkout", "--quiet", "--detach", ref, "--"], cwd=dest_path)
     return dest_path
+
+
+def git_fetch(
+    url: str,
+    repo: str | os.PathLike[str],
+    refspecs: list[str],
+    *,
+    user: str,
+    token: str | None,
+    redact: Callable[[str], str],
+) -> None:
+    """``git fetch url refspecs…`` into the repository at ``repo`` (SourceError on failure)."""
+    for spec in refspecs:
+        if not spec or spec.lstrip("+").startswith("-"):
+            raise SourceError(f"invalid refspec {spec!r}")
+    run = _git_runner(url, user=user, token=token, redact=redact)
+    run(["fetch", "--quiet", "--no-tags", "--", url, *refspecs], cwd=Path(repo))

@@ -20,6 +20,7 @@ from repogym.sources._http import (
     RemotePullRequest,
     fetch_linked_issues,
     git_clone,
+    git_fetch,
     token_from_cli,
 )
 
@@ -37,6 +38,13 @@ class RepoInfo:
     private: bool
     clone_url: str
     full_name: str = ""
+    web_url: str = ""
+    """The repository's page (``https://github.com/owner/name``); empty when not reported."""
+
+    @property
+    def access(self) -> str:
+        """``"private"`` or ``"public"`` (provenance ``source_access``)."""
+        return "private" if self.private else "public"
 
 
 def github_token_source(
@@ -112,6 +120,7 @@ class GitHubSource:
                 private=bool(data.get("private")),
                 clone_url=str(data.get("clone_url") or ""),
                 full_name=str(data.get("full_name") or self.repo_id()),
+                web_url=str(data.get("html_url") or ""),
             )
         return self._info
 
@@ -149,14 +158,41 @@ class GitHubSource:
         """Issues named by ``fixes/closes/resolves #N`` in the body; missing ones are skipped."""
         return fetch_linked_issues(pr if isinstance(pr, str) else pr.body, self.issue)
 
-    def clone(self, dest: str | os.PathLike[str], ref: str | None = None) -> Path:
-        """``git clone`` the repository into ``dest`` and check out ``ref`` (detached) if given."""
+    def clone(
+        self, dest: str | os.PathLike[str], ref: str | None = None, *, bare: bool = False
+    ) -> Path:
+        """``git clone`` the repository into ``dest`` and check out ``ref`` (detached) if given;
+        ``bare=True`` makes a bare clone."""
         url = self.repo_info().clone_url
         if not url:
             raise SourceError(f"GitHub: no clone URL for {self.repo_id()}")
         return git_clone(
-            url, dest, ref=ref, user="x-access-token", token=self._token, redact=self.http.redact
+            url,
+            dest,
+            ref=ref,
+            user="x-access-token",
+            token=self._token,
+            redact=self.http.redact,
+            bare=bare,
         )
+
+    def fetch(self, repo: str | os.PathLike[str], refspecs: list[str]) -> None:
+        """``git fetch`` ``refspecs`` from the repository into the clone at ``repo``."""
+        url = self.repo_info().clone_url
+        if not url:
+            raise SourceError(f"GitHub: no clone URL for {self.repo_id()}")
+        git_fetch(
+            url, repo, refspecs, user="x-access-token", token=self._token, redact=self.http.redact
+        )
+
+    @staticmethod
+    def pull_request_refspecs(number: int) -> list[str]:
+        """Refspecs that bring a pull request's commits into a clone."""
+        n = int(number)
+        return [
+            f"+refs/pull/{n}/head:refs/pull/{n}/head",
+            f"+refs/pull/{n}/merge:refs/pull/{n}/merge",
+        ]
 
 
 def _pull_request(item: dict[str, Any]) -> RemotePullRequest:

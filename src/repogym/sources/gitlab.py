@@ -20,6 +20,7 @@ from repogym.sources._http import (
     RemotePullRequest,
     fetch_linked_issues,
     git_clone,
+    git_fetch,
 )
 from repogym.sources.github import RepoInfo
 
@@ -80,6 +81,7 @@ class GitLabSource:
                 private=str(data.get("visibility") or "private") != "public",
                 clone_url=str(data.get("http_url_to_repo") or ""),
                 full_name=str(data.get("path_with_namespace") or self.project),
+                web_url=str(data.get("web_url") or ""),
             )
         return self._info
 
@@ -119,14 +121,36 @@ class GitLabSource:
         """Issues named by ``fixes/closes/resolves #N`` in the description; missing ones skipped."""
         return fetch_linked_issues(pr if isinstance(pr, str) else pr.body, self.issue)
 
-    def clone(self, dest: str | os.PathLike[str], ref: str | None = None) -> Path:
-        """``git clone`` the project into ``dest`` and check out ``ref`` (detached) if given."""
+    def clone(
+        self, dest: str | os.PathLike[str], ref: str | None = None, *, bare: bool = False
+    ) -> Path:
+        """``git clone`` the repository into ``dest`` and check out ``ref`` (detached) if given;
+        ``bare=True`` makes a bare clone."""
         url = self.repo_info().clone_url
         if not url:
             raise SourceError(f"GitLab: no clone URL for {self.project}")
         return git_clone(
-            url, dest, ref=ref, user="oauth2", token=self._token, redact=self.http.redact
+            url,
+            dest,
+            ref=ref,
+            user="oauth2",
+            token=self._token,
+            redact=self.http.redact,
+            bare=bare,
         )
+
+    def fetch(self, repo: str | os.PathLike[str], refspecs: list[str]) -> None:
+        """``git fetch`` ``refspecs`` from the repository into the clone at ``repo``."""
+        url = self.repo_info().clone_url
+        if not url:
+            raise SourceError(f"GitLab: no clone URL for {self.project}")
+        git_fetch(url, repo, refspecs, user="oauth2", token=self._token, redact=self.http.redact)
+
+    @staticmethod
+    def pull_request_refspecs(number: int) -> list[str]:
+        """Refspecs that bring a pull request's commits into a clone."""
+        n = int(number)
+        return [f"+refs/merge-requests/{n}/head:refs/merge-requests/{n}/head"]
 
 
 def _merge_request(item: dict[str, Any]) -> RemotePullRequest:
