@@ -21,6 +21,7 @@ __all__ = [
     "EnvReader",
     "ENTRY_POINT_GROUP",
     "adapters",
+    "open_location",
     "pick",
     "register",
     "unregister",
@@ -144,6 +145,11 @@ def pick(location: str) -> Adapter:
 
     Raises :class:`AdapterError` naming what was tried when none does.
     """
+    return open_location(location)[0]
+
+
+def open_location(location: str) -> tuple[Adapter, EnvReader]:
+    """Like :func:`pick`, also returning the reader the confirming ``open()`` gave."""
     scored: list[tuple[float, int, Adapter]] = []
     for i, a in enumerate(adapters()):
         try:
@@ -160,9 +166,9 @@ def pick(location: str) -> Adapter:
     reasons: list[str] = []
     for _score, _i, a in scored:
         try:
-            a.open(location)
+            reader = a.open(location)
         except AdapterError as exc:
             reasons.append(f"{a.name}: {exc}")
             continue
-        return a
+        return a, reader
     raise AdapterError(f"no explorer adapter could open {location} ({'; '.join(reasons)})")

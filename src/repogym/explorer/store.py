@@ -1,0 +1,633 @@
+"""The query API over a snapshot: what the web layer calls, and nothing else reads the source.
+
+Search words are data: each word becomes a quoted FTS5 phrase (``"`` doubled), a ``*`` prefix
+marker is appended by us to the last word only, so operators (``AND``, ``NEAR``, ``*``, ``^``,
+column filters, stray quotes and parentheses) cannot change the query. Facet counts are computed
+over what the other filters leave.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import sqlite3
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from repogym.explorer.adapters.base import AdapterError, EnvReader, open_location
+from repogym.explorer.index import FACETS, TASK_FACETS, decode_blob
+from repogym.explorer.snapshot import (
+    SNAPSHOTS,
+    Handle,
+    SnapshotReader,
+    SnapshotWriter,
+    build_db,
+    publish,
+)
+
+__all__ = [
+    "Store",
+    "Withheld",
+    "build_snapshot",
+    "env_match",
+    "open_store",
+    "sources",
+    "tasks_match",
+]
+
+log = logging.getLogger("repogym.explorer")
+
+MAX_WORDS = 16
+MAX_QUERY_CHARS = 1000
+MAX_PAGE_SIZE = 200
+TASK_FILTER_COLUMNS = (*TASK_FACETS, "runnable")
+_FACET_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,40}$")
+
+
+class Withheld(Exception):
+    """A file exists but is not shown; ``reason`` says why (e.g. "solution (the answer)")."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------- query text
+
+
+def _words(q: str | None) -> list[str]:
+    if not q:
+        return []
+    return str(q)[:MAX_QUERY_CHARS].replace("\x00", " ").split()[:MAX_WORDS]
+
+
+def _phrase(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+def tasks_match(q: str | None) -> str | None:
+    """An FTS5 (unicode61) query for the user's words, or None when there is nothing to match.
+
+    Each word is one quoted phrase; words with no letter or digit are dropped (they hold no
+    token); ``*`` goes after the last phrase only, added by us.
+    """
+    words = [w for w in _words(q) if any(ch.isalnum() for ch in w)]
+    if not words:
+        return None
+    parts = [_phrase(w) for w in words]
+    parts[-1] += "*"
+    return " ".join(parts)
+
+
+def env_match(q: str | None) -> tuple[str | None, list[str]]:
+    """For the trigram index: (FTS query of words ≥ 3 characters, shorter words to find).
+
+    Trigram phrases match substrings case-insensitively; words under three characters cannot
+    be looked up in a trigram index, so they are matched as substrings by the caller.
+    """
+    long_words, short = [], []
+    for w in _words(q):
+        if len(w) >= 3:
+            long_words.append(w)
+        elif any(ch.isalnum() for ch in w):
+            short.append(w)
+    fts = " ".join(_phrase(w) for w in long_words) or None
+    return fts, [w.lower() for w in short]
+
+
+def _norm_filters(filters: dict[str, Iterable[str]] | None) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for key, values in (filters or {}).items():
+        if not isinstance(key, str) or not _FACET_KEY.match(key):
+            continue
+        if isinstance(values, str):
+            values = [values]
+        vals = {str(v) for v in values if v is not None and str(v) != ""}
+        if vals:
+            out[key] = vals
+    return out
+
+
+def _paging(page: int, size: int) -> tuple[int, int]:
+    try:
+        page = max(1, int(page))
+    except (TypeError, ValueError):
+        page = 1
+    try:
+        size = min(MAX_PAGE_SIZE, max(1, int(size)))
+    except (TypeError, ValueError):
+        size = 24
+    return page, size
+
+
+# ---------------------------------------------------------------------------- the store
+
+
+class _EnvCache:
+    """Everything the environment search needs, loaded once per snapshot."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.cards: dict[int, dict[str, Any]] = {}
+        self.by_id: dict[str, int] = {}
+        self.text: dict[int, str] = {}
+        rows = db.execute(
+            "SELECT rid, id, kind, title, summary, task_count, facets, source, tags FROM envs"
+        ).fetchall()
+        self.facet_sets: dict[str, dict[str, set[int]]] = {f: {} for f in FACETS}
+        for rid, eid, kind, title, summary, n, facets, source, tags in rows:
+            self.cards[rid] = {
+                "id": eid,
+                "kind": kind,
+                "title": title,
+                "summary": summary,
+                "task_count": n,
+                "facets": json.loads(facets),
+                "source": source,
+            }
+            self.by_id[eid] = rid
+            self.text[rid] = f"{eid} {title} {summary} {tags}".lower()
+            self.facet_sets["kind"].setdefault(kind, set()).add(rid)
+        for rid, facet, value in db.execute("SELECT env, facet, value FROM env_facets"):
+            if facet in self.facet_sets and facet != "kind":
+                self.facet_sets[facet].setdefault(value, set()).add(rid)
+        self.all = set(self.cards)
+        by_name = sorted(self.cards, key=lambda r: (self.cards[r]["title"].lower(), r))
+        self.order_name = by_name
+        self.order_tasks = sorted(by_name, key=lambda r: -(self.cards[r]["task_count"] or 0))
+
+
+class Store:
+    """Read-only queries over the snapshot a :class:`SnapshotReader` serves."""
+
+    def __init__(self, reader: SnapshotReader, *, cleanup: Path | None = None) -> None:
+        self.reader = reader
+        if cleanup is not None:
+            self._finalizer = weakref.finalize(self, shutil.rmtree, str(cleanup), True)
+
+    @property
+    def version(self) -> str:
+        """Id of the snapshot in use (its sha256); changes on swap."""
+        return self.reader.handle.version
+
+    def close(self) -> None:
+        """Close this thread's connection and remove an in-process snapshot."""
+        self.reader.close()
+        fin = getattr(self, "_finalizer", None)
+        if fin is not None:
+            fin()
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _cached(h: Handle, key: str, make: Callable[[], Any]) -> Any:
+        value = h.cache.get(key)
+        if value is None:
+            with h.cache_lock:
+                value = h.cache.get(key)
+                if value is None:
+                    value = make()
+                    h.cache[key] = value
+        return value
+
+    def _envs(self, h: Handle, db: sqlite3.Connection) -> _EnvCache:
+        return self._cached(h, "envs", lambda: _EnvCache(db))
+
+    # ------------------------------------------------------------------ environments
+
+    def search(
+        self,
+        q: str = "",
+        kind: str | None = None,
+        filters: dict[str, list[str]] | None = None,
+        sort: str = "relevance",
+        page: int = 1,
+        size: int = 24,
+    ) -> dict:
+        """A page of environment cards, the total, and each facet's counts."""
+        page, size = _paging(page, size)
+        h, db = self.reader.acquire()
+        c = self._envs(h, db)
+        flt = {k: v for k, v in _norm_filters(filters).items() if k in FACETS}
+        if kind:
+            flt["kind"] = {str(kind)}
+        ranked: list[int] | None = None
+        fts, short = env_match(q)
+        if fts is not None:
+            try:
+                ranked = [
+                    r
+                    for (r,) in db.execute(
+                        "SELECT rowid FROM envs_fts WHERE envs_fts MATCH ? ORDER BY rank", (fts,)
+                    )
+                ]
+            except sqlite3.OperationalError as exc:  # never expected: words are quoted
+                log.warning("environment search failed for %r: %s", q[:80], exc)
+                ranked = []
+        if short:
+            pool = ranked if ranked is not None else c.order_tasks
+            ranked = [r for r in pool if all(w in c.text[r] for w in short)]
+        base = set(ranked) if ranked is not None else c.all
+
+        chosen = {
+            f: set().union(*(c.facet_sets[f].get(v, set()) for v in vals))
+            for f, vals in flt.items()
+        }
+        facets: dict[str, dict[str, int]] = {}
+        for g in FACETS:
+            allowed = base
+            for f, s in chosen.items():
+                if f != g:
+                    allowed = allowed & s
+            counts = {}
+            for value, rids in c.facet_sets[g].items():
+                n = len(rids & allowed) if allowed is not c.all else len(rids)
+                if n or value in flt.get(g, ()):
+                    counts[value] = n
+            facets[g] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        match = base
+        for s in chosen.values():
+            match = match & s
+        if sort == "name":
+            order = [r for r in c.order_name if r in match]
+        elif sort == "tasks" or ranked is None:
+            order = [r for r in c.order_tasks if r in match]
+        else:
+            order = [r for r in ranked if r in match]
+        start = (page - 1) * size
+        items = [dict(c.cards[r]) for r in order[start : start + size]]
+        return {"items": items, "total": len(order), "page": page, "size": size, "facets": facets}
+
+    def env(self, env_id: str) -> dict | None:
+        """An environment's card, description, how it runs, and its tasks' facet counts."""
+        h, db = self.reader.acquire()
+        c = self._envs(h, db)
+        rid = c.by_id.get(str(env_id))
+        if rid is None:
+            return None
+        row = db.execute(
+            "SELECT description, runs_in, run_options, private FROM envs WHERE rid = ?", (rid,)
+        ).fetchone()
+        task_facets: dict[str, dict[str, int]] = {}
+        for facet, value, n in db.execute(
+            "SELECT facet, value, n FROM env_facets WHERE env = ? ORDER BY facet, n DESC, value",
+            (rid,),
+        ):
+            if n:
+                task_facets.setdefault(facet, {})[value] = n
+        card = dict(c.cards[rid])
+        card.update(
+            description=row[0],
+            runs_in=row[1],
+            run_options=json.loads(row[2]),
+            private=bool(row[3]),
+            task_facets=task_facets,
+        )
+        return card
+
+    # ------------------------------------------------------------------ tasks
+
+    def search_tasks(
+        self,
+        q: str = "",
+        env: str | None = None,
+        filters: dict[str, list[str]] | None = None,
+        page: int = 1,
+        size: int = 24,
+    ) -> dict:
+        """A page of task cards (optionally within one environment), total and facet counts."""
+        page, size = _paging(page, size)
+        h, db = self.reader.acquire()
+        c = self._envs(h, db)
+        empty = {"items": [], "total": 0, "page": page, "size": size, "facets": {}}
+        where: list[str] = []
+        args: list[Any] = []
+        if env is not None:
+            rid = c.by_id.get(str(env))
+            if rid is None:
+                return empty
+            where.append("t.env = ?")
+            args.append(rid)
+        match = tasks_match(q)
+        if q and match is None and _words(q):
+            match = None  # only punctuation: treated as no words
+        flt = _norm_filters(filters)
+        base_where, base_args = list(where), list(args)
+        for key, vals in flt.items():
+            cond, cargs = self._task_filter(c, key, vals)
+            where.append(cond)
+            args.extend(cargs)
+        frm = "tasks t"
+        order = "t.rid"
+        if match is not None:
+            frm = "tasks_fts f JOIN tasks t ON t.rid = f.rowid"
+            where.insert(0, "tasks_fts MATCH ?")
+            args.insert(0, match)
+            base_where.insert(0, "tasks_fts MATCH ?")
+            base_args.insert(0, match)
+            order = "f.rank"
+        wsql = (" WHERE " + " AND ".join(where)) if where else ""
+        try:
+            total = db.execute(f"SELECT count(*) FROM {frm}{wsql}", args).fetchone()[0]
+            rows = db.execute(
+                "SELECT t.env_id, t.id, t.title, t.summary, t.facets, t.grading, t.environment,"
+                f" t.network, t.runnable FROM {frm}{wsql} ORDER BY {order} LIMIT ? OFFSET ?",
+                [*args, size, (page - 1) * size],
+            ).fetchall()
+            facets = self._task_facets(h, db, frm, base_where, base_args, flt)
+        except sqlite3.OperationalError as exc:  # never expected: words are quoted
+            log.warning("task search failed for %r: %s", (q or "")[:80], exc)
+            return empty
+        items = [
+            {
+                "env": r[0],
+                "id": r[1],
+                "title": r[2],
+                "summary": r[3],
+                "facets": json.loads(r[4]),
+                "grading": r[5],
+                "environment": r[6],
+                "network": r[7],
+                "runnable": bool(r[8]),
+            }
+            for r in rows
+        ]
+        return {"items": items, "total": total, "page": page, "size": size, "facets": facets}
+
+    @staticmethod
+    def _task_filter(c: _EnvCache, key: str, vals: set[str]) -> tuple[str, list[Any]]:
+        marks = ",".join("?" * len(vals))
+        if key in TASK_FACETS:
+            return f"t.{key} IN ({marks})", sorted(vals)
+        if key == "runnable":
+            want = {1 if v.lower() in ("1", "true", "yes") else 0 for v in vals}
+            return f"t.runnable IN ({','.join('?' * len(want))})", sorted(want)
+        if key == "kind":
+            rids = sorted(set().union(*(c.facet_sets["kind"].get(v, set()) for v in vals)))
+            return f"t.env IN ({','.join('?' * len(rids)) or 'NULL'})", rids
+        return f"json_extract(t.facets, ?) IN ({marks})", [f'$."{key}"', *sorted(vals)]
+
+    def _task_facets(
+        self,
+        h: Handle,
+        db: sqlite3.Connection,
+        frm: str,
+        where: list[str],
+        args: list[Any],
+        flt: dict[str, set[str]],
+    ) -> dict[str, dict[str, int]]:
+        """Counts per facet value, each facet counted over what the other filters leave."""
+        cols = TASK_FILTER_COLUMNS
+        wsql = (" WHERE " + " AND ".join(where)) if where else ""
+        sql = f"SELECT {', '.join('t.' + k for k in cols)}, count(*) FROM {frm}{wsql} GROUP BY " + (
+            ", ".join(str(i + 1) for i in range(len(cols)))
+        )
+        if where:
+            combos = db.execute(sql, args).fetchall()
+        else:
+            combos = self._cached(h, "task_combos", lambda: db.execute(sql).fetchall())
+        want = {k: v for k, v in flt.items() if k in cols}
+        norm: list[tuple[tuple[str, ...], int]] = []
+        for row in combos:
+            values = tuple(
+                ("true" if row[i] else "false")
+                if k == "runnable"
+                else ("" if row[i] is None else str(row[i]))
+                for i, k in enumerate(cols)
+            )
+            norm.append((values, row[-1]))
+        out: dict[str, dict[str, int]] = {}
+        for gi, g in enumerate(cols):
+            counts: dict[str, int] = {}
+            for values, n in norm:
+                if (
+                    all(
+                        values[i] in want[k] or (k == "runnable" and _truthy_in(values[i], want[k]))
+                        for i, k in enumerate(cols)
+                        if k != g and k in want
+                    )
+                    and values[gi]
+                ):
+                    counts[values[gi]] = counts.get(values[gi], 0) + n
+            if counts:
+                out[g] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        return out
+
+    def task(self, env_id: str, task_id: str) -> dict | None:
+        """A task's card, sections, file list, withheld notes and aliases (from the pack)."""
+        h, db = self.reader.acquire()
+        c = self._envs(h, db)
+        rid = c.by_id.get(str(env_id))
+        if rid is None:
+            return None
+        row = db.execute(
+            "SELECT t.env_id, t.id, t.title, t.summary, t.facets, t.grading, t.environment,"
+            " t.network, t.runnable, p.doc FROM tasks t LEFT JOIN pack p ON p.task = t.rid"
+            " WHERE t.env = ? AND t.id = ?",
+            (rid, str(task_id)),
+        ).fetchone()
+        if row is None:
+            return None
+        doc = json.loads(row[9]) if row[9] is not None else {}
+        sections = []
+        for s in doc.get("sections", []):
+            body = s.get("body")
+            if body is None and s.get("blob"):
+                body = self._blob(db, s["blob"]).decode("utf-8", "replace")
+            sections.append(
+                {
+                    "id": s.get("id", ""),
+                    "title": s.get("title", ""),
+                    "body": body or "",
+                    "format": s.get("format", "markdown"),
+                    "language": s.get("language", ""),
+                }
+            )
+        return {
+            "env": row[0],
+            "id": row[1],
+            "title": row[2],
+            "summary": row[3],
+            "facets": json.loads(row[4]),
+            "grading": row[5],
+            "environment": row[6],
+            "network": row[7],
+            "runnable": bool(row[8]),
+            "sections": sections,
+            "files": [
+                {"path": f["path"], "size": f["size"], "withheld": f.get("withheld")}
+                for f in doc.get("files", [])
+            ],
+            "withheld": list(doc.get("withheld", [])),
+            "aliases": list(doc.get("aliases", [])),
+        }
+
+    @staticmethod
+    def _blob(db: sqlite3.Connection, sha: str) -> bytes:
+        row = db.execute("SELECT enc, data FROM blobs WHERE sha = ?", (sha,)).fetchone()
+        if row is None:
+            raise KeyError(sha)
+        return decode_blob(row[0], row[1])
+
+    def file(self, env_id: str, task_id: str, path: str) -> bytes:
+        """The bytes of one file of a task, only when ``path`` is exactly in its file list.
+
+        Raises ``KeyError`` (no such task or file) or :class:`Withheld` (the reason).
+        """
+        if not isinstance(path, str) or not path:
+            raise KeyError(path)
+        h, db = self.reader.acquire()
+        c = self._envs(h, db)
+        rid = c.by_id.get(str(env_id))
+        if rid is None:
+            raise KeyError(env_id)
+        row = db.execute(
+            "SELECT p.doc FROM tasks t JOIN pack p ON p.task = t.rid WHERE t.env = ? AND t.id = ?",
+            (rid, str(task_id)),
+        ).fetchone()
+        if row is None:
+            raise KeyError(task_id)
+        for f in json.loads(row[0]).get("files", []):
+            if f["path"] == path:
+                if f.get("withheld") or not f.get("sha"):
+                    raise Withheld(f.get("withheld") or "not packed")
+                return self._blob(db, f["sha"])
+        raise KeyError(path)
+
+
+def _truthy_in(value: str, wanted: set[str]) -> bool:
+    truth = {"1": "true", "yes": "true", "0": "false", "no": "false"}
+    return value in {truth.get(w.lower(), w.lower()) for w in wanted}
+
+
+# ---------------------------------------------------------------------------- building
+
+
+def sources(
+    paths: Iterable[Any] = (), *, hub: bool = False, openenv: Iterable[str] = ()
+) -> Iterator[tuple[str, EnvReader]]:
+    """(location, reader) for every source: paths (or ready readers), OpenEnv URLs, the Hub.
+
+    A path or URL no adapter can open raises :class:`AdapterError`; the Hub is skipped (with a
+    warning) when it cannot be reached.
+    """
+    for p in paths:
+        if hasattr(p, "task_ids") and hasattr(p, "env"):
+            yield (getattr(p, "location", "") or p.env().id, p)
+            continue
+        location = str(p)
+        yield location, open_location(location)[1]
+    for url in openenv:
+        yield url, open_location(str(url))[1]
+    if hub:
+        try:
+            from repogym.explorer.adapters import hub as hub_mod
+        except ImportError as exc:
+            log.warning("Hugging Face Hub datasets skipped: %s", exc)
+            return
+        finder = getattr(hub_mod, "hub_readers", None) or getattr(hub_mod, "readers", None)
+        if finder is None:
+            log.warning("Hugging Face Hub datasets skipped: the hub adapter lists none")
+            return
+        try:
+            yield from finder()
+        except AdapterError as exc:
+            log.warning("Hugging Face Hub datasets skipped: %s", exc)
+
+
+def build_snapshot(
+    paths: Iterable[Any],
+    out_dir: str | Path,
+    *,
+    hub: bool = False,
+    openenv: Iterable[str] = (),
+    progress: Callable[[str, dict[str, Any]], None] | None = None,
+    include_private: bool = False,
+    early: bool = False,
+) -> dict:
+    """Index the sources into a new snapshot and publish it atomically under ``out_dir``.
+
+    With ``early``, a listing snapshot (environments and task ids, no task pages yet) is
+    published as soon as every task list is known, then the full one. Returns
+    ``{"snapshot", "envs", "tasks", "bytes", "sha256", "seconds", "errors", ...}``.
+    """
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    snaps = out / SNAPSHOTS
+    snaps.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkstemp(prefix=".build-", suffix=".sqlite", dir=snaps)[1])
+    tmp.unlink()
+
+    def listing(writer: SnapshotWriter) -> None:
+        lst = Path(tempfile.mkstemp(prefix=".build-", suffix=".sqlite", dir=snaps)[1])
+        lst.unlink()
+        w = SnapshotWriter(lst)
+        try:
+            for rid, env in writer._env_docs.items():
+                w.add_env(env)
+                for tid in writer._env_tasks[rid]:
+                    w.add_stub(env, tid)
+            counts = w.finish({"listing": "1"})
+            publish(lst, out, counts)
+        except BaseException:
+            w.abort()
+            lst.unlink(missing_ok=True)
+            raise
+        if progress:
+            progress("published-listing", counts)
+
+    try:
+        built = build_db(
+            sources(paths, hub=hub, openenv=openenv),
+            tmp,
+            progress=progress,
+            include_private=include_private,
+            on_listed=listing if early else None,
+        )
+        info = publish(tmp, out, built)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    seconds = time.perf_counter() - t0
+    return {
+        "snapshot": info["snapshot"],
+        "pointer": info["pointer"],
+        "envs": built["envs"],
+        "tasks": built["tasks"],
+        "blobs": built["blobs"],
+        "bytes": info["size"],
+        "sha256": info["sha256"],
+        "seconds": round(seconds, 4),
+        "errors": built["errors"],
+    }
+
+
+def open_store(
+    paths: Iterable[Any] = (),
+    *,
+    snapshot: str | Path | None = None,
+    hub: bool = False,
+    openenv: Iterable[str] = (),
+    poll_seconds: float = 2.0,
+) -> Store:
+    """A :class:`Store` over a published snapshot folder, or over one built in-process.
+
+    With ``snapshot`` (a folder holding the pointer file) the store reads it read-only, polls
+    the pointer and swaps to new snapshots. Otherwise the same database is built now from the
+    sources into a temporary folder, removed when the store is closed or collected.
+    """
+    if snapshot is not None:
+        return Store(SnapshotReader(snapshot, poll_seconds=poll_seconds))
+    tmp = Path(tempfile.mkdtemp(prefix="repogym-explore-"))
+    try:
+        build_snapshot(paths, tmp, hub=hub, openenv=openenv)
+        reader = SnapshotReader(tmp, poll_seconds=3600.0)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Store(reader, cleanup=tmp)
