@@ -6,9 +6,12 @@ Services and where their credentials come from:
 |---|---|---|
 | github | ``GITHUB_TOKEN``, ``GH_TOKEN``, ``gh auth token`` | ``GET {REPOGYM_GITHUB_API}/user`` |
 | gitlab | ``GITLAB_TOKEN`` | ``GET {REPOGYM_GITLAB_URL}/api/v4/user`` |
-| huggingface | ``HF_TOKEN`` | ``GET {HF_ENDPOINT}/api/whoami-v2`` |
+| huggingface | ``HF_TOKEN``, huggingface_hub's token file | ``GET {HF_ENDPOINT}/api/whoami-v2`` |
 | openai | ``OPENAI_API_KEY`` | ``GET {OPENAI_BASE_URL}/models`` |
 | anthropic | ``ANTHROPIC_API_KEY`` | ``GET {ANTHROPIC_BASE_URL}/v1/models`` |
+
+huggingface_hub's token file is ``HF_TOKEN_PATH``, else ``$HF_HOME/token`` (``HF_HOME`` defaults to
+``~/.cache/huggingface``).
 
 Base URLs default to the public services and can point anywhere (GitHub Enterprise, self-hosted
 GitLab, a local endpoint). A service that cannot be reached is reported as unknown, not failed.
@@ -24,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from repogym._secrets import redact
+from repogym.hub.hf_registry import hf_token_source
 from repogym.sources.github import github_token_source
 
 DEFAULT_URLS = {
@@ -79,6 +83,7 @@ def check_credentials(
     """Report every service's credential; with ``probe`` also ask the service if it works."""
     env = os.environ if env is None else env
     gh_token, gh_source = github_token_source(env)
+    hf_token, hf_source = hf_token_source(env)
     specs = [
         (
             "github",
@@ -98,8 +103,8 @@ def check_credentials(
         ),
         (
             "huggingface",
-            env.get("HF_TOKEN"),
-            "HF_TOKEN",
+            hf_token,
+            hf_source,
             env.get("HF_ENDPOINT"),
             "/api/whoami-v2",
             lambda t: {"Authorization": f"Bearer {t}"},
