@@ -10,6 +10,14 @@ need_pkgs=()
 command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)
 command -v git >/dev/null 2>&1 || need_pkgs+=(git)
 command -v patch >/dev/null 2>&1 || need_pkgs+=(patch)
+# The browser tests (test extras) drive Debian's chromium: installed when we can, else skipped.
+if [[ ",$extras," == *",test,"* ]] && [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    need_pkgs+=(chromium)
+  else
+    echo "setup: no /usr/bin/chromium: the browser tests will be skipped" >&2
+  fi
+fi
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need_pkgs[*]} with apt-get" >&2
