@@ -17,7 +17,6 @@ import logging
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict
 from typing import Any
 
 from repogym.explorer import withhold
@@ -44,7 +43,7 @@ FACETS = ("kind", "language", "category", "difficulty", "pipeline", "grading", "
 # Facets of tasks kept as index columns.
 TASK_FACETS = ("language", "category", "difficulty", "pipeline", "grading", "network")
 INLINE_MAX = 256  # section bodies up to this size stay inline in the pack entry
-COMPRESS_MIN = 512  # blobs from this size are stored zlib-compressed when that saves space
+COMPRESS_MIN = 2048  # blobs from this size are stored zlib-compressed when that saves space
 _BAD_PATH = re.compile(r"(^|/)\.\.?(/|$)|^/|\\|\x00|//")
 
 
@@ -148,14 +147,26 @@ def decode_blob(enc: int, payload: bytes) -> bytes:
     return zlib.decompress(payload) if enc == 1 else bytes(payload)
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def pack_task(doc: TaskDoc, pack: Pack) -> bytes:
-    """The pack entry of a prepared task (JSON): sections, file list, notes, aliases."""
+    """The pack entry of a prepared task (compact JSON): sections, files, notes, aliases.
+
+    Section bodies longer than ``INLINE_MAX`` and file bodies are stored as blobs by sha256;
+    default values (markdown format, no language) are left out.
+    """
     sections = []
     for s in doc.sections:
-        d = asdict(s)
+        d: dict[str, Any] = {"id": s.id, "title": s.title}
         if len(s.body) > INLINE_MAX:
             d["blob"] = pack.add(s.body.encode("utf-8"))
-            d.pop("body")
+        else:
+            d["body"] = s.body
+        if s.format != "markdown":
+            d["format"] = s.format
+        if s.language:
+            d["language"] = s.language
         sections.append(d)
     files = []
     for f in doc.files:
@@ -167,11 +178,12 @@ def pack_task(doc: TaskDoc, pack: Pack) -> bytes:
         else:
             entry["withheld"] = "not packed"
         files.append(entry)
-    return json.dumps(
-        {"sections": sections, "files": files, "withheld": doc.withheld, "aliases": doc.aliases},
-        ensure_ascii=False,
-        separators=(",", ":"),
-    ).encode("utf-8")
+    out: dict[str, Any] = {"sections": sections, "files": files}
+    if doc.withheld:
+        out["withheld"] = doc.withheld
+    if doc.aliases:
+        out["aliases"] = doc.aliases
+    return _ENCODE(out).encode("utf-8")
 
 
 class MemoryReader:

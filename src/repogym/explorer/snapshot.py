@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import quote
 
 from repogym.explorer.index import (
+    _ENCODE,
     FACETS,
     TASK_FACETS,
     Pack,
@@ -168,7 +169,7 @@ class SnapshotWriter:
                 row["id"],
                 row["title"],
                 row["summary"],
-                json.dumps(f, ensure_ascii=False, separators=(",", ":")),
+                _ENCODE(f),
                 row["grading"],
                 row["environment"],
                 row["network"],

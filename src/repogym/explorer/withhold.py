@@ -17,6 +17,7 @@ and appends human notes saying what was withheld to ``doc.withheld``. It is idem
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import tomllib
@@ -70,10 +71,15 @@ def _norm_key(key: object) -> str:
     return re.sub(r"[\s\-.]+", "_", str(key).strip().strip("\"'").lower())
 
 
-def is_answer_key(key: object) -> bool:
-    """True for metadata keys that hold answers (``gold_answer``, ``expected_output`` …)."""
+@functools.lru_cache(maxsize=4096)
+def _is_answer_key(key: str) -> bool:
     k = _norm_key(key)
     return k not in _SAFE_KEYS and bool(_ANSWER_KEY.match(k))
+
+
+def is_answer_key(key: object) -> bool:
+    """True for metadata keys that hold answers (``gold_answer``, ``expected_output`` …)."""
+    return _is_answer_key(str(key))
 
 
 # ---------------------------------------------------------------- structured data
