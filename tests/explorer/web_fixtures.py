@@ -22,7 +22,7 @@ _TASK_TOML = """schema_version = "1.4"
 
 [task]
 name = "web-tests/leaky"
-description = "Leaky task {xss} for the web tests"
+description = 'Leaky task {xss} for the web tests'
 keywords = ["security"]
 
 [metadata]
