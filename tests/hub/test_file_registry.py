@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
 from repogym.harbor import discover
-from tests.conftest import EXAMPLES, snapshot
+from tests.conftest import EXAMPLES, ROOT, snapshot
 
 cli = CliRunner()
 
@@ -111,3 +115,24 @@ def test_errors_are_one_line_and_change_nothing(tmp_path: Path) -> None:
     cli.invoke(app, ["pull", "acme/ds", str(tmp_path / "y"), "--registry", reg])
     res = cli.invoke(app, ["pull", "acme/ds", str(tmp_path / "y"), "--registry", reg])
     assert res.exit_code == 2 and "already present" in res.output
+
+
+@pytest.mark.slow
+def test_readme_round_trip_runs_as_written(tmp_path: Path) -> None:
+    """The README's file-registry block, run in a copy of the checkout's examples."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    block = next(b for b in blocks if "file:///tmp/repogym-registry" in b)
+    registry = tmp_path / "registry"
+    script = block.replace("/tmp/repogym-registry", str(registry)).replace(
+        ".venv/bin/repogym", str(Path(sys.executable).parent / "repogym")
+    )
+    work = tmp_path / "work"
+    shutil.copytree(EXAMPLES, work / "examples" / "tasks")
+    res = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=work, capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.strip().endswith("identical")
+    assert hashes(work / "copy") == hashes(EXAMPLES)
+    assert (registry / "acme" / "examples" / "refs" / "main").is_file()

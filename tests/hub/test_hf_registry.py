@@ -330,3 +330,27 @@ def test_hub_error_text_is_redacted() -> None:
     message = str(caught.value)
     assert "400 Bad request" in message and "***" in message
     assert not any(ALICE[i : i + 8] in message for i in range(len(ALICE) - 7))
+
+
+def test_push_racing_another_push_fails_cleanly(
+    hub: tuple[str, HubState], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tasks commit names the head it saw; if main moved meanwhile the Hub refuses it."""
+    _, state = hub
+    first = run("push", str(EXAMPLES), "alice/ds")
+    data = tmp_path / "data"
+    write_task(data, "other")
+    run("push", str(data), "alice/ds")  # main moves on
+    stale = HfRegistry()
+    real_refs = stale._refs
+
+    def seen_before(name: str) -> tuple[dict[str, str], dict[str, str]]:
+        branches, tags = real_refs(name)
+        return {**branches, "main": first["revision"]}, tags
+
+    monkeypatch.setattr(stale, "_refs", seen_before)
+    commits = len(state.repos["alice/ds"].commits)
+    write_task(data, "third")
+    with pytest.raises(RegistryError, match="changed on the Hub during the push"):
+        stale.push(data, "alice/ds")
+    assert len(state.repos["alice/ds"].commits) == commits
