@@ -1,0 +1,255 @@
+"""Harbor datasets on the Hugging Face Hub (tagged ``harbor``), read with ``huggingface_hub``.
+
+:func:`hub_readers` lists the Hub's datasets tagged ``harbor`` when the Hub answers a quick
+probe (else one log line and nothing: the explorer works offline); :class:`HubAdapter` opens
+one dataset given as ``hf://datasets/ORG/NAME`` (or ``hf://ORG/NAME``). A dataset is downloaded
+at its current commit into a cache (``snapshot_download``) and read by the Harbor adapter; its
+environment id is ``org/name``.
+
+Private datasets: the listing skips them unless ``include_private`` is asked for, and a
+private dataset opened by name is marked ``EnvDoc.private`` so the indexer leaves it out of
+snapshots built for the public (the default).
+
+The endpoint is ``HF_ENDPOINT`` (default ``https://huggingface.co``); the token is
+``HF_TOKEN`` or the one ``huggingface_hub`` stored at login. Tokens never appear in errors or
+logs. ``huggingface_hub`` is imported only when a Hub dataset is read.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from repogym._secrets import redact
+from repogym.explorer.adapters.base import AdapterError
+from repogym.explorer.model import EnvDoc, TaskDoc
+
+__all__ = ["HubAdapter", "HubReader", "hub_readers", "parse_hub_location"]
+
+log = logging.getLogger("repogym.explorer.hub")
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+PROBE_TIMEOUT_S = 3.0
+TAG = "harbor"
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _endpoint(endpoint: str | None) -> str:
+    return (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+
+
+def _token(token: str | None) -> str | None:
+    if token is not None:
+        return token or None
+    from repogym.hub.hf_registry import hf_token_source
+
+    return hf_token_source()[0]
+
+
+def _require_hub() -> Any:
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise AdapterError(
+            "reading Hugging Face Hub datasets needs huggingface_hub (pip install 'repogym[hub]')"
+        ) from None
+    return huggingface_hub
+
+
+def parse_hub_location(location: str) -> str | None:
+    """``hf://datasets/org/name`` or ``hf://org/name`` → ``org/name``; None when not a Hub one."""
+    if not location.startswith("hf://"):
+        return None
+    rest = location[len("hf://") :].strip("/")
+    rest = rest.removeprefix("datasets/")
+    return rest if _REPO.match(rest) and ".." not in rest else None
+
+
+def _cache_dir(cache_dir: str | Path | None) -> Path | None:
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("REPOGYM_HUB_CACHE")
+    return Path(env) if env else None  # None: huggingface_hub's own cache (HF_HOME)
+
+
+class HubReader:
+    """One Harbor dataset on the Hub, read from a local copy of its current commit."""
+
+    def __init__(
+        self,
+        repo_id: str,
+        *,
+        endpoint: str | None = None,
+        token: str | None = None,
+        cache_dir: str | Path | None = None,
+        info: Any = None,
+    ) -> None:
+        self.repo_id = repo_id
+        self.endpoint = _endpoint(endpoint)
+        self._token = _token(token)
+        self.cache_dir = _cache_dir(cache_dir)
+        self.location = f"hf://datasets/{repo_id}"
+        self._inner: Any = None
+        self._local: Path | None = None
+        hub = _require_hub()
+        self._api = hub.HfApi(endpoint=self.endpoint, token=self._token or False)
+        self.info = info if info is not None else self._call(self._api.dataset_info, repo_id)
+        self.sha: str | None = getattr(self.info, "sha", None)
+        self.private = bool(getattr(self.info, "private", False))
+
+    def _redact(self, text: str) -> str:
+        return redact(text, [self._token])
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a huggingface_hub call; failures become one-line, token-free AdapterErrors."""
+        try:
+            return fn(*args, **kwargs)
+        except AdapterError:
+            raise
+        except Exception as exc:
+            name = type(exc).__name__
+            if "NotFound" in name or "Unauthorized" in name:
+                hint = "" if self._token else " (set HF_TOKEN if it is private)"
+                msg = f"no dataset {self.repo_id} on {self.endpoint}, or no access to it{hint}"
+            else:
+                first = (str(exc).strip().splitlines() or [name])[0]
+                msg = f"{self.repo_id} on {self.endpoint}: {name}: {first}"
+            raise AdapterError(self._redact(msg)[:500]) from None
+
+    def local_copy(self) -> Path:
+        """Download the dataset at its current commit (cached) and return the folder."""
+        if self._local is None:
+            hub = _require_hub()
+            path = self._call(
+                hub.snapshot_download,
+                self.repo_id,
+                repo_type="dataset",
+                revision=self.sha,
+                cache_dir=self.cache_dir,
+                endpoint=self.endpoint,
+                token=self._token or False,
+                max_workers=4,
+            )
+            self._local = Path(path)
+        return self._local
+
+    def _reader(self) -> Any:
+        if self._inner is None:
+            from repogym.explorer.adapters.harbor import HarborAdapter
+
+            self._inner = HarborAdapter().open(str(self.local_copy()))
+        return self._inner
+
+    def prepare(self) -> HubReader:
+        """Download and open now (errors surface here, not while indexing)."""
+        self._reader()
+        return self
+
+    def env(self) -> EnvDoc:
+        inner: EnvDoc = self._reader().env()
+        url = f"{self.endpoint}/datasets/{self.repo_id}"
+        registry = "hf" if self.endpoint == DEFAULT_ENDPOINT else f"hf+{self.endpoint}"
+        pull = f"repogym pull {self.repo_id}" + (f"@{self.sha}" if self.sha else "")
+        pull += f" ./{self.repo_id.split('/')[1]}"
+        if registry != "hf":
+            pull += f" --registry {registry}"
+        inner.id = self.repo_id
+        if inner.title in ("", inner.id) or re.fullmatch(r"[0-9a-f]{40}", inner.title):
+            inner.title = self.repo_id
+        inner.source = url
+        inner.private = self.private
+        inner.facets = {**inner.facets, "hub": "huggingface"}
+        inner.run_options = [
+            {"label": "Pull with repogym", "command": pull},
+            {"label": "Then run, verify or serve", "command": "repogym run ./NAME"},
+        ]
+        return inner
+
+    def task_ids(self) -> Iterator[str]:
+        yield from self._reader().task_ids()
+
+    def task(self, task_id: str) -> TaskDoc:
+        return self._reader().task(task_id)
+
+
+class HubAdapter:
+    """``hf://datasets/ORG/NAME``: one Harbor dataset on the Hugging Face Hub."""
+
+    name = "hub"
+
+    def detect(self, location: str) -> float:
+        return 1.0 if parse_hub_location(location) else 0.0
+
+    def open(self, location: str) -> HubReader:
+        repo_id = parse_hub_location(location)
+        if repo_id is None:
+            raise AdapterError(f"{location}: a Hub dataset is given as hf://datasets/ORG/NAME")
+        return HubReader(repo_id)
+
+
+def probe(endpoint: str | None = None, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """None when the Hub answers its dataset listing quickly, else a one-line reason."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    url = f"{_endpoint(endpoint)}/api/datasets?filter={TAG}&limit=1"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            resp.read(1024 * 1024)
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return str(reason).splitlines()[0] if str(reason) else type(exc).__name__
+    return None
+
+
+def hub_readers(
+    *,
+    include_private: bool = False,
+    endpoint: str | None = None,
+    token: str | None = None,
+    cache_dir: str | Path | None = None,
+    tag: str = TAG,
+    timeout: float = PROBE_TIMEOUT_S,
+) -> Iterator[tuple[str, HubReader]]:
+    """``(location, reader)`` for every Hub dataset tagged ``tag``, ready to index.
+
+    Only when the Hub is reachable: otherwise one log line and nothing. Private datasets are
+    skipped unless ``include_private``; a dataset that cannot be downloaded or read is skipped
+    with a log line.
+    """
+    base = _endpoint(endpoint)
+    why = probe(base, timeout)
+    if why is not None:
+        log.warning("Hugging Face Hub at %s not reachable (%s): Hub datasets skipped", base, why)
+        return
+    hub = _require_hub()
+    secret = _token(token)
+    api = hub.HfApi(endpoint=base, token=secret or False)
+    try:
+        infos = list(api.list_datasets(filter=tag))
+    except Exception as exc:
+        msg = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, [secret])
+        log.warning("Hugging Face Hub datasets skipped: listing failed (%s)", msg)
+        return
+    for info in infos:
+        repo_id = str(getattr(info, "id", ""))
+        if not _REPO.match(repo_id):
+            continue
+        if getattr(info, "private", False) and not include_private:
+            log.info("Hub dataset %s is private: skipped", repo_id)
+            continue
+        try:
+            reader = HubReader(
+                repo_id, endpoint=base, token=secret or "", cache_dir=cache_dir, info=info
+            ).prepare()
+        except AdapterError as exc:
+            log.warning("Hub dataset %s skipped: %s", repo_id, exc)
+            continue
+        yield reader.location, reader
