@@ -86,7 +86,8 @@ def resolve_repo(text: str, module: Any) -> RepoArg:
         arg = parse_repo_arg(text)
     except ValueError as exc:
         raw = text.strip()
-        if raw.startswith(("/", ".", "~")) or raw.count("/") > 1:
+        url = "://" in raw or raw.startswith("gitlab:")
+        if not url and (raw.startswith(("/", ".", "~")) or raw.count("/") > 1):
             raise GenerateError(f"{text}: no such local repository") from None
         raise GenerateError(str(exc)) from None
     supported = set(getattr(module, "SOURCES", {"local"}))

@@ -2,7 +2,7 @@
 bare clone that :class:`~repogym.sources.LocalGitSource` reads.
 
 Clones live under ``$REPOGYM_CACHE/clones/<host>/<owner>/<name>`` (default
-``~/.cache/repogym``). The first run clones into a temporary folder beside the target and renames
+``~/.cache/repogym``; ``$REPOGYM_CLONE_CACHE`` replaces ``…/clones``). The first run clones into a temporary folder beside the target and renames
 it into place, so an interrupted clone never leaves a half repository; later runs reuse the
 clone and fetch what changed. Commits a pull request needs that are not on any branch (merged
 into a deleted branch, …) are fetched on demand through the host's pull-request refs.
@@ -27,15 +27,19 @@ from repogym.sources.gitlab import GitLabSource
 from repogym.sources.local import LocalGitSource
 from repogym.sources.resolve import RepoArg
 
-__all__ = ["RemoteGitSource", "RemoteRepo", "cache_root", "clone_dir", "open_remote"]
+__all__ = ["RemoteGitSource", "RemoteRepo", "clone_dir", "clones_root", "open_remote"]
 
 BRANCHES = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
 
 
-def cache_root() -> Path:
-    """``$REPOGYM_CACHE`` or ``~/.cache/repogym``."""
+def clones_root() -> Path:
+    """``$REPOGYM_CLONE_CACHE``, else ``$REPOGYM_CACHE/clones`` (``~/.cache/repogym/clones``)."""
+    env = os.environ.get("REPOGYM_CLONE_CACHE")
+    if env:
+        return Path(env).expanduser()
     env = os.environ.get("REPOGYM_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "repogym"
+    base = Path(env).expanduser() if env else Path.home() / ".cache" / "repogym"
+    return base / "clones"
 
 
 def _host(kind: str, base_url: str) -> str:
@@ -49,7 +53,7 @@ def _host(kind: str, base_url: str) -> str:
 def clone_dir(kind: str, base_url: str, repo_id: str, root: Path | None = None) -> Path:
     """Where the clone of ``repo_id`` on that host is cached."""
     parts = [p for p in repo_id.split("/") if p and p not in (".", "..")]
-    return (root or cache_root()) / "clones" / _host(kind, base_url) / Path(*parts)
+    return (root or clones_root()) / _host(kind, base_url) / Path(*parts)
 
 
 @dataclass
