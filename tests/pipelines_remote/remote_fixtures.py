@@ -120,7 +120,9 @@ def build_hosted(root: Path) -> Hosted:
     shas["pr9"] = repo.commit("Add a circle helper (#9)")
 
     repo.checkout("-b", "release")
-    repo.write("src/shapes/area.py", area + f"\n\ndef triangle(base, height):\n    {GOLD_TRIANGLE}\n")
+    repo.write(
+        "src/shapes/area.py", area + f"\n\ndef triangle(base, height):\n    {GOLD_TRIANGLE}\n"
+    )
     repo.write(
         "tests/test_triangle.py",
         "from shapes.area import triangle\n\n\ndef test_triangle():\n"

@@ -52,7 +52,9 @@ def test_clone_cached_then_fetched(
             assert again.cache == "fetched" and again.clone == first.clone
             assert _git("rev-parse", "HEAD", cwd=again.clone) == new
         finally:
-            _git("push", "-q", "--force", "origin", f"{hosted.shas['pr9']}:refs/heads/main", cwd=work)
+            _git(
+                "push", "-q", "--force", "origin", f"{hosted.shas['pr9']}:refs/heads/main", cwd=work
+            )
 
 
 def test_pull_requests_from_api_with_commits_fetched(

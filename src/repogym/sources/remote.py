@@ -2,10 +2,11 @@
 bare clone that :class:`~repogym.sources.LocalGitSource` reads.
 
 Clones live under ``$REPOGYM_CACHE/clones/<host>/<owner>/<name>`` (default
-``~/.cache/repogym``; ``$REPOGYM_CLONE_CACHE`` replaces ``…/clones``). The first run clones into a temporary folder beside the target and renames
-it into place, so an interrupted clone never leaves a half repository; later runs reuse the
-clone and fetch what changed. Commits a pull request needs that are not on any branch (merged
-into a deleted branch, …) are fetched on demand through the host's pull-request refs.
+``~/.cache/repogym``; ``$REPOGYM_CLONE_CACHE`` replaces ``…/clones``). The first run clones into
+a temporary folder beside the target and renames it into place, so an interrupted clone never
+leaves a half repository; later runs reuse the clone and fetch what changed. Commits a pull
+request needs that are not on any branch (merged into a deleted branch, …) are fetched on demand
+through the host's pull-request refs.
 """
 
 from __future__ import annotations
