@@ -354,3 +354,27 @@ def test_push_racing_another_push_fails_cleanly(
     with pytest.raises(RegistryError, match="changed on the Hub during the push"):
         stale.push(data, "alice/ds")
     assert len(state.repos["alice/ds"].commits) == commits
+
+
+@pytest.mark.slow
+def test_cli_processes_use_hf_endpoint(hub: tuple[str, HubState], tmp_path: Path) -> None:
+    """Real ``repogym`` processes, configured only by the environment; quiet on stderr."""
+    url, state = hub
+    exe = str(Path(sys.executable).parent / "repogym")
+    env = {**os.environ, "HF_ENDPOINT": url, "HF_TOKEN": ALICE, "HF_HOME": str(tmp_path / "h")}
+    push = subprocess.run(
+        [exe, "push", str(EXAMPLES), "alice/proc", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert push.returncode == 0, push.stderr
+    assert push.stderr == "" and json.loads(push.stdout)["tasks"] == 2
+    assert state.repos["alice/proc"].branches["main"] == json.loads(push.stdout)["revision"]
+    pull = subprocess.run(
+        [exe, "pull", "alice/proc", str(tmp_path / "got")], env=env, capture_output=True, text=True
+    )
+    assert pull.returncode == 0 and pull.stderr == "", pull.stderr
+    assert pull.stdout.startswith("pulled 2 task(s) of alice/proc@")
+    assert hashes(tmp_path / "got") == hashes(EXAMPLES)
+    assert not (tmp_path / "h").exists()  # nothing cached in HF_HOME
