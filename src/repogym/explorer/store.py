@@ -247,8 +247,10 @@ class Store:
             counts = {}
             for value, rids in c.facet_sets[g].items():
                 n = len(rids & allowed) if allowed is not c.all else len(rids)
-                if n or value in flt.get(g, ()):
+                if n:
                     counts[value] = n
+            for value in flt.get(g, ()):
+                counts.setdefault(value, 0)  # a selected value stays visible
             facets[g] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         match = base
         for s in chosen.values():
