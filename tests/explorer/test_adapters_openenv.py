@@ -211,3 +211,21 @@ def test_server_without_task_api(stub: Stub) -> None:
     assert reader.env().task_count is None
     with pytest.raises(AdapterError, match="no Task API"):
         list(reader.task_ids())
+
+
+@pytest.mark.slow
+def test_openenv_server_through_the_store(served: Server) -> None:
+    from repogym.explorer.store import open_store
+
+    host = served.url.removeprefix("http://")
+    store = open_store(openenv=[served.url])
+    try:
+        found = store.search(kind="openenv")
+        assert [c["id"] for c in found["items"]] == [host]
+        page = store.task(host, "hello-file")
+        assert page is not None and page["sections"][0]["id"] == "instruction"
+        assert store.search_tasks("greeting", env=host)["total"] >= 1
+    finally:
+        close = getattr(store, "close", None)
+        if close:
+            close()

@@ -178,11 +178,12 @@ def test_folder_of_row_files(tmp_path: Path) -> None:
     write_jsonl(ds / "data" / "train.jsonl", [qa_row(i) for i in range(2)])
     write_jsonl(ds / "data" / "test.jsonl", [qa_row(i) for i in range(2, 4)])
     (ds / "data" / "dataset_info.json").write_text('{"features": {}}')
-    (ds / "README.md").write_text("# My dataset\n\nArithmetic questions.\n")
+    (ds / "README.md").write_text(f"# My dataset\n\nArithmetic questions.\nanswer: {SECRET}\n")
     reader, docs = read_all(ds)
     env = reader.env()
     assert env.id == "my-dataset" and env.task_count == 4
     assert env.description.startswith("# My dataset")
+    assert SECRET not in env.description
     assert sorted(d.id for d in docs) == ["q0", "q1", "q2", "q3"]
 
 
@@ -474,3 +475,49 @@ def test_parquet_listing_reads_only_the_id_column(tmp_path: Path) -> None:
     assert list(reader.task_ids()) == [f"t{i}" for i in range(10)]
     assert calls == [["id"]] * 4
     assert reader.task("t9").sections[0].body == "q9"
+
+
+# -- through the store -------------------------------------------------------------------
+
+
+def test_row_datasets_through_a_snapshot_keep_answers_out(tmp_path: Path) -> None:
+    from repogym.explorer.store import Withheld, build_snapshot, open_store
+
+    src = tmp_path / "src"
+    src.mkdir()
+    write_parquet(src / "swe-mini.parquet", [swe_row(i) for i in range(3)])
+    write_jsonl(src / "arith.jsonl", [qa_row(i) for i in range(3)])
+    rows = [{"id": "z1", "question": "Unzip me", "files": base64.b64encode(
+        zip_bytes({"a.txt": b"alpha", "solution/fix.txt": SECRET.encode()})).decode()}]  # fmt: skip
+    write_jsonl(src / "zipped.jsonl", rows)
+    out = tmp_path / "snap"
+    result = build_snapshot(
+        [str(src / "swe-mini.parquet"), str(src / "arith.jsonl"), str(src / "zipped.jsonl")], out
+    )
+    assert (result["envs"], result["tasks"]) == (3, 7)
+    store = open_store(snapshot=out)
+    try:
+        assert store.search(kind="rows")["total"] == 3
+        hits = store.search_tasks("resized", env="swe-mini")
+        assert hits["total"] == 3
+        page = store.task("swe-mini", "acme__widgets-101")
+        assert page is not None and page["grading"] == "tests"
+        assert store.task("zipped", "z1") is not None
+        assert store.file("zipped", "z1", "a.txt") == b"alpha"
+        for env_id, tid, path in [("zipped", "z1", "solution/fix.txt"),
+                                  ("swe-mini", "acme__widgets-101", "solution/patch.diff"),
+                                  ("swe-mini", "acme__widgets-101", "tests/test_patch.diff")]:  # fmt: skip
+            with pytest.raises(Withheld):
+                store.file(env_id, tid, path)
+        dumped = json.dumps(
+            [store.task(e["env"], e["id"]) for e in store.search_tasks(size=50)["items"]]
+            + [store.env(i) for i in ("swe-mini", "arith", "zipped")]
+        )
+        for mark in (SECRET, GOLD, HIDDEN):
+            assert mark not in dumped
+            assert store.search(mark)["total"] == 0
+            assert store.search_tasks(mark)["total"] == 0
+    finally:
+        close = getattr(store, "close", None)
+        if close:
+            close()

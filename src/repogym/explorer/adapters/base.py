@@ -75,6 +75,7 @@ _BUILTINS = (
     ("repogym.explorer.adapters.harbor", "HarborAdapter"),
     ("repogym.explorer.adapters.rows", "RowsAdapter"),
     ("repogym.explorer.adapters.openenv", "OpenEnvAdapter"),
+    ("repogym.explorer.adapters.hub", "HubAdapter"),
 )
 
 

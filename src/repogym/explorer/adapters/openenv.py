@@ -27,6 +27,7 @@ from urllib.parse import quote, urlsplit
 from repogym.explorer.adapters.base import AdapterError
 from repogym.explorer.adapters.processors import scrub, summarize
 from repogym.explorer.model import EnvDoc, Section, TaskDoc
+from repogym.explorer.withhold import mask_yamlish
 
 __all__ = ["OpenEnvAdapter", "OpenEnvReader"]
 
@@ -139,10 +140,10 @@ class OpenEnvReader:
         notes: list[str] = []
         name = str(meta.get("name") or self.host)
         desc = str(meta.get("description") or "")
-        parts = [desc] if desc else []
+        parts = [mask_yamlish(desc, notes)] if desc else []
         readme = meta.get("readme_content")
         if isinstance(readme, str) and readme.strip():
-            parts.append(readme)
+            parts.append(mask_yamlish(readme, notes))
         if isinstance(schema, dict) and isinstance(schema.get("action"), dict):
             action = json.dumps(scrub(schema["action"], "", notes), indent=2)[:8000]
             parts.append("**Action schema**\n\n```json\n" + action + "\n```")

@@ -400,7 +400,9 @@ class RowsReader:
         parts = []
         readme = self.root / "README.md"
         if self.location.is_dir() and readme.is_file():
-            parts.append(readme.read_text(errors="replace")[:200_000])
+            from repogym.explorer.withhold import mask_yamlish
+
+            parts.append(mask_yamlish(readme.read_text(errors="replace")[:200_000], []))
         notes = [f.note for f in self.files if f.note]
         if self.id_column:
             parts.append(f"Task ids come from the `{self.id_column}` column.")
