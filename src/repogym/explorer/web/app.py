@@ -10,7 +10,6 @@ Raw files are served as ``text/plain`` or ``application/octet-stream`` under a C
 forbids scripts, only when the path is in the task's (already withheld) file list.
 """
 
-
 import hashlib
 import json
 import threading
@@ -74,6 +73,30 @@ class _Static:
         return pages.Assets(
             css=self.urls["app.css"], js=self.urls["app.js"], icon=self.urls["icon.svg"]
         )
+
+
+class _LRU:
+    """A small thread-safe least-recently-used map."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.lock = threading.Lock()
+        self.items: OrderedDict[Any, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        if self.size <= 0:
+            return
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
 
 
 class _DocCache:
@@ -183,8 +206,13 @@ def _unsafe_path(path: str) -> bool:
     )
 
 
-def create_app(store: Any) -> Any:
-    """Build the explorer web app over ``store`` (a ``repogym.explorer.store.Store``)."""
+def create_app(store: Any, *, result_cache: int = 2048) -> Any:
+    """Build the explorer web app over ``store`` (a ``repogym.explorer.store.Store``).
+
+    ``result_cache`` search answers are kept per snapshot version (a snapshot is immutable,
+    so a cached answer is exact); 0 turns the cache off. Handlers call the store inline: its
+    queries take about a millisecond, less than a hop through a thread pool.
+    """
     from fastapi import FastAPI, Request
     from fastapi.responses import Response
     from starlette.middleware.gzip import GZipMiddleware
@@ -192,6 +220,7 @@ def create_app(store: Any) -> Any:
     static = _Static()
     assets = static.assets()
     docs = _DocCache(store)
+    results = _LRU(result_cache)
     app = FastAPI(title="repogym explorer", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
 
@@ -251,7 +280,7 @@ def create_app(store: Any) -> Any:
 
     # ---- static ---------------------------------------------------------------------------
     @app.get("/static/{name}", include_in_schema=False)
-    def static_file(name: str, request: Request) -> Response:
+    async def static_file(name: str, request: Request) -> Response:
         hit = static.files.get(name)
         if hit is None:
             return Response("not found", status_code=404, media_type="text/plain")
@@ -263,13 +292,26 @@ def create_app(store: Any) -> Any:
         return Response(data, media_type=ctype, headers=headers)
 
     @app.get("/favicon.ico", include_in_schema=False)
-    def favicon() -> Response:
+    async def favicon() -> Response:
         data, ctype, _ = static.files[assets.icon.rsplit("/", 1)[1]]
         return Response(data, media_type=ctype, headers={"Cache-Control": CACHE_PAGE})
 
     # ---- JSON API -------------------------------------------------------------------------
+    def cached_json(key: tuple, make: Any, etag: str, cache: str, t0: float) -> Response:
+        hit = results.get(key)
+        if hit is None:
+            body = json.dumps(make(), ensure_ascii=False, separators=(",", ":"), default=str)
+            db = time.perf_counter() - t0
+            hit = (body.encode(), db)
+            results.put(key, hit)
+            render = 0.0
+        else:
+            db, render = 0.0, time.perf_counter() - t0
+        headers = {"ETag": etag, "Cache-Control": cache, "Server-Timing": timing(db, render)}
+        return Response(hit[0], media_type="application/json", headers=headers)
+
     @app.get("/api/search")
-    def api_search(request: Request) -> Response:
+    async def api_search(request: Request) -> Response:
         t0 = time.perf_counter()
         version = store.version
         etag = etag_for(request, version)
@@ -279,14 +321,14 @@ def create_app(store: Any) -> Any:
             args = parse_search(request.query_params)
         except BadRequest as exc:
             return api_error(400, str(exc))
-        result = store.search(**args)
-        db = time.perf_counter() - t0
-        return json_response(result, etag, CACHE_SEARCH, db, t0 + db)
+        key = (version, "envs", json.dumps(args, sort_keys=True))
+        return cached_json(key, lambda: store.search(**args), etag, CACHE_SEARCH, t0)
 
     @app.get("/api/search/tasks")
-    def api_search_tasks(request: Request) -> Response:
+    async def api_search_tasks(request: Request) -> Response:
         t0 = time.perf_counter()
-        etag = etag_for(request, store.version)
+        version = store.version
+        etag = etag_for(request, version)
         if (hit := not_modified(request, etag, CACHE_SEARCH)) is not None:
             return hit
         try:
@@ -297,14 +339,19 @@ def create_app(store: Any) -> Any:
         filters = dict(args["filters"])
         if args["kind"]:
             filters["kind"] = [args["kind"]]
-        result = store.search_tasks(
-            q=args["q"], env=env, filters=filters or None, page=args["page"], size=args["size"]
+        key = (version, "tasks", env, json.dumps(args, sort_keys=True))
+        return cached_json(
+            key,
+            lambda: store.search_tasks(
+                q=args["q"], env=env, filters=filters or None, page=args["page"], size=args["size"]
+            ),
+            etag,
+            CACHE_SEARCH,
+            t0,
         )
-        db = time.perf_counter() - t0
-        return json_response(result, etag, CACHE_SEARCH, db, t0 + db)
 
     @app.get("/api/envs/{env_id:path}")
-    def api_env(env_id: str, request: Request) -> Response:
+    async def api_env(env_id: str, request: Request) -> Response:
         t0 = time.perf_counter()
         etag = etag_for(request, store.version)
         if (hit := not_modified(request, etag, CACHE_DOC)) is not None:
@@ -316,7 +363,7 @@ def create_app(store: Any) -> Any:
         return json_response(env, etag, CACHE_DOC, db, t0 + db)
 
     @app.get("/api/tasks/{rest:path}")
-    def api_task(rest: str, request: Request) -> Response:
+    async def api_task(rest: str, request: Request) -> Response:
         t0 = time.perf_counter()
         version = store.version
         etag = etag_for(request, version)
@@ -359,7 +406,7 @@ def create_app(store: Any) -> Any:
             return None, str(reason)
 
     @app.get("/api/files/{rest:path}")
-    def api_file(rest: str, request: Request) -> Response:
+    async def api_file(rest: str, request: Request) -> Response:
         t0 = time.perf_counter()
         version = store.version
         raw_headers = {
@@ -411,7 +458,7 @@ def create_app(store: Any) -> Any:
 
     # ---- pages ----------------------------------------------------------------------------
     @app.get("/", include_in_schema=False)
-    def home(request: Request) -> Response:
+    async def home(request: Request) -> Response:
         t0 = time.perf_counter()
         etag = etag_for(request, store.version)
         if (hit := not_modified(request, etag, CACHE_PAGE)) is not None:
@@ -432,7 +479,7 @@ def create_app(store: Any) -> Any:
         return html_response(pages.home(result, state, assets), etag, CACHE_PAGE, t1 - t0, t1)
 
     @app.get("/d/{env_id:path}", include_in_schema=False)
-    def env_page(env_id: str, request: Request) -> Response:
+    async def env_page(env_id: str, request: Request) -> Response:
         t0 = time.perf_counter()
         etag = etag_for(request, store.version)
         if (hit := not_modified(request, etag, CACHE_PAGE)) is not None:
@@ -451,7 +498,7 @@ def create_app(store: Any) -> Any:
         return html_response(text, etag, CACHE_PAGE, t1 - t0, t1)
 
     @app.get("/t/{rest:path}", include_in_schema=False)
-    def task_page(rest: str, request: Request) -> Response:
+    async def task_page(rest: str, request: Request) -> Response:
         t0 = time.perf_counter()
         version = store.version
         etag = etag_for(request, version)
