@@ -381,7 +381,7 @@ def generate(
         ),
     ],
     pipeline: Annotated[
-        str, typer.Option("--pipeline", "-p", help="commit_runtime | pr_runtime")
+        str, typer.Option("--pipeline", "-p", help="commit_runtime | pr_runtime | pr_diff")
     ] = "commit_runtime",
     opt: Annotated[
         list[str] | None,
