@@ -521,3 +521,28 @@ def test_row_datasets_through_a_snapshot_keep_answers_out(tmp_path: Path) -> Non
         close = getattr(store, "close", None)
         if close:
             close()
+
+
+def test_one_unreadable_file_of_a_folder_is_skipped_not_fatal(tmp_path: Path) -> None:
+    ds = tmp_path / "mixed"
+    ds.mkdir()
+    (ds / "a-meta.json").write_text('{"version": 3}')
+    write_jsonl(ds / "b.jsonl", [qa_row(0), qa_row(1)])
+    (ds / "c.json").write_text("{oops")
+    reader, docs = read_all(ds)
+    assert [d.id for d in docs] == ["q0", "q1"]
+    assert any("a-meta.json: file skipped" in s for s in reader.skipped)
+    assert any("c.json: file skipped" in s and "invalid JSON" in s for s in reader.skipped)
+
+
+def test_folder_detection_is_shallow_and_defers_to_harbor(tmp_path: Path) -> None:
+    harbor = tmp_path / "harbor-set"
+    (harbor / "t1").mkdir(parents=True)
+    (harbor / "t1" / "task.toml").write_text('schema_version = "1.4"\n')
+    (harbor / "t1" / "data.jsonl").write_text(json.dumps(qa_row(0)) + "\n")
+    assert RowsAdapter().detect(str(harbor)) == 0.0
+    nested = tmp_path / "hf-layout"
+    (nested / "data").mkdir(parents=True)
+    write_jsonl(nested / "data" / "train.jsonl", [qa_row(0)])
+    assert RowsAdapter().detect(str(nested)) == 0.4
+    assert RowsAdapter().detect(str(tmp_path / "empty-dir-missing")) == 0.0

@@ -25,6 +25,7 @@ import codecs
 import csv
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterator, Mapping
@@ -74,6 +75,7 @@ class _Loc:
 
 
 def _row_files(path: Path) -> list[Path]:
+    """Row files of a location: the file itself, or a folder's files one or two levels down."""
     if path.is_file():
         return [path] if path.suffix.lower() in ROW_SUFFIXES else []
     out: list[Path] = []
@@ -82,11 +84,41 @@ def _row_files(path: Path) -> list[Path]:
             rel = p.relative_to(path).parts
             if any(part.startswith(".") for part in rel):
                 continue
-            if p.name.lower() in _NOT_ROWS:
-                continue
-            if p.suffix.lower() in ROW_SUFFIXES and p.is_file() and not p.is_symlink():
+            if _is_row_file(p):
                 out.append(p)
     return out
+
+
+def _is_row_file(p: Path) -> bool:
+    return (
+        p.suffix.lower() in ROW_SUFFIXES
+        and p.name.lower() not in _NOT_ROWS
+        and p.is_file()
+        and not p.is_symlink()
+    )
+
+
+def _looks_like_rows(path: Path, max_dirs: int = 20) -> bool:
+    """Cheap check for detect(): row files at the top or in one of the first sub-folders, and
+    no ``task.toml`` beside them (a Harbor dataset is not a row dataset)."""
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return False
+    dirs = [e for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+    if any(not e.name.startswith(".") and _is_row_file(Path(e.path)) for e in entries):
+        return True
+    for d in dirs[:max_dirs]:
+        sub = Path(d.path)
+        if (sub / "task.toml").is_file():
+            return False
+        try:
+            with os.scandir(sub) as it:
+                if any(not e.name.startswith(".") and _is_row_file(Path(e.path)) for e in it):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def _csv_encoding(path: Path) -> tuple[str, str]:
@@ -338,13 +370,18 @@ class RowsReader:
         rows: list[dict[str, Any]] = []
         errors: list[str] = []
         for f in self.files:
-            for _pos, row in f.iter_rows():
-                if isinstance(row, _RowError):
-                    errors.append(f"{f.path.name}: {row}")
-                else:
-                    rows.append(row)
-                if len(rows) + len(errors) >= SAMPLE_ROWS:
-                    return rows, errors
+            try:
+                for _pos, row in f.iter_rows():
+                    if isinstance(row, _RowError):
+                        errors.append(f"{f.path.name}: {row}")
+                    else:
+                        rows.append(row)
+                    if len(rows) + len(errors) >= SAMPLE_ROWS:
+                        return rows, errors
+            except AdapterError as exc:
+                if len(self.files) == 1:
+                    raise
+                errors.append(str(exc))  # one bad file of a folder: sample the others
         return rows, errors
 
     @property
@@ -360,22 +397,31 @@ class RowsReader:
             return self._locs
         locs: dict[str, _Loc] = {}
         skipped: list[str] = []
+
+        def skip(reason: str) -> None:
+            if len(skipped) < 20:
+                log.warning("skipped a row of %s: %s", self.name, reason)
+            skipped.append(reason)
+
         row_no = 0
         for fi, f in enumerate(self.files):
-            for pos, value in f.iter_ids(self.id_column):
-                if isinstance(value, _RowError):
-                    reason = f"{f.path.name}: {value}"
-                    if len(skipped) < 20:
-                        log.warning("skipped a row of %s: %s", self.name, reason)
-                    skipped.append(reason)
-                    continue
-                tid = _sanitize_id(value) if self.id_column else ""
-                if not tid:
-                    tid = f"row-{row_no}"
-                if tid in locs:
-                    tid = f"{tid}-row-{row_no}"
-                locs[tid] = _Loc(fi, pos)
-                row_no += 1
+            try:
+                for pos, value in f.iter_ids(self.id_column):
+                    if isinstance(value, _RowError):
+                        skip(f"{f.path.name}: {value}")
+                        continue
+                    tid = _sanitize_id(value) if self.id_column else ""
+                    if not tid:
+                        tid = f"row-{row_no}"
+                    if tid in locs:
+                        tid = f"{tid}-row-{row_no}"
+                    locs[tid] = _Loc(fi, pos)
+                    row_no += 1
+            except AdapterError as exc:  # one unreadable file of a folder: the rest is read
+                skip(f"{f.path.name}: file skipped ({exc})")
+            except Exception as exc:  # e.g. a corrupt parquet row group: rows before it stay
+                first = (str(exc).splitlines() or [type(exc).__name__])[0]
+                skip(f"{f.path.name}: rest of the file skipped ({type(exc).__name__}: {first})")
         self._locs = locs
         self.skipped = skipped
         return locs
@@ -530,7 +576,7 @@ class RowsAdapter:
             if path.is_dir():
                 if (path / "task.toml").is_file():
                     return 0.0
-                return 0.4 if _row_files(path) else 0.0
+                return 0.4 if _looks_like_rows(path) else 0.0
         except (OSError, ValueError):
             return 0.0
         return 0.0
