@@ -258,3 +258,64 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
         )
         assert res.exit_code == 2, (opt, res.output)
         assert opt.split("=")[0] in res.output
+
+
+class _RawServer:
+    """A TCP server on 127.0.0.1 that answers every connection with fixed bytes (or nothing)."""
+
+    def __init__(self, reply: bytes | None) -> None:
+        import socket
+        import threading
+
+        self.reply = reply
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.port = self.sock.getsockname()[1]
+        self.conns: list = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            conn.recv(65536)
+            if self.reply is not None:
+                conn.sendall(self.reply)
+                conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.mark.parametrize(
+    ("reply", "status"),
+    [
+        (b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"choi', "error: unexpected"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]", "error: unexpected response shape"),
+        (b"garbage\r\n\r\n", "error: "),
+        (None, "error: timeout"),
+    ],
+)
+def test_call_judge_failures_never_raise(reply: bytes | None, status: str) -> None:
+    server = _RawServer(reply)
+    try:
+        env = {
+            "REPOGYM_JUDGE_URL": f"http://127.0.0.1:{server.port}/v1",
+            "REPOGYM_JUDGE_API_KEY": "sk-never-shown-0000",
+            "REPOGYM_JUDGE_TIMEOUT": "0.5",
+        }
+        text, got = verifier_module().call_judge([{"role": "user", "content": "x"}], env)
+    finally:
+        server.close()
+    assert text is None and got.startswith(status), got
+    assert "sk-never-shown" not in got
+
+
+def test_call_judge_off_without_url() -> None:
+    assert verifier_module().call_judge([], {}) == (None, "off")

@@ -219,8 +219,8 @@ def call_judge(messages: List[Dict[str, str]], environ=os.environ) -> Tuple[Opti
         if isinstance(reason, (socket.timeout, TimeoutError)):
             return None, "error: timeout after %gs" % timeout
         return None, _redact("error: cannot connect (%s)" % str(reason)[:120], key)
-    except (OSError, ValueError) as exc:
-        return None, _redact("error: %s" % str(exc)[:120], key)
+    except Exception as exc:  # noqa: BLE001 - any failure of the judge only turns it off
+        return None, _redact("error: %s: %s" % (type(exc).__name__, str(exc)[:120]), key)
     try:
         data = json.loads(raw.decode("utf-8"))
         text = data["choices"][0]["message"]["content"]
