@@ -81,6 +81,30 @@ def test_listing_reads_public_harbor_datasets_only(hub: tuple[str, HubState]) ->
     assert files["solution/patch.diff"].data is None and files["solution/patch.diff"].withheld
 
 
+def test_tasks_are_listed_without_download_and_fetched_one_by_one(
+    hub: tuple[str, HubState],
+) -> None:
+    _url, state = hub
+    reader = HubAdapter().open("hf://datasets/alice/public-tasks").prepare()
+    env = reader.env()
+    assert env.task_count == 2
+    assert list(reader.task_ids()) == ["hello-file", "textstats-word-count"]
+
+    def fetched() -> set[str]:
+        prefix = "/datasets/alice/public-tasks/resolve/"
+        return {p.split("/", 6)[6] for m, p in state.requests if p.startswith(prefix)}
+
+    assert fetched() <= {"README.md", "registry.json", "manifest.json"}
+    assert "README.md" in fetched()
+    doc = reader.task("hello-file")
+    assert doc.id == "hello-file" and doc.sections[0].id == "instruction"
+    got = fetched()
+    assert any(p.startswith("tasks/hello-file/") for p in got)
+    assert not any(p.startswith("tasks/textstats-word-count/") for p in got)
+    with pytest.raises(KeyError):
+        reader.task("nope")
+
+
 def test_include_private_lists_private_datasets_marked_private(hub: tuple[str, HubState]) -> None:
     found = dict(hub_readers(include_private=True))
     assert sorted(found) == ["hf://datasets/alice/public-tasks", "hf://datasets/alice/secret-tasks"]

@@ -2,9 +2,12 @@
 
 :func:`hub_readers` lists the Hub's datasets tagged ``harbor`` when the Hub answers a quick
 probe (else one log line and nothing: the explorer works offline); :class:`HubAdapter` opens
-one dataset given as ``hf://datasets/ORG/NAME`` (or ``hf://ORG/NAME``). A dataset is downloaded
-at its current commit into a cache (``snapshot_download``) and read by the Harbor adapter; its
-environment id is ``org/name``.
+one dataset given as ``hf://datasets/ORG/NAME`` (or ``hf://ORG/NAME``). A dataset is read at
+its current commit: its tasks are listed from the repository's file list (where ``task.toml``
+files are, nothing downloaded), its card / ``registry.json`` / ``manifest.json`` are fetched
+for the environment page, and each task's folder is downloaded into a cache
+(``snapshot_download``) when that task is read, then read by the Harbor adapter. The
+environment id is ``org/name``; a task's id is its directory name.
 
 Private datasets: the listing skips them unless ``include_private`` is asked for, and a
 private dataset opened by name is marked ``EnvDoc.private`` so the indexer leaves it out of
@@ -20,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -37,6 +41,7 @@ log = logging.getLogger("repogym.explorer.hub")
 DEFAULT_ENDPOINT = "https://huggingface.co"
 PROBE_TIMEOUT_S = 3.0
 TAG = "harbor"
+META_FILES = ("README.md", "registry.json", "manifest.json")
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -95,8 +100,10 @@ class HubReader:
         self._token = _token(token)
         self.cache_dir = _cache_dir(cache_dir)
         self.location = f"hf://datasets/{repo_id}"
-        self._inner: Any = None
-        self._local: Path | None = None
+        self._dirs: dict[str, str] | None = None
+        self._files: list[str] = []
+        self._meta: Path | None = None
+        self._empty: tempfile.TemporaryDirectory[str] | None = None
         hub = _require_hub()
         self._api = hub.HfApi(endpoint=self.endpoint, token=self._token or False)
         self.info = info if info is not None else self._call(self._api.dataset_info, repo_id)
@@ -122,60 +129,111 @@ class HubReader:
                 msg = f"{self.repo_id} on {self.endpoint}: {name}: {first}"
             raise AdapterError(self._redact(msg)[:500]) from None
 
-    def local_copy(self) -> Path:
-        """Download the dataset at its current commit (cached) and return the folder."""
-        if self._local is None:
-            hub = _require_hub()
-            path = self._call(
-                hub.snapshot_download,
-                self.repo_id,
-                repo_type="dataset",
-                revision=self.sha,
-                cache_dir=self.cache_dir,
-                endpoint=self.endpoint,
-                token=self._token or False,
-                max_workers=4,
+    # -- listing: one file-list request, no task downloaded ------------------------------
+    def _task_dirs(self) -> dict[str, str]:
+        """Task id → folder in the repo (where a ``task.toml`` is), shallowest first."""
+        if self._dirs is None:
+            files = self._call(
+                self._api.list_repo_files, self.repo_id, repo_type="dataset", revision=self.sha
             )
-            self._local = Path(path)
-        return self._local
+            folders = sorted(
+                {
+                    f.rpartition("/")[0]
+                    for f in files
+                    if f == "task.toml" or f.endswith("/task.toml")
+                },
+                key=lambda d: (d.count("/") if d else -1, d),
+            )
+            dirs: dict[str, str] = {}
+            for folder in folders:
+                if any(folder.startswith(other + "/") for other in dirs.values() if other):
+                    continue  # tasks do not nest
+                tid = folder.rpartition("/")[2] or self.repo_id.split("/")[1]
+                if tid in dirs:
+                    tid = folder.replace("/", "__")
+                dirs[tid] = folder
+            self._dirs = dirs
+            self._files = [str(f) for f in files]
+        return self._dirs
 
-    def _reader(self) -> Any:
-        if self._inner is None:
-            from repogym.explorer.adapters.harbor import HarborAdapter
-
-            self._inner = HarborAdapter().open(str(self.local_copy()))
-        return self._inner
+    def _download(self, patterns: list[str]) -> Path:
+        """Files matching ``patterns`` at the dataset's commit, into the cache (reused)."""
+        hub = _require_hub()
+        path = self._call(
+            hub.snapshot_download,
+            self.repo_id,
+            repo_type="dataset",
+            revision=self.sha,
+            cache_dir=self.cache_dir,
+            endpoint=self.endpoint,
+            token=self._token or False,
+            allow_patterns=patterns,
+            max_workers=4,
+        )
+        return Path(path)
 
     def prepare(self) -> HubReader:
-        """Download and open now (errors surface here, not while indexing)."""
-        self._reader()
+        """List the tasks and fetch the dataset's card now (errors surface here)."""
+        self._task_dirs()
+        self._meta_root()
         return self
 
+    def _meta_root(self) -> Path:
+        if self._meta is None:
+            self._task_dirs()
+            meta = [f for f in META_FILES if f in self._files]
+            if meta:
+                self._meta = self._download(meta)
+            else:  # no card: an empty folder stands for it
+                self._empty = tempfile.TemporaryDirectory(prefix="repogym-hub-")
+                self._meta = Path(self._empty.name)
+        return self._meta
+
     def env(self) -> EnvDoc:
-        inner: EnvDoc = self._reader().env()
+        from repogym.explorer.adapters.harbor import HarborReader
+
+        dirs = self._task_dirs()
+        inner: EnvDoc = HarborReader(self._meta_root()).env()
         url = f"{self.endpoint}/datasets/{self.repo_id}"
         registry = "hf" if self.endpoint == DEFAULT_ENDPOINT else f"hf+{self.endpoint}"
+        name = self.repo_id.split("/")[1]
         pull = f"repogym pull {self.repo_id}" + (f"@{self.sha}" if self.sha else "")
-        pull += f" ./{self.repo_id.split('/')[1]}"
-        if registry != "hf":
-            pull += f" --registry {registry}"
+        pull += f" ./{name}" + (f" --registry {registry}" if registry != "hf" else "")
         inner.id = self.repo_id
         if inner.title in ("", inner.id) or re.fullmatch(r"[0-9a-f]{40}", inner.title):
             inner.title = self.repo_id
+        if re.fullmatch(r"Harbor tasks( \(\d+\))?", inner.summary or ""):
+            inner.summary = f"Harbor tasks ({len(dirs)})"
         inner.source = url
         inner.private = self.private
+        inner.task_count = len(dirs)
         inner.facets = {**inner.facets, "hub": "huggingface"}
         inner.run_options = [
             {"label": "Pull with repogym", "command": pull},
-            {"label": "Then run, verify or serve", "command": "repogym run ./NAME"},
+            {"label": "Then run, verify or serve", "command": f"repogym run ./{name}"},
         ]
         return inner
 
     def task_ids(self) -> Iterator[str]:
-        yield from self._reader().task_ids()
+        """Task ids from the repository's file list (nothing is downloaded)."""
+        yield from self._task_dirs()
 
     def task(self, task_id: str) -> TaskDoc:
-        return self._reader().task(task_id)
+        """Download this task's folder (cached) and read it as a Harbor task."""
+        from repogym.explorer.adapters.harbor import HarborReader
+
+        folder = self._task_dirs().get(task_id)
+        if folder is None:
+            raise KeyError(task_id)
+        # a single-task dataset (task.toml at the top) is the whole repository
+        root = self._download([f"{folder}/*"]) / folder if folder else self._download(["*"])
+        reader = HarborReader(root)
+        local_ids = list(reader.task_ids())
+        if not local_ids:
+            raise AdapterError(f"{self.repo_id}/{task_id}: task.toml missing after download")
+        doc: TaskDoc = reader.task(local_ids[0])
+        doc.id = task_id
+        return doc
 
 
 class HubAdapter:
