@@ -241,10 +241,9 @@ class _File:
                 except csv.Error as exc:
                     yield i, _RowError(f"row {i + 1}: malformed CSV ({exc})")
         else:
-            pf = self._parquet()
             n = 0
-            for g in range(pf.num_row_groups):
-                for row in pf.read_row_group(g).to_pylist():
+            for batch in self._parquet().iter_batches(batch_size=256):
+                for row in batch.to_pylist():
                     yield n, row
                     n += 1
 
