@@ -182,3 +182,19 @@ def test_task_json_has_no_file_bytes(client) -> None:  # type: ignore[no-untyped
     assert doc["env"] == "local-set" and doc["id"] == "fix-bug"
     assert {f["path"] for f in doc["files"]} >= {"src/app.py", "solution/solve.sh"}
     assert "data" not in json.dumps(doc["files"])
+
+
+def test_search_results_are_cached_per_snapshot_version(store) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(create_app(store))
+    first = client.get("/api/search?q=local")
+    calls = store.calls
+    again = client.get("/api/search?q=local&page=1")  # same query, other URL: from the cache
+    assert again.json() == first.json() and store.calls == calls
+    assert again.headers["server-timing"].startswith("db;dur=0.00")
+    store.set_version("v2")  # a new snapshot: the cached answer is not reused
+    client.get("/api/search?q=local")
+    assert store.calls == calls + 1
+    off = TestClient(create_app(store, result_cache=0))
+    off.get("/api/search?q=local")
+    off.get("/api/search?q=local")
+    assert store.calls == calls + 3

@@ -460,14 +460,19 @@ def create_app(store: Any, *, result_cache: int = 2048) -> Any:
     @app.get("/", include_in_schema=False)
     async def home(request: Request) -> Response:
         t0 = time.perf_counter()
-        etag = etag_for(request, store.version)
+        version = store.version
+        etag = etag_for(request, version)
         if (hit := not_modified(request, etag, CACHE_PAGE)) is not None:
             return hit
         try:
             args = parse_search(request.query_params)
         except BadRequest as exc:
             return page_error(400, str(exc))
-        result = store.search(**args)
+        key = (version, "envs-dict", json.dumps(args, sort_keys=True))
+        result = results.get(key)
+        if result is None:
+            result = store.search(**args)
+            results.put(key, result)
         t1 = time.perf_counter()
         state = pages.SearchState(
             q=args["q"],
