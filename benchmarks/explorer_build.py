@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from repogym.explorer.index import MemoryReader
-from repogym.explorer.model import EnvDoc, FileDoc, Section, TaskDoc
+from repogym.explorer.model import EnvDoc, Section, TaskDoc
 from repogym.explorer.store import build_snapshot
 
 _SYL = ("ka", "lo", "mi", "ne", "ra", "tu", "vi", "so", "pe", "du", "go", "fa", "ze", "bi", "qu")
@@ -161,7 +161,6 @@ def synth_envs(
                 "category": _pick(rng, _CATS),
                 "difficulty": _pick(rng, _DIFF),
             }
-            data = instruction.encode()
             tasks.append(
                 TaskDoc(
                     id=f"{owner}__{name}-{t}",
@@ -173,7 +172,7 @@ def synth_envs(
                     network=_pick(rng, _NET),
                     runnable=grading == "tests",
                     sections=[Section("instruction", "Instruction", instruction)],
-                    files=[FileDoc("instruction.md", len(data), data)],
+                    files=[],  # minimal pack: the instruction section only
                     aliases=[f"sha256:{rng.getrandbits(256):064x}"],
                 )
             )

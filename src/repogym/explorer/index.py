@@ -113,22 +113,25 @@ def task_row(env_id: str, doc: TaskDoc) -> dict[str, Any]:
 
 
 class Pack:
-    """Content-addressed blobs (sha256 hex → bytes), each stored once."""
+    """Content-addressed blobs: each distinct content (by sha256) is stored once, under a
+    small integer id that pack entries refer to."""
 
-    def __init__(self, sink: Callable[[str, int, bytes], None] | None = None) -> None:
-        self.seen: set[str] = set()
+    def __init__(self, sink: Callable[[int, bytes, int, bytes], None] | None = None) -> None:
+        self.ids: dict[bytes, int] = {}
         self.sink = sink
-        self.pending: list[tuple[str, int, bytes]] = []
+        self.pending: list[tuple[int, bytes, int, bytes]] = []
         self.bytes_in = 0
         self.bytes_stored = 0
 
-    def add(self, data: bytes) -> str:
-        """Store ``data`` (once) and return its sha256."""
-        sha = hashlib.sha256(data).hexdigest()
+    def add(self, data: bytes) -> int:
+        """Store ``data`` (once) and return its blob id."""
+        digest = hashlib.sha256(data).digest()
         self.bytes_in += len(data)
-        if sha in self.seen:
-            return sha
-        self.seen.add(sha)
+        bid = self.ids.get(digest)
+        if bid is not None:
+            return bid
+        bid = len(self.ids) + 1
+        self.ids[digest] = bid
         enc, payload = 0, data
         if len(data) >= COMPRESS_MIN:
             z = zlib.compress(data, 1)
@@ -136,10 +139,10 @@ class Pack:
                 enc, payload = 1, z
         self.bytes_stored += len(payload)
         if self.sink is not None:
-            self.sink(sha, enc, payload)
+            self.sink(bid, digest, enc, payload)
         else:
-            self.pending.append((sha, enc, payload))
-        return sha
+            self.pending.append((bid, digest, enc, payload))
+        return bid
 
 
 def decode_blob(enc: int, payload: bytes) -> bytes:
@@ -153,7 +156,7 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 def pack_task(doc: TaskDoc, pack: Pack) -> bytes:
     """The pack entry of a prepared task (compact JSON): sections, files, notes, aliases.
 
-    Section bodies longer than ``INLINE_MAX`` and file bodies are stored as blobs by sha256;
+    Section bodies longer than ``INLINE_MAX`` and file bodies are blobs (stored once each);
     default values (markdown format, no language) are left out.
     """
     sections = []
@@ -174,7 +177,7 @@ def pack_task(doc: TaskDoc, pack: Pack) -> bytes:
         if f.withheld:
             entry["withheld"] = f.withheld
         elif f.data is not None:
-            entry["sha"] = pack.add(f.data)
+            entry["blob"] = pack.add(f.data)
         else:
             entry["withheld"] = "not packed"
         files.append(entry)

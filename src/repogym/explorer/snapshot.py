@@ -76,7 +76,8 @@ CREATE TABLE tasks(
   environment TEXT NOT NULL, network TEXT NOT NULL, runnable INTEGER NOT NULL,
   language TEXT, category TEXT, difficulty TEXT, pipeline TEXT);
 CREATE TABLE pack(task INTEGER PRIMARY KEY, doc BLOB NOT NULL);
-CREATE TABLE blobs(sha TEXT PRIMARY KEY, enc INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE blobs(id INTEGER PRIMARY KEY, sha256 BLOB NOT NULL, enc INTEGER NOT NULL,
+  data BLOB NOT NULL);
 CREATE VIRTUAL TABLE envs_fts USING fts5(id, title, summary, tags, tokenize='trigram');
 CREATE VIRTUAL TABLE tasks_fts USING fts5(title, summary, id, content='',
   tokenize='unicode61 remove_diacritics 2', prefix='2 3');
@@ -118,8 +119,10 @@ class SnapshotWriter:
         for stmt in SCHEMA.split(";"):
             if stmt.strip():
                 self.db.execute(stmt)
+        # Bulk load: no incremental merging while loading; one 'optimize' merge at the end.
+        self.db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('automerge', 0)")
         self.pack = Pack(sink=self._blob)
-        self._blobs: list[tuple[str, int, bytes]] = []
+        self._blobs: list[tuple[int, bytes, int, bytes]] = []
         self._tasks: list[tuple[Any, ...]] = []
         self._packs: list[tuple[int, bytes]] = []
         self._env_ids: dict[str, int] = {}
@@ -130,14 +133,14 @@ class SnapshotWriter:
         self.n_envs = 0
         self.n_tasks = 0
 
-    def _blob(self, sha: str, enc: int, payload: bytes) -> None:
-        self._blobs.append((sha, enc, payload))
+    def _blob(self, bid: int, sha: bytes, enc: int, payload: bytes) -> None:
+        self._blobs.append((bid, sha, enc, payload))
         if len(self._blobs) >= _BATCH:
             self._flush_blobs()
 
     def _flush_blobs(self) -> None:
         if self._blobs:
-            self.db.executemany("INSERT OR IGNORE INTO blobs VALUES (?,?,?)", self._blobs)
+            self.db.executemany("INSERT INTO blobs VALUES (?,?,?,?)", self._blobs)
             self._blobs.clear()
 
     def add_env(self, env: EnvDoc, task_ids: list[str] | None = None) -> int:

@@ -470,10 +470,10 @@ class Store:
         }
 
     @staticmethod
-    def _blob(db: sqlite3.Connection, sha: str) -> bytes:
-        row = db.execute("SELECT enc, data FROM blobs WHERE sha = ?", (sha,)).fetchone()
+    def _blob(db: sqlite3.Connection, blob_id: int) -> bytes:
+        row = db.execute("SELECT enc, data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
         if row is None:
-            raise KeyError(sha)
+            raise KeyError(blob_id)
         return decode_blob(row[0], row[1])
 
     def file(self, env_id: str, task_id: str, path: str) -> bytes:
@@ -496,9 +496,9 @@ class Store:
             raise KeyError(task_id)
         for f in json.loads(row[0]).get("files", []):
             if f["path"] == path:
-                if f.get("withheld") or not f.get("sha"):
+                if f.get("withheld") or not f.get("blob"):
                     raise Withheld(f.get("withheld") or "not packed")
-                return self._blob(db, f["sha"])
+                return self._blob(db, f["blob"])
         raise KeyError(path)
 
 
