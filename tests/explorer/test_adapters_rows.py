@@ -6,16 +6,25 @@ import base64
 import csv
 import io
 import json
+import posixpath
+import re
 import tarfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from repogym.explorer import withhold
 from repogym.explorer.adapters import AdapterError, pick
-from repogym.explorer.adapters._archive import ArchiveLimits, ArchiveRejected, read_archive
+from repogym.explorer.adapters._archive import (
+    ArchiveLimits,
+    ArchiveRejected,
+    read_archive,
+    safe_member_path,
+)
 from repogym.explorer.adapters.processors import (
     GenericProcessor,
     register_processor,
@@ -546,3 +555,47 @@ def test_folder_detection_is_shallow_and_defers_to_harbor(tmp_path: Path) -> Non
     write_jsonl(nested / "data" / "train.jsonl", [qa_row(0)])
     assert RowsAdapter().detect(str(nested)) == 0.4
     assert RowsAdapter().detect(str(tmp_path / "empty-dir-missing")) == 0.0
+
+
+def test_chat_prompt_rows_rl_style(tmp_path: Path) -> None:
+    rows = [
+        {
+            "data_source": "openai/gsm8k",
+            "prompt": [{"role": "system", "content": "Think step by step."},
+                       {"role": "user", "content": "Tom has 3 apples and buys 4. How many?"}],
+            "ability": "math",
+            "reward_model": {"style": "rule", "ground_truth": SECRET},
+            "extra_info": {"split": "train", "index": 0, "answer": SECRET},
+        }
+    ]  # fmt: skip
+    reader, (doc,) = read_all(write_parquet(tmp_path / "gsm8k-rl.parquet", rows))
+    assert reader.processor.name == "qa"
+    assert "**user**\n\nTom has 3 apples" in doc.sections[0].body
+    assert "**system**\n\nThink step by step." in doc.sections[0].body
+    assert doc.grading == "exact-match"
+    assert doc.facets["category"] == "math" and doc.facets["source"] == "openai/gsm8k"
+    assert '"split": "train"' in doc.sections[-1].body
+    assert SECRET not in text_of(doc) and SECRET not in text_of(withhold.apply(doc))
+
+
+def test_sharegpt_conversation_final_assistant_turn_is_withheld(tmp_path: Path) -> None:
+    rows = [{"id": "c1", "conversations": [{"from": "human", "value": "Name a prime."},
+                                           {"from": "gpt", "value": SECRET}]}]  # fmt: skip
+    _reader, (doc,) = read_all(write_jsonl(tmp_path / "chat.jsonl", rows))
+    assert doc.sections[0].body == "Name a prime."
+    assert doc.title == "Name a prime."
+    assert any("final assistant turn" in n for n in doc.withheld)
+    assert SECRET not in text_of(doc)
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab./\\:C\x00 ")), max_size=24))
+def test_safe_member_path_only_returns_paths_inside_the_task(name: str) -> None:
+    try:
+        path = safe_member_path(name)
+    except ArchiveRejected:
+        return
+    parts = path.split("/")
+    assert path and not path.startswith("/") and "\\" not in path and "\x00" not in path
+    assert ".." not in parts and "." not in parts and "" not in parts
+    assert not re.match(r"^[A-Za-z]:", path)
+    assert posixpath.normpath(path) == path

@@ -140,10 +140,10 @@ def _metadata_section(row: Mapping[str, Any], skip: set[str], notes: list[str]) 
 def _facets(row: Mapping[str, Any], pipeline: str) -> dict[str, str]:
     facets = {"pipeline": pipeline}
     for facet, names in (
-        ("category", ("category", "type", "subject", "domain", "topic")),
+        ("category", ("category", "type", "subject", "domain", "topic", "ability")),
         ("difficulty", ("difficulty", "level")),
         ("language", ("language", "lang", "programming_language")),
-        ("source", ("source", "dataset")),
+        ("source", ("source", "dataset", "data_source")),
     ):
         for name in names:
             v = row.get(name)
@@ -276,22 +276,56 @@ class SweBenchProcessor:
         )
 
 
-_PROMPTS = ("question", "problem", "prompt", "instruction", "query", "input")
+_PROMPTS = ("question", "problem", "prompt", "instruction", "query", "input", "messages",
+            "conversations", "conversation")  # fmt: skip
 _CHOICES = ("choices", "options", "candidates")
 _CONTEXT = ("context", "passage", "system", "system_prompt", "background", "input")
+_ASSISTANT = ("assistant", "gpt", "model", "bot")
+
+
+def _chat(value: Any) -> list[tuple[str, str]] | None:
+    """A chat prompt (``[{"role", "content"}]`` or ``[{"from", "value"}]``) as (role, text)."""
+    if not isinstance(value, list) or not value:
+        return None
+    turns = []
+    for m in value:
+        if not isinstance(m, Mapping):
+            return None
+        role = m.get("role", m.get("from"))
+        content = m.get("content", m.get("value"))
+        if not isinstance(role, str) or content is None:
+            return None
+        turns.append((role, _text(content)))
+    return turns
 
 
 class QAProcessor:
-    """Question / answer rows: a question (prompt, instruction, problem …) and its answer."""
+    """Question / answer rows: a question (prompt, instruction, problem, or a chat prompt) and
+    its answer. In a chat prompt, trailing assistant turns are the answer and are withheld."""
 
     name = "qa"
 
     def _prompt_col(self, row: Mapping[str, Any]) -> str | None:
         for col in _PROMPTS:
             v = row.get(col)
-            if isinstance(v, str) and v.strip():
+            if (isinstance(v, str) and v.strip()) or _chat(v):
                 return col
         return None
+
+    def _question(self, row: Mapping[str, Any], col: str, notes: list[str]) -> str:
+        value = row.get(col)
+        turns = _chat(value)
+        if turns is None:
+            return _text(value)
+        dropped = 0
+        while turns and turns[-1][0].lower() in _ASSISTANT:
+            turns.pop()
+            dropped += 1
+        if dropped:
+            notes.append(f"column {col!r}: {dropped} final assistant turn(s) withheld: the answer")
+        if len(turns) == 1:
+            return turns[0][1]
+        return "\n\n".join(f"**{role}**\n\n{text}" for role, text in turns)
 
     def match(self, row: Mapping[str, Any]) -> float:
         if self._prompt_col(row) is None:
@@ -306,7 +340,7 @@ class QAProcessor:
         notes: list[str] = []
         hidden = self.withheld_columns(row)
         col = self._prompt_col(row) or ""
-        question = _text(row.get(col))
+        question = self._question(row, col, notes)
         body = question
         used = {col}
         for name in _CHOICES:
@@ -334,8 +368,18 @@ class QAProcessor:
         tests = [c for c, r in hidden.items() if r.startswith("hidden tests")]
         rubric = [c for c, r in hidden.items() if r.startswith("rubric")]
         answers = [c for c, r in hidden.items() if r in ("the answer", "solution (the gold patch)")]
+        reward = row.get("reward_model")
+        style = reward.get("style") if isinstance(reward, Mapping) else None
+        if isinstance(reward, Mapping):
+            used.add("reward_model")
+            if any(answer_like(str(k)) for k in reward):
+                notes.append("reward_model: reference answer withheld")
         if tests:
             grading, how = "tests", f"hidden tests ({', '.join(tests)}) run against the answer"
+        elif style == "model":
+            grading, how = "llm-judge", "a reward model (reward_model.style = model)"
+        elif style == "rule":
+            grading, how = "exact-match", "a rule against the reference answer (reward_model)"
         elif rubric:
             grading, how = "llm-judge", f"a judge scores the answer with a rubric ({rubric[0]})"
         elif answers:
