@@ -18,6 +18,7 @@ from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.verify import diff_reward
 from tests.pipelines_pr_diff.history import OPTS
 
 pytestmark = pytest.mark.slow
@@ -67,7 +68,8 @@ def test_layout_provenance_and_validate(generated) -> None:
             "tests/test.sh",
             "tests/verifier.py",
             "tests/diff_reward.py",
-            "tests/gold.diff",
+            "tests/oracle.patch",
+            "tests/instruction.md",
             "tests/base_manifest.json",
             "tests/config.json",
             "solution/solve.sh",
@@ -94,7 +96,7 @@ def test_gold_lives_only_in_tests_and_solution(generated) -> None:
     out, _ = generated
     for number in (1, 2):
         task = _task(out, number)
-        gold = (task.path / "tests/gold.diff").read_text()
+        gold = (task.path / "tests/oracle.patch").read_text()
         patch = (task.path / "solution/patch.diff").read_text()
         assert "subtract" in gold or "multiply" in gold
         instruction = (task.path / "instruction.md").read_text()
@@ -104,6 +106,9 @@ def test_gold_lives_only_in_tests_and_solution(generated) -> None:
         ]
         signature = next(a for a in added if a.startswith("def "))
         assert signature not in instruction
+        assert (task.path / "tests/instruction.md").read_text() == instruction
+        shipped = (task.path / "tests/diff_reward.py").read_bytes()
+        assert shipped == Path(diff_reward.__file__).read_bytes()  # the same scorer
         for path in (task.path / "environment").rglob("*"):
             if path.is_file():
                 text = path.read_bytes().decode("utf-8", "replace")
@@ -150,7 +155,7 @@ def test_attacks_earn_nothing(generated) -> None:
     runner = TrialRunner(get_backend("local"))
     # A file turned into a symlink to the hidden gold is never followed: it scores exactly as
     # deleting the file does (the structural components credit the right file; no content).
-    link = runner.run(task, CommandAgent("rm pkg/calc.py && ln -s /tests/gold.diff pkg/calc.py"))
+    link = runner.run(task, CommandAgent("rm pkg/calc.py && ln -s /tests/oracle.patch pkg/calc.py"))
     deleted = runner.run(task, CommandAgent("rm pkg/calc.py"))
     assert link.reward is not None and link.reward == deleted.reward
     assert link.reading.rewards["similarity"] == deleted.reading.rewards["similarity"] < 0.2
@@ -165,7 +170,7 @@ def test_attacks_earn_nothing(generated) -> None:
     )
     assert tamper.reward == 0.0
     assert "base snapshot modified" in " ".join(tamper.reading.details["notes"])
-    assert not Path("/tests/gold.diff").exists()
+    assert not Path("/tests/oracle.patch").exists()
 
 
 def test_run_command_forwards_the_reward(generated, tmp_path) -> None:
@@ -186,3 +191,14 @@ def test_python_api_builds_the_same_tasks(pr_repo, tmp_path) -> None:
         )
     )
     assert [o.candidate.task_id for o in result.outcomes if o.kept] == ["local__calc-2"]
+
+
+def test_validate_and_verify_commands(generated) -> None:
+    out, _ = generated
+    cli = CliRunner()
+    res = cli.invoke(app, ["validate", "--deep", str(out / "tasks"), "--json"])
+    assert res.exit_code == 0, res.output
+    res = cli.invoke(app, ["verify", str(out / "tasks"), "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)["summary"]
+    assert summary["tasks"] == summary["verified"] == 2

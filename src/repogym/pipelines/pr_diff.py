@@ -5,8 +5,8 @@ body (cleaned, checked for leaks) and whose environment is a thin image holding 
 at the PR's base — no dependency install, nothing is run to grade. The agent edits the files in
 ``/workspace``; the verifier rebuilds the diff of those edits against the base snapshot and
 scores it against the gold diff with :mod:`repogym.verify.diff_reward` (shipped as
-``tests/diff_reward.py``), optionally with an LLM judge. The gold lives only in ``tests/gold.diff``
-and ``solution/patch.diff``.
+``tests/diff_reward.py``), optionally with an LLM judge. The gold lives only in
+``tests/oracle.patch`` and ``solution/patch.diff``.
 
 Filters (each is a drop reason in the yield table): ``draft``, ``revert``, ``empty change``,
 ``test-only``, ``binary-only``, ``docs-only``, ``too many files``, ``too large``, ``tiny diff``,
@@ -261,9 +261,12 @@ def write_task(
         tests / "diff_reward.py",
         resources.files("repogym.verify").joinpath("diff_reward.py").read_bytes(),
     )
-    _write(tests / "gold.diff", gold_diff)
+    # The de-facto pr_diff names (what other tools' checkers look for): the gold as
+    # tests/oracle.patch, the instruction the judge reads as tests/instruction.md.
+    _write(tests / "oracle.patch", gold_diff)
+    _write(tests / "instruction.md", instruction)
     _write(tests / "base_manifest.json", json.dumps(manifest, indent=0, sort_keys=True) + "\n")
-    config = {"workdir": WORKDIR, "base_dir": BASE_DIR, "instruction": instruction}
+    config = {"workdir": WORKDIR, "base_dir": BASE_DIR}
     _write(tests / "config.json", json.dumps(config, indent=2) + "\n")
 
     solution = dest / "solution"

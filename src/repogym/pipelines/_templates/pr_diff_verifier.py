@@ -5,7 +5,7 @@
 The agent's answer is its edits to the working directory. This script rebuilds the unified
 diff of those edits against the base snapshot (``/tests/base_manifest.json`` holds the sha256
 of every base file; the base bytes of a changed file are read from the pristine copy in the
-environment and must match the manifest), scores it against ``/tests/gold.diff`` with
+environment and must match the manifest), scores it against ``/tests/oracle.patch`` with
 ``/tests/diff_reward.py`` and writes ``reward.txt``, ``reward.json`` (the components) and
 ``reward-details.json`` (notes, ``judge_status``, the files the prediction touched) to
 ``/logs/verifier``. The predicted diff is kept as ``/logs/verifier/prediction.diff``.
@@ -244,8 +244,12 @@ def verify() -> int:
         config = json.load(fh)
     with open(os.path.join(HERE, "base_manifest.json"), encoding="utf-8") as fh:
         manifest = json.load(fh)
-    with open(os.path.join(HERE, "gold.diff"), encoding="utf-8") as fh:
+    with open(os.path.join(HERE, "oracle.patch"), encoding="utf-8") as fh:
         gold = fh.read()
+    instruction = ""
+    if os.path.isfile(os.path.join(HERE, "instruction.md")):
+        with open(os.path.join(HERE, "instruction.md"), encoding="utf-8") as fh:
+            instruction = fh.read()
     scorer = _load_scorer()
     work_dir, base_dir = config["workdir"], config["base_dir"]
     details = {"judge_status": "off", "notes": []}  # type: dict
@@ -272,7 +276,7 @@ def verify() -> int:
             if judge_on:
                 details["judge_status"] = "skipped (prediction identical to the gold)"
         else:
-            messages = scorer.judge_messages(predicted, gold, config.get("instruction", ""))
+            messages = scorer.judge_messages(predicted, gold, instruction)
             answer, status = call_judge(messages)
             if answer is not None:
                 try:
