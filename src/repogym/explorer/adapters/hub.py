@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from repogym._secrets import redact
 from repogym.explorer.adapters.base import AdapterError
@@ -47,6 +48,16 @@ _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 def _endpoint(endpoint: str | None) -> str:
     return (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+
+
+def _public(url: str) -> str:
+    """``url`` without any user:password part (sources and messages never carry credentials)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return parts._replace(netloc=netloc).geturl()
 
 
 def _token(token: str | None) -> str | None:
@@ -123,10 +134,10 @@ class HubReader:
             name = type(exc).__name__
             if "NotFound" in name or "Unauthorized" in name:
                 hint = "" if self._token else " (set HF_TOKEN if it is private)"
-                msg = f"no dataset {self.repo_id} on {self.endpoint}, or no access to it{hint}"
+                msg = f"no dataset {self.repo_id} on {_public(self.endpoint)}, or no access{hint}"
             else:
                 first = (str(exc).strip().splitlines() or [name])[0]
-                msg = f"{self.repo_id} on {self.endpoint}: {name}: {first}"
+                msg = f"{self.repo_id} on {_public(self.endpoint)}: {name}: {first}"
             raise AdapterError(self._redact(msg)[:500]) from None
 
     # -- listing: one file-list request, no task downloaded ------------------------------
@@ -194,8 +205,9 @@ class HubReader:
 
         dirs = self._task_dirs()
         inner: EnvDoc = HarborReader(self._meta_root()).env()
-        url = f"{self.endpoint}/datasets/{self.repo_id}"
-        registry = "hf" if self.endpoint == DEFAULT_ENDPOINT else f"hf+{self.endpoint}"
+        public = _public(self.endpoint)
+        url = f"{public}/datasets/{self.repo_id}"
+        registry = "hf" if self.endpoint == DEFAULT_ENDPOINT else f"hf+{public}"
         name = self.repo_id.split("/")[1]
         pull = f"repogym pull {self.repo_id}" + (f"@{self.sha}" if self.sha else "")
         pull += f" ./{name}" + (f" --registry {registry}" if registry != "hf" else "")
@@ -285,7 +297,9 @@ def hub_readers(
     base = _endpoint(endpoint)
     why = probe(base, timeout)
     if why is not None:
-        log.warning("Hugging Face Hub at %s not reachable (%s): Hub datasets skipped", base, why)
+        log.warning(
+            "Hugging Face Hub at %s not reachable (%s): Hub datasets skipped", _public(base), why
+        )
         return
     hub = _require_hub()
     secret = _token(token)
