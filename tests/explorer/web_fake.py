@@ -175,7 +175,13 @@ class FakeStore:
         card = _task_card(env_id, t)
         card.update(
             sections=[
-                {"id": s.id, "title": s.title, "body": s.body, "format": s.format, "language": s.language}
+                {
+                    "id": s.id,
+                    "title": s.title,
+                    "body": s.body,
+                    "format": s.format,
+                    "language": s.language,
+                }
                 for s in t.sections
             ],
             files=[{"path": f.path, "size": f.size, "withheld": f.withheld} for f in t.files],
@@ -260,9 +266,7 @@ def sample_store() -> FakeStore:
                     description="A **local** dataset.",
                     source="/data/local-set",
                     runs_in="local sandbox (bubblewrap) or Docker",
-                    run_options=[
-                        {"label": "Run with repogym", "command": "repogym run local-set"}
-                    ],
+                    run_options=[{"label": "Run with repogym", "command": "repogym run local-set"}],
                 ),
                 tasks,
             ),
