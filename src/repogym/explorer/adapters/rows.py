@@ -54,7 +54,6 @@ ID_COLUMNS = ("instance_id", "task_id", "id", "uid", "problem_id", "question_id"
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 SAMPLE_ROWS = 20
 MAX_JSON_BYTES = 256 * 1024 * 1024  # a .json file is read whole; bigger ones should be JSONL
-SCAN_ON_ENV_BYTES = 32 * 1024 * 1024  # env() counts the rows of datasets up to this size
 MAX_FILE_BYTES = 2 * 1024 * 1024  # an archive member bigger than this is listed, not packed
 # JSON files found beside rows that describe a dataset rather than hold its rows
 _NOT_ROWS = frozenset(
@@ -201,14 +200,6 @@ class _File:
                 )
             self._json_rows = data
         return self._json_rows
-
-    def count(self) -> int | None:
-        """The number of rows when known without reading them (parquet, JSON)."""
-        if self.fmt == "parquet":
-            return int(self._parquet().metadata.num_rows)
-        if self.fmt == "json":
-            return len(self._json())
-        return None
 
     def iter_rows(self) -> Iterator[tuple[int, dict[str, Any] | _RowError]]:
         """(position, row or error) for every row: position as :class:`_Loc` expects."""
@@ -430,18 +421,16 @@ class RowsReader:
         yield from self._index()
 
     def env(self) -> EnvDoc:
-        total = sum(f.path.stat().st_size for f in self.files)
-        count: int | None = None
-        if self._locs is not None or total <= SCAN_ON_ENV_BYTES:
-            count = len(self._index())
-        elif all(f.fmt in ("parquet", "json") for f in self.files):
-            count = sum(f.count() or 0 for f in self.files)
+        """The dataset; its rows are listed first (the same pass :meth:`task_ids` uses), so the
+        count and the skipped rows are known."""
+        count = len(self._index())
         fmts = sorted({f.fmt for f in self.files})
         files = ", ".join(f.path.name for f in self.files[:5]) + (
             f" and {len(self.files) - 5} more" if len(self.files) > 5 else ""
         )
-        rows = f"{count} rows" if count is not None else "Rows"
-        summary = f"{rows} from {files} ({'/'.join(fmts)}), shown as {self.processor.name} tasks"
+        summary = (
+            f"{count} rows from {files} ({'/'.join(fmts)}), shown as {self.processor.name} tasks"
+        )
         parts = []
         readme = self.root / "README.md"
         if self.location.is_dir() and readme.is_file():
