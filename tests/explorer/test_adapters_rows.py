@@ -599,3 +599,36 @@ def test_safe_member_path_only_returns_paths_inside_the_task(name: str) -> None:
     assert ".." not in parts and "." not in parts and "" not in parts
     assert not re.match(r"^[A-Za-z]:", path)
     assert posixpath.normpath(path) == path
+
+
+def test_row_task_pages_in_the_web_app(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from repogym.explorer.store import open_store
+    from repogym.explorer.web import create_app
+
+    files = zip_bytes({"src/app.py": b"print('hi')\n", "solution/fix.txt": SECRET.encode()})
+    rows = [{**swe_row(0), "files": base64.b64encode(files).decode()}]
+    path = write_jsonl(tmp_path / "swe-web.jsonl", rows)
+    store = open_store([str(path)])
+    try:
+        client = TestClient(create_app(store))
+        page = client.get("/t/swe-web/acme__widgets-100")
+        assert page.status_code == 200
+        assert "Widgets break when resized (0)." in page.text
+        assert "tests/test_w.py::test_resize" in page.text
+        assert client.get("/api/files/swe-web/acme__widgets-100/src/app.py").content == (
+            b"print('hi')\n"
+        )
+        for withheld in ("solution/fix.txt", "solution/patch.diff", "tests/test_patch.diff"):
+            r = client.get(f"/api/files/swe-web/acme__widgets-100/{withheld}")
+            assert r.status_code != 200
+        api = client.get("/api/tasks/swe-web/acme__widgets-100").text
+        for text in (page.text, api):
+            for mark in (SECRET, GOLD, HIDDEN):
+                assert mark not in text
+    finally:
+        close = getattr(store, "close", None)
+        if close:
+            close()
