@@ -766,6 +766,9 @@ def explore(
         if not Path(p).exists():
             fail(f"{p}: no such file or directory")
             raise typer.Exit(2)
+    if snapshot is not None and not snapshot.is_dir():
+        fail(f"--snapshot {snapshot}: no such folder (build one with: repogym explore index)")
+        raise typer.Exit(2)
     if not paths and not hub and not sources and snapshot is None:
         examples = _bundled_examples()
         if examples is None:
@@ -781,12 +784,13 @@ def explore(
         fail("the explorer needs FastAPI and uvicorn: pip install 'repogym[explorer]'")
         raise typer.Exit(2) from None
     from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.snapshot import SnapshotError
     from repogym.explorer.store import open_store
 
     t0 = time.perf_counter()
     try:
         store = open_store(paths, snapshot=snapshot, hub=hub, openenv=sources)
-    except (AdapterError, OSError, ValueError) as exc:
+    except (AdapterError, SnapshotError, OSError, ValueError) as exc:
         fail(str(exc))
         raise typer.Exit(2) from None
     total = store.search(size=1)["total"]
@@ -812,11 +816,12 @@ def _explore_index(
             fail(f"{p}: no such file or directory")
             raise typer.Exit(2)
     from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.snapshot import SnapshotError
     from repogym.explorer.store import build_snapshot
 
     try:
         info = build_snapshot(paths, out_dir, hub=hub, openenv=openenv)
-    except (AdapterError, OSError, ValueError) as exc:
+    except (AdapterError, SnapshotError, OSError, ValueError) as exc:
         fail(str(exc))
         raise typer.Exit(2) from None
     if json_out:

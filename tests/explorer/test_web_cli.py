@@ -73,6 +73,7 @@ def test_explore_paths_and_the_bundled_default(served: dict) -> None:
         (["explore", "index", "--out", "x"], "at least one PATH"),
         (["explore", "index", "/no/such/folder", "--out", "x"], "no such file or directory"),
         (["explore", str(EXAMPLES), "--out", "x"], "--out belongs to"),
+        (["explore", "--snapshot", "/no/such/snapshot"], "no such folder"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, served: dict) -> None:
