@@ -8,6 +8,8 @@ scores it against the gold diff with :mod:`repogym.verify.diff_reward` (shipped 
 ``tests/diff_reward.py``), optionally with an LLM judge. The gold lives only in
 ``tests/oracle.patch`` and ``solution/patch.diff``.
 
+Pull requests come from merge commits and squash subjects of a local clone, or from the GitHub /
+GitLab API (with the text of the issues a PR fixes as the instruction, as for ``pr_runtime``).
 Filters (each is a drop reason in the yield table): ``draft``, ``revert``, ``empty change``,
 ``test-only``, ``binary-only``, ``docs-only``, ``too many files``, ``too large``, ``tiny diff``,
 ``duplicate PR number``; later, per candidate: ``instruction too vague``, ``instruction leaks
@@ -34,7 +36,7 @@ from repogym import __version__
 from repogym.harbor import publish_task_dir, set_content_hash
 from repogym.harbor.validate import leaked_lines
 from repogym.pipelines._emit import SPEC_VERSION, _difficulty, _template, _write
-from repogym.pipelines._instruction import clean_text, clean_title
+from repogym.pipelines._instruction import clean_text, clean_title, issue_instruction_text
 from repogym.pipelines._runtime import RuntimeHarness
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.run.gate import VERIFIED
@@ -141,13 +143,21 @@ def candidates(
     source: Any, options: PrDiffOptions, slug: str, rev: str
 ) -> Iterator[Candidate | tuple[str, str]]:
     """Merged PRs of ``source`` (newest first) as candidates, or ``(key, drop reason)``."""
+    remote = getattr(source, "remote_pull_requests", None)
+    if remote is not None:  # GitHub / GitLab: the API's merged PRs, unusable ones with a reason
+        prs: Iterator[tuple[PullRequest, str | None]] = remote()
+    else:
+        prs = ((pr, None) for pr in source.iter_pull_requests(rev))
     seen: set[int] = set()
-    for pr in source.iter_pull_requests(rev):
+    for pr, unusable in prs:
         key = f"pr-{pr.number}"
         if pr.number in seen:
-            yield f"{key}@{pr.merge_sha[:12]}", "duplicate PR number"
+            yield f"{key}@{(pr.merge_sha or '')[:12]}", "duplicate PR number"
             continue
         seen.add(pr.number)
+        if unusable:
+            yield key, unusable
+            continue
         reason = filter_reason(pr, options)
         if reason is not None:
             yield key, reason
@@ -157,15 +167,22 @@ def candidates(
         if not source_patch.strip():
             yield key, "test-only"
             continue
+        title, body = pr.title, pr.body
+        linked = getattr(source, "linked_issues", None)
+        if linked is not None:  # after the cheap checks: one API call per linked issue
+            issues = linked(pr)
+            title, body = issue_instruction_text(
+                pr.title, pr.body, [(i.title, i.body) for i in issues]
+            )
         yield Candidate(
             key=key,
             task_id=f"{slug}-{pr.number}",
             kind="pr",
             base=pr.base_sha,
             head=pr.merge_sha,
-            title=pr.title,
-            body=pr.body,
-            reference=f"PR #{pr.number} ({pr.merge_sha})",
+            title=title,
+            body=body,
+            reference=getattr(pr, "url", "") or f"PR #{pr.number} ({pr.merge_sha})",
             patch=patch,
             source_patch=source_patch,
             test_patch=test_patch,
@@ -248,6 +265,7 @@ def write_task(
     pipeline: str,
     pipeline_version: str,
     repo: str,
+    source_access: str = "local",
 ) -> None:
     """Write a whole pr_diff task folder at ``dest`` (a staging folder; the caller publishes)."""
     dest.mkdir(parents=True)
@@ -310,7 +328,7 @@ def write_task(
                 "repo": repo,
                 "ref": cand.base,
                 "reference": cand.reference,
-                "source_access": "local",
+                "source_access": source_access,
                 "built_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
                 "synthesis_llm": "none",
                 "reward_kinds": ["diff_similarity"],
@@ -391,6 +409,7 @@ class PrDiffHarness(RuntimeHarness):
             pipeline=self.pipeline,
             pipeline_version=self.pipeline_version,
             repo=self.repo_label,
+            source_access=getattr(self, "source_access", "local"),
         )
         try:
             verdict, seconds = self._verify(staging)
