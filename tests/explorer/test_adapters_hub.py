@@ -143,6 +143,9 @@ def test_hf_location_opens_through_the_registry(hub: tuple[str, HubState]) -> No
     assert "hub" in [a.name for a in adapters()]  # a built-in
     assert pick("hf://datasets/alice/public-tasks").name == "hub"
     assert pick("hf://alice/public-tasks").name == "hub"
+    page = f"{hub[0]}/datasets/alice/public-tasks"
+    assert parse_hub_location(page) == "alice/public-tasks"
+    assert pick(page).name == "hub"  # not taken for an OpenEnv server
     assert parse_hub_location("hf://datasets/../etc") is None
     assert parse_hub_location("/local/folder") is None
     with pytest.raises(AdapterError, match="no dataset alice/missing"):

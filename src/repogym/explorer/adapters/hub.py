@@ -79,11 +79,15 @@ def _require_hub() -> Any:
 
 
 def parse_hub_location(location: str) -> str | None:
-    """``hf://datasets/org/name`` or ``hf://org/name`` → ``org/name``; None when not a Hub one."""
-    if not location.startswith("hf://"):
+    """``hf://datasets/org/name``, ``hf://org/name`` or the dataset's page URL on the Hub
+    (``HF_ENDPOINT/datasets/org/name``) → ``org/name``; None when not a Hub dataset."""
+    page = f"{_endpoint(None)}/datasets/"
+    if location.startswith(page):  # the dataset's page on the Hub
+        rest = location[len(page) :].strip("/")
+    elif location.startswith("hf://"):
+        rest = location[len("hf://") :].strip("/").removeprefix("datasets/")
+    else:
         return None
-    rest = location[len("hf://") :].strip("/")
-    rest = rest.removeprefix("datasets/")
     return rest if _REPO.match(rest) and ".." not in rest else None
 
 
