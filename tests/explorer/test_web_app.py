@@ -198,3 +198,25 @@ def test_search_results_are_cached_per_snapshot_version(store) -> None:  # type:
     off.get("/api/search?q=local")
     off.get("/api/search?q=local")
     assert store.calls == calls + 3
+
+
+def test_odd_file_names_cannot_inject_headers() -> None:
+    from urllib.parse import quote
+
+    from repogym.explorer.model import EnvDoc, FileDoc, TaskDoc
+    from tests.explorer.web_fake import FakeStore
+
+    name = 'bad "ü"; filename=evil.exe.bin'
+    crlf = "x\r\nX-Evil: 1.bin"
+    files = [FileDoc(name, 2, b"\x00\xff"), FileDoc(crlf, 2, b"\x00\xff")]
+    task = TaskDoc("t", "T", "", {}, "tests", "x", "unknown", False, [], files)
+    client = TestClient(create_app(FakeStore([(EnvDoc("e", "harbor", "E", ""), [task])])))
+    r = client.get("/api/files/e/t/" + quote(name))
+    assert r.status_code == 200 and r.content == b"\x00\xff"
+    assert r.headers["content-disposition"] == "attachment; filename*=UTF-8''" + quote(
+        name, safe=""
+    )
+    bad = client.get("/api/files/e/t/" + quote(crlf))
+    assert bad.status_code in (200, 404) and "x-evil" not in bad.headers
+    page = client.get("/t/e/t", params={"file": name})
+    assert page.status_code == 200 and "Binary file" in page.text

@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
 from repogym.explorer.web import pages
 
@@ -445,12 +446,12 @@ def create_app(store: Any, *, result_cache: int = 2048) -> Any:
                 ctype = "text/plain; charset=utf-8"
             except UnicodeDecodeError:
                 pass
-        name = path.rsplit("/", 1)[-1].replace('"', "")
+        name = quote(path.rsplit("/", 1)[-1], safe="")  # RFC 5987: no header injection
         headers = raw_headers | {
             "ETag": etag,
             "Cache-Control": CACHE_DOC,
             "Content-Disposition": (
-                "inline" if ctype.startswith("text/") else f'attachment; filename="{name}"'
+                "inline" if ctype.startswith("text/") else f"attachment; filename*=UTF-8''{name}"
             ),
             "Server-Timing": timing(time.perf_counter() - t0, 0.0),
         }
