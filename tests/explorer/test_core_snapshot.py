@@ -290,3 +290,28 @@ def test_bad_source_fails_with_nothing_published(tmp_path: Path) -> None:
         build_snapshot([str(tmp_path / "nowhere")], tmp_path / "out")
     assert not (tmp_path / "out" / "CURRENT").exists()
     assert not list((tmp_path / "out" / "snapshots").glob("*"))
+
+
+def test_background_store_serves_the_listing_then_the_full_snapshot() -> None:
+    gate = threading.Event()
+
+    class Gated(MemoryReader):
+        def task(self, task_id: str):
+            gate.wait(timeout=60)
+            return super().task(task_id)
+
+    reader = Gated(toy_env("big"), [toy_task(f"t{i}", f"Title {i}") for i in range(4)])
+    store = open_store([reader], background=True, poll_seconds=0)
+    try:
+        assert not store.ready.is_set()
+        assert store.search()["items"][0]["id"] == "big"
+        assert store.search_tasks(env="big")["total"] == 4
+        assert store.task("big", "t2")["title"] == "t2"  # listed, not read yet
+        gate.set()
+        assert store.ready.wait(timeout=60)
+        assert store.task("big", "t2")["title"] == "Title 2"
+        assert store.task("big", "t2")["sections"]
+        assert store.build_errors == []
+    finally:
+        gate.set()
+        store.close()

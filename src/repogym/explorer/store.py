@@ -14,6 +14,7 @@ import re
 import shutil
 import sqlite3
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +24,7 @@ from typing import Any
 from repogym.explorer.adapters.base import AdapterError, EnvReader, open_location
 from repogym.explorer.index import FACETS, TASK_FACETS, decode_blob
 from repogym.explorer.snapshot import (
+    POINTER,
     SNAPSHOTS,
     Handle,
     SnapshotReader,
@@ -167,6 +169,8 @@ class Store:
 
     def __init__(self, reader: SnapshotReader, *, cleanup: Path | None = None) -> None:
         self.reader = reader
+        self.ready = threading.Event()  # set when an in-process build is complete
+        self.build_errors: list[BaseException] = []
         if cleanup is not None:
             self._finalizer = weakref.finalize(self, shutil.rmtree, str(cleanup), True)
 
@@ -616,20 +620,55 @@ def open_store(
     hub: bool = False,
     openenv: Iterable[str] = (),
     poll_seconds: float = 2.0,
+    background: bool = False,
 ) -> Store:
     """A :class:`Store` over a published snapshot folder, or over one built in-process.
 
     With ``snapshot`` (a folder holding the pointer file) the store reads it read-only, polls
-    the pointer and swaps to new snapshots. Otherwise the same database is built now from the
-    sources into a temporary folder, removed when the store is closed or collected.
+    the pointer and swaps to new snapshots. Otherwise the same database is built from the
+    sources into a temporary folder, removed when the store is closed or collected. With
+    ``background``, the store is returned as soon as every task list is known (a listing
+    snapshot: environments and task cards by id) and swaps to the full snapshot when the task
+    pages are packed; ``Store.ready`` is set then (``Store.build_error`` holds a failure).
     """
     if snapshot is not None:
         return Store(SnapshotReader(snapshot, poll_seconds=poll_seconds))
     tmp = Path(tempfile.mkdtemp(prefix="repogym-explore-"))
-    try:
-        build_snapshot(paths, tmp, hub=hub, openenv=openenv)
-        reader = SnapshotReader(tmp, poll_seconds=3600.0)
-    except BaseException:
+    if not background:
+        try:
+            build_snapshot(paths, tmp, hub=hub, openenv=openenv)
+            reader = SnapshotReader(tmp, poll_seconds=3600.0)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        store = Store(reader, cleanup=tmp)
+        store.ready.set()
+        return store
+
+    listed = threading.Event()
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def progress(event: str, _data: dict[str, Any]) -> None:
+        if event == "published-listing":
+            listed.set()
+
+    def run() -> None:
+        try:
+            build_snapshot(paths, tmp, hub=hub, openenv=openenv, progress=progress, early=True)
+        except BaseException as exc:  # reported to the caller or kept on the store
+            failure.append(exc)
+            log.warning("explorer index build failed: %s", str(exc).splitlines()[0])
+        finally:
+            done.set()
+            listed.set()
+
+    threading.Thread(target=run, name="explorer-index", daemon=True).start()
+    listed.wait()
+    if failure and not (tmp / POINTER).exists():
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return Store(reader, cleanup=tmp)
+        raise failure[0]
+    store = Store(SnapshotReader(tmp, poll_seconds=min(poll_seconds, 1.0)), cleanup=tmp)
+    store.ready = done
+    store.build_errors = failure
+    return store
