@@ -158,3 +158,53 @@ def test_bad_repo_arguments(tmp_path: Path) -> None:
     assert code == 2 and "unsupported repository host" in stderr
     code, _, stderr = generate("--repo", "acme/widgets", "--llm", "nope", "--out", str(tmp_path))
     assert code == 2 and "provider/model" in stderr
+
+
+@pytest.mark.slow
+def test_commit_runtime_on_github(
+    hosted: Hosted, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    with HostedGitHub(hosted) as gh:
+        monkeypatch.setenv("REPOGYM_GITHUB_API", gh.url)
+        res = cli.invoke(
+            app,
+            ["generate", "--repo", "acme/widgets", "--out", str(out), "--limit", "1", "--json"],
+        )
+    assert res.exit_code == 0, res.stderr
+    sha = hosted.shas["pr9"]  # the default branch's newest commit
+    task = load_task(out / "tasks" / f"acme__widgets-{sha[:12]}")
+    prov = task.config.metadata["repo2env"]
+    assert prov["repo"] == "acme/widgets" and prov["source_access"] == "public"
+    assert prov["reference"] == f"https://github.com/acme/widgets/commit/{sha}"
+
+
+@pytest.mark.slow
+def test_api_error_mid_run_keeps_finished_tasks_and_resumes(
+    hosted: Hosted, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    with HostedGitHub(hosted) as gh:
+        monkeypatch.setenv("REPOGYM_GITHUB_API", gh.url)
+        gh.pulls = [p for p in gh.pulls if p["number"] in (9, 5)]
+        # #9 is under way when reading #5's linked issue hits a long rate limit.
+        gh.faults.append(("/repos/acme/widgets/issues/3", rate_limited(3600)))
+        code, _, stderr = generate("--repo", "acme/widgets", "--out", str(out))
+        assert code == 2
+        line = " ".join(stderr.split())
+        assert "rate limit exceeded" in line and "rerun with --resume" in line
+        assert sorted(p.name for p in (out / "tasks").iterdir()) == ["acme__widgets-9"]
+        state = json.loads((out / ".repogym" / "pr_runtime-state.json").read_text())
+        assert state["pr-9"] == {"status": "kept", "task_id": "acme__widgets-9"}
+
+        code, stdout, stderr = generate(
+            "--repo", "acme/widgets", "--out", str(out), "--resume", "--json"
+        )
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert [o["task_id"] for o in report["outcomes"] if o["kept"]] == ["acme__widgets-5"]
+    assert report["source"]["cache"] == "fetched"
+    assert sorted(p.name for p in (out / "tasks").iterdir()) == [
+        "acme__widgets-5",
+        "acme__widgets-9",
+    ]

@@ -231,39 +231,45 @@ def generate(
 
     slug = slug_for(repo_id)
     pending: set[Future[Outcome]] = set()
+    stopped: GenerateError | None = None
     with ThreadPoolExecutor(max_workers=inp.jobs) as pool:
-        for item in _chain(first, items):
-            if max_candidates is not None and stats.seen >= max_candidates:
-                break
-            if inp.limit is not None and stats.kept >= inp.limit:
-                break
-            if isinstance(item, tuple):
-                key, reason = item
-                if key not in state.done:
-                    dropped(key, reason)
-                continue
-            cand: Candidate = item
-            if (out / "tasks" / cand.task_id).exists():
-                stats.drop("already emitted")
-                continue
-            if cand.key in state.done:
-                continue  # --resume: examined by an earlier run
-            # Keep at most `jobs` evaluations in flight, and never more than the limit needs.
-            while pending and (
-                len(pending) >= inp.jobs
-                or (inp.limit is not None and stats.kept + len(pending) >= inp.limit)
-            ):
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    finished(fut)
-            if inp.limit is not None and stats.kept >= inp.limit:
-                break
-            with stats.lock:
-                stats.seen += 1
-                stats.running += 1
-            pending.add(pool.submit(harness.evaluate, cand))
+        try:
+            for item in _chain(first, items):
+                if max_candidates is not None and stats.seen >= max_candidates:
+                    break
+                if inp.limit is not None and stats.kept >= inp.limit:
+                    break
+                if isinstance(item, tuple):
+                    key, reason = item
+                    if key not in state.done:
+                        dropped(key, reason)
+                    continue
+                cand: Candidate = item
+                if (out / "tasks" / cand.task_id).exists():
+                    stats.drop("already emitted")
+                    continue
+                if cand.key in state.done:
+                    continue  # --resume: examined by an earlier run
+                # Keep at most `jobs` evaluations in flight, and never more than the limit needs.
+                while pending and (
+                    len(pending) >= inp.jobs
+                    or (inp.limit is not None and stats.kept + len(pending) >= inp.limit)
+                ):
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        finished(fut)
+                if inp.limit is not None and stats.kept >= inp.limit:
+                    break
+                with stats.lock:
+                    stats.seen += 1
+                    stats.running += 1
+                pending.add(pool.submit(harness.evaluate, cand))
+        except GenerateError as exc:
+            stopped = exc  # candidates in flight still finish and are recorded
         for fut in pending:  # the pool waits for each in turn
             finished(fut)
+    if stopped is not None:
+        raise stopped
     found = discover(out / "tasks")
     write_dataset_index(out, found.tasks, name=f"{slug}-{inp.pipeline}")
     report = out / "generate-report.json"

@@ -25,7 +25,7 @@ from repogym.sources import PullRequest, SourceError
 from repogym.sources._http import Issue, RemotePullRequest
 from repogym.sources.github import GitHubSource, RepoInfo
 from repogym.sources.gitlab import GitLabSource
-from repogym.sources.local import LocalGitSource
+from repogym.sources.local import LocalGitSource, redact_url
 from repogym.sources.resolve import RepoArg
 
 __all__ = ["RemoteGitSource", "RemoteRepo", "clone_dir", "clones_root", "open_remote"]
@@ -83,8 +83,8 @@ class RemoteRepo:
         return {
             "kind": self.kind,
             "repo_id": self.repo_id,
-            "api": self.api.base_url,
-            "web_url": self.info.web_url,
+            "api": redact_url(self.api.base_url),
+            "web_url": redact_url(self.info.web_url),
             "default_branch": self.info.default_branch,
             "access": self.access,
             "clone": str(self.clone),
