@@ -202,3 +202,53 @@ def test_clone_from_local_bare_repo(tmp_path: Path) -> None:
         assert git("rev-parse", "HEAD", cwd=dest2) == first
         with pytest.raises(SourceError, match="checkout failed"):
             src.clone(tmp_path / "c3", ref="no-such-ref")
+
+
+def test_bare_clone_fetch_and_pull_refs(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    git("init", "-q", cwd=work)
+    (work / "a.txt").write_text("one\n")
+    git("add", "a.txt", cwd=work)
+    git("commit", "-q", "-m", "one", cwd=work)
+    bare = tmp_path / "bare.git"
+    git("clone", "-q", "--bare", str(work), str(bare))
+    (work / "a.txt").write_text("two\n")
+    git("commit", "-q", "-am", "two", cwd=work)
+    off_branch = git("rev-parse", "HEAD", cwd=work)
+    git("push", "-q", str(bare), "HEAD:refs/pull/12/head", cwd=work)
+    with GitHubStub(clone_url=bare.as_uri()) as stub:
+        src = make(stub)
+        dest = src.clone(tmp_path / "c.git", bare=True)
+        assert not (dest / "a.txt").exists() and (dest / "HEAD").is_file()
+        missing = subprocess.run(["git", "--git-dir", str(dest), "cat-file", "-e", off_branch])
+        assert missing.returncode != 0
+        specs = src.pull_request_refspecs(12)
+        assert specs == [
+            "+refs/pull/12/head:refs/pull/12/head",
+            "+refs/pull/12/merge:refs/pull/12/merge",
+        ]
+        src.fetch(dest, specs[:1])
+        assert git("--git-dir", str(dest), "rev-parse", "refs/pull/12/head") == off_branch
+        with pytest.raises(SourceError, match="git fetch failed"):
+            src.fetch(dest, specs[1:])  # no merge ref on this host
+        with pytest.raises(SourceError, match="invalid refspec"):
+            src.fetch(dest, ["--upload-pack=evil"])
+        with pytest.raises(SourceError, match="bare clone"):
+            src.clone(tmp_path / "d.git", ref="HEAD", bare=True)
+
+
+def test_git_errors_never_carry_the_token(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with GitHubStub(clone_url=f"https://127.0.0.1:{port}/acme/widgets.git") as stub:
+        src = make(stub)
+        for call in (
+            lambda: src.clone(tmp_path / "x.git", bare=True),
+            lambda: src.fetch(tmp_path, ["+refs/heads/*:refs/heads/*"]),
+        ):
+            with pytest.raises(SourceError) as info:
+                call()
+            assert SECRET not in str(info.value) and SECRET[:10] not in str(info.value)
+            assert "\n" not in str(info.value)
