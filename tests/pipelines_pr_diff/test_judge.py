@@ -174,3 +174,34 @@ def test_judge_diff_failures_on_the_host() -> None:
         with pytest.raises(LLMError) as info:
             judge_diff(pred, gold, "Add mul", llm)
     assert KEY not in str(info.value)
+
+
+def test_llm_rewrite_of_instructions(pr_repo, tmp_path, monkeypatch) -> None:
+    """generate --llm: the rewrite replaces the statement, pr_diff's footer stays; a rewrite that
+    repeats a line of the gold is rejected and the deterministic instruction kept."""
+    from typer.testing import CliRunner
+
+    from repogym.cli import app
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rewrite = "# Multiplication is missing\n\nThe calculator cannot multiply two numbers yet."
+    leaky = '# Subtract\n\nAdd a function documented as """Return the difference a - b."""'
+    out = tmp_path / "out"
+    with openai_stub(openai_ok(leaky), openai_ok(rewrite)) as stub:
+        args = ["generate", "--repo", str(pr_repo), "--pipeline", "pr_diff", "--out", str(out)]
+        for key, value in OPTS.items():
+            args += ["--opt", f"{key}={value}"]
+        args += ["--llm", "openai/stub-writer", "--llm-endpoint", stub.base_url + "/v1"]
+        res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert len(stub.requests) == 2  # newest first: #2 (leaky reply), then #1
+    first = load_task(out / "tasks" / "local__calc-1")
+    text = first.instruction()
+    assert text.startswith("# Multiplication is missing\n")
+    assert "Nothing is run to grade it" in text and "Hidden tests" not in text
+    assert first.config.metadata["repo2env"]["synthesis_llm"] == "openai/stub-writer"
+    second = load_task(out / "tasks" / "local__calc-2")
+    assert second.instruction().startswith("# Add subtraction to the calculator\n")
+    status = second.config.metadata["repogym"]["instruction_rewrite"]["status"]
+    assert status == "rejected"
+    assert second.config.metadata["repo2env"]["synthesis_llm"] == "none"

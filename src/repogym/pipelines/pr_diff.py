@@ -37,7 +37,7 @@ from repogym.harbor import publish_task_dir, set_content_hash
 from repogym.harbor.validate import leaked_lines
 from repogym.pipelines._emit import SPEC_VERSION, _difficulty, _template, _write
 from repogym.pipelines._instruction import clean_text, clean_title, issue_instruction_text
-from repogym.pipelines._runtime import RuntimeHarness
+from repogym.pipelines._runtime import RuntimeHarness, stamp_provenance
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.run.gate import VERIFIED
 from repogym.sandbox import Sandbox
@@ -49,6 +49,9 @@ from repogym.verify import diff_reward
 NAME = "pr_diff"
 VERSION = "1"
 SOURCES = {"local", "github", "gitlab"}
+"""Where this pipeline can read pull requests from (``generate`` refuses other sources)."""
+LLM_REWRITE = True
+"""Instructions may be rewritten by ``generate --llm`` (leak-checked against the gold)."""
 
 WORKDIR = "/workspace"
 BASE_DIR = "/opt/repogym/base"
@@ -209,6 +212,17 @@ def verifier_module() -> ModuleType:
     return module
 
 
+_FOOTER_START = "\nThe repository is checked out at"
+FOOTER = (
+    f"The repository is checked out at `{WORKDIR}`. Make the change described above by\n"
+    "editing the files there. Your answer is the set of edits you leave in the working\n"
+    "directory, compared with the original checkout (changes to test files are not\n"
+    "counted). Nothing is run to grade it: the edits are compared with the reference\n"
+    "change, so keep them focused on what is asked. The original checkout is also kept at\n"
+    f"`{BASE_DIR}`; leave it unchanged.\n"
+)
+
+
 def build_instruction(
     title: str, body: str, *, gold: str, min_words: int = 4
 ) -> tuple[str | None, str | None]:
@@ -224,19 +238,16 @@ def build_instruction(
     parts = [f"# {head}" if head else "# Change requested", ""]
     if text:
         parts += [text, ""]
-    parts += [
-        f"The repository is checked out at `{WORKDIR}`. Make the change described above by",
-        "editing the files there. Your answer is the set of edits you leave in the working",
-        "directory, compared with the original checkout (changes to test files are not",
-        "counted). Nothing is run to grade it: the edits are compared with the reference",
-        "change, so keep them focused on what is asked. The original checkout is also kept at",
-        f"`{BASE_DIR}`; leave it unchanged.",
-        "",
-    ]
-    instruction = "\n".join(parts)
+    instruction = "\n".join(parts) + FOOTER
     if leaked_lines(instruction, gold):
         return None, "instruction leaks the fix"
     return instruction, None
+
+
+def with_footer(instruction: str) -> str:
+    """An instruction (e.g. an LLM rewrite ending in the runtime footer) with pr_diff's footer."""
+    statement = instruction.split(_FOOTER_START, 1)[0].rstrip()
+    return statement + "\n\n" + FOOTER
 
 
 def dockerfile(base_image: str) -> str:
@@ -393,6 +404,17 @@ class PrDiffHarness(RuntimeHarness):
         )
         if instruction is None:
             return self._drop(outcome, why or "no instruction")
+        rewrite = None
+        if getattr(self, "rewriter", None) is not None:  # generate --llm
+            rewrite = self.rewriter.rewrite(
+                instruction,
+                gold_patch=cand.source_patch + "\n" + gold_diff,
+                workdir=WORKDIR,
+                min_words=opts.min_instruction_words,
+            )
+            if rewrite.instruction is not None:
+                instruction = with_footer(rewrite.instruction)
+            self.rewrites[cand.task_id] = rewrite.to_json()
         (context / "Dockerfile").write_text(dockerfile(opts.base_image))
 
         staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
@@ -411,6 +433,8 @@ class PrDiffHarness(RuntimeHarness):
             repo=self.repo_label,
             source_access=getattr(self, "source_access", "local"),
         )
+        if rewrite is not None:
+            stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
         try:
             verdict, seconds = self._verify(staging)
             outcome.test_seconds += seconds
