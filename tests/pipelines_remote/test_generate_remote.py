@@ -158,6 +158,15 @@ def test_bad_repo_arguments(tmp_path: Path) -> None:
     assert code == 2 and "unsupported repository host" in stderr
     code, _, stderr = generate("--repo", "acme/widgets", "--llm", "nope", "--out", str(tmp_path))
     assert code == 2 and "provider/model" in stderr
+    out = tmp_path / "o2"
+    code, _, stderr = generate("--repo", "acme/widgets", "--llm", "openai/m", "--out", str(out))
+    line = " ".join(stderr.split())
+    assert code == 2 and "no API key; set OPENAI_API_KEY (or REPOGYM_LLM_API_KEY)" in line
+    code, _, stderr = generate(
+        "--repo", "acme/widgets", "--llm-endpoint", "http://x", "--out", str(out)
+    )
+    assert code == 2 and "--llm-endpoint needs --llm" in " ".join(stderr.split())
+    assert not out.exists()
 
 
 @pytest.mark.slow

@@ -126,7 +126,8 @@ def _rewriter(inp: GenerationInput, module: Any) -> InstructionRewriter | None:
             backoff_s=0.5,
         )
     except (LLMError, ValueError) as exc:
-        raise GenerateError(f"--llm: {exc}") from None
+        hint = " (or REPOGYM_LLM_API_KEY)" if "no API key" in str(exc) else ""
+        raise GenerateError(f"--llm: {exc}{hint}") from None
     return InstructionRewriter(llm)
 
 
