@@ -10,7 +10,8 @@
    (threads in two client processes, so the clients' own GIL does not sit in the numbers) on
    ``GET /api/search`` with varied words, prefixes, kinds, facet filters, sorts and pages. No
    ``If-None-Match`` is sent: every request runs a query. Prints p50/p95/p99 latency as the
-   clients saw it, requests per second, and the server's own ``Server-Timing`` db time.
+   clients saw it, requests per second, and the server's own ``Server-Timing`` db time, with
+   the search result cache off and on, plus one client alone (service time, no queueing).
 3. Fetches the home page, its CSS and its JS with ``Accept-Encoding: gzip`` and prints the
    bytes on the wire (headers + compressed bodies) needed for the first paint.
 
@@ -301,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         for label, cache in (("no_cache", 0), ("cached", 2048)):
             server, port = _start_server(out, cache, args.workers)
             try:
+                if label == "no_cache":  # service time without queueing, for comparison
+                    result["search_one_client"] = _load(port, urls[:500], 1)
                 result[f"search_{label}"] = _load(port, urls, args.clients)
                 if label == "cached":
                     result["first_paint"] = _first_paint(port)
@@ -327,6 +330,12 @@ def main(argv: list[str] | None = None) -> int:
             f"p95 {s['p95_ms']} ms, p99 {s['p99_ms']} ms; {s['req_per_s']} req/s; "
             f"server db p50 {s['server_db_p50_ms']} ms, p95 {s['server_db_p95_ms']} ms"
         )
+    one = r["search_one_client"]
+    print(
+        f"/api/search, 1 client, result cache off: {one['requests']} requests; p50 "
+        f"{one['p50_ms']} ms, p95 {one['p95_ms']} ms; server db p50 {one['server_db_p50_ms']} ms, "
+        f"p95 {one['server_db_p95_ms']} ms"
+    )
     fp = r["first_paint"]
     print(
         f"first paint: {fp['bytes']} bytes on the wire (HTML {fp['html_bytes']}, CSS "
