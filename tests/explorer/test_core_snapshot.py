@@ -6,6 +6,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,12 @@ def _readers(n_envs: int = 3, n_tasks: int = 4, tag: str = "v1") -> list[MemoryR
         )
         for e in range(n_envs)
     ]
+
+
+def _poll(store: Store) -> None:
+    """Let the store notice a new pointer and finish validating it in the background."""
+    assert store.version
+    store.reader.settle()
 
 
 def test_build_and_publish(tmp_path: Path) -> None:
@@ -69,6 +76,7 @@ def test_reader_serves_and_swaps(tmp_path: Path) -> None:
     v1 = store.version
     assert store.search()["total"] == 3
     build_snapshot(_readers(n_envs=5, tag="v2"), out)
+    _poll(store)
     assert store.search()["total"] == 5
     assert store.version != v1
     assert store.reader.swaps == 1
@@ -156,6 +164,7 @@ def test_reader_rejects_bad_snapshots_and_keeps_the_current_one(
 ) -> None:
     store, good = _publish_then(tmp_path / "out", damage)
     with caplog.at_level(logging.WARNING, logger="repogym.explorer"):
+        _poll(store)
         result = store.search()
     assert store.version == good
     assert result["total"] == 3
@@ -172,6 +181,7 @@ def test_garbage_pointer_is_rejected(tmp_path: Path, caplog: pytest.LogCaptureFi
     for text in ("{not json", json.dumps({"file": "../../etc/passwd"}), json.dumps([1])):
         (out / "CURRENT").write_text(text)
         with caplog.at_level(logging.WARNING, logger="repogym.explorer"):
+            _poll(store)
             assert store.search()["total"] == 3
         assert store.version == good
     assert len(store.reader.rejected) == 3
@@ -189,6 +199,7 @@ def test_no_snapshot_yet_serves_empty_then_picks_one_up(tmp_path: Path) -> None:
         "facets": {f: {} for f in store.search()["facets"]},
     }
     build_snapshot(_readers(), out)
+    _poll(store)
     assert store.search()["total"] == 3
 
 
@@ -236,6 +247,8 @@ def test_swap_under_concurrent_queries(tmp_path: Path) -> None:
         for t in threads:
             t.join()
     assert not errors, errors[:3]
+    _poll(store)
+    _poll(store)
     assert store.search()["total"] == 8
     assert store.reader.swaps >= 1
     assert len(seen) >= 2
@@ -309,9 +322,25 @@ def test_background_store_serves_the_listing_then_the_full_snapshot() -> None:
         assert store.task("big", "t2")["title"] == "t2"  # listed, not read yet
         gate.set()
         assert store.ready.wait(timeout=60)
+        _poll(store)
         assert store.task("big", "t2")["title"] == "Title 2"
         assert store.task("big", "t2")["sections"]
         assert store.build_errors == []
     finally:
         gate.set()
         store.close()
+
+
+def test_background_validation_keeps_serving_until_the_swap(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build_snapshot(_readers(tag="v1"), out)
+    reader = snap.SnapshotReader(out, poll_seconds=0.001, background=True)
+    store = Store(reader)
+    v1 = store.version
+    build_snapshot(_readers(n_envs=5, tag="v2"), out)
+    time.sleep(0.01)
+    store.search()  # notices the new pointer; validation runs on another thread
+    reader.settle()
+    time.sleep(0.01)
+    assert store.search()["total"] == 5
+    assert store.version != v1 and reader.swaps == 1

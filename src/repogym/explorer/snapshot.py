@@ -524,15 +524,22 @@ class SnapshotReader:
     and one snapshot, and a thread moves to the new snapshot at its next access.
     """
 
-    def __init__(self, out_dir: Path | str, poll_seconds: float = 2.0) -> None:
+    def __init__(
+        self, out_dir: Path | str, poll_seconds: float = 2.0, *, background: bool | None = None
+    ) -> None:
         self.out_dir = Path(out_dir)
         self.poll_seconds = poll_seconds
+        # By default a new snapshot is validated off the request path; with poll_seconds=0
+        # (check on every access) it is validated in the request that notices it.
+        self.background = poll_seconds > 0 if background is None else background
         self._lock = threading.Lock()
         self._checked = 0.0
         self._seen: tuple[int, int, str] | None = None  # (mtime_ns, size, content) of CURRENT
         self._handle: Handle | None = None
         self._local = threading.local()
+        self._worker: threading.Thread | None = None
         self.swaps = 0
+        self.on_new: Callable[[Handle], None] | None = None
         self.rejected: list[str] = []
         self._check(force=True)
         if self._handle is None:
@@ -562,11 +569,24 @@ class SnapshotReader:
             local.handle = h
         return h, local.db
 
+    def settle(self, timeout: float | None = 60.0) -> None:
+        """Wait until a snapshot being validated in the background is swapped in or rejected."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+
     def _check(self, force: bool = False) -> None:
+        """Stat the pointer (cheap); when it changed, validate the new snapshot.
+
+        Validation (sha256, quick_check, cache warm-up) runs on a background thread, so the
+        request that noticed the change is not slowed down; the first check is synchronous.
+        """
         if not self._lock.acquire(blocking=force):
             return  # another thread is checking; keep serving the current snapshot
         try:
             self._checked = time.monotonic()
+            if self._worker is not None and self._worker.is_alive():
+                return
             p = self.out_dir / POINTER
             try:
                 st = p.stat()
@@ -580,23 +600,37 @@ class SnapshotReader:
             if key == self._seen:
                 return
             self._seen = key
-            try:
-                pointer = read_pointer(self.out_dir)
-                if self._handle is not None and pointer.get("sha256") == self._handle.version:
-                    return
-                path = self.out_dir / pointer["file"]
-                facts = validate(path, pointer)
-            except SnapshotError as exc:
-                self.rejected.append(str(exc))
-                log.warning("explorer snapshot rejected, keeping the current one: %s", exc)
-                return
-            new = Handle(path, str(pointer["sha256"]), facts)
-            old, self._handle = self._handle, new
-            if old is not None:
-                self.swaps += 1
-                log.info("explorer snapshot swapped to %s", new.version[:12])
+            if force or not self.background:
+                self._load()
+            else:
+                self._worker = threading.Thread(
+                    target=self._load, name="explorer-snapshot-check", daemon=True
+                )
+                self._worker.start()
         finally:
             self._lock.release()
+
+    def _load(self) -> None:
+        try:
+            pointer = read_pointer(self.out_dir)
+            if self._handle is not None and pointer.get("sha256") == self._handle.version:
+                return
+            path = self.out_dir / pointer["file"]
+            facts = validate(path, pointer)
+        except SnapshotError as exc:
+            self.rejected.append(str(exc))
+            log.warning("explorer snapshot rejected, keeping the current one: %s", exc)
+            return
+        new = Handle(path, str(pointer["sha256"]), facts)
+        if self.on_new is not None:
+            try:
+                self.on_new(new)  # warm caches before the first request sees it
+            except Exception as exc:
+                log.warning("explorer snapshot warm-up failed: %s", exc)
+        old, self._handle = self._handle, new
+        if old is not None:
+            self.swaps += 1
+            log.info("explorer snapshot swapped to %s", new.version[:12])
 
     def close(self) -> None:
         """Close this thread's connection (others close with their threads)."""

@@ -30,6 +30,7 @@ from repogym.explorer.snapshot import (
     SnapshotReader,
     SnapshotWriter,
     build_db,
+    connect_ro,
     publish,
 )
 
@@ -48,6 +49,7 @@ log = logging.getLogger("repogym.explorer")
 MAX_WORDS = 16
 MAX_QUERY_CHARS = 1000
 MAX_PAGE_SIZE = 200
+RANK_LIMIT = 5000  # task hits beyond this are listed in index order instead of by bm25
 TASK_FILTER_COLUMNS = (*TASK_FACETS, "runnable")
 _FACET_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,40}$")
 
@@ -171,8 +173,19 @@ class Store:
         self.reader = reader
         self.ready = threading.Event()  # set when an in-process build is complete
         self.build_errors: list[BaseException] = []
+        reader.on_new = self._warm
         if cleanup is not None:
             self._finalizer = weakref.finalize(self, shutil.rmtree, str(cleanup), True)
+        h, db = reader.acquire()
+        self._envs(h, db)
+
+    def _warm(self, h: Handle) -> None:
+        """Load a new snapshot's search caches before it is swapped in."""
+        db = connect_ro(h.path)
+        try:
+            self._envs(h, db)
+        finally:
+            db.close()
 
     @property
     def version(self) -> str:
@@ -234,8 +247,10 @@ class Store:
                 log.warning("environment search failed for %r: %s", q[:80], exc)
                 ranked = []
         if short:
-            pool = ranked if ranked is not None else c.order_tasks
-            ranked = [r for r in pool if all(w in c.text[r] for w in short)]
+            text = c.text
+            ranked = ranked if ranked is not None else c.order_tasks
+            for w in short:
+                ranked = [r for r in ranked if w in text[r]]
         base = set(ranked) if ranked is not None else c.all
 
         chosen = {
@@ -340,6 +355,8 @@ class Store:
         wsql = (" WHERE " + " AND ".join(where)) if where else ""
         try:
             total = db.execute(f"SELECT count(*) FROM {frm}{wsql}", args).fetchone()[0]
+            if total > RANK_LIMIT:
+                order = "t.rid"  # too broad to rank usefully: bm25 over every hit is slow
             rows = db.execute(
                 "SELECT t.env_id, t.id, t.title, t.summary, t.facets, t.grading, t.environment,"
                 f" t.network, t.runnable FROM {frm}{wsql} ORDER BY {order} LIMIT ? OFFSET ?",
