@@ -161,7 +161,7 @@ def test_generate_with_llm(hosted: Hosted, monkeypatch: pytest.MonkeyPatch, tmp_
     assert res.exit_code == 0, res.stderr
     report = json.loads((out / "generate-report.json").read_text())
     totals = report["llm"]
-    assert totals["llm"] == "openai/gpt-4o-mini"
+    assert totals["llm"] == "openai/gpt-4o-mini" and totals["endpoint"] == f"{llm.base_url}/v1"
     assert (totals["calls"], totals["input_tokens"], totals["output_tokens"]) == (2, 190, 70)
     assert (totals["accepted"], totals["rejected"], totals["failed"]) == (1, 1, 1)
     assert totals["cost_usd"] == pytest.approx((190 * 0.15 + 70 * 0.60) / 1e6, abs=1e-6)

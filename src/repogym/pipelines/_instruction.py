@@ -300,9 +300,13 @@ class InstructionRewriter:
 
     def summary(self) -> dict[str, Any]:
         """Token and cost totals over every call, and how many rewrites were kept."""
+        from repogym.sources.local import redact_url
+
         usage = self.llm.usage
+        endpoint = getattr(self.llm, "endpoint", None)
         return {
             "llm": self.spec,
+            "endpoint": redact_url(endpoint) if endpoint else None,
             "calls": usage.calls,
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
