@@ -789,15 +789,31 @@ def explore(
 
     t0 = time.perf_counter()
     try:
-        store = open_store(paths, snapshot=snapshot, hub=hub, openenv=sources)
+        # In-process sources are served as soon as every task list is known; the task pages
+        # follow when packed (the snapshot swaps under the running server).
+        store = open_store(
+            paths, snapshot=snapshot, hub=hub, openenv=sources, background=snapshot is None
+        )
     except (AdapterError, SnapshotError, OSError, ValueError) as exc:
         fail(str(exc))
         raise typer.Exit(2) from None
     total = store.search(size=1)["total"]
     err.print(
-        f"explorer: {total} environment(s) ready in {time.perf_counter() - t0:.2f}s; "
+        f"explorer: {total} environment(s) listed in {time.perf_counter() - t0:.2f}s; "
         f"open http://{host}:{port}/"
     )
+    if snapshot is None:
+        import threading
+
+        def report_ready() -> None:
+            store.ready.wait()
+            errors = getattr(store, "build_errors", None)
+            if errors:
+                fail(f"indexing stopped: {str(errors[0]).splitlines()[0]}")
+            else:
+                err.print(f"explorer: task pages ready in {time.perf_counter() - t0:.2f}s")
+
+        threading.Thread(target=report_ready, daemon=True).start()
     uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
 
 

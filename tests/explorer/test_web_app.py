@@ -220,3 +220,17 @@ def test_odd_file_names_cannot_inject_headers() -> None:
     assert bad.status_code in (200, 404) and "x-evil" not in bad.headers
     page = client.get("/t/e/t", params={"file": name})
     assert page.status_code == 200 and "Binary file" in page.text
+
+
+def test_a_listed_task_not_read_yet_says_so_and_is_not_cached() -> None:
+    from repogym.explorer.model import EnvDoc, TaskDoc
+    from tests.explorer.web_fake import FakeStore
+
+    stub = TaskDoc("t1", "t1", "", {}, "unknown", "", "unknown", False, [], [])
+    client = TestClient(create_app(FakeStore([(EnvDoc("e", "harbor", "E", ""), [stub])])))
+    page = client.get("/t/e/t1")
+    assert page.status_code == 200 and "Still indexing" in page.text
+    assert "Nothing in this task looked like an answer" not in page.text
+    assert page.headers["cache-control"] == "no-store"
+    doc = client.get("/api/tasks/e/t1")
+    assert doc.json()["pending"] is True and doc.headers["cache-control"] == "no-store"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,18 @@ def served(monkeypatch: pytest.MonkeyPatch) -> dict:
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     return seen
+
+
+def page_when_ready(asgi, path: str) -> str:  # type: ignore[no-untyped-def]
+    """The page once background indexing has packed the task pages and the store swapped."""
+    assert asgi.state.store.ready.wait(120)
+    client = TestClient(asgi)
+    deadline = time.monotonic() + 60
+    while True:
+        text = client.get(path).text
+        if "Still indexing" not in text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.1)
 
 
 def test_index_builds_and_publishes_a_snapshot(tmp_path: Path) -> None:
@@ -57,11 +70,13 @@ def test_serve_a_snapshot(tmp_path: Path, served: dict) -> None:
 def test_explore_paths_and_the_bundled_default(served: dict) -> None:
     res = CliRunner().invoke(app, ["explore", str(EXAMPLES)])
     assert res.exit_code == 0, res.output
-    page = TestClient(served["app"]).get("/t/tasks/textstats-word-count").text
-    assert "What was withheld" in page
+    assert "environment(s) listed" in res.output
+    page = page_when_ready(served["app"], "/t/tasks/textstats-word-count")
+    assert "What was withheld" in page and "Still indexing" not in page
     served.clear()
     res = CliRunner().invoke(app, ["explore"])  # no source: the examples of this checkout
     assert res.exit_code == 0, res.output
+    assert served["app"].state.store.ready.wait(60)
     assert TestClient(served["app"]).get("/api/search").json()["total"] == 1
 
 

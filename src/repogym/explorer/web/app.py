@@ -189,6 +189,11 @@ def parse_search(query: Any, *, default_size: int = 24) -> dict[str, Any]:
     }
 
 
+def is_pending(doc: dict) -> bool:
+    """A task listed but not read yet (a listing snapshot while indexing continues)."""
+    return not doc.get("sections") and not doc.get("files")
+
+
 def _split_task(rest: str) -> tuple[str, str] | None:
     env_id, _, task_id = rest.strip("/").rpartition("/")
     if not env_id or not task_id or task_id in (".", ".."):
@@ -375,6 +380,8 @@ def create_app(store: Any, *, result_cache: int = 2048) -> Any:
         db = time.perf_counter() - t0
         if doc is None:
             return api_error(404, "no such task (use /api/tasks/{env}/{task})")
+        if is_pending(doc):  # listed, not packed yet: do not let caches keep it
+            return json_response(doc | {"pending": True}, etag, "no-store", db, t0 + db)
         return json_response(doc, etag, CACHE_DOC, db, t0 + db)
 
     def locate_file(version: str, rest: str) -> tuple[str, str, str, dict] | None:
@@ -528,8 +535,10 @@ def create_app(store: Any, *, result_cache: int = 2048) -> Any:
                 status = 403
             file_html = pages.viewer(ids[0], ids[1], file, data, reason if data is None else None)
         t1 = time.perf_counter()
-        text = pages.task_page(doc, assets, file=file, file_html=file_html)
-        return html_response(text, etag, CACHE_PAGE, t1 - t0, t1, status=status)
+        pending = is_pending(doc)
+        text = pages.task_page(doc, assets, file=file, file_html=file_html, pending=pending)
+        cache = "no-store" if pending else CACHE_PAGE
+        return html_response(text, etag, cache, t1 - t0, t1, status=status)
 
     app.add_middleware(SecurityHeaders)
     app.add_middleware(GZipMiddleware, minimum_size=512)

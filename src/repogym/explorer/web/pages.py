@@ -384,14 +384,23 @@ def task_page(
     *,
     file: str | None = None,
     file_html: str = "",
+    pending: bool = False,
 ) -> str:
-    """A task page: instruction, environment, grading, what was withheld, files and viewer."""
+    """A task page: instruction, environment, grading, what was withheld, files and viewer.
+
+    ``pending``: the task is listed but not read yet; the page says so instead of claiming
+    that nothing was withheld.
+    """
     env_id, task_id = doc["env"], doc["id"]
     here = task_url(env_id, task_id)
     run = "runs here (local sandbox)" if doc.get("runnable") else "not runnable here"
     notes = doc.get("withheld") or []
     withheld = (
-        '<section class="withheld" id="withheld"><h2>What was withheld</h2><ul>'
+        '<section class="withheld none" id="withheld"><h2>Still indexing</h2>'
+        "<p>This task is listed but not read yet: its instruction, files and what was "
+        "withheld appear when indexing reaches it. Reload in a moment.</p></section>"
+        if pending
+        else '<section class="withheld" id="withheld"><h2>What was withheld</h2><ul>'
         + "".join(f"<li>{e(n)}</li>" for n in notes)
         + "</ul><p>Answers are kept out of this page, the API and the raw files.</p></section>"
         if notes
