@@ -42,7 +42,7 @@ log = logging.getLogger("repogym.explorer")
 FACETS = ("kind", "language", "category", "difficulty", "pipeline", "grading", "network")
 # Facets of tasks kept as index columns.
 TASK_FACETS = ("language", "category", "difficulty", "pipeline", "grading", "network")
-INLINE_MAX = 256  # section bodies up to this size stay inline in the pack entry
+INLINE_MAX = 4096  # section texts up to this size stay inline (unless a file holds them)
 COMPRESS_MIN = 2048  # blobs from this size are stored zlib-compressed when that saves space
 _BAD_PATH = re.compile(r"(^|/)\.\.?(/|$)|^/|\\|\x00|//")
 
@@ -75,6 +75,7 @@ def prepare(doc: TaskDoc) -> TaskDoc:
             f.data = None
         files.append(f)
     doc.files = files
+    doc.facets = {str(k): str(v) for k, v in doc.facets.items() if v is not None and v != ""}
     doc.title = _plain(doc.title or doc.id, 200)
     doc.summary = _plain(doc.summary, 300)
     return doc
@@ -156,31 +157,42 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 def pack_task(doc: TaskDoc, pack: Pack) -> bytes:
     """The pack entry of a prepared task (compact JSON): sections, files, notes, aliases.
 
-    Section bodies longer than ``INLINE_MAX`` and file bodies are blobs (stored once each);
-    default values (markdown format, no language) are left out.
+    File bodies are blobs (each distinct content stored once). A section whose text is also a
+    file of the task (instruction.md, the Dockerfile, test.sh, task.toml) points at that
+    file's blob; other sections stay inline up to ``INLINE_MAX`` bytes, larger ones are blobs.
+    Default values (markdown format, no language) are left out.
     """
-    sections = []
-    for s in doc.sections:
-        d: dict[str, Any] = {"id": s.id, "title": s.title}
-        if len(s.body) > INLINE_MAX:
-            d["blob"] = pack.add(s.body.encode("utf-8"))
-        else:
-            d["body"] = s.body
-        if s.format != "markdown":
-            d["format"] = s.format
-        if s.language:
-            d["language"] = s.language
-        sections.append(d)
     files = []
+    by_data: dict[bytes, int] = {}
     for f in doc.files:
         entry: dict[str, Any] = {"path": f.path, "size": f.size}
         if f.withheld:
             entry["withheld"] = f.withheld
         elif f.data is not None:
-            entry["blob"] = pack.add(f.data)
+            bid = pack.add(f.data)
+            entry["blob"] = bid
+            by_data[f.data] = bid
         else:
             entry["withheld"] = "not packed"
         files.append(entry)
+    sections = []
+    for s in doc.sections:
+        d: dict[str, Any] = {"id": s.id, "title": s.title}
+        bid = None
+        if by_data or len(s.body) > INLINE_MAX:
+            raw = s.body.encode("utf-8")
+            bid = by_data.get(raw)
+            if bid is None and len(raw) > INLINE_MAX:
+                bid = pack.add(raw)
+        if bid is None:
+            d["body"] = s.body
+        else:
+            d["blob"] = bid
+        if s.format != "markdown":
+            d["format"] = s.format
+        if s.language:
+            d["language"] = s.language
+        sections.append(d)
     out: dict[str, Any] = {"sections": sections, "files": files}
     if doc.withheld:
         out["withheld"] = doc.withheld

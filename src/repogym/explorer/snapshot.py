@@ -36,7 +36,6 @@ from repogym.explorer.index import (
     Pack,
     env_row,
     pack_task,
-    task_row,
     walk,
 )
 from repogym.explorer.model import EnvDoc, TaskDoc
@@ -60,6 +59,7 @@ POINTER = "CURRENT"
 SNAPSHOTS = "snapshots"
 KEEP_SNAPSHOTS = 3  # older snapshot files are removed (open readers keep their file handles)
 _BATCH = 5000
+_COLUMN_FACETS = ("language", "category", "difficulty", "pipeline")  # indexed task columns
 
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -128,7 +128,7 @@ class SnapshotWriter:
         self._env_ids: dict[str, int] = {}
         self._env_tasks: dict[int, dict[str, str]] = {}  # env rid -> task id -> "" (listing)
         self._env_docs: dict[int, EnvDoc] = {}
-        self._facets: dict[int, dict[str, collections.Counter[str]]] = {}
+        self._facets: dict[int, dict[str, dict[str, int]]] = {}
         self._task_rid = 0
         self.n_envs = 0
         self.n_tasks = 0
@@ -148,7 +148,7 @@ class SnapshotWriter:
         rid = len(self._env_ids) + 1
         self._env_ids[env.id] = rid
         self._env_docs[rid] = env
-        self._facets[rid] = collections.defaultdict(collections.Counter)
+        self._facets[rid] = collections.defaultdict(dict)
         self._env_tasks[rid] = dict.fromkeys(task_ids or [], "")
         return rid
 
@@ -160,23 +160,25 @@ class SnapshotWriter:
     def add_task(self, env: EnvDoc, doc: TaskDoc, *, packed: bool = True) -> None:
         """Add a prepared (withheld) task: index row, FTS text, pack entry."""
         env_rid = self._env_ids[env.id]
-        row = task_row(env.id, doc)
         self._task_rid += 1
         rid = self._task_rid
-        f = row["facets"]
+        f = doc.facets
+        extra = {k: v for k, v in f.items() if k not in _COLUMN_FACETS}
+        grading = doc.grading or "unknown"
+        network = doc.network or "unknown"
         self._tasks.append(
             (
                 rid,
                 env_rid,
                 env.id,
-                row["id"],
-                row["title"],
-                row["summary"],
-                _ENCODE(f),
-                row["grading"],
-                row["environment"],
-                row["network"],
-                int(row["runnable"]),
+                doc.id,
+                doc.title,
+                doc.summary,
+                _ENCODE(extra) if extra else "",
+                grading,
+                doc.environment,
+                network,
+                1 if doc.runnable else 0,
                 f.get("language"),
                 f.get("category"),
                 f.get("difficulty"),
@@ -186,9 +188,12 @@ class SnapshotWriter:
         counters = self._facets[env_rid]
         for key, value in f.items():
             if key != "tags" and value:
-                counters[key][str(value)] += 1
-        counters["grading"][row["grading"]] += 1
-        counters["network"][row["network"]] += 1
+                c = counters[key]
+                c[value] = c.get(value, 0) + 1
+        c = counters["grading"]
+        c[grading] = c.get(grading, 0) + 1
+        c = counters["network"]
+        c[network] = c.get(network, 0) + 1
         if packed:
             self._packs.append((rid, pack_task(doc, self.pack)))
         if len(self._tasks) >= _BATCH:
@@ -222,7 +227,7 @@ class SnapshotWriter:
                     facets[key] = next(iter(counter))
             for key, value in r["facets"].items():
                 if key in FACETS and value and value not in counters.get(key, {}):
-                    counters[key][str(value)] += 0
+                    counters[key][str(value)] = 0
             for key, counter in counters.items():
                 for value, n in counter.items():
                     facet_rows.append((rid, key, value, n))

@@ -359,7 +359,8 @@ class Store:
                 order = "t.rid"  # too broad to rank usefully: bm25 over every hit is slow
             rows = db.execute(
                 "SELECT t.env_id, t.id, t.title, t.summary, t.facets, t.grading, t.environment,"
-                f" t.network, t.runnable FROM {frm}{wsql} ORDER BY {order} LIMIT ? OFFSET ?",
+                " t.network, t.runnable, t.language, t.category, t.difficulty, t.pipeline"
+                f" FROM {frm}{wsql} ORDER BY {order} LIMIT ? OFFSET ?",
                 [*args, size, (page - 1) * size],
             ).fetchall()
             facets = self._task_facets(h, db, frm, base_where, base_args, flt)
@@ -372,7 +373,7 @@ class Store:
                 "id": r[1],
                 "title": r[2],
                 "summary": r[3],
-                "facets": json.loads(r[4]),
+                "facets": _task_facet_dict(r[4], r[9:13]),
                 "grading": r[5],
                 "environment": r[6],
                 "network": r[7],
@@ -450,7 +451,8 @@ class Store:
             return None
         row = db.execute(
             "SELECT t.env_id, t.id, t.title, t.summary, t.facets, t.grading, t.environment,"
-            " t.network, t.runnable, p.doc FROM tasks t LEFT JOIN pack p ON p.task = t.rid"
+            " t.network, t.runnable, p.doc, t.language, t.category, t.difficulty, t.pipeline"
+            " FROM tasks t LEFT JOIN pack p ON p.task = t.rid"
             " WHERE t.env = ? AND t.id = ?",
             (rid, str(task_id)),
         ).fetchone()
@@ -476,7 +478,7 @@ class Store:
             "id": row[1],
             "title": row[2],
             "summary": row[3],
-            "facets": json.loads(row[4]),
+            "facets": _task_facet_dict(row[4], row[10:14]),
             "grading": row[5],
             "environment": row[6],
             "network": row[7],
@@ -521,6 +523,17 @@ class Store:
                     raise Withheld(f.get("withheld") or "not packed")
                 return self._blob(db, f["blob"])
         raise KeyError(path)
+
+
+_COLUMN_FACETS = ("language", "category", "difficulty", "pipeline")
+
+
+def _task_facet_dict(extra: str, columns: tuple[Any, ...]) -> dict[str, str]:
+    """A task's facets: the indexed columns plus the JSON of any other keys."""
+    facets = {k: v for k, v in zip(_COLUMN_FACETS, columns, strict=True) if v is not None}
+    if extra:
+        facets.update(json.loads(extra))
+    return facets
 
 
 def _truthy_in(value: str, wanted: set[str]) -> bool:
