@@ -104,6 +104,20 @@ def test_task_search_and_facets(facet_store: Store) -> None:
     assert facet_store.search_tasks(env="nope")["total"] == 0
 
 
+def test_broad_task_searches_are_listed_in_index_order(
+    facet_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import repogym.explorer.store as store_mod
+
+    ranked = [i["id"] for i in facet_store.search_tasks("task", size=50)["items"]]
+    monkeypatch.setattr(store_mod, "RANK_LIMIT", 2)
+    broad = facet_store.search_tasks("task", size=50)
+    assert broad["total"] == 6
+    assert sorted(i["id"] for i in broad["items"]) == sorted(ranked)
+    everything = facet_store.search_tasks(size=4, page=2)
+    assert everything["total"] == 6 and len(everything["items"]) == 2
+
+
 INJECTIONS = [
     "NEAR(a b)",
     "NEAR(python go, 2)",

@@ -8,6 +8,7 @@ over what the other filters leave.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import re
@@ -178,12 +179,14 @@ class Store:
             self._finalizer = weakref.finalize(self, shutil.rmtree, str(cleanup), True)
         h, db = reader.acquire()
         self._envs(h, db)
+        self._cached(h, "task_combos", lambda: _load_combos(db))
 
     def _warm(self, h: Handle) -> None:
         """Load a new snapshot's search caches before it is swapped in."""
         db = connect_ro(h.path)
         try:
             self._envs(h, db)
+            self._cached(h, "task_combos", lambda: _load_combos(db))
         finally:
             db.close()
 
@@ -355,8 +358,8 @@ class Store:
         wsql = (" WHERE " + " AND ".join(where)) if where else ""
         try:
             total = db.execute(f"SELECT count(*) FROM {frm}{wsql}", args).fetchone()[0]
-            if total > RANK_LIMIT:
-                order = "t.rid"  # too broad to rank usefully: bm25 over every hit is slow
+            if match is not None and total > RANK_LIMIT:
+                order = "f.rowid"  # too broad to rank usefully: bm25 over every hit is slow
             rows = db.execute(
                 "SELECT t.env_id, t.id, t.title, t.summary, t.facets, t.grading, t.environment,"
                 " t.network, t.runnable, t.language, t.category, t.difficulty, t.pipeline"
@@ -407,24 +410,15 @@ class Store:
     ) -> dict[str, dict[str, int]]:
         """Counts per facet value, each facet counted over what the other filters leave."""
         cols = TASK_FILTER_COLUMNS
-        wsql = (" WHERE " + " AND ".join(where)) if where else ""
-        sql = f"SELECT {', '.join('t.' + k for k in cols)}, count(*) FROM {frm}{wsql} GROUP BY " + (
-            ", ".join(str(i + 1) for i in range(len(cols)))
-        )
+        combo_of, combos, all_counts = self._cached(h, "task_combos", lambda: _load_combos(db))
         if where:
-            combos = db.execute(sql, args).fetchall()
+            wsql = " WHERE " + " AND ".join(where)
+            hits = db.execute(f"SELECT t.rid FROM {frm}{wsql}", args)
+            counter = collections.Counter([combo_of[r] for (r,) in hits])
         else:
-            combos = self._cached(h, "task_combos", lambda: db.execute(sql).fetchall())
+            counter = all_counts
         want = {k: v for k, v in flt.items() if k in cols}
-        norm: list[tuple[tuple[str, ...], int]] = []
-        for row in combos:
-            values = tuple(
-                ("true" if row[i] else "false")
-                if k == "runnable"
-                else ("" if row[i] is None else str(row[i]))
-                for i, k in enumerate(cols)
-            )
-            norm.append((values, row[-1]))
+        norm = [(combos[c], n) for c, n in counter.items()]
         out: dict[str, dict[str, int]] = {}
         for gi, g in enumerate(cols):
             counts: dict[str, int] = {}
@@ -526,6 +520,33 @@ class Store:
 
 
 _COLUMN_FACETS = ("language", "category", "difficulty", "pipeline")
+
+
+def _load_combos(
+    db: sqlite3.Connection,
+) -> tuple[list[int], list[tuple[str, ...]], collections.Counter[int]]:
+    """Every task's facet combination, interned: (combo id by task rid, combos, counts)."""
+    cols = TASK_FILTER_COLUMNS
+    ids: dict[tuple[Any, ...], int] = {}
+    combos: list[tuple[str, ...]] = []
+    combo_of: list[int] = [-1]  # -1: no task with this rid
+    for row in db.execute(f"SELECT rid, {', '.join(cols)} FROM tasks ORDER BY rid"):
+        key = row[1:]
+        cid = ids.get(key)
+        if cid is None:
+            cid = ids[key] = len(combos)
+            combos.append(
+                tuple(
+                    ("true" if v else "false") if k == "runnable" else ("" if v is None else str(v))
+                    for k, v in zip(cols, key, strict=True)
+                )
+            )
+        while len(combo_of) < row[0]:
+            combo_of.append(-1)
+        combo_of.append(cid)
+    counts = collections.Counter(combo_of)
+    counts.pop(-1, None)
+    return combo_of, combos, counts
 
 
 def _task_facet_dict(extra: str, columns: tuple[Any, ...]) -> dict[str, str]:
