@@ -416,6 +416,26 @@ def file_reason(path: str) -> str | None:
 def mask_text(text: str, language: str, found: list[str]) -> str:
     """Mask a text by its language: toml, json/jsonl, yaml, or a script."""
     lang = language.lower()
+    if len(text) <= _MEMO_MAX:
+        masked, names = _mask_memo(text, lang)
+        found.extend(names)
+        return masked
+    return _mask_text(text, lang, found)
+
+
+_MEMO_MAX = 64 * 1024
+
+
+@functools.lru_cache(maxsize=512)
+def _mask_memo(text: str, lang: str) -> tuple[str, tuple[str, ...]]:
+    """Masking is a pure function of (text, language): identical grader files, and a
+    ``task.toml`` shown both as a section and as a file, are masked once."""
+    found: list[str] = []
+    masked = _mask_text(text, lang, found)
+    return masked, tuple(found)
+
+
+def _mask_text(text: str, lang: str, found: list[str]) -> str:
     if lang == "toml":
         return mask_toml(text, found)
     if lang in ("json", "jsonl"):
