@@ -56,6 +56,9 @@ def test_solution_files_are_withheld() -> None:
         ("expected_output.txt", "expected output (grader data)"),
         ("environment/expected.txt", None),  # the agent sees its environment anyway
         ("tests/test_main.py", None),
+        ("tests/files/tests/test_mod.py", "hidden tests (grader data)"),
+        ("tests/hidden/tests/test_counts.py", "hidden tests (grader data)"),
+        ("tests/verifier.py", None),
     ],
 )
 def test_grader_data_files(path: str, reason: str | None) -> None:

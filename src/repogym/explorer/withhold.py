@@ -399,6 +399,8 @@ def file_reason(path: str) -> str | None:
         if top == "tests":
             return "hidden test patch (grader data)"
         return "patch (may hold the answer)"
+    if top == "tests" and len(parts) > 2 and parts[1].lower() in ("files", "hidden"):
+        return "hidden tests (grader data)"  # the same content as a hidden test patch
     if stem.startswith("gold") or stem.startswith("golden"):
         return "gold data (grader data)"
     if any(w in stem for w in ("expected", "answer", "ground_truth", "groundtruth")) or stem in (
