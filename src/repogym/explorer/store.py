@@ -134,6 +134,14 @@ def _paging(page: int, size: int) -> tuple[int, int]:
 # ---------------------------------------------------------------------------- the store
 
 
+def _bits(rids: Iterable[int], nbytes: int) -> int:
+    """A set of small non-negative ints as an int bitmask."""
+    buf = bytearray(nbytes)
+    for r in rids:
+        buf[r >> 3] |= 1 << (r & 7)
+    return int.from_bytes(buf, "little")
+
+
 class _EnvCache:
     """Everything the environment search needs, loaded once per snapshot."""
 
@@ -162,6 +170,26 @@ class _EnvCache:
             if facet in self.facet_sets and facet != "kind":
                 self.facet_sets[facet].setdefault(value, set()).add(rid)
         self.all = set(self.cards)
+        # The same sets as bitmasks (bit r = environment rid r): intersections and counts of
+        # thousands of environments cost microseconds.
+        self.nbytes = (max(self.cards, default=0) >> 3) + 1
+        self.all_bits = _bits(self.all, self.nbytes)
+        self.facet_bits = {
+            f: {v: _bits(rids, self.nbytes) for v, rids in values.items()}
+            for f, values in self.facet_sets.items()
+        }
+        # Words under three characters cannot use the trigram index: every one- and
+        # two-character substring of the searchable text maps to its environments instead.
+        grams: dict[str, bytearray] = {}
+        nbytes = self.nbytes
+        for rid, text in self.text.items():
+            byte, bit = rid >> 3, 1 << (rid & 7)
+            for g in {text[i : i + n] for n in (1, 2) for i in range(len(text) - n + 1)}:
+                buf = grams.get(g)
+                if buf is None:
+                    buf = grams[g] = bytearray(nbytes)
+                buf[byte] |= bit
+        self.short_bits = {g: int.from_bytes(buf, "little") for g, buf in grams.items()}
         by_name = sorted(self.cards, key=lambda r: (self.cards[r]["title"].lower(), r))
         self.order_name = by_name
         self.order_tasks = sorted(by_name, key=lambda r: -(self.cards[r]["task_count"] or 0))
@@ -249,43 +277,53 @@ class Store:
             except sqlite3.OperationalError as exc:  # never expected: words are quoted
                 log.warning("environment search failed for %r: %s", q[:80], exc)
                 ranked = []
-        if short:
-            text = c.text
-            ranked = ranked if ranked is not None else c.order_tasks
-            for w in short:
-                ranked = [r for r in ranked if w in text[r]]
-        base = set(ranked) if ranked is not None else c.all
-
-        chosen = {
-            f: set().union(*(c.facet_sets[f].get(v, set()) for v in vals))
-            for f, vals in flt.items()
-        }
+        base = _bits(ranked, c.nbytes) if ranked is not None else c.all_bits
+        for w in short:
+            base &= c.short_bits.get(w, 0)
+        chosen: dict[str, int] = {}
+        for f, vals in flt.items():
+            bits = 0
+            for v in vals:
+                bits |= c.facet_bits[f].get(v, 0)
+            chosen[f] = bits
         facets: dict[str, dict[str, int]] = {}
         for g in FACETS:
             allowed = base
-            for f, s in chosen.items():
+            for f, bits in chosen.items():
                 if f != g:
-                    allowed = allowed & s
+                    allowed &= bits
             counts = {}
-            for value, rids in c.facet_sets[g].items():
-                n = len(rids & allowed) if allowed is not c.all else len(rids)
+            for value, bits in c.facet_bits[g].items():
+                n = (bits & allowed).bit_count()
                 if n:
                     counts[value] = n
             for value in flt.get(g, ()):
                 counts.setdefault(value, 0)  # a selected value stays visible
             facets[g] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         match = base
-        for s in chosen.values():
-            match = match & s
+        for bits in chosen.values():
+            match &= bits
+        total = match.bit_count()
         if sort == "name":
-            order = [r for r in c.order_name if r in match]
+            order = c.order_name
         elif sort == "tasks" or ranked is None:
-            order = [r for r in c.order_tasks if r in match]
+            order = c.order_tasks
         else:
-            order = [r for r in ranked if r in match]
-        start = (page - 1) * size
-        items = [dict(c.cards[r]) for r in order[start : start + size]]
-        return {"items": items, "total": len(order), "page": page, "size": size, "facets": facets}
+            order = ranked
+        start, stop = (page - 1) * size, page * size
+        picked: list[int] = []
+        if start < total:
+            mb = match.to_bytes(c.nbytes, "little")
+            seen = 0
+            for r in order:
+                if mb[r >> 3] >> (r & 7) & 1:
+                    if seen >= start:
+                        picked.append(r)
+                        if len(picked) == size or seen + 1 >= stop:
+                            break
+                    seen += 1
+        items = [dict(c.cards[r]) for r in picked]
+        return {"items": items, "total": total, "page": page, "size": size, "facets": facets}
 
     def env(self, env_id: str) -> dict | None:
         """An environment's card, description, how it runs, and its tasks' facet counts."""
