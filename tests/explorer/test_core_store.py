@@ -333,3 +333,13 @@ def test_toy_adapter_registered_from_outside_goes_end_to_end(tmp_path: Path) -> 
     finally:
         unregister("toy-json")
     assert "toy-json" not in [a.name for a in adapters()]
+
+
+@pytest.mark.parametrize("word", ["a", "e", "lt", "ha", "zz", "A", "Ch", "é"])
+def test_short_words_match_substrings(facet_store: Store, word: str) -> None:
+    h, db = facet_store.reader.acquire()
+    texts = facet_store._envs(h, db).text
+    expected = sorted(texts[r].split()[0] for r in texts if word.lower() in texts[r])
+    got = sorted(i["id"] for i in facet_store.search(word, size=50)["items"])
+    assert got == expected
+    assert facet_store.search("-")["total"] == 4  # no letter or digit: no constraint
