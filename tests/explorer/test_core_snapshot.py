@@ -344,3 +344,13 @@ def test_background_validation_keeps_serving_until_the_swap(tmp_path: Path) -> N
     time.sleep(0.01)
     assert store.search()["total"] == 5
     assert store.version != v1 and reader.swaps == 1
+
+
+def test_same_environment_id_twice_keeps_both(tmp_path: Path) -> None:
+    a = MemoryReader(toy_env("tasks"), [toy_task("t0", "First")])
+    b = MemoryReader(toy_env("tasks"), [toy_task("t0", "Second")])
+    info = build_snapshot([a, b], tmp_path)
+    assert info["envs"] == 2
+    store = open_store(snapshot=tmp_path)
+    assert store.task("tasks", "t0")["title"] == "First"
+    assert store.task("tasks-2", "t0")["title"] == "Second"

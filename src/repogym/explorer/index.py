@@ -241,10 +241,14 @@ def walk(
             log.warning("environment %s is private: left out of the snapshot", env.id)
             errors.append(f"{env.id}: private, left out")
             continue
-        if env.id in env_ids:
-            errors.append(f"{location}: environment id {env.id} already indexed, skipped")
-            log.warning("%s", errors[-1])
-            continue
+        if env.id in env_ids:  # two folders with the same name: keep both, the later one renamed
+            n = 2
+            while f"{env.id}-{n}" in env_ids:
+                n += 1
+            log.warning(
+                "%s: environment id %s is taken, indexed as %s-%d", location, env.id, env.id, n
+            )
+            env.id = f"{env.id}-{n}"
         env_ids.add(env.id)
         ids: list[str] = []
         seen: set[str] = set()
