@@ -3,8 +3,8 @@
     python benchmarks/explorer_build.py [--envs 7225] [--tasks 51498] [--out DIR] [--json]
 
 :func:`synth_envs` yields (EnvDoc, [TaskDoc]) pairs with realistic text sizes (titles of a few
-words, summaries of one to three sentences, an instruction section and the instruction file per
-task) and facets (kind, language, category, difficulty, pipeline, grading, network) drawn from
+words, summaries of one to three sentences, one instruction section per task: a minimal pack)
+and facets (kind, language, category, difficulty, pipeline, grading, network) drawn from
 skewed distributions; task counts per environment are long-tailed. ``main()`` builds and
 publishes a snapshot from them (answers withheld, pack de-duplicated, FTS built, checks run)
 and prints build seconds, snapshot size and row counts. Other benchmarks import
