@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import multiprocessing as mp
 import os
@@ -97,18 +98,37 @@ def _queries(n: int, seed: int = 11) -> list[str]:
     return out
 
 
-def _client_proc(port: int, urls: list[str], threads: int, start_at: float, q: mp.Queue) -> None:
-    """One client process: ``threads`` keep-alive connections sharing ``urls``."""
+def _client_proc(
+    port: int,
+    urls: list[str],
+    threads: int,
+    start_at: float,
+    q: mp.Queue,
+    think: float = 0.0,
+    duration: float = 0.0,
+) -> None:
+    """One client process: ``threads`` keep-alive connections sharing ``urls``.
+
+    ``think`` 0: closed loop, each connection sends its next request as soon as it has an
+    answer, until ``urls`` are used up. ``think`` > 0: each connection waits a random
+    (exponential, mean ``think`` seconds) time before each request, for ``duration`` seconds.
+    """
     lat: list[float] = []
     db: list[float] = []
     errors = [0]
     lock = threading.Lock()
-    it = iter(urls)
+    it = itertools.cycle(urls) if think > 0 else iter(urls)
+    stop_at = start_at + duration
 
-    def worker() -> None:
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         mine, mine_db = [], []
         while True:
+            if think > 0:
+                time.sleep(rng.expovariate(1.0 / think))
+                if time.time() >= stop_at:
+                    break
             with lock:
                 url = next(it, None)
             if url is None:
@@ -136,7 +156,7 @@ def _client_proc(port: int, urls: list[str], threads: int, start_at: float, q: m
 
     while time.time() < start_at:
         time.sleep(0.005)
-    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    ts = [threading.Thread(target=worker, args=(port * 1000 + i,)) for i in range(threads)]
     for t in ts:
         t.start()
     for t in ts:
@@ -213,8 +233,12 @@ def _stop(server: subprocess.Popen) -> None:
         server.wait()
 
 
-def _load(port: int, urls: list[str], clients: int) -> dict[str, object]:
-    """Run ``clients`` concurrent keep-alive clients over ``urls``; latency percentiles."""
+def _load(
+    port: int, urls: list[str], clients: int, think: float = 0.0, duration: float = 0.0
+) -> dict[str, object]:
+    """Run ``clients`` concurrent keep-alive clients over ``urls``; latency percentiles.
+
+    ``think`` > 0: paced clients (mean think time ``think`` s, for ``duration`` s)."""
     warm = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     for url in _queries(100, seed=5):  # imports, first connections, the env cache
         warm.request("GET", url)
@@ -225,7 +249,10 @@ def _load(port: int, urls: list[str], clients: int) -> dict[str, object]:
     q: mp.Queue = mp.Queue()
     start_at = time.time() + 1.0
     procs = [
-        mp.Process(target=_client_proc, args=(port, urls[i::procs_n], per[i], start_at, q))
+        mp.Process(
+            target=_client_proc,
+            args=(port, urls[i::procs_n], per[i], start_at, q, think, duration),
+        )
         for i in range(procs_n)
     ]
     for p in procs:
@@ -251,6 +278,7 @@ def _load(port: int, urls: list[str], clients: int) -> dict[str, object]:
         "req_per_s": round(len(lat) / wall, 1),
         "server_db_p50_ms": round(_pct(db, 50) * 1000, 2),
         "server_db_p95_ms": round(_pct(db, 95) * 1000, 2),
+        "load_average": round(os.getloadavg()[0], 1),
     }
 
 
@@ -282,9 +310,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--requests", type=int, default=4000)
     ap.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    ap.add_argument(
+        "--think", type=float, default=0.25, help="paced run: mean think time per client (s)"
+    )
+    ap.add_argument("--paced-seconds", type=float, default=15.0, help="paced run length (s)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
-    result: dict[str, object] = {"clients": args.clients, "workers": args.workers}
+    result: dict[str, object] = {
+        "clients": args.clients,
+        "workers": args.workers,
+        "think_ms": args.think * 1000,
+    }
     out = Path(tempfile.mkdtemp(prefix="repogym-explorer-web-bench-"))
     try:
         readers = [MemoryReader(env, tasks) for env, tasks in synth_envs(args.envs, args.tasks)]
@@ -305,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
                 if label == "no_cache":  # service time without queueing, for comparison
                     result["search_one_client"] = _load(port, urls[:500], 1)
                 result[f"search_{label}"] = _load(port, urls, args.clients)
+                result[f"paced_{label}"] = _load(
+                    port, urls, args.clients, think=args.think, duration=args.paced_seconds
+                )
                 if label == "cached":
                     result["first_paint"] = _first_paint(port)
             finally:
@@ -322,14 +361,20 @@ def main(argv: list[str] | None = None) -> int:
         f"build: {r['envs']} envs, {r['tasks']} tasks in {r['build_seconds']:.2f} s, "
         f"snapshot {r['snapshot_mb']} MB"
     )
+    print(f"server: {r['workers']} uvicorn worker(s); clients in 2 separate processes")
     for label, title in (("no_cache", "result cache off"), ("cached", "result cache on")):
-        s = r[f"search_{label}"]
-        print(
-            f"/api/search, {r['clients']} clients, {title}: {s['requests']} requests "
-            f"({r['distinct_queries']} distinct), {s['errors']} errors; p50 {s['p50_ms']} ms, "
-            f"p95 {s['p95_ms']} ms, p99 {s['p99_ms']} ms; {s['req_per_s']} req/s; "
-            f"server db p50 {s['server_db_p50_ms']} ms, p95 {s['server_db_p95_ms']} ms"
-        )
+        for run, how in (
+            ("search", "saturated (closed loop, no think time)"),
+            ("paced", f"paced (think time mean {r['think_ms']:.0f} ms, exponential)"),
+        ):
+            s = r[f"{run}_{label}"]
+            print(
+                f"/api/search, {r['clients']} clients {how}, {title}: {s['requests']} requests, "
+                f"{s['errors']} errors; p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms, "
+                f"p99 {s['p99_ms']} ms; {s['req_per_s']} req/s; server db p50 "
+                f"{s['server_db_p50_ms']} ms, p95 {s['server_db_p95_ms']} ms; "
+                f"load average {s['load_average']}"
+            )
     one = r["search_one_client"]
     print(
         f"/api/search, 1 client, result cache off: {one['requests']} requests; p50 "
