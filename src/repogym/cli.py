@@ -749,6 +749,10 @@ def explore(
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="index: folder to publish the snapshot in.")
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", help="Server processes (more than 1 needs --snapshot)."),
+    ] = 1,
     json_out: JsonOpt = False,
 ) -> None:
     """Browse and search RL environments' tasks in a web app (answers are never shown)."""
@@ -768,6 +772,12 @@ def explore(
             raise typer.Exit(2)
     if snapshot is not None and not snapshot.is_dir():
         fail(f"--snapshot {snapshot}: no such folder (build one with: repogym explore index)")
+        raise typer.Exit(2)
+    if workers < 1:
+        fail("--workers must be at least 1")
+        raise typer.Exit(2)
+    if workers > 1 and snapshot is None:
+        fail("--workers N needs --snapshot DIR (build one with: repogym explore index)")
         raise typer.Exit(2)
     if not paths and not hub and not sources and snapshot is None:
         examples = _bundled_examples()
@@ -814,6 +824,20 @@ def explore(
                 err.print(f"explorer: task pages ready in {time.perf_counter() - t0:.2f}s")
 
         threading.Thread(target=report_ready, daemon=True).start()
+    if workers > 1:  # each worker process opens the snapshot itself
+        import os
+
+        store.close()
+        os.environ["REPOGYM_EXPLORE_SNAPSHOT"] = str(snapshot)
+        uvicorn.run(
+            "repogym.explorer.web.app:snapshot_app",
+            factory=True,
+            workers=workers,
+            host=host,
+            port=port,
+            log_level="warning",
+        )
+        return
     uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
 
 

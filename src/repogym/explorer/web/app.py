@@ -678,3 +678,17 @@ def create_app(store: Any, *, result_cache: int = 2048, fast_search: bool = True
     if fast_search:
         app.add_middleware(_SearchFastPath, store=store, results=results)  # outermost
     return app
+
+
+def snapshot_app() -> Any:
+    """The app over the snapshot folder in ``$REPOGYM_EXPLORE_SNAPSHOT`` (a factory for
+    ``uvicorn --factory``: each worker process of ``repogym explore --workers N`` opens the
+    snapshot read-only and polls its pointer itself)."""
+    import os
+
+    from repogym.explorer.store import open_store
+
+    folder = os.environ.get("REPOGYM_EXPLORE_SNAPSHOT")
+    if not folder:
+        raise RuntimeError("REPOGYM_EXPLORE_SNAPSHOT is not set")
+    return create_app(open_store(snapshot=folder))
