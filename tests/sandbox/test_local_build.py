@@ -271,7 +271,7 @@ def test_killed_build_leaves_no_half_layer(sandbox: LocalSandbox, tmp_path: Path
         tmp_path / "ctx",
         """\
         FROM debian:bookworm
-        RUN touch /started && sleep 30 && touch /finished
+        RUN touch /started && sleep 30.0417 && touch /finished
         """,
     )
     script = textwrap.dedent(
@@ -293,9 +293,9 @@ def test_killed_build_leaves_no_half_layer(sandbox: LocalSandbox, tmp_path: Path
     proc.wait()
     # Its helper processes die with it (parent-death signals) ...
     deadline = time.monotonic() + 10
-    while any(_cmdlines_with("sleep 30")) and time.monotonic() < deadline:
+    while any(_cmdlines_with("sleep 30.0417")) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _cmdlines_with("sleep 30")
+    assert not _cmdlines_with("sleep 30.0417")
     # ... and the half-built step is not a cached layer: the next build runs it again.
     (ctx / "Dockerfile").write_text("FROM debian:bookworm\nRUN touch /started && touch /finished\n")
     built = sandbox.build(_spec(ctx))
