@@ -1,14 +1,20 @@
 """Explorer snapshot build time and size on synthetic environments and tasks.
 
-    python benchmarks/explorer_build.py [--envs 7225] [--tasks 51498] [--out DIR] [--json]
+    python benchmarks/explorer_build.py [--envs 7225] [--tasks 51498] [--out DIR] [--minimal]
+                                        [--json]
 
-:func:`synth_envs` yields (EnvDoc, [TaskDoc]) pairs with realistic text sizes (titles of a few
-words, summaries of one to three sentences, one instruction section per task: a minimal pack)
-and facets (kind, language, category, difficulty, pipeline, grading, network) drawn from
-skewed distributions; task counts per environment are long-tailed. ``main()`` builds and
-publishes a snapshot from them (answers withheld, pack de-duplicated, FTS built, checks run)
-and prints build seconds, snapshot size and row counts. Other benchmarks import
-``synth_envs``.
+:func:`synth_envs` yields (EnvDoc, [TaskDoc]) pairs shaped like generated Harbor datasets:
+titles of a few words, summaries of one to three sentences, instructions of 1-3 KB, and the
+files and sections a Harbor task has (instruction.md, a task.toml of its own, the
+environment's Dockerfile, a grader script and verifier shared by many tasks, F2P/P2P lists,
+a hidden test patch and a solution that withholding removes), with the sections the Harbor
+adapter shows (instruction, environment, Dockerfile, grading, grader, task.toml,
+provenance). Facets (kind, language, category, difficulty, pipeline, grading, network) come
+from skewed distributions; task counts per environment are long-tailed. ``--minimal`` gives
+each task only a short instruction section and no files (the earlier, much lighter pack).
+``main()`` builds and publishes a snapshot from them (answers withheld, pack de-duplicated,
+FTS built, checks run) and prints build seconds, snapshot size and row counts. Other
+benchmarks import ``synth_envs``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from repogym.explorer.index import MemoryReader
-from repogym.explorer.model import EnvDoc, Section, TaskDoc
+from repogym.explorer.model import EnvDoc, FileDoc, Section, TaskDoc
 from repogym.explorer.store import build_snapshot
 
 _SYL = ("ka", "lo", "mi", "ne", "ra", "tu", "vi", "so", "pe", "du", "go", "fa", "ze", "bi", "qu")
@@ -120,12 +126,59 @@ def _counts(rng: random.Random, n_envs: int, n_tasks: int) -> list[int]:
     return counts
 
 
+_VERIFIER = (
+    "#!/usr/bin/env python3\n"
+    '"""Run the F2P/P2P tests and write /logs/verifier/reward.txt (standard library only)."""\n'
+    "import json, subprocess, sys\n\n"
+    + "".join(
+        f"def step_{i}(tests):\n"
+        f"    out = subprocess.run([sys.executable, '-m', 'pytest', '-q', *tests],"
+        f" capture_output=True, text=True)\n"
+        f"    return {{t: ('PASSED ' + t) in out.stdout for t in tests}}  # pass {i}\n\n"
+        for i in range(24)
+    )
+)
+_TEST_SH = {
+    pipe: "#!/bin/bash\n# generated grader entry point ({p})\nset -u\ncd /workspace/repo\n"
+    "git apply --allow-empty /tests/test.patch || exit 1\nmkdir -p /logs/verifier\n"
+    "python3 /tests/verifier.py --f2p /tests/f2p.json --p2p /tests/p2p.json \\\n"
+    "  --out /logs/verifier > /logs/verifier/log.txt 2>&1\n".replace("{p}", pipe)
+    for pipe, _ in _PIPES
+}
+
+
+def _task_toml(task_id: str, env_id: str, title: str, facets: dict[str, str], lang: str,
+               f2p: list[str], p2p: list[str], digest: str) -> str:  # fmt: skip
+    lines = [
+        'schema_version = "1.4"', "", "[task]", f'name = "{env_id}/{task_id}"',
+        f'description = "{title}"', f'keywords = ["{lang}", "{facets["category"]}"]', "",
+        "[metadata]", f'difficulty = "{facets["difficulty"]}"',
+        f'category = "{facets["category"]}"', "", "[agent]", "timeout_sec = 1800.0", "",
+        "[verifier]", "timeout_sec = 900.0", "", "[environment]", "build_timeout_sec = 1200.0",
+        "cpus = 2", "memory_mb = 4096", "storage_mb = 10240", 'network_mode = "no-network"', "",
+        "[metadata.repo2env]", 'spec_version = "0.2.0"', f'pipeline = "{facets["pipeline"]}"',
+        'pipeline_version = "3"', f'repo = "{env_id}"', f'ref = "{digest[:40]}"',
+        'source_access = "public"', 'synthesis_llm = "none"',
+        'reward_kinds = ["test_execution"]', f'content_hash = "sha256:{digest}"', "",
+        f"[metadata.repo2env.{facets['pipeline']}]", f'language = "{lang}"',
+        "fail_to_pass = [" + ", ".join(f'"{t}"' for t in f2p) + "]",
+        "pass_to_pass = [" + ", ".join(f'"{t}"' for t in p2p) + "]", "",
+    ]  # fmt: skip
+    return "\n".join(lines)
+
+
 def synth_envs(
-    n_envs: int = 7225, n_tasks: int = 51498, seed: int = 7
+    n_envs: int = 7225, n_tasks: int = 51498, seed: int = 7, *, minimal: bool = False
 ) -> Iterator[tuple[EnvDoc, list[TaskDoc]]]:
-    """Yield ``n_envs`` synthetic environments holding ``n_tasks`` tasks in all."""
+    """Yield ``n_envs`` synthetic environments holding ``n_tasks`` tasks in all.
+
+    Tasks carry Harbor-like files and sections (see the module docstring); with ``minimal``,
+    only a short instruction section.
+    """
     rng = random.Random(seed)
     vocab = _vocab(rng)
+    pool = [_sentence(rng, vocab, 8, 22) for _ in range(4000)]  # instruction sentences
+    verifier = _VERIFIER.encode()
     for e, count in enumerate(_counts(rng, n_envs, n_tasks)):
         owner = "".join(rng.choice(_SYL) for _ in range(3))
         name = f"{rng.choice(_TECH)}-{rng.choice(vocab)}"
@@ -148,6 +201,12 @@ def synth_envs(
             facets={"language": lang, "pipeline": pipeline},
             task_count=count,
         )
+        image = {"python": "python:3.12-slim", "go": "golang:1.22"}.get(lang, f"{lang}:latest")
+        dockerfile = (
+            f"FROM {image}\nWORKDIR /workspace\nCOPY repo /workspace/repo\n"
+            f"RUN cd repo && make deps  # {env_id}\nENV CI=1\n"
+        )
+        test_sh = _TEST_SH[pipeline]
         tasks = []
         for t in range(count):
             verb = rng.choice(_VERBS)
@@ -161,19 +220,83 @@ def synth_envs(
                 "category": _pick(rng, _CATS),
                 "difficulty": _pick(rng, _DIFF),
             }
+            task_id = f"{owner}__{name}-{t}"
+            digest = f"{rng.getrandbits(256):064x}"
+            sections = [Section("instruction", "Instruction", instruction)]
+            files: list[FileDoc] = []
+            if not minimal:
+                instruction = (
+                    f"# {title}\n\n{text}\n\n"
+                    + " ".join(rng.choices(pool, k=rng.randint(6, 20)))
+                    + "\n\n## Acceptance\n\n"
+                    + "".join(f"- {s}\n" for s in rng.choices(pool, k=3))
+                )
+                mod = rng.choice(vocab)
+                f2p = [f"tests/test_{mod}.py::test_{rng.choice(vocab)}" for _ in range(2)]
+                p2p = [f"tests/test_{mod}.py::test_{w}" for w in rng.sample(vocab, 5)]
+                toml = _task_toml(task_id, env_id, title, facets, lang, f2p, p2p, digest)
+                hunk = "".join(f"+    {s}\n" for s in rng.choices(pool, k=rng.randint(6, 20)))
+                patch = (
+                    f"diff --git a/src/{mod}.py b/src/{mod}.py\n--- a/src/{mod}.py\n"
+                    f"+++ b/src/{mod}.py\n@@ -10,3 +10,12 @@\n{hunk}"
+                )
+                test_patch = patch.replace("src/", "tests/test_")
+                sections = [
+                    Section("instruction", "Instruction", instruction),
+                    Section(
+                        "environment",
+                        "Environment",
+                        f"- Runs in: **{image}**\n- Network: no-network\n"
+                        "- Resources: 2 CPU, 4096 MB memory, 10240 MB storage\n"
+                        "- Agent time limit: 1800 s",
+                    ),
+                    Section(
+                        "dockerfile", "environment/Dockerfile", dockerfile, "code", "dockerfile"
+                    ),
+                    Section(
+                        "grading",
+                        "How it is graded",
+                        f"- Grading: **{grading}**\n- Reward kinds: test_execution\n"
+                        f"- Fail-to-pass tests (must go from failing to passing): {len(f2p)}\n"
+                        f"- Pass-to-pass tests (must keep passing): {len(p2p)}\n"
+                        "- Verifier time limit: 900 s\n"
+                        "- Hidden tests are restored before grading (the test patch is withheld)",
+                    ),
+                    Section("grader", "tests/test.sh", test_sh, "code", "bash"),
+                    Section("config", "task.toml", toml, "code", "toml"),
+                    Section(
+                        "provenance",
+                        "Provenance",
+                        f"- Repository: {env_id}\n- Ref: {digest[:40]}\n"
+                        f"- Pipeline: {pipeline}\n- Content hash: sha256:{digest}",
+                    ),
+                ]
+                raw = [
+                    ("instruction.md", instruction.encode()),
+                    ("task.toml", toml.encode()),
+                    ("environment/Dockerfile", dockerfile.encode()),
+                    ("tests/test.sh", test_sh.encode()),
+                    ("tests/verifier.py", verifier),
+                    ("tests/f2p.json", json.dumps(f2p, indent=2).encode()),
+                    ("tests/p2p.json", json.dumps(p2p, indent=2).encode()),
+                    ("tests/test.patch", test_patch.encode()),
+                    ("solution/solve.sh", b"#!/bin/bash\ngit apply /solution/patch.diff\n"),
+                    ("solution/patch.diff", patch.encode()),
+                ]
+                files = [FileDoc(path, len(data), data) for path, data in raw]
             tasks.append(
                 TaskDoc(
-                    id=f"{owner}__{name}-{t}",
+                    id=task_id,
                     title=title,
                     summary=text[:300],
                     facets=facets,
                     grading=grading,
-                    environment="text only" if grading == "diff" else f"{lang}:latest",
+                    environment="text only" if grading == "diff" else image,
                     network=_pick(rng, _NET),
                     runnable=grading == "tests",
-                    sections=[Section("instruction", "Instruction", instruction)],
-                    files=[],  # minimal pack: the instruction section only
-                    aliases=[f"sha256:{rng.getrandbits(256):064x}"],
+                    sections=sections,
+                    files=files,
+                    aliases=[f"sha256:{digest}"],
                 )
             )
         yield env, tasks
@@ -185,11 +308,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--envs", type=int, default=7225)
     ap.add_argument("--tasks", type=int, default=51498)
     ap.add_argument("--out", type=Path, default=None, help="snapshot folder (default: temp)")
+    ap.add_argument("--minimal", action="store_true", help="instruction-only tasks, no files")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    data = list(synth_envs(args.envs, args.tasks))
+    data = list(synth_envs(args.envs, args.tasks, minimal=args.minimal))
     gen = time.perf_counter() - t0
     readers = [MemoryReader(env, tasks) for env, tasks in data]
     out = args.out or Path(tempfile.mkdtemp(prefix="repogym-explorer-bench-"))

@@ -20,8 +20,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-import tomllib
 from typing import Any
+
+try:  # the compiled tomli wheel (a dependency) parses about three times faster than tomllib
+    import tomli as _toml
+except ImportError:  # pragma: no cover
+    import tomllib as _toml
 
 from repogym.explorer.model import FileDoc, Section, TaskDoc
 
@@ -128,15 +132,90 @@ def mask_json(text: str, found: list[str]) -> str:
     return json.dumps(masked, indent=2, ensure_ascii=False) + "\n"
 
 
+# Every alternative of _ANSWER_KEY needs one of these words in the (lower-cased) key, and key
+# normalisation only lower-cases and turns separator runs into "_" (no word holds "_"): a key
+# without any of them is never an answer key.
+_KEY_WORDS = (
+    "answer", "solution", "label", "target", "ground", "oracle", "rubric", "gold",
+    "reference", "expected", "correct", "patch", "diff",
+)  # fmt: skip
+_BARE_RUN = re.compile(r"[A-Za-z0-9_\-]+")
+
+
+_BARE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+# Line breaks other than \n and \r\n (str.splitlines splits there too): the fast check
+# reasons about \n-separated lines only, so texts holding one take the full path.
+_ODD_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # and a \r not before \n
+
+
+def _has_key_word(text: str) -> bool:
+    low = text.lower()
+    return any(w in low for w in _KEY_WORDS)
+
+
+def _toml_key_free(text: str) -> bool:
+    """True when no key of ``text`` can be answer-like, read as TOML or by the line masker.
+
+    Every key part either reader can see is one of: a run of bare-key characters, the text
+    between two consecutive quote characters of one kind on a line (a quoted key), or a
+    dotted part of a ``[table]`` line (the line masker's split). An answer-like key holds a
+    key word, so only the candidates around each key word in the text are checked. A
+    backslash (escapes can spell any key), a character whose lower case is longer than
+    itself, or an unusual line break means "maybe" (the caller parses).
+    """
+    if "\\" in text:
+        return False
+    low = text.lower()
+    hits = []
+    for w in _KEY_WORDS:  # str.find is much faster than a regex alternation here
+        k = low.find(w)
+        while k >= 0:
+            hits.append(k)
+            k = low.find(w, k + 1)
+    if not hits:
+        return True
+    if len(low) != len(text) or any(c in text for c in _ODD_BREAKS):
+        return False
+    if "\r" in text and "\r" in text.replace("\r\n", ""):
+        return False
+    n = len(text)
+    for pos in hits:
+        i = j = pos
+        while i > 0 and text[i - 1] in _BARE_CHARS:
+            i -= 1
+        while j < n and text[j] in _BARE_CHARS:
+            j += 1
+        cands = [text[i:j]]
+        ls = text.rfind("\n", 0, pos) + 1
+        le = text.find("\n", pos)
+        line = text[ls : le if le >= 0 else n]
+        at = pos - ls
+        for q in ('"', "'"):
+            before = line.count(q, 0, at)
+            if before and line.count(q, at):
+                a = line.rfind(q, 0, at) + 1
+                cands.append(line[a : line.find(q, at)])
+        if "[" in line:
+            header = _TOML_HEADER.match(line)
+            if header:
+                cands.extend(_split_dotted(header.group(1)))
+        if any(is_answer_key(c) for c in cands):
+            return False
+    return True
+
+
 def mask_toml(text: str, found: list[str]) -> str:
     """Mask answer keys in TOML text; tables whose name is answer-like are masked whole.
 
     The line form keeps comments and order; if it misses a key (inline tables), the parsed
-    document is masked and written back instead.
+    document is masked and written back instead. A text none of whose possible keys is
+    answer-like (see :func:`_toml_key_free`) is returned as it is, without parsing.
     """
+    if _toml_key_free(text):
+        return text
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+        data = _toml.loads(text)
+    except _toml.TOMLDecodeError:
         return _mask_toml_lines(text, found)
     probe: list[str] = []
     mask_data(data, probe)
@@ -145,9 +224,9 @@ def mask_toml(text: str, found: list[str]) -> str:
     before = len(found)
     masked = _mask_toml_lines(text, found)
     try:
-        if not _leaks(tomllib.loads(masked)):
+        if not _leaks(_toml.loads(masked)):
             return masked
-    except tomllib.TOMLDecodeError:
+    except _toml.TOMLDecodeError:
         pass
     import tomli_w
 
@@ -258,6 +337,12 @@ _YAML_KEY = re.compile(r"^(\s*(?:-\s+)?)([\"']?[\w\-. ]+[\"']?)(\s*:)(\s*)(.*)$"
 
 def mask_yamlish(text: str, found: list[str]) -> str:
     """Mask ``key: value`` lines (and the block under ``key:``) whose key is answer-like."""
+    if not _has_key_word(text):
+        return text  # no line's key can be answer-like: nothing would change
+    return _mask_yamlish_lines(text, found)
+
+
+def _mask_yamlish_lines(text: str, found: list[str]) -> str:
     out: list[str] = []
     block_indent: int | None = None
     for line in text.splitlines(keepends=True):
