@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -190,17 +191,9 @@ class RuntimeHarness:
             reason = "only flaky fail-to-pass tests" if flaky else "no fail-to-pass test"
             return self._drop(outcome, reason)
 
-        rewrite = None
-        if self.rewriter is not None:
-            rewrite = self.rewriter.rewrite(
-                instruction,
-                gold_patch=cand.source_patch,
-                workdir="/workspace",
-                min_words=opts.min_instruction_words,
-            )
-            if rewrite.instruction is not None:
-                instruction = rewrite.instruction
-            self.rewrites[cand.task_id] = rewrite.to_json()
+        instruction, rewrite = self._rewrite(
+            cand, instruction, gold_patch=cand.source_patch, workdir="/workspace"
+        )
 
         staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
         shutil.rmtree(staging, ignore_errors=True)
@@ -223,20 +216,54 @@ class RuntimeHarness:
                 flaky=sorted(flaky),
             ),
         )
-        stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
+        if self._gate_and_publish(staging, cand, outcome, rewrite):
+            outcome.f2p, outcome.p2p = len(f2p), len(p2p)
+
+    # -------------------------------------------------------------------------------- helpers
+
+    def _rewrite(
+        self,
+        cand: Candidate,
+        instruction: str,
+        *,
+        gold_patch: str,
+        workdir: str,
+        finish: Callable[[str], str] = lambda text: text,
+    ) -> tuple[str, Rewrite | None]:
+        """``generate --llm``: the rewritten instruction (``finish`` adds a pipeline's footer)
+        when the rewrite is accepted, else ``instruction``; the outcome is kept for the report."""
+        if self.rewriter is None:
+            return instruction, None
+        rewrite = self.rewriter.rewrite(
+            instruction,
+            gold_patch=gold_patch,
+            workdir=workdir,
+            min_words=self.options.min_instruction_words,
+        )
+        self.rewrites[cand.task_id] = rewrite.to_json()
+        if rewrite.instruction is None:
+            return instruction, rewrite
+        return finish(rewrite.instruction), rewrite
+
+    def _gate_and_publish(
+        self, staging: Path, cand: Candidate, outcome: Outcome, rewrite: Rewrite | None
+    ) -> bool:
+        """Stamp provenance, run the verify gate on the staged task and publish it atomically
+        under ``<out>/tasks/<id>`` when verified; the staging folder never survives."""
         try:
-            verdict, t3 = self._verify(staging)
-            outcome.test_seconds += t3
+            stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
+            verdict, seconds = self._verify(staging)
+            outcome.test_seconds += seconds
             if verdict.status != VERIFIED:
                 detail = "; ".join(verdict.reasons)[:300]
-                return self._drop(outcome, f"verify: {verdict.status}", detail)
+                self._drop(outcome, f"verify: {verdict.status}", detail)
+                return False
             publish_task_dir(staging, self.out_dir / "tasks" / cand.task_id)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        outcome.kept, outcome.f2p, outcome.p2p = True, len(f2p), len(p2p)
+        outcome.kept = True
         outcome.task_dir = self.out_dir / "tasks" / cand.task_id
-
-    # -------------------------------------------------------------------------------- helpers
+        return True
 
     def _apply(
         self, session: Session, recipe: Recipe, ref: str, files: list[str], deleted: list[str]

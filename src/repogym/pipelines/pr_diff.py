@@ -33,13 +33,13 @@ from typing import Any
 import tomli_w
 
 from repogym import __version__
-from repogym.harbor import publish_task_dir, set_content_hash
+from repogym.harbor import set_content_hash
 from repogym.harbor.validate import leaked_lines
 from repogym.pipelines._emit import SPEC_VERSION, _difficulty, _template, _write
-from repogym.pipelines._instruction import clean_text, clean_title, issue_instruction_text
-from repogym.pipelines._runtime import RuntimeHarness, stamp_provenance
+from repogym.pipelines._instruction import clean_text, clean_title
+from repogym.pipelines._prs import merged_prs, pr_reference, pr_text
+from repogym.pipelines._runtime import RuntimeHarness
 from repogym.pipelines.base import Candidate, Outcome
-from repogym.run.gate import VERIFIED
 from repogym.sandbox import Sandbox
 from repogym.sources import FileChange, PullRequest
 from repogym.sources._patches import encode_patch, is_test_path, split_patch
@@ -146,18 +146,7 @@ def candidates(
     source: Any, options: PrDiffOptions, slug: str, rev: str
 ) -> Iterator[Candidate | tuple[str, str]]:
     """Merged PRs of ``source`` (newest first) as candidates, or ``(key, drop reason)``."""
-    remote = getattr(source, "remote_pull_requests", None)
-    if remote is not None:  # GitHub / GitLab: the API's merged PRs, unusable ones with a reason
-        prs: Iterator[tuple[PullRequest, str | None]] = remote()
-    else:
-        prs = ((pr, None) for pr in source.iter_pull_requests(rev))
-    seen: set[int] = set()
-    for pr, unusable in prs:
-        key = f"pr-{pr.number}"
-        if pr.number in seen:
-            yield f"{key}@{(pr.merge_sha or '')[:12]}", "duplicate PR number"
-            continue
-        seen.add(pr.number)
+    for key, pr, unusable in merged_prs(source, rev):
         if unusable:
             yield key, unusable
             continue
@@ -170,13 +159,7 @@ def candidates(
         if not source_patch.strip():
             yield key, "test-only"
             continue
-        title, body = pr.title, pr.body
-        linked = getattr(source, "linked_issues", None)
-        if linked is not None:  # after the cheap checks: one API call per linked issue
-            issues = linked(pr)
-            title, body = issue_instruction_text(
-                pr.title, pr.body, [(i.title, i.body) for i in issues]
-            )
+        title, body = pr_text(source, pr)  # after the cheap checks
         yield Candidate(
             key=key,
             task_id=f"{slug}-{pr.number}",
@@ -185,7 +168,7 @@ def candidates(
             head=pr.merge_sha,
             title=title,
             body=body,
-            reference=getattr(pr, "url", "") or f"PR #{pr.number} ({pr.merge_sha})",
+            reference=pr_reference(pr),
             patch=patch,
             source_patch=source_patch,
             test_patch=test_patch,
@@ -404,17 +387,13 @@ class PrDiffHarness(RuntimeHarness):
         )
         if instruction is None:
             return self._drop(outcome, why or "no instruction")
-        rewrite = None
-        if getattr(self, "rewriter", None) is not None:  # generate --llm
-            rewrite = self.rewriter.rewrite(
-                instruction,
-                gold_patch=cand.source_patch + "\n" + gold_diff,
-                workdir=WORKDIR,
-                min_words=opts.min_instruction_words,
-            )
-            if rewrite.instruction is not None:
-                instruction = with_footer(rewrite.instruction)
-            self.rewrites[cand.task_id] = rewrite.to_json()
+        instruction, rewrite = self._rewrite(
+            cand,
+            instruction,
+            gold_patch=cand.source_patch + "\n" + gold_diff,
+            workdir=WORKDIR,
+            finish=with_footer,
+        )
         (context / "Dockerfile").write_text(dockerfile(opts.base_image))
 
         staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
@@ -431,21 +410,9 @@ class PrDiffHarness(RuntimeHarness):
             pipeline=self.pipeline,
             pipeline_version=self.pipeline_version,
             repo=self.repo_label,
-            source_access=getattr(self, "source_access", "local"),
+            source_access=self.source_access,
         )
-        if rewrite is not None:
-            stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
-        try:
-            verdict, seconds = self._verify(staging)
-            outcome.test_seconds += seconds
-            if verdict.status != VERIFIED:
-                detail = "; ".join(verdict.reasons)[:300]
-                return self._drop(outcome, f"verify: {verdict.status}", detail)
-            publish_task_dir(staging, self.out_dir / "tasks" / cand.task_id)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        outcome.kept = True
-        outcome.task_dir = self.out_dir / "tasks" / cand.task_id
+        self._gate_and_publish(staging, cand, outcome, rewrite)
 
 
 def make_harness(

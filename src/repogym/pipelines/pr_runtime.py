@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from repogym.pipelines._instruction import issue_instruction_text
+from repogym.pipelines._prs import merged_prs, pr_reference, pr_text
 from repogym.pipelines._runtime import candidate_from_change
 from repogym.pipelines.base import Candidate
-from repogym.sources import LocalGitSource, PullRequest
+from repogym.sources import LocalGitSource
 from repogym.spec import RuntimeOptions
 
 NAME = "pr_runtime"
@@ -29,18 +29,7 @@ def candidates(
     source: LocalGitSource, options: RuntimeOptions, slug: str, rev: str
 ) -> Iterator[Candidate | tuple[str, str]]:
     """Candidates newest first; cheap drops come back as (key, reason)."""
-    remote = getattr(source, "remote_pull_requests", None)
-    if remote is not None:
-        prs: Iterator[tuple[PullRequest, str | None]] = remote()
-    else:
-        prs = ((pr, None) for pr in source.iter_pull_requests(rev))
-    seen: set[int] = set()
-    for pr, unusable in prs:
-        key = f"pr-{pr.number}"
-        if pr.number in seen:
-            yield f"{key}@{pr.merge_sha[:12]}", "duplicate PR number"
-            continue
-        seen.add(pr.number)
+    for key, pr, unusable in merged_prs(source, rev):
         if unusable:
             yield key, unusable
             continue
@@ -56,17 +45,12 @@ def candidates(
             head=pr.merge_sha,
             title=pr.title,
             body=pr.body,
-            reference=getattr(pr, "url", "") or f"PR #{pr.number} ({pr.merge_sha})",
+            reference=pr_reference(pr),
             number=pr.number,
             options=options,
         )
         if cand is None:
             yield key, why or "dropped"
             continue
-        linked = getattr(source, "linked_issues", None)
-        if linked is not None:  # after the cheap checks: one API call per issue
-            issues = linked(pr)
-            cand.title, cand.body = issue_instruction_text(
-                pr.title, pr.body, [(i.title, i.body) for i in issues]
-            )
+        cand.title, cand.body = pr_text(source, pr)  # after the cheap checks
         yield cand
