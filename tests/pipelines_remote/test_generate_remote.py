@@ -111,10 +111,10 @@ def test_rate_limit_far_away_is_one_clear_line(
         # The repository answers, then listing pull requests hits the limit: still no output.
         gh.faults.append(("/repos/acme/widgets/pulls", rate_limited(3600)))
         code, _, stderr = generate("--repo", "acme/widgets", "--out", str(out))
-    assert code == 2
+    assert code == 2, stderr
     line = stderr.strip()
-    assert "\n" not in line and "rate limit exceeded (limit 60/h)" in line
-    assert "resets at 20" in line
+    assert "\n" not in line and "rate limit exceeded (limit 60/h)" in line, stderr
+    assert "resets at 20" in line, stderr
     assert not out.exists()
 
 
