@@ -52,7 +52,7 @@ def test_build_and_publish(tmp_path: Path) -> None:
     assert {"envs", "tasks", "pack", "blobs", "meta", "envs_fts", "tasks_fts"} <= tables
     sql = dict(db.execute("SELECT name, sql FROM sqlite_master WHERE name LIKE '%_fts'"))
     assert "trigram" in sql["envs_fts"]
-    assert "unicode61" in sql["tasks_fts"] and "prefix='2 3'" in sql["tasks_fts"]
+    assert "unicode61" in sql["tasks_fts"] and "prefix='2'" in sql["tasks_fts"]
     # identical file bodies across tasks are stored once: 3 envs x 4 tasks share "42"... withheld,
     # and every prompt differs, so blobs == distinct prompts
     assert db.execute("SELECT count(*) FROM blobs").fetchone()[0] == 12

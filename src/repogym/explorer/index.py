@@ -11,6 +11,7 @@ and reports the listing, then reads each task, withholds its answers and reports
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -47,6 +48,7 @@ COMPRESS_MIN = 2048  # blobs from this size are stored zlib-compressed when that
 _BAD_PATH = re.compile(r"(^|/)\.\.?(/|$)|^/|\\|\x00|//")
 
 
+@functools.lru_cache(maxsize=4096)
 def clean_path(path: str) -> str | None:
     """``path`` when it is a safe task-relative POSIX path, else None."""
     if not path or _BAD_PATH.search(path) or path.endswith("/") or len(path) > 1024:

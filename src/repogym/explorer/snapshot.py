@@ -2,7 +2,8 @@
 
 Build: one temp SQLite file on local disk (bulk-load PRAGMAs, one transaction, executemany),
 tables ``envs``, ``env_facets``, ``tasks``, ``pack``, ``blobs``, ``meta`` and FTS5 tables
-``envs_fts`` (trigram) and ``tasks_fts`` (unicode61, prefixes 2 and 3). Publish: checks (size,
+``envs_fts`` (trigram) and ``tasks_fts`` (unicode61, a prefix index for two characters:
+longer prefixes are selective enough to be read from the main index). Publish: checks (size,
 sha256, schema version, row counts, ``PRAGMA quick_check``), rename to
 ``<out>/snapshots/<sha256>.sqlite``, then the pointer ``<out>/CURRENT`` written last by atomic
 replace. Read: :class:`SnapshotReader` opens ``mode=ro&immutable=1`` URIs, polls the pointer,
@@ -80,7 +81,7 @@ CREATE TABLE blobs(id INTEGER PRIMARY KEY, sha256 BLOB NOT NULL, enc INTEGER NOT
   data BLOB NOT NULL);
 CREATE VIRTUAL TABLE envs_fts USING fts5(id, title, summary, tags, tokenize='trigram');
 CREATE VIRTUAL TABLE tasks_fts USING fts5(title, summary, id, content='',
-  tokenize='unicode61 remove_diacritics 2', prefix='2 3');
+  tokenize='unicode61 remove_diacritics 2', prefix='2');
 """
 INDEXES = """
 CREATE UNIQUE INDEX envs_id ON envs(id);
@@ -119,8 +120,10 @@ class SnapshotWriter:
         for stmt in SCHEMA.split(";"):
             if stmt.strip():
                 self.db.execute(stmt)
-        # Bulk load: no incremental merging while loading; one 'optimize' merge at the end.
+        # Bulk load: no incremental merging while loading and few forced merges. Queries over
+        # the few segments left are as fast as over one, so the task index is not optimised.
         self.db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('automerge', 0)")
+        self.db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('crisismerge', 64)")
         self.pack = Pack(sink=self._blob)
         self._blobs: list[tuple[int, bytes, int, bytes]] = []
         self._tasks: list[tuple[Any, ...]] = []
@@ -278,7 +281,6 @@ class SnapshotWriter:
             **(extra_meta or {}),
         }
         db.executemany("INSERT INTO meta VALUES (?,?)", sorted(meta.items()))
-        db.execute("INSERT INTO tasks_fts(tasks_fts) VALUES ('optimize')")
         db.execute("INSERT INTO envs_fts(envs_fts) VALUES ('optimize')")
         db.execute("COMMIT")
         db.close()

@@ -469,6 +469,7 @@ def _ext(path: str) -> str:
     return "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 
+@functools.lru_cache(maxsize=4096)
 def file_reason(path: str) -> str | None:
     """Why a file is withheld whole, or None when it may be shown (perhaps masked)."""
     parts = path.split("/")
@@ -534,6 +535,7 @@ def _mask_text(text: str, lang: str, found: list[str]) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
 def _file_language(path: str) -> str:
     ext = _ext(path)
     if ext in _STRUCT_EXT:
@@ -593,7 +595,7 @@ def _mask_section(s: Section, notes: list[str]) -> None:
     if s.format == "code":
         masked = mask_text(s.body, s.language, found)
     else:
-        masked = mask_yamlish(s.body, found)
+        masked = mask_text(s.body, "yaml", found)  # mask_yamlish, memoised
     if found and masked != s.body:
         s.body = masked
         notes.append(f"{s.title or s.id}: answers masked ({_list(found)})")
