@@ -18,7 +18,8 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ log = logging.getLogger("repogym.explorer")
 MAX_WORDS = 16
 MAX_QUERY_CHARS = 1000
 MAX_PAGE_SIZE = 200
+ENV_FTS_CACHE = 1024  # ranked environment hits kept per snapshot, by FTS query
 RANK_LIMIT = 5000  # task hits beyond this are listed in index order instead of by bm25
 TASK_FILTER_COLUMNS = (*TASK_FACETS, "runnable")
 _FACET_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,40}$")
@@ -140,6 +142,28 @@ def _bits(rids: Iterable[int], nbytes: int) -> int:
     for r in rids:
         buf[r >> 3] |= 1 << (r & 7)
     return int.from_bytes(buf, "little")
+
+
+class _Recent:
+    """A small thread-safe least-recently-used map."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.lock = threading.Lock()
+        self.items: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
 
 
 class _EnvCache:
@@ -264,20 +288,32 @@ class Store:
         flt = {k: v for k, v in _norm_filters(filters).items() if k in FACETS}
         if kind:
             flt["kind"] = {str(kind)}
-        ranked: list[int] | None = None
+        ranked: Sequence[int] | None = None
+        base = c.all_bits
         fts, short = env_match(q)
         if fts is not None:
-            try:
-                ranked = [
-                    r
-                    for (r,) in db.execute(
-                        "SELECT rowid FROM envs_fts WHERE envs_fts MATCH ? ORDER BY rank", (fts,)
+            # the ranked hits of a word list, kept per snapshot: filters, sorts and pages of
+            # the same words reuse them (a snapshot never changes, so they stay exact)
+            hits = self._cached(h, "env_fts", lambda: _Recent(ENV_FTS_CACHE))
+            hit = hits.get(fts)
+            if hit is None:
+                try:
+                    found = array(
+                        "i",
+                        [
+                            r
+                            for (r,) in db.execute(
+                                "SELECT rowid FROM envs_fts WHERE envs_fts MATCH ? ORDER BY rank",
+                                (fts,),
+                            )
+                        ],
                     )
-                ]
-            except sqlite3.OperationalError as exc:  # never expected: words are quoted
-                log.warning("environment search failed for %r: %s", q[:80], exc)
-                ranked = []
-        base = _bits(ranked, c.nbytes) if ranked is not None else c.all_bits
+                    hit = (found, _bits(found, c.nbytes))
+                    hits.put(fts, hit)
+                except sqlite3.OperationalError as exc:  # never expected: words are quoted
+                    log.warning("environment search failed for %r: %s", q[:80], exc)
+                    hit = (array("i"), 0)
+            ranked, base = hit
         for w in short:
             base &= c.short_bits.get(w, 0)
         chosen: dict[str, int] = {}

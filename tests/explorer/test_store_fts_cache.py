@@ -1,0 +1,61 @@
+"""The per-snapshot cache of ranked environment hits answers exactly as a cold store does,
+for every filter, sort and page over the same words, and a new snapshot starts empty."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repogym.explorer.index import MemoryReader
+from repogym.explorer.model import EnvDoc
+from repogym.explorer.store import build_snapshot, open_store
+
+
+def _readers(n: int, word: str) -> list[MemoryReader]:
+    langs = ("python", "go", "rust")
+    return [
+        MemoryReader(
+            EnvDoc(
+                f"env-{i}",
+                ("harbor", "rows")[i % 2],
+                f"{word} cache {i}" if i % 3 else f"router {i}",
+                f"About things, number {i}.",
+                facets={"language": langs[i % 3]},
+            ),
+            [],
+        )
+        for i in range(60)
+    ]
+
+
+def test_cached_hits_answer_like_a_cold_store(tmp_path: Path) -> None:
+    build_snapshot(_readers(60, "parser"), tmp_path / "snap")
+    warm = open_store(snapshot=tmp_path / "snap")
+    combos = [
+        {"q": q, "kind": kind, "filters": flt, "sort": sort, "page": page, "size": 7}
+        for q in ("parser", "pars", "parser cache", "router x", "cache")
+        for kind in (None, "rows")
+        for flt in (None, {"language": ["go", "rust"]})
+        for sort in ("relevance", "name", "tasks")
+        for page in (1, 3)
+    ]
+    first = [warm.search(**c) for c in combos]
+    again = [warm.search(**c) for c in combos]  # from the cache
+    assert first == again
+    for combo, answer in zip(combos, first, strict=True):
+        cold = open_store(snapshot=tmp_path / "snap")
+        assert cold.search(**combo) == answer
+        cold.close()
+    assert first[0]["total"] == 40
+    warm.close()
+
+
+def test_a_new_snapshot_does_not_reuse_hits(tmp_path: Path) -> None:
+    out = tmp_path / "snap"
+    build_snapshot(_readers(60, "parser"), out)
+    store = open_store(snapshot=out, poll_seconds=0)
+    assert store.search(q="parser")["total"] == 40
+    build_snapshot(_readers(60, "lexer"), out)
+    store.reader.settle()
+    assert store.search(q="parser")["total"] == 0
+    assert store.search(q="lexer")["total"] == 40
+    store.close()
