@@ -59,3 +59,29 @@ def test_a_new_snapshot_does_not_reuse_hits(tmp_path: Path) -> None:
     assert store.search(q="parser")["total"] == 0
     assert store.search(q="lexer")["total"] == 40
     store.close()
+
+
+def test_few_matches_in_a_long_order_keep_the_order(tmp_path: Path) -> None:
+    """A handful of matches sorted by name or task count, paged: the same as the full walk."""
+    from repogym.explorer.model import Section, TaskDoc
+
+    readers = []
+    for i in range(80):
+        title = f"{'rare ' if i % 20 == 3 else ''}{'zeta' if i % 2 else 'alpha'} {i:02d}"
+        tasks = [
+            TaskDoc(f"t{j}", "T", "", {}, "tests", "x", "no-network", True,
+                    [Section("instruction", "I", "x")], [])
+            for j in range(i % 7)
+        ]  # fmt: skip
+        readers.append(MemoryReader(EnvDoc(f"e{i}", "harbor", title, "s"), tasks))
+    build_snapshot(readers, tmp_path / "snap")
+    store = open_store(snapshot=tmp_path / "snap")
+    everything = store.search(size=100, sort="name")["items"]
+    rare = [c for c in everything if c["title"].startswith("rare")]
+    assert len(rare) == 4
+    by_name = [c["id"] for c in rare]
+    by_tasks = [c["id"] for c in sorted(rare, key=lambda c: -c["task_count"])]
+    for sort, want in (("name", by_name), ("tasks", by_tasks)):
+        got = [c["id"] for p in (1, 2, 3) for c in store.search(q="rare", sort=sort, page=p, size=2)["items"]]  # fmt: skip
+        assert got == want, sort
+    store.close()

@@ -144,6 +144,16 @@ def _bits(rids: Iterable[int], nbytes: int) -> int:
     return int.from_bytes(buf, "little")
 
 
+def _members(bits: int) -> list[int]:
+    """The set bits of an int bitmask (the rids of a set)."""
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
+    return out
+
+
 class _Recent:
     """A small thread-safe least-recently-used map."""
 
@@ -217,6 +227,10 @@ class _EnvCache:
         by_name = sorted(self.cards, key=lambda r: (self.cards[r]["title"].lower(), r))
         self.order_name = by_name
         self.order_tasks = sorted(by_name, key=lambda r: -(self.cards[r]["task_count"] or 0))
+        # position of each environment in those orders (a few matches are sorted by it
+        # instead of walking the whole order)
+        self.pos_name = {r: i for i, r in enumerate(self.order_name)}
+        self.pos_tasks = {r: i for i, r in enumerate(self.order_tasks)}
 
 
 class Store:
@@ -340,15 +354,19 @@ class Store:
         for bits in chosen.values():
             match &= bits
         total = match.bit_count()
+        pos = None
         if sort == "name":
-            order = c.order_name
+            order, pos = c.order_name, c.pos_name
         elif sort == "tasks" or ranked is None:
-            order = c.order_tasks
+            order, pos = c.order_tasks, c.pos_tasks
         else:
             order = ranked
         start, stop = (page - 1) * size, page * size
         picked: list[int] = []
-        if start < total:
+        if start < total and pos is not None and total * 16 < len(order):
+            # few matches in a long order: sort the matches by their place in it
+            picked = sorted(_members(match), key=pos.__getitem__)[start:stop]
+        elif start < total:
             mb = match.to_bytes(c.nbytes, "little")
             seen = 0
             for r in order:
