@@ -85,3 +85,24 @@ def test_few_matches_in_a_long_order_keep_the_order(tmp_path: Path) -> None:
         got = [c["id"] for p in (1, 2, 3) for c in store.search(q="rare", sort=sort, page=p, size=2)["items"]]  # fmt: skip
         assert got == want, sort
     store.close()
+
+
+def test_search_json_is_the_serialised_answer(tmp_path: Path) -> None:
+    import json
+
+    readers = _readers(60, "parser")
+    readers.append(MemoryReader(EnvDoc("über-€", "rows", 'Ünïcode "quoted" \\ parser', "ß"), []))
+    build_snapshot(readers, tmp_path / "snap")
+    store = open_store(snapshot=tmp_path / "snap")
+    for combo in (
+        {},
+        {"q": "parser", "sort": "name", "size": 5, "page": 2},
+        {"q": "ünïcode"},
+        {"kind": "rows", "filters": {"language": ["go"]}},
+        {"q": "nothing-like-this"},
+        {"page": 99},
+    ):
+        for _ in range(2):  # cards serialised, then reused
+            want = json.dumps(store.search(**combo), ensure_ascii=False, separators=(",", ":"))
+            assert store.search_json(**combo) == want.encode()
+    store.close()

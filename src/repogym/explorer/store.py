@@ -144,6 +144,9 @@ def _bits(rids: Iterable[int], nbytes: int) -> int:
     return int.from_bytes(buf, "little")
 
 
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+
 def _members(bits: int) -> list[int]:
     """The set bits of an int bitmask (the rids of a set)."""
     out = []
@@ -231,6 +234,7 @@ class _EnvCache:
         # instead of walking the whole order)
         self.pos_name = {r: i for i, r in enumerate(self.order_name)}
         self.pos_tasks = {r: i for i, r in enumerate(self.order_tasks)}
+        self.cards_json: dict[int, str] = {}  # filled as cards are served
 
 
 class Store:
@@ -296,6 +300,41 @@ class Store:
         size: int = 24,
     ) -> dict:
         """A page of environment cards, the total, and each facet's counts."""
+        c, picked, total, page, size, facets = self._search(q, kind, filters, sort, page, size)
+        items = [dict(c.cards[r]) for r in picked]
+        return {"items": items, "total": total, "page": page, "size": size, "facets": facets}
+
+    def search_json(
+        self,
+        q: str = "",
+        kind: str | None = None,
+        filters: dict[str, list[str]] | None = None,
+        sort: str = "relevance",
+        page: int = 1,
+        size: int = 24,
+    ) -> bytes:
+        """:meth:`search` as compact JSON (UTF-8), the same bytes as serialising its answer;
+        each card is serialised once per snapshot."""
+        c, picked, total, page, size, facets = self._search(q, kind, filters, sort, page, size)
+        cards = c.cards_json
+        parts = []
+        for r in picked:
+            js = cards.get(r)
+            if js is None:
+                js = cards[r] = _compact(c.cards[r])
+            parts.append(js)
+        tail = _compact({"total": total, "page": page, "size": size, "facets": facets})
+        return ('{"items":[' + ",".join(parts) + "]," + tail[1:]).encode()
+
+    def _search(
+        self,
+        q: str,
+        kind: str | None,
+        filters: dict[str, list[str]] | None,
+        sort: str,
+        page: int,
+        size: int,
+    ) -> tuple[_EnvCache, list[int], int, int, int, dict[str, dict[str, int]]]:
         page, size = _paging(page, size)
         h, db = self.reader.acquire()
         c = self._envs(h, db)
@@ -376,8 +415,7 @@ class Store:
                         if len(picked) == size or seen + 1 >= stop:
                             break
                     seen += 1
-        items = [dict(c.cards[r]) for r in picked]
-        return {"items": items, "total": total, "page": page, "size": size, "facets": facets}
+        return c, picked, total, page, size, facets
 
     def env(self, env_id: str) -> dict | None:
         """An environment's card, description, how it runs, and its tasks' facet counts."""

@@ -195,6 +195,7 @@ class _SearchFastPath:
         self.store = store
         self.results = results
         self.raw = _LRU(results.size)  # (version, raw query string) -> _SearchAnswer
+        self.search_json = getattr(store, "search_json", None)  # the store's own serialiser
         self.query_params = QueryParams
         self.security = [*_COMMON_HEADERS, (b"content-security-policy", PAGE_CSP.encode())]
         self.cache = CACHE_SEARCH.encode()
@@ -246,13 +247,19 @@ class _SearchFastPath:
             except BadRequest:
                 await self.app(scope, receive, send)
                 return
-            key = (version, "envs", json.dumps(args, sort_keys=True))
-            hit = self.results.get(key)
+            key = (version, "envs", json.dumps(args, sort_keys=True)) if self.results.size else None
+            hit = self.results.get(key) if key is not None else None
             if hit is None:
-                result = self.store.search(**args)
-                body = json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
-                hit = _SearchAnswer(body.encode(), time.perf_counter() - t0)
-                self.results.put(key, hit)
+                if self.search_json is not None:
+                    body = self.search_json(**args)
+                else:
+                    result = self.store.search(**args)
+                    body = json.dumps(
+                        result, ensure_ascii=False, separators=(",", ":"), default=str
+                    ).encode()
+                hit = _SearchAnswer(body, time.perf_counter() - t0)
+                if key is not None:
+                    self.results.put(key, hit)
                 db = hit.db
             else:
                 db, render = 0.0, time.perf_counter() - t0
