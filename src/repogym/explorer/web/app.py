@@ -35,6 +35,8 @@ PAGE_CSP = (
 RAW_CSP = "default-src 'none'; sandbox; frame-ancestors 'none'"
 CACHE_SEARCH = "public, max-age=30"
 CACHE_PAGE = "public, max-age=60"
+HOME_TASKS = 8
+"""Tasks listed under the environments when the home page has search words."""
 CACHE_DOC = "public, max-age=300"
 CACHE_STATIC = "public, max-age=31536000, immutable"
 _COMMON_HEADERS = [
@@ -621,6 +623,13 @@ def create_app(store: Any, *, result_cache: int = 2048, fast_search: bool = True
         if result is None:
             result = store.search(**args)
             results.put(key, result)
+        tasks = None
+        if args["q"].strip():  # words may name tasks rather than environments
+            tkey = (version, "home-tasks", args["q"])
+            tasks = results.get(tkey)
+            if tasks is None:
+                tasks = store.search_tasks(q=args["q"], page=1, size=HOME_TASKS)
+                results.put(tkey, tasks)
         t1 = time.perf_counter()
         state = pages.SearchState(
             q=args["q"],
@@ -629,7 +638,8 @@ def create_app(store: Any, *, result_cache: int = 2048, fast_search: bool = True
             sort=args["sort"],
             page=args["page"],
         )
-        return html_response(pages.home(result, state, assets), etag, CACHE_PAGE, t1 - t0, t1)
+        page = pages.home(result, state, assets, tasks=tasks)
+        return html_response(page, etag, CACHE_PAGE, t1 - t0, t1)
 
     @app.get("/d/{env_id:path}", include_in_schema=False)
     async def env_page(env_id: str, request: Request) -> Response:

@@ -156,14 +156,19 @@ def env_card(card: Mapping) -> str:
     )
 
 
-def task_card(card: Mapping) -> str:
-    """One task card (in an environment's task list)."""
+def task_card(card: Mapping, *, show_env: bool = False) -> str:
+    """One task card (in an environment's task list; ``show_env`` names the environment)."""
     run = "runs here" if card.get("runnable") else "not runnable here"
+    where = (
+        f'<a class="env" href="{e(env_url(card["env"]))}">{e(card["env"])}</a> · '
+        if show_env
+        else ""
+    )
     return (
         '<article class="card task">'
         f'<h3><a href="{e(task_url(card["env"], card["id"]))}">'
         f"{e(card.get('title') or card['id'])}</a></h3>"
-        f'<p class="meta"><span class="badge">{e(card.get("grading"))}</span> '
+        f'<p class="meta">{where}<span class="badge">{e(card.get("grading"))}</span> '
         f"{e(card.get('environment'))} · {e(card.get('network'))} · {e(run)}"
         f' · <span class="id">{e(card["id"])}</span></p>'
         f'<p class="sum">{e(card.get("summary"))}</p>{_facet_tags(card.get("facets"))}</article>'
@@ -205,8 +210,11 @@ class SearchState:
         return {k: v for k, v in filters.items() if v}
 
 
-def home(result: Mapping, state: SearchState, assets: Assets) -> str:
-    """The home page: search box, kind chips, facet filters, cards and paging."""
+def home(
+    result: Mapping, state: SearchState, assets: Assets, *, tasks: Mapping | None = None
+) -> str:
+    """The home page: search box, kind chips, facet filters, cards and paging; with search
+    words, also the first tasks they match (``tasks``: a ``search_tasks`` answer)."""
     facets: Mapping[str, Mapping[str, int]] = result.get("facets") or {}
     hidden = "".join(
         f'<input type="hidden" name="{e(k)}" value="{e(v)}">'
@@ -242,8 +250,11 @@ def home(result: Mapping, state: SearchState, assets: Assets) -> str:
     sorts = _chips(
         [(s, url("/", state.params(sort=s)), state.sort == s) for s in SORTS], "chips sort"
     )
+    task_hits = int((tasks or {}).get("total") or 0)
     cards = "".join(env_card(c) for c in result.get("items") or []) or (
-        '<p class="empty">No environment matches. Try fewer words or filters.</p>'
+        '<p class="empty">No environment matches'
+        + (" by its name or description; tasks below do." if task_hits else ".")
+        + " Try fewer words or filters.</p>"
     )
     pager = _pager(
         total,
@@ -258,9 +269,29 @@ def home(result: Mapping, state: SearchState, assets: Assets) -> str:
         f'<div id="results">{_chips(chips)}<div class="cols">'
         f'<aside class="facets" aria-label="Filters">{"".join(groups)}</aside>'
         f'<section class="list"><div class="bar"><p class="count">{total} environment'
-        f"{'s' if total != 1 else ''}</p>{sorts}</div>{cards}{pager}</section></div></div>"
+        f"{'s' if total != 1 else ''}</p>{sorts}</div>{cards}{pager}"
+        f"{_task_hits(tasks, state.q)}</section></div></div>"
     )
     return layout("Search" if not state.q else state.q, body, assets, topsearch=False)
+
+
+def _task_hits(tasks: Mapping | None, q: str) -> str:
+    """The first tasks the search words match, across environments (home page)."""
+    items = (tasks or {}).get("items") or []
+    if not items:
+        return ""
+    total = int((tasks or {}).get("total") or len(items))
+    more = (
+        f'<p class="more">Showing {len(items)} of {total}; open an environment to search '
+        "all of its tasks.</p>"
+        if total > len(items)
+        else ""
+    )
+    cards = "".join(task_card(c, show_env=True) for c in items)
+    return (
+        f'<section class="task-hits" aria-label="Matching tasks"><h2>{total} matching task'
+        f"{'s' if total != 1 else ''}</h2>{cards}{more}</section>"
+    )
 
 
 def env_page(env: Mapping, tasks: Mapping, q: str, page: int, assets: Assets) -> str:
