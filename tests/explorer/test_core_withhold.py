@@ -223,3 +223,23 @@ def test_apply_is_idempotent() -> None:
 )
 def test_answer_keys(key: str, answer: bool) -> None:
     assert withhold.is_answer_key(key) is answer
+
+
+def test_repogym_provenance_is_not_mistaken_for_answers() -> None:
+    """The pr_diff provenance table and verification counts stay readable; its ``answer``
+    key (a description of the answer format) is still masked, like any answer-named key."""
+    from repogym.explorer.withhold import mask_toml
+
+    text = (
+        "[metadata.repo2env.pr_diff]\n"
+        'files = ["pkg/mod.py"]\n'
+        'answer = "edits in /workspace"\n'
+        "[metadata.repo2env.evaluation]\n"
+        "oracle_runs = 2\n"
+        "oracle_passes = 2\n"
+    )
+    found: list[str] = []
+    masked = mask_toml(text, found)
+    assert 'files = ["pkg/mod.py"]' in masked
+    assert "oracle_runs = 2" in masked and "oracle_passes = 2" in masked
+    assert "edits in /workspace" not in masked

@@ -93,7 +93,8 @@ def test_the_shortcut_is_taken_for_plain_task_configs() -> None:
     plain = 'schema_version = "1.4"\n[metadata]\ndifficulty = "hard"\ncategory = "x"\n'
     assert withhold._toml_key_free(plain)
     assert withhold._toml_key_free('description = "a diff of the difficulty"\n')
-    assert not withhold._toml_key_free("[metadata.repo2env.pr_diff]\nx = 1\n")
+    assert not withhold._toml_key_free("[metadata.hidden_diff]\nx = 1\n")
+    assert withhold._toml_key_free("[metadata.repo2env.pr_diff]\nx = 1\n")  # provenance
     assert not withhold._toml_key_free('x = { gold = "1" }\n')
     assert not withhold._toml_key_free('"\\u0061nswer" = 1\n')
 

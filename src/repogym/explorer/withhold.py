@@ -54,7 +54,17 @@ _ANSWER_KEY = re.compile(
     re.X,
 )
 # Keys that look answer-like but are known to be harmless descriptions.
-_SAFE_KEYS = frozenset({"reference", "labels_count", "target_os"})
+_SAFE_KEYS = frozenset(
+    {
+        "reference",
+        "labels_count",
+        "target_os",
+        # provenance written by repogym: the pipeline's name and verification counts
+        "pr_diff",
+        "oracle_runs",
+        "oracle_passes",
+    }
+)
 
 _SCRIPT_EXT = (".sh", ".bash", ".py", ".zsh", ".ps1", "")
 _STRUCT_EXT = {
