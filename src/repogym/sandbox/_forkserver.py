@@ -888,41 +888,66 @@ def _init_command_pid(state):
     return state["keep"]
 
 
+def _freeze_and_kill(root, keep):
+    """SIGKILL ``root``'s tree (``root`` None: every process not in ``keep``). Freeze first
+    (SIGSTOP) until the set stops growing, so a fork bomb cannot outrun us."""
+    frozen = set()
+    for _ in range(500):
+        table = _proc_table()
+        alive = {p for p, _pp, _sid in table}
+        if root is None:
+            doomed = alive - keep
+        else:
+            doomed = {root} & alive
+            grew = True
+            while grew:
+                grew = False
+                for p, pp, sid in table:
+                    if p not in doomed and p not in keep and (pp in doomed or sid == root):
+                        doomed.add(p)
+                        grew = True
+        new = doomed - frozen
+        if not new:
+            break
+        for p in new:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGSTOP)
+        frozen |= new
+    for p in frozen:
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGKILL)
+
+
+def _fork_or_none(tries=40):
+    """``os.fork()``, retried while the process limit is exhausted (a fork bomb holding every
+    slot); None when it never succeeds."""
+    for i in range(tries):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            time.sleep(min(0.005 * (i + 1), 0.05))
+    return None
+
+
 def _spawn_killer(state, poller, root, status_fd=None):
     """Without cgroups: SIGKILL a command's tree (``root``: its pid in the sandbox), or every
-    process but the sandbox init (``root`` None), from a worker inside the pid namespace."""
+    process but the sandbox init (``root`` None), from a worker inside the pid namespace (or,
+    when no process can be started, from the session server itself)."""
     keep = {1, _init_command_pid(state)} if root is None else set()
-    pid = os.fork()
+    pid = _fork_or_none()
+    if pid is None:  # every process slot taken: kill from here, blocking the loop briefly
+        keep.add(os.getpid())
+        try:
+            _freeze_and_kill(root, keep)
+        finally:
+            if status_fd is not None:
+                with contextlib.suppress(OSError):
+                    report(status_fd, {"ok": True})  # closes it
+        return
     if pid == 0:
         try:
             keep.add(os.getpid())
-            # Freeze first (SIGSTOP) until the set stops growing, so a fork bomb cannot
-            # outrun us; then kill what we froze.
-            frozen = set()
-            for _ in range(500):
-                table = _proc_table()
-                alive = {p for p, _pp, _sid in table}
-                if root is None:
-                    doomed = alive - keep
-                else:
-                    doomed = {root} & alive
-                    grew = True
-                    while grew:
-                        grew = False
-                        for p, pp, sid in table:
-                            if p not in doomed and p not in keep and (pp in doomed or sid == root):
-                                doomed.add(p)
-                                grew = True
-                new = doomed - frozen
-                if not new:
-                    break
-                for p in new:
-                    with contextlib.suppress(OSError):
-                        os.kill(p, signal.SIGSTOP)
-                frozen |= new
-            for p in frozen:
-                with contextlib.suppress(OSError):
-                    os.kill(p, signal.SIGKILL)
+            _freeze_and_kill(root, keep)
             if status_fd is not None:
                 report(status_fd, {"ok": True})
         finally:
@@ -987,12 +1012,10 @@ def handle_request(msg, fds, state, poller):
             for fd in fds:
                 os.close(fd)
     except BaseException as exc:  # noqa: BLE001 - reported to the host
-        if fds:
+        at = {"file": -1, "killall": 0}.get(kind, 2)
+        if fds and -len(fds) <= at < len(fds):
             with contextlib.suppress(OSError):
-                report(
-                    fds[-1] if kind == "file" else fds[2],
-                    {"error": f"{type(exc).__name__}: {exc}"},
-                )
+                report(fds[at], {"error": f"{type(exc).__name__}: {exc}"})
 
 
 # ------------------------------------------------------------------------------ fork server
