@@ -60,7 +60,7 @@ class PrDiffOptions(_Strict):
         "no-network", description="network_mode of the emitted tasks (the agent phase)"
     )
     verifier_network: Literal["no-network", "public"] = Field(
-        "public",
+        "no-network",
         description="[verifier].network_mode: 'public' lets the optional LLM judge be reached",
     )
     base_image: str = Field("python:3.12-slim", description="FROM image of the thin environment")

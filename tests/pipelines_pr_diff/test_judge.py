@@ -34,7 +34,9 @@ def task(pr_repo, tmp_path_factory: pytest.TempPathFactory):
     from repogym.pipelines import generate
 
     out = tmp_path_factory.mktemp("out")
-    generate(GenerationInput(repo=str(pr_repo), pipeline="pr_diff", out=out, options=OPTS))
+    # The judge lives on the host: the verifier phase needs the network (opt-in).
+    options = {**OPTS, "verifier_network": "public"}
+    generate(GenerationInput(repo=str(pr_repo), pipeline="pr_diff", out=out, options=options))
     return load_task(out / "tasks" / "local__calc-1")
 
 

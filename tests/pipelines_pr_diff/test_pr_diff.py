@@ -86,6 +86,9 @@ def test_layout_provenance_and_validate(generated) -> None:
             "REPOGYM_JUDGE_MODEL": "${REPOGYM_JUDGE_MODEL:-}",
             "REPOGYM_JUDGE_API_KEY": "${REPOGYM_JUDGE_API_KEY:-}",
         }
+        # No network for the agent, nor for the verifier unless a judge is opted into.
+        assert task.config.environment.network_mode == "no-network"
+        assert task.config.verifier.network_mode == "no-network"
         dockerfile = (task.path / "environment/Dockerfile").read_text()
         assert dockerfile.startswith("FROM python:3.12-slim\n") and "RUN" not in dockerfile
     sub = _task(out, 2).config.metadata["repo2env"]["pr_diff"]
