@@ -27,6 +27,7 @@ from repogym._secrets import redact
 from repogym.sources import PullRequest, SourceError
 
 __all__ = [
+    "HostedRepo",
     "HttpClient",
     "Issue",
     "RemotePullRequest",
@@ -368,3 +369,61 @@ def git_fetch(
             raise SourceError(f"invalid refspec {spec!r}")
     run = _git_runner(url, user=user, token=token, redact=redact)
     run(["fetch", "--quiet", "--no-tags", "--", url, *refspecs], cwd=Path(repo))
+
+
+class HostedRepo:
+    """What GitHub and GitLab sources share: clone, fetch and linked issues.
+
+    Subclasses set ``service`` and ``git_user`` (the user name that goes with a token over
+    HTTPS) and provide ``http``, ``_token``, ``repo_id()``, ``repo_info()`` and ``issue()``.
+    """
+
+    service = ""
+    git_user = ""
+    http: HttpClient
+    _token: str | None
+
+    def repo_id(self) -> str:  # pragma: no cover - provided by subclasses
+        raise NotImplementedError
+
+    def repo_info(self) -> Any:  # pragma: no cover - provided by subclasses
+        raise NotImplementedError
+
+    def issue(self, number: int) -> Issue:  # pragma: no cover - provided by subclasses
+        raise NotImplementedError
+
+    def _clone_url(self) -> str:
+        url = self.repo_info().clone_url
+        if not url:
+            raise SourceError(f"{self.service}: no clone URL for {self.repo_id()}")
+        return url
+
+    def clone(
+        self, dest: str | os.PathLike[str], ref: str | None = None, *, bare: bool = False
+    ) -> Path:
+        """``git clone`` the repository into ``dest`` and check out ``ref`` (detached) if given;
+        ``bare=True`` makes a bare clone."""
+        return git_clone(
+            self._clone_url(),
+            dest,
+            ref=ref,
+            user=self.git_user,
+            token=self._token,
+            redact=self.http.redact,
+            bare=bare,
+        )
+
+    def fetch(self, repo: str | os.PathLike[str], refspecs: list[str]) -> None:
+        """``git fetch`` ``refspecs`` from the repository into the clone at ``repo``."""
+        git_fetch(
+            self._clone_url(),
+            repo,
+            refspecs,
+            user=self.git_user,
+            token=self._token,
+            redact=self.http.redact,
+        )
+
+    def linked_issues(self, pr: RemotePullRequest | str) -> list[Issue]:
+        """Issues named by ``fixes/closes/resolves #N`` in the text; missing ones are skipped."""
+        return fetch_linked_issues(pr if isinstance(pr, str) else pr.body, self.issue)

@@ -9,18 +9,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from repogym.sources import FileChange, SourceError
+from repogym.sources import FileChange
 from repogym.sources._http import (
+    HostedRepo,
     HttpClient,
     Issue,
     RemotePullRequest,
-    fetch_linked_issues,
-    git_clone,
-    git_fetch,
     token_from_cli,
 )
 
@@ -65,8 +62,11 @@ def github_token(token: str | None = None) -> str | None:
     return token or github_token_source()[0]
 
 
-class GitHubSource:
+class GitHubSource(HostedRepo):
     """A GitHub repository read through the REST API."""
+
+    service = "GitHub"
+    git_user = "x-access-token"
 
     def __init__(
         self,
@@ -153,37 +153,6 @@ class GitHubSource:
             str(lb.get("name", "")) for lb in data.get("labels") or [] if isinstance(lb, dict)
         ]
         return Issue(int(data["number"]), data.get("title") or "", data.get("body") or "", labels)
-
-    def linked_issues(self, pr: RemotePullRequest | str) -> list[Issue]:
-        """Issues named by ``fixes/closes/resolves #N`` in the body; missing ones are skipped."""
-        return fetch_linked_issues(pr if isinstance(pr, str) else pr.body, self.issue)
-
-    def clone(
-        self, dest: str | os.PathLike[str], ref: str | None = None, *, bare: bool = False
-    ) -> Path:
-        """``git clone`` the repository into ``dest`` and check out ``ref`` (detached) if given;
-        ``bare=True`` makes a bare clone."""
-        url = self.repo_info().clone_url
-        if not url:
-            raise SourceError(f"GitHub: no clone URL for {self.repo_id()}")
-        return git_clone(
-            url,
-            dest,
-            ref=ref,
-            user="x-access-token",
-            token=self._token,
-            redact=self.http.redact,
-            bare=bare,
-        )
-
-    def fetch(self, repo: str | os.PathLike[str], refspecs: list[str]) -> None:
-        """``git fetch`` ``refspecs`` from the repository into the clone at ``repo``."""
-        url = self.repo_info().clone_url
-        if not url:
-            raise SourceError(f"GitHub: no clone URL for {self.repo_id()}")
-        git_fetch(
-            url, repo, refspecs, user="x-access-token", token=self._token, redact=self.http.redact
-        )
 
     @staticmethod
     def pull_request_refspecs(number: int) -> list[str]:

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from repogym.sources import FileChange, SourceError
+from repogym.sources import FileChange
 from repogym.sources._http import (
+    HostedRepo,
     HttpClient,
     Issue,
     RemotePullRequest,
-    fetch_linked_issues,
-    git_clone,
-    git_fetch,
 )
 from repogym.sources.github import RepoInfo
 
@@ -29,8 +26,11 @@ __all__ = ["GitLabSource", "RepoInfo"]
 DEFAULT_URL = "https://gitlab.com"
 
 
-class GitLabSource:
+class GitLabSource(HostedRepo):
     """A GitLab project read through ``/api/v4``."""
+
+    service = "GitLab"
+    git_user = "oauth2"
 
     def __init__(
         self,
@@ -116,35 +116,6 @@ class GitLabSource:
         return Issue(
             int(data["iid"]), data.get("title") or "", data.get("description") or "", labels
         )
-
-    def linked_issues(self, pr: RemotePullRequest | str) -> list[Issue]:
-        """Issues named by ``fixes/closes/resolves #N`` in the description; missing ones skipped."""
-        return fetch_linked_issues(pr if isinstance(pr, str) else pr.body, self.issue)
-
-    def clone(
-        self, dest: str | os.PathLike[str], ref: str | None = None, *, bare: bool = False
-    ) -> Path:
-        """``git clone`` the repository into ``dest`` and check out ``ref`` (detached) if given;
-        ``bare=True`` makes a bare clone."""
-        url = self.repo_info().clone_url
-        if not url:
-            raise SourceError(f"GitLab: no clone URL for {self.project}")
-        return git_clone(
-            url,
-            dest,
-            ref=ref,
-            user="oauth2",
-            token=self._token,
-            redact=self.http.redact,
-            bare=bare,
-        )
-
-    def fetch(self, repo: str | os.PathLike[str], refspecs: list[str]) -> None:
-        """``git fetch`` ``refspecs`` from the repository into the clone at ``repo``."""
-        url = self.repo_info().clone_url
-        if not url:
-            raise SourceError(f"GitLab: no clone URL for {self.project}")
-        git_fetch(url, repo, refspecs, user="oauth2", token=self._token, redact=self.http.redact)
 
     @staticmethod
     def pull_request_refspecs(number: int) -> list[str]:
