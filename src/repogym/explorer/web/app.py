@@ -458,8 +458,8 @@ def create_app(store: Any, *, result_cache: int = 2048, fast_search: bool = True
         headers = {"ETag": etag, "Cache-Control": cache, "Server-Timing": timing(db, render)}
         return Response(hit.body, media_type="application/json", headers=headers)
 
-    @app.get("/api/search")
-    async def api_search(request: Request) -> Response:
+    def search_answer(request: Request, name: str, make: Any) -> Response:
+        """A cached search answer (``make(args, env)`` runs on a miss) with ETag/304."""
         t0 = time.perf_counter()
         version = store.version
         etag = etag_for(request, version)
@@ -469,34 +469,28 @@ def create_app(store: Any, *, result_cache: int = 2048, fast_search: bool = True
             args = parse_search(request.query_params)
         except BadRequest as exc:
             return api_error(400, str(exc))
-        key = (version, "envs", json.dumps(args, sort_keys=True))
-        return cached_json(key, lambda: store.search(**args), etag, CACHE_SEARCH, t0)
+        if name == "envs":
+            env, key = None, (version, name, json.dumps(args, sort_keys=True))
+        else:
+            env = (request.query_params.get("env") or "").strip() or None
+            key = (version, name, env, json.dumps(args, sort_keys=True))
+        return cached_json(key, lambda: make(args, env), etag, CACHE_SEARCH, t0)
 
-    @app.get("/api/search/tasks")
-    async def api_search_tasks(request: Request) -> Response:
-        t0 = time.perf_counter()
-        version = store.version
-        etag = etag_for(request, version)
-        if (hit := not_modified(request, etag, CACHE_SEARCH)) is not None:
-            return hit
-        try:
-            args = parse_search(request.query_params)
-        except BadRequest as exc:
-            return api_error(400, str(exc))
-        env = (request.query_params.get("env") or "").strip() or None
+    def _tasks(args: dict[str, Any], env: str | None) -> dict:
         filters = dict(args["filters"])
         if args["kind"]:
             filters["kind"] = [args["kind"]]
-        key = (version, "tasks", env, json.dumps(args, sort_keys=True))
-        return cached_json(
-            key,
-            lambda: store.search_tasks(
-                q=args["q"], env=env, filters=filters or None, page=args["page"], size=args["size"]
-            ),
-            etag,
-            CACHE_SEARCH,
-            t0,
+        return store.search_tasks(
+            q=args["q"], env=env, filters=filters or None, page=args["page"], size=args["size"]
         )
+
+    @app.get("/api/search")
+    async def api_search(request: Request) -> Response:
+        return search_answer(request, "envs", lambda args, _env: store.search(**args))
+
+    @app.get("/api/search/tasks")
+    async def api_search_tasks(request: Request) -> Response:
+        return search_answer(request, "tasks", _tasks)
 
     @app.get("/api/envs/{env_id:path}")
     async def api_env(env_id: str, request: Request) -> Response:
