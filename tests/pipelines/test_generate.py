@@ -17,30 +17,10 @@ from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from tests.pipelines.shapes import AREA_V1, PYPROJECT
 from tests.sources.conftest import GitRepo
 
 pytestmark = pytest.mark.slow
-
-PYPROJECT = """\
-[project]
-name = "shapes"
-version = "0.1.0"
-requires-python = ">=3.9"
-[project.optional-dependencies]
-test = ["pytest"]
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-"""
-
-AREA_V1 = """\
-def square(side):
-    return side * side
-
-
-def rectangle(width, height):
-    return width + height
-"""
 
 TESTS_V1 = """\
 from shapes.area import rectangle, square

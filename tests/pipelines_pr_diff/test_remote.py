@@ -5,7 +5,6 @@ emitted tasks graded in the real sandbox."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,39 +16,17 @@ from repogym.harbor import load_task
 from repogym.run.agents import NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
-from tests.pipelines_remote.remote_fixtures import Hosted, HostedGitHub, build_hosted
-from tests.sources.conftest import BASE_EPOCH
+from tests.pipelines_remote.remote_fixtures import Hosted, HostedGitHub, build_hosted, isolate
 
 pytestmark = pytest.mark.slow
 
-_DROP = (
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "GITLAB_TOKEN",
-    "REPOGYM_JUDGE_URL",
-    "REPOGYM_JUDGE_MODEL",
-    "REPOGYM_JUDGE_API_KEY",
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-)
-
-
-def _isolate(mp: pytest.MonkeyPatch) -> None:
-    mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for who in ("AUTHOR", "COMMITTER"):
-        mp.setenv(f"GIT_{who}_NAME", "Ada Tester")
-        mp.setenv(f"GIT_{who}_EMAIL", "ada@example.com")
-        mp.setenv(f"GIT_{who}_DATE", f"{BASE_EPOCH} +0000")
-    for var in _DROP:
-        mp.delenv(var, raising=False)
+_JUDGE = ("REPOGYM_JUDGE_URL", "REPOGYM_JUDGE_MODEL", "REPOGYM_JUDGE_API_KEY")
 
 
 @pytest.fixture(scope="module")
 def hosted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosted]:
     mp = pytest.MonkeyPatch()
-    _isolate(mp)
+    isolate(mp, _JUDGE)
     try:
         yield build_hosted(tmp_path_factory.mktemp("hosted"))
     finally:
@@ -57,7 +34,7 @@ def hosted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosted]:
 
 
 def test_github_pr_diff(hosted: Hosted, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    _isolate(monkeypatch)
+    isolate(monkeypatch, _JUDGE)
     monkeypatch.setenv("REPOGYM_CLONE_CACHE", str(tmp_path / "clones"))
     out = tmp_path / "out"
     with HostedGitHub(hosted) as gh:

@@ -19,29 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.sources.conftest import GitRepo
+import pytest
+
+from tests.pipelines.shapes import AREA_V1, PYPROJECT
+from tests.sources.conftest import GitRepo, pin_git_env
 from tests.sources_remote.stub_github import Reply, StubServer
-
-PYPROJECT = """\
-[project]
-name = "shapes"
-version = "0.1.0"
-requires-python = ">=3.9"
-[project.optional-dependencies]
-test = ["pytest"]
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-"""
-
-AREA_V1 = """\
-def square(side):
-    return side * side
-
-
-def rectangle(width, height):
-    return width + height
-"""
 
 TESTS_V1 = """\
 from shapes.area import rectangle, square
@@ -257,3 +239,22 @@ class HostedGitLab(StubServer):
         if path == "/api/v4/user":
             return 200, {}, {"username": "ada"}
         return 404, {}, {"message": "404 Not Found"}
+
+
+CREDENTIALS = (
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITLAB_TOKEN",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "REPOGYM_LLM_API_KEY",
+    "HF_TOKEN",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+)
+
+
+def isolate(mp: pytest.MonkeyPatch, extra: tuple[str, ...] = ()) -> None:
+    """Pinned git identity and config, and no credentials (nor ``extra`` variables) from the
+    machine running the tests."""
+    pin_git_env(mp, drop=(*CREDENTIALS, *extra))

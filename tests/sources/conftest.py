@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,18 +16,27 @@ import pytest
 BASE_EPOCH = 1_700_000_000
 
 
+def pin_git_env(
+    mp: pytest.MonkeyPatch, *, ceiling: Path | None = None, drop: Iterable[str] = ()
+) -> None:
+    """No user/system git config, a fixed identity and date (for the code under test too);
+    ``drop`` names more variables to remove (e.g. credentials of the machine)."""
+    mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    if ceiling is not None:
+        mp.setenv("GIT_CEILING_DIRECTORIES", str(ceiling))
+    for who in ("AUTHOR", "COMMITTER"):
+        mp.setenv(f"GIT_{who}_NAME", "Ada Tester")
+        mp.setenv(f"GIT_{who}_EMAIL", "ada@example.com")
+        mp.setenv(f"GIT_{who}_DATE", f"{BASE_EPOCH} +0000")
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", *drop):
+        mp.delenv(var, raising=False)
+
+
 @pytest.fixture(autouse=True)
 def isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """No user/system git config, fixed identity (for the code under test too)."""
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "Ada Tester")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "ada@example.com")
-        monkeypatch.setenv(f"GIT_{who}_DATE", f"{BASE_EPOCH} +0000")
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(var, raising=False)
+    pin_git_env(monkeypatch, ceiling=tmp_path)
     yield
 
 
