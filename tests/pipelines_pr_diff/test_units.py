@@ -4,6 +4,7 @@ judge answer parsing and [verifier.env] host templates."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 from pathlib import Path
@@ -273,7 +274,8 @@ class _RawServer:
         self.sock.listen()
         self.port = self.sock.getsockname()[1]
         self.conns: list = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
 
     def _serve(self) -> None:
         while True:
@@ -288,6 +290,13 @@ class _RawServer:
                 conn.close()
 
     def close(self) -> None:
+        import socket
+
+        # Wake the accept() first: closing alone leaves the thread blocked on a descriptor
+        # number the next test's server may reuse, whose connections it would then swallow.
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.thread.join(timeout=10)
         self.sock.close()
         for c in self.conns:
             c.close()
