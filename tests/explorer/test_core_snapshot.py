@@ -13,6 +13,7 @@ import pytest
 
 from repogym.explorer import snapshot as snap
 from repogym.explorer.index import MemoryReader
+from repogym.explorer.pack import pack_id
 from repogym.explorer.store import Store, build_snapshot, open_store
 from tests.explorer.conftest import toy_env, toy_task
 
@@ -49,13 +50,20 @@ def test_build_and_publish(tmp_path: Path) -> None:
     assert meta["schema_version"] == str(snap.SCHEMA_VERSION)
     assert meta["envs"] == "3" and meta["tasks"] == "12" and meta["built_at"]
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-    assert {"envs", "tasks", "pack", "blobs", "meta", "envs_fts", "tasks_fts"} <= tables
+    assert {"envs", "tasks", "meta", "envs_fts", "tasks_fts"} <= tables
+    assert not {"pack", "blobs"} & tables  # pages and bodies live in the pack, not the index
     sql = dict(db.execute("SELECT name, sql FROM sqlite_master WHERE name LIKE '%_fts'"))
     assert "trigram" in sql["envs_fts"]
     assert "unicode61" in sql["tasks_fts"] and "prefix='2'" in sql["tasks_fts"]
-    # identical file bodies across tasks are stored once: 3 envs x 4 tasks share "42"... withheld,
-    # and every prompt differs, so blobs == distinct prompts
-    assert db.execute("SELECT count(*) FROM blobs").fetchone()[0] == 12
+    # every row names its page in the pack, built with the pack the pointer names
+    assert meta["pack_id"] == pointer["pack_id"] == pack_id(out / "pack.sqlite")
+    keys = [k for (k,) in db.execute("SELECT doc FROM tasks")]
+    assert len(keys) == 12 and all(isinstance(k, bytes) and len(k) == 32 for k in keys)
+    pack = sqlite3.connect(out / "pack.sqlite")
+    assert pack.execute("SELECT count(*) FROM docs").fetchone()[0] == 12
+    # identical file bodies across tasks are stored once: every prompt differs, the answer
+    # files are withheld, so bodies == distinct prompts
+    assert pack.execute("SELECT count(*) FROM blobs").fetchone()[0] == 12
 
 
 def test_identical_files_are_stored_once(tmp_path: Path) -> None:
@@ -64,9 +72,9 @@ def test_identical_files_are_stored_once(tmp_path: Path) -> None:
         t.summary = "same"
         t.sections[0].body = "same body"
         t.files[0].data = b"same bytes " * 100
-    info = build_snapshot([MemoryReader(toy_env("dup"), tasks)], tmp_path)
-    db = sqlite3.connect(info["snapshot"])
-    assert db.execute("SELECT count(*) FROM blobs").fetchone()[0] == 1
+    build_snapshot([MemoryReader(toy_env("dup"), tasks)], tmp_path)
+    pack = sqlite3.connect(tmp_path / "pack.sqlite")
+    assert pack.execute("SELECT count(*) FROM blobs").fetchone()[0] == 1
 
 
 def test_reader_serves_and_swaps(tmp_path: Path) -> None:

@@ -1,23 +1,24 @@
 """Index rows and the pack: what the snapshot stores for every environment and task.
 
-A task becomes one index row (env, id, title, summary, facets, grading, environment, network,
-runnable) and one pack entry: its sections and file list, with every text and file body stored
-once per distinct content (sha256), so identical files across tasks cost nothing extra and task
-pages never re-read the source.
+A task becomes one index row (id, title, summary, facets, grading, environment, network,
+runnable) kept in the snapshot, and one page in the pack (:mod:`repogym.explorer.pack`): its
+sections and file list, every body stored once per distinct content, so task pages never re-read
+the source.
 
 :func:`walk` drives the readers level by level: it lists every environment's tasks first (cheap)
-and reports the listing, then reads each task, withholds its answers and reports the doc.
+and reports the listing, then reads each task, withholds its answers and reports the doc. A
+task whose fingerprint (see :func:`fingerprint`) was seen before is reported from the cache
+instead of being read again.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import re
-import zlib
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from repogym.explorer import withhold
@@ -28,10 +29,10 @@ __all__ = [
     "FACETS",
     "TASK_FACETS",
     "MemoryReader",
-    "Pack",
     "clean_path",
     "env_row",
-    "pack_task",
+    "fingerprint",
+    "index_row",
     "prepare",
     "task_row",
     "walk",
@@ -43,8 +44,6 @@ log = logging.getLogger("repogym.explorer")
 FACETS = ("kind", "language", "category", "difficulty", "pipeline", "grading", "network")
 # Facets of tasks kept as index columns.
 TASK_FACETS = ("language", "category", "difficulty", "pipeline", "grading", "network")
-INLINE_MAX = 4096  # section texts up to this size stay inline (unless a file holds them)
-COMPRESS_MIN = 2048  # blobs from this size are stored zlib-compressed when that saves space
 _BAD_PATH = re.compile(r"(^|/)\.\.?(/|$)|^/|\\|\x00|//")
 
 
@@ -100,6 +99,52 @@ def env_row(env: EnvDoc) -> dict[str, Any]:
     }
 
 
+def index_row(doc: TaskDoc) -> list[Any]:
+    """The index row of a prepared task, as the snapshot writer and the pack cache keep it:
+    ``[id, title, summary, facets, grading, environment, network, runnable]``."""
+    return [
+        doc.id,
+        doc.title,
+        doc.summary,
+        doc.facets,
+        doc.grading or "unknown",
+        doc.environment,
+        doc.network or "unknown",
+        bool(doc.runnable),
+    ]
+
+
+@functools.cache
+def _code_version() -> bytes:
+    """A digest of the code that turns sources into rows and pages (adapters, withholding,
+    the pack's encoding): cached rows and pages are reused only while it is unchanged, so a
+    new withholding rule can never be skipped by the cache."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for p in sorted([*here.glob("*.py"), *(here / "adapters").glob("*.py")]):
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.digest()
+
+
+def fingerprint(reader: Any, env: EnvDoc, task_id: str) -> bytes | None:
+    """The cache key of a task: its reader's cheap ``fingerprint(task_id)`` (when the reader has
+    one) with the environment, the reader's type and the indexing code's version; None when the
+    task cannot be fingerprinted (it is then always read)."""
+    fp = getattr(reader, "fingerprint", None)
+    if fp is None:
+        return None
+    try:
+        own = fp(task_id)
+    except (OSError, ValueError, KeyError):
+        return None
+    if not own:
+        return None
+    h = hashlib.sha256(_code_version())
+    for part in (type(reader).__qualname__, env.id, task_id, own):
+        h.update(str(part).encode("utf-8", "surrogateescape") + b"\0")
+    return h.digest()
+
+
 def task_row(env_id: str, doc: TaskDoc) -> dict[str, Any]:
     """The tasks-table fields of a (prepared) task."""
     return {
@@ -113,94 +158,6 @@ def task_row(env_id: str, doc: TaskDoc) -> dict[str, Any]:
         "network": doc.network or "unknown",
         "runnable": bool(doc.runnable),
     }
-
-
-class Pack:
-    """Content-addressed blobs: each distinct content (by sha256) is stored once, under a
-    small integer id that pack entries refer to."""
-
-    def __init__(self, sink: Callable[[int, bytes, int, bytes], None] | None = None) -> None:
-        self.ids: dict[bytes, int] = {}
-        self.sink = sink
-        self.pending: list[tuple[int, bytes, int, bytes]] = []
-        self.bytes_in = 0
-        self.bytes_stored = 0
-
-    def add(self, data: bytes) -> int:
-        """Store ``data`` (once) and return its blob id."""
-        digest = hashlib.sha256(data).digest()
-        self.bytes_in += len(data)
-        bid = self.ids.get(digest)
-        if bid is not None:
-            return bid
-        bid = len(self.ids) + 1
-        self.ids[digest] = bid
-        enc, payload = 0, data
-        if len(data) >= COMPRESS_MIN:
-            z = zlib.compress(data, 1)
-            if len(z) < len(data) * 0.9:
-                enc, payload = 1, z
-        self.bytes_stored += len(payload)
-        if self.sink is not None:
-            self.sink(bid, digest, enc, payload)
-        else:
-            self.pending.append((bid, digest, enc, payload))
-        return bid
-
-
-def decode_blob(enc: int, payload: bytes) -> bytes:
-    """The bytes of a stored blob."""
-    return zlib.decompress(payload) if enc == 1 else bytes(payload)
-
-
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-def pack_task(doc: TaskDoc, pack: Pack) -> bytes:
-    """The pack entry of a prepared task (compact JSON): sections, files, notes, aliases.
-
-    File bodies are blobs (each distinct content stored once). A section whose text is also a
-    file of the task (instruction.md, the Dockerfile, test.sh, task.toml) points at that
-    file's blob; other sections stay inline up to ``INLINE_MAX`` bytes, larger ones are blobs.
-    Default values (markdown format, no language) are left out.
-    """
-    files = []
-    by_data: dict[bytes, int] = {}
-    for f in doc.files:
-        entry: dict[str, Any] = {"path": f.path, "size": f.size}
-        if f.withheld:
-            entry["withheld"] = f.withheld
-        elif f.data is not None:
-            bid = pack.add(f.data)
-            entry["blob"] = bid
-            by_data[f.data] = bid
-        else:
-            entry["withheld"] = "not packed"
-        files.append(entry)
-    sections = []
-    for s in doc.sections:
-        d: dict[str, Any] = {"id": s.id, "title": s.title}
-        bid = None
-        if by_data or len(s.body) > INLINE_MAX:
-            raw = s.body.encode("utf-8")
-            bid = by_data.get(raw)
-            if bid is None and len(raw) > INLINE_MAX:
-                bid = pack.add(raw)
-        if bid is None:
-            d["body"] = s.body
-        else:
-            d["blob"] = bid
-        if s.format != "markdown":
-            d["format"] = s.format
-        if s.language:
-            d["language"] = s.language
-        sections.append(d)
-    out: dict[str, Any] = {"sections": sections, "files": files}
-    if doc.withheld:
-        out["withheld"] = doc.withheld
-    if doc.aliases:
-        out["aliases"] = doc.aliases
-    return _ENCODE(out).encode("utf-8")
 
 
 class MemoryReader:
@@ -224,12 +181,17 @@ def walk(
     readers: Iterable[tuple[str, EnvReader]],
     *,
     on_listing: Callable[[EnvDoc, list[str]], None],
-    on_task: Callable[[EnvDoc, TaskDoc], None],
+    on_task: Callable[[EnvDoc, TaskDoc, bytes | None], None],
     on_listed: Callable[[], None] | None = None,
     progress: Callable[[str, dict[str, Any]], None] | None = None,
     include_private: bool = False,
+    cached: Callable[[EnvDoc, str, bytes], bool] | None = None,
 ) -> tuple[int, int, list[str]]:
     """List every environment (level by level), then read, withhold and report each task.
+
+    With ``cached``, each task with a fingerprint is first offered to ``cached(env, id, fp)``;
+    when it returns True the task was served from the cache and is not read. Otherwise
+    ``on_task(env, doc, fp)`` gets the prepared doc and its fingerprint (or None).
 
     Returns ``(envs, tasks, errors)``; a task that cannot be read is skipped with a logged,
     one-line error (the rest of its environment is indexed).
@@ -268,6 +230,10 @@ def walk(
     n_tasks = 0
     for env, reader, ids in listed:
         for tid in ids:
+            fp = fingerprint(reader, env, tid) if cached is not None else None
+            if fp is not None and cached is not None and cached(env, tid, fp):
+                n_tasks += 1
+                continue
             try:
                 doc = reader.task(tid)
             except (AdapterError, KeyError, OSError, ValueError) as exc:
@@ -276,7 +242,7 @@ def walk(
                 log.warning("task skipped: %s", msg)
                 continue
             doc.id = tid
-            on_task(env, prepare(doc))
+            on_task(env, prepare(doc), fp)
             n_tasks += 1
         if progress:
             progress("indexed", {"env": env.id, "tasks": len(ids)})

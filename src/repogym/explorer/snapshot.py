@@ -1,26 +1,35 @@
 """The explorer's SQLite snapshot: build, atomic publish, and a reader that swaps safely.
 
-Build: one temp SQLite file on local disk (bulk-load PRAGMAs, one transaction, executemany),
-tables ``envs``, ``env_facets``, ``tasks``, ``pack``, ``blobs``, ``meta`` and FTS5 tables
-``envs_fts`` (trigram) and ``tasks_fts`` (unicode61, a prefix index for two characters:
-longer prefixes are selective enough to be read from the main index). Publish: checks (size,
-sha256, schema version, row counts, ``PRAGMA quick_check``), rename to
-``<out>/snapshots/<sha256>.sqlite``, then the pointer ``<out>/CURRENT`` written last by atomic
-replace. Read: :class:`SnapshotReader` opens ``mode=ro&immutable=1`` URIs, polls the pointer,
-validates a new snapshot before swapping, and keeps the current one when the new one is
-missing, corrupt, truncated or mismatched (logged on ``repogym.explorer``).
+The snapshot is the index only: tables ``envs`` (with each environment's task facet counts and
+the rid range of its tasks, which are stored together), ``tasks`` (each row names its page in
+the pack by key), ``meta`` and FTS5 tables ``envs_fts`` (trigram) and ``tasks_fts``
+(unicode61, a prefix index for two characters: longer prefixes are selective enough to be read
+from the main index). Task pages and file bodies live in the pack beside it
+(:mod:`repogym.explorer.pack`), which is why a snapshot is small and quick to build from rows.
+
+Build: one temp SQLite file on local disk (bulk-load PRAGMAs, one transaction, executemany).
+Publish: checks (size, sha256, schema version, row counts, ``PRAGMA quick_check``, the pack it
+was built with is there), rename to ``<out>/snapshots/<sha256>.sqlite``, then the pointer
+``<out>/CURRENT`` written last by atomic replace. Read: :class:`SnapshotReader` opens
+``mode=ro&immutable=1`` URIs, polls the pointer, validates a new snapshot before swapping, and
+keeps the current one when the new one is missing, corrupt, truncated or mismatched (logged on
+``repogym.explorer``).
 """
 
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import datetime as _dt
 import hashlib
 import json
 import logging
+import marshal
 import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,16 +39,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from repogym.explorer.index import (
-    _ENCODE,
-    FACETS,
-    TASK_FACETS,
-    Pack,
-    env_row,
-    pack_task,
-    walk,
-)
-from repogym.explorer.model import EnvDoc, TaskDoc
+from repogym.explorer.index import FACETS, TASK_FACETS, env_row
+from repogym.explorer.model import EnvDoc
+from repogym.explorer.pack import PACK_FILE, PackError, connect_pack, pack_id
 
 __all__ = [
     "POINTER",
@@ -47,19 +49,19 @@ __all__ = [
     "SnapshotError",
     "SnapshotReader",
     "SnapshotWriter",
-    "build_db",
     "publish",
+    "pack_path",
     "read_pointer",
     "validate",
 ]
 
 log = logging.getLogger("repogym.explorer")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 POINTER = "CURRENT"
 SNAPSHOTS = "snapshots"
 KEEP_SNAPSHOTS = 3  # older snapshot files are removed (open readers keep their file handles)
-_BATCH = 5000
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _COLUMN_FACETS = ("language", "category", "difficulty", "pipeline")  # indexed task columns
 
 SCHEMA = """
@@ -68,25 +70,40 @@ CREATE TABLE envs(
   rid INTEGER PRIMARY KEY, id TEXT NOT NULL, kind TEXT NOT NULL, title TEXT NOT NULL,
   summary TEXT NOT NULL, description TEXT NOT NULL, source TEXT NOT NULL, runs_in TEXT NOT NULL,
   run_options TEXT NOT NULL, facets TEXT NOT NULL, private INTEGER NOT NULL,
-  task_count INTEGER NOT NULL, tags TEXT NOT NULL);
-CREATE TABLE env_facets(env INTEGER NOT NULL, facet TEXT NOT NULL, value TEXT NOT NULL,
-  n INTEGER NOT NULL);
+  task_count INTEGER NOT NULL, tags TEXT NOT NULL, task_facets TEXT NOT NULL,
+  first_task INTEGER NOT NULL, last_task INTEGER NOT NULL);
 CREATE TABLE tasks(
   rid INTEGER PRIMARY KEY, env INTEGER NOT NULL, env_id TEXT NOT NULL, id TEXT NOT NULL,
   title TEXT NOT NULL, summary TEXT NOT NULL, facets TEXT NOT NULL, grading TEXT NOT NULL,
   environment TEXT NOT NULL, network TEXT NOT NULL, runnable INTEGER NOT NULL,
-  language TEXT, category TEXT, difficulty TEXT, pipeline TEXT);
-CREATE TABLE pack(task INTEGER PRIMARY KEY, doc BLOB NOT NULL);
-CREATE TABLE blobs(id INTEGER PRIMARY KEY, sha256 BLOB NOT NULL, enc INTEGER NOT NULL,
-  data BLOB NOT NULL);
+  language TEXT, category TEXT, difficulty TEXT, pipeline TEXT, doc BLOB);
 CREATE VIRTUAL TABLE envs_fts USING fts5(id, title, summary, tags, tokenize='trigram');
 CREATE VIRTUAL TABLE tasks_fts USING fts5(title, summary, id, content='',
   tokenize='unicode61 remove_diacritics 2', prefix='2');
 """
+_TASKS_FTS = SCHEMA[SCHEMA.index("CREATE VIRTUAL TABLE tasks_fts") :].split(";")[0]
+# Run by a helper process (python -I -S): builds tasks_fts in the file argv[2] from the
+# columns (rids, titles, summaries, ids) marshalled in the file argv[1]. Bulk load: no
+# incremental merging while loading and few forced merges; queries over the few segments
+# left are as fast as over one.
+_FTS_HELPER = f"""
+import marshal, sqlite3, sys
+with open(sys.argv[1], "rb") as fh:
+    rids, titles, summaries, ids = marshal.load(fh)
+db = sqlite3.connect(sys.argv[2], isolation_level=None)
+for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-131072", "page_size=8192"):
+    db.execute("PRAGMA " + pragma)
+db.execute("BEGIN")
+db.execute({_TASKS_FTS!r})
+db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('automerge', 0)")
+db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('crisismerge', 64)")
+db.executemany("INSERT INTO tasks_fts(rowid, title, summary, id) VALUES (?,?,?,?)",
+               zip(rids, titles, summaries, ids))
+db.execute("COMMIT")
+db.close()
+"""
 INDEXES = """
 CREATE UNIQUE INDEX envs_id ON envs(id);
-CREATE UNIQUE INDEX tasks_env_id ON tasks(env, id);
-CREATE INDEX env_facets_env ON env_facets(env);
 """
 
 
@@ -102,127 +119,182 @@ def _now() -> str:
 
 
 class SnapshotWriter:
-    """Writes one snapshot database file (bulk load, one transaction)."""
+    """Collects index rows as they are produced, then writes one snapshot file at :meth:`finish`.
 
-    def __init__(self, path: Path | str) -> None:
+    Adding is the index (rows in their table shape, facet counts per environment, kept up to
+    date row by row); :meth:`finish` is the snapshot build: bulk load, FTS, one file.
+    ``pack_id`` names the pack whose pages the rows' keys refer to ("" when no row has one).
+    """
+
+    def __init__(self, path: Path | str, pack_id: str = "") -> None:
         self.path = Path(path)
-        self.db = sqlite3.connect(self.path, isolation_level=None)
-        for pragma in (
-            "journal_mode=OFF",
-            "synchronous=OFF",
-            "locking_mode=EXCLUSIVE",
-            "temp_store=MEMORY",
-            "cache_size=-131072",
-            "page_size=8192",
-        ):
-            self.db.execute(f"PRAGMA {pragma}")
-        self.db.execute("BEGIN")
-        for stmt in SCHEMA.split(";"):
-            if stmt.strip():
-                self.db.execute(stmt)
-        # Bulk load: no incremental merging while loading and few forced merges. Queries over
-        # the few segments left are as fast as over one, so the task index is not optimised.
-        self.db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('automerge', 0)")
-        self.db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('crisismerge', 64)")
-        self.pack = Pack(sink=self._blob)
-        self._blobs: list[tuple[int, bytes, int, bytes]] = []
-        self._tasks: list[tuple[Any, ...]] = []
-        self._packs: list[tuple[int, bytes]] = []
+        self.pack_id = pack_id
+        self._tasks: list[tuple[Any, ...]] = []  # task rows, rid = position + 1
+        self._ranges: dict[int, list[int]] = {}  # env rid -> [first, last] task rid
+        self._in_order = True  # False once an environment's rows stop being contiguous
+        self._envs: dict[int, tuple[EnvDoc, dict[str, Any]]] = {}
         self._env_ids: dict[str, int] = {}
-        self._env_tasks: dict[int, dict[str, str]] = {}  # env rid -> task id -> "" (listing)
-        self._env_docs: dict[int, EnvDoc] = {}
+        self._env_tasks: dict[int, list[str]] = {}  # env rid -> listed task ids
         self._facets: dict[int, dict[str, dict[str, int]]] = {}
-        self._task_rid = 0
         self.n_envs = 0
         self.n_tasks = 0
-
-    def _blob(self, bid: int, sha: bytes, enc: int, payload: bytes) -> None:
-        self._blobs.append((bid, sha, enc, payload))
-        if len(self._blobs) >= _BATCH:
-            self._flush_blobs()
-
-    def _flush_blobs(self) -> None:
-        if self._blobs:
-            self.db.executemany("INSERT INTO blobs VALUES (?,?,?,?)", self._blobs)
-            self._blobs.clear()
 
     def add_env(self, env: EnvDoc, task_ids: list[str] | None = None) -> int:
         """Register an environment (its row is written at :meth:`finish`)."""
         rid = len(self._env_ids) + 1
         self._env_ids[env.id] = rid
-        self._env_docs[rid] = env
+        r = env_row(env)
+        r["run_options"] = _ENCODE(r["run_options"])  # encoded once, here
+        self._envs[rid] = (env, r)
         self._facets[rid] = collections.defaultdict(dict)
-        self._env_tasks[rid] = dict.fromkeys(task_ids or [], "")
+        self._env_tasks[rid] = list(task_ids or [])
         return rid
+
+    def listing(self) -> Iterable[tuple[EnvDoc, list[str]]]:
+        """The environments added so far and their listed task ids."""
+        for rid, (env, _row) in self._envs.items():
+            yield env, self._env_tasks[rid]
 
     def add_stub(self, env: EnvDoc, task_id: str) -> None:
         """A listed task not read yet: its id is its title (a listing snapshot)."""
-        doc = TaskDoc(task_id, task_id, "", {}, "unknown", "", "unknown", False, [], [])
-        self.add_task(env, doc, packed=False)
+        self.add_row(env, [task_id, task_id, "", {}, "unknown", "", "unknown", False], None)
 
-    def add_task(self, env: EnvDoc, doc: TaskDoc, *, packed: bool = True) -> None:
-        """Add a prepared (withheld) task: index row, FTS text, pack entry."""
+    def add_row(self, env: EnvDoc, row: list[Any], doc: bytes | None) -> None:
+        """Add a task's index row (see :func:`repogym.explorer.index.index_row`) and the key of
+        its page in the pack (None: no page)."""
+        tid, title, summary, f, grading, environment, network, runnable = row
         env_rid = self._env_ids[env.id]
-        self._task_rid += 1
-        rid = self._task_rid
-        f = doc.facets
-        extra = {k: v for k, v in f.items() if k not in _COLUMN_FACETS}
-        grading = doc.grading or "unknown"
-        network = doc.network or "unknown"
-        self._tasks.append(
-            (
-                rid,
-                env_rid,
-                env.id,
-                doc.id,
-                doc.title,
-                doc.summary,
-                _ENCODE(extra) if extra else "",
-                grading,
-                doc.environment,
-                network,
-                1 if doc.runnable else 0,
-                f.get("language"),
-                f.get("category"),
-                f.get("difficulty"),
-                f.get("pipeline"),
-            )
-        )
         counters = self._facets[env_rid]
+        extra = ""
         for key, value in f.items():
-            if key != "tags" and value:
+            if value and key != "tags":
                 c = counters[key]
                 c[value] = c.get(value, 0) + 1
+            if not extra and key not in _COLUMN_FACETS:
+                extra = _ENCODE({k: v for k, v in f.items() if k not in _COLUMN_FACETS})
         c = counters["grading"]
         c[grading] = c.get(grading, 0) + 1
         c = counters["network"]
         c[network] = c.get(network, 0) + 1
-        if packed:
-            self._packs.append((rid, pack_task(doc, self.pack)))
-        if len(self._tasks) >= _BATCH:
-            self._flush_tasks()
         self.n_tasks += 1
-
-    def _flush_tasks(self) -> None:
-        if self._tasks:
-            self.db.executemany(
-                "INSERT INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", self._tasks
+        span = self._ranges.get(env_rid)
+        if span is None:
+            self._ranges[env_rid] = [self.n_tasks, self.n_tasks]
+        elif span[1] == self.n_tasks - 1:
+            span[1] = self.n_tasks
+        else:
+            self._in_order = False
+        self._tasks.append(
+            (
+                self.n_tasks,
+                env_rid,
+                env.id,
+                tid,
+                title,
+                summary,
+                extra,
+                grading,
+                environment,
+                network,
+                1 if runnable else 0,
+                f.get("language"),
+                f.get("category"),
+                f.get("difficulty"),
+                f.get("pipeline"),
+                doc,
             )
-            self._tasks.clear()
-        if self._packs:
-            self.db.executemany("INSERT INTO pack VALUES (?,?)", self._packs)
-            self._packs.clear()
+        )
 
     def finish(self, extra_meta: dict[str, str] | None = None) -> dict[str, int]:
-        """Write env rows, facets, FTS and meta; commit, optimise and close. Returns counts."""
-        self._flush_tasks()
-        self._flush_blobs()
-        db = self.db
+        """Build the snapshot file; returns counts.
+
+        The task FTS index is built by a helper process into a side file (a process, so the
+        two builds share no lock and use both cores; it gets the four indexed columns of the
+        rows, marshalled) while this process writes the tables, the environments' FTS index
+        and meta; the side file's FTS shadow tables are then copied under the virtual table
+        created here with the same definition, which gives the same database as building it
+        in place.
+        """
+        self._order_rows()
+        side = self.path.with_name(self.path.name + ".fts")
+        feed = self.path.with_name(self.path.name + ".in")
+        db: sqlite3.Connection | None = None
+        helper: subprocess.Popen[bytes] | None = None
+        try:
+            tasks = self._tasks
+            with feed.open("wb") as fh:
+                marshal.dump(
+                    (
+                        [t[0] for t in tasks],
+                        [t[4] for t in tasks],
+                        [t[5] for t in tasks],
+                        [t[3] for t in tasks],
+                    ),
+                    fh,
+                )
+            helper = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _FTS_HELPER, str(feed), str(side)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            db = _bulk_connect(self.path)
+            db.execute("BEGIN")
+            for stmt in SCHEMA.split(";"):
+                if stmt.strip():
+                    db.execute(stmt)
+            db.executemany(
+                "INSERT INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", self._tasks
+            )
+            counts = self._write_envs(db, extra_meta or {})
+            for stmt in INDEXES.split(";"):
+                if stmt.strip():
+                    db.execute(stmt)
+            db.execute("COMMIT")  # written while the helper still works
+            _, err = helper.communicate()
+            if helper.returncode != 0:
+                last = (err.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
+                raise SnapshotError(f"task search index build failed: {last}")
+            helper = None
+            db.execute("ATTACH DATABASE ? AS side", (str(side),))
+            db.execute("BEGIN")
+            for (name,) in db.execute(
+                "SELECT name FROM side.sqlite_master WHERE type = 'table'"
+                " AND name LIKE 'tasks_fts_%'"
+            ).fetchall():
+                db.execute(f'DELETE FROM main."{name}"')
+                db.execute(f'INSERT INTO main."{name}" SELECT * FROM side."{name}"')
+            db.execute("COMMIT")
+            db.execute("DETACH DATABASE side")
+        finally:
+            if helper is not None:
+                helper.kill()
+                helper.wait()
+            if db is not None:
+                db.close()
+            side.unlink(missing_ok=True)
+            feed.unlink(missing_ok=True)
+        self.n_envs = counts["envs"]
+        return counts
+
+    def _order_rows(self) -> None:
+        """Make each environment's tasks one contiguous rid range (they are, when rows come
+        environment by environment)."""
+        if self._in_order:
+            return
+        self._tasks.sort(key=lambda t: t[1])
+        self._tasks = [(i, *t[1:]) for i, t in enumerate(self._tasks, 1)]
+        self._ranges = {}
+        for rid, t in enumerate(self._tasks, 1):
+            self._ranges.setdefault(t[1], [rid, rid])[1] = rid
+        self._in_order = True
+
+    def _write_envs(self, db: sqlite3.Connection, extra_meta: dict[str, str]) -> dict[str, int]:
+        """Environment rows (with their task facet counts and task rid range), their FTS
+        rows, and meta."""
         env_rows = []
-        facet_rows = []
         fts_rows = []
-        for rid, env in self._env_docs.items():
-            r = env_row(env)
+        for rid, (env, r) in self._envs.items():
             counters = self._facets[rid]
             facets = dict(r["facets"])
             for key, counter in counters.items():
@@ -231,13 +303,9 @@ class SnapshotWriter:
             for key, value in r["facets"].items():
                 if key in FACETS and value and value not in counters.get(key, {}):
                     counters[key][str(value)] = 0
-            for key, counter in counters.items():
-                for value, n in counter.items():
-                    facet_rows.append((rid, key, value, n))
             tags = " ".join(
                 str(v) for k, v in facets.items() if k in ("tags", "language", "category")
             )
-            n_tasks = env.task_count if env.task_count is not None else 0
             env_rows.append(
                 (
                     rid,
@@ -248,75 +316,46 @@ class SnapshotWriter:
                     r["description"],
                     r["source"],
                     r["runs_in"],
-                    json.dumps(r["run_options"], ensure_ascii=False),
-                    json.dumps(facets, ensure_ascii=False),
+                    r["run_options"],
+                    _ENCODE(facets),
                     int(r["private"]),
-                    n_tasks,
+                    env.task_count if env.task_count is not None else 0,
                     tags,
+                    _ENCODE(counters),
+                    *self._ranges.get(rid, (0, -1)),
                 )
             )
             fts_rows.append((rid, r["id"], r["title"], r["summary"], tags))
-        db.executemany("INSERT INTO envs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", env_rows)
-        db.executemany("INSERT INTO env_facets VALUES (?,?,?,?)", facet_rows)
+        db.executemany("INSERT INTO envs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", env_rows)
         db.executemany(
             "INSERT INTO envs_fts(rowid, id, title, summary, tags) VALUES (?,?,?,?,?)", fts_rows
         )
-        db.execute(
-            "INSERT INTO tasks_fts(rowid, title, summary, id)"
-            " SELECT rid, title, summary, id FROM tasks"
-        )
-        for stmt in INDEXES.split(";"):
-            if stmt.strip():
-                db.execute(stmt)
-        n_blobs = db.execute("SELECT count(*) FROM blobs").fetchone()[0]
-        counts = {"envs": len(env_rows), "tasks": self.n_tasks, "blobs": n_blobs}
+        counts = {"envs": len(env_rows), "tasks": self.n_tasks}
         meta = {
             "schema_version": str(SCHEMA_VERSION),
             "built_at": _now(),
             "envs": str(counts["envs"]),
             "tasks": str(counts["tasks"]),
-            "blobs": str(counts["blobs"]),
-            "pack_bytes_in": str(self.pack.bytes_in),
-            "pack_bytes_stored": str(self.pack.bytes_stored),
-            **(extra_meta or {}),
+            "pack_id": self.pack_id,
+            **extra_meta,
         }
         db.executemany("INSERT INTO meta VALUES (?,?)", sorted(meta.items()))
-        db.execute("INSERT INTO envs_fts(envs_fts) VALUES ('optimize')")
-        db.execute("COMMIT")
-        db.close()
-        self.n_envs = counts["envs"]
         return counts
 
-    def abort(self) -> None:
-        """Close without committing."""
-        with contextlib.suppress(sqlite3.Error):
-            self.db.close()
 
-
-def build_db(
-    readers: Iterable[tuple[str, Any]],
-    path: Path | str,
-    *,
-    progress: Callable[[str, dict[str, Any]], None] | None = None,
-    include_private: bool = False,
-    on_listed: Callable[[SnapshotWriter], None] | None = None,
-) -> dict[str, Any]:
-    """Index every reader into a new database file at ``path``; returns counts and errors."""
-    writer = SnapshotWriter(path)
-    try:
-        n_envs, n_tasks, errors = walk(
-            readers,
-            on_listing=lambda env, ids: writer.add_env(env, ids),
-            on_task=writer.add_task,
-            on_listed=(lambda: on_listed(writer)) if on_listed else None,
-            progress=progress,
-            include_private=include_private,
-        )
-        counts = writer.finish()
-    except BaseException:
-        writer.abort()
-        raise
-    return {**counts, "errors": errors}
+def _bulk_connect(path: Path) -> sqlite3.Connection:
+    """A connection set up for bulk loading into a new file (no journal, no syncs: the file
+    is checked and synced before it is published)."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
+    for pragma in (
+        "journal_mode=OFF",
+        "synchronous=OFF",
+        "temp_store=MEMORY",
+        "cache_size=-131072",
+        "page_size=8192",
+    ):
+        db.execute(f"PRAGMA {pragma}")
+    return db
 
 
 # ---------------------------------------------------------------------------- checks
@@ -364,6 +403,11 @@ def _db_facts(path: Path) -> dict[str, Any]:
     return {"meta": meta, "counts": counts}
 
 
+def pack_path(snapshot: Path) -> Path:
+    """Where the pack of a snapshot file is: ``<out>/pack.sqlite`` beside ``<out>/snapshots``."""
+    return snapshot.parent.parent / PACK_FILE
+
+
 def validate(path: Path, expected: dict[str, Any] | None = None) -> dict[str, Any]:
     """Check a snapshot file (against its pointer entry when given); raise SnapshotError."""
     if not path.is_file():
@@ -387,6 +431,17 @@ def validate(path: Path, expected: dict[str, Any] | None = None) -> dict[str, An
             f"{path.name}: schema version {meta.get('schema_version')!r}, "
             f"this reader reads {SCHEMA_VERSION}"
         )
+    facts["pack"] = None
+    want = meta.get("pack_id", "")
+    if want:
+        pack = pack_path(path)
+        try:
+            have = pack_id(pack)
+        except PackError as exc:
+            raise SnapshotError(f"{path.name}: its pack {exc}") from None
+        if have != want or (expected is not None and expected.get("pack_id", want) != want):
+            raise SnapshotError(f"{path.name}: built with another pack than {pack.name}")
+        facts["pack"] = pack
     for key in ("envs", "tasks"):
         if str(facts["counts"][key]) != meta.get(key):
             raise SnapshotError(
@@ -398,6 +453,11 @@ def validate(path: Path, expected: dict[str, Any] | None = None) -> dict[str, An
 
 
 # ---------------------------------------------------------------------------- publishing
+
+
+def _fsync_file(path: Path) -> None:
+    with path.open("rb") as fh:
+        os.fsync(fh.fileno())
 
 
 def _fsync_dir(path: Path) -> None:
@@ -432,11 +492,15 @@ def publish(built: Path, out_dir: Path | str, counts: dict[str, int]) -> dict[st
     out = Path(out_dir)
     snaps = out / SNAPSHOTS
     snaps.mkdir(parents=True, exist_ok=True)
-    with built.open("rb") as fh:
-        os.fsync(fh.fileno())
     size = built.stat().st_size
-    digest = _sha256(built)
-    facts = validate(built)
+    # durable, hashed and checked at the same time (fsync, hashing and SQLite's checks all
+    # run without the GIL)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        synced = pool.submit(_fsync_file, built)
+        hashed = pool.submit(_sha256, built)
+        facts = validate(built)
+        synced.result()
+        digest = hashed.result()
     for key in ("envs", "tasks"):
         if facts["counts"][key] != counts[key]:
             raise SnapshotError(
@@ -454,6 +518,7 @@ def publish(built: Path, out_dir: Path | str, counts: dict[str, int]) -> dict[st
         "schema_version": SCHEMA_VERSION,
         "counts": {"envs": facts["counts"]["envs"], "tasks": facts["counts"]["tasks"]},
         "built_at": facts["meta"].get("built_at", ""),
+        "pack_id": facts["meta"].get("pack_id", ""),
     }
     _atomic_write(out / POINTER, (json.dumps(pointer, indent=2) + "\n").encode())
     _prune(snaps, keep=final)
@@ -503,6 +568,11 @@ class Handle:
     path: Path
     version: str
     facts: dict[str, Any]
+
+    @property
+    def pack(self) -> Path | None:
+        """The pack this snapshot's rows refer to (None: no pages)."""
+        return self.facts.get("pack")
 
     def __post_init__(self) -> None:
         self.cache: dict[str, Any] = {}  # per-snapshot caches kept by the store
@@ -576,6 +646,21 @@ class SnapshotReader:
             local.handle = h
         return h, local.db
 
+    def pack(self, h: Handle) -> sqlite3.Connection:
+        """This thread's read-only connection to the pack of snapshot ``h``.
+
+        Raises :class:`PackError` when the snapshot has no pack or it cannot be opened.
+        """
+        if h.pack is None:
+            raise PackError("this snapshot has no task pages")
+        local = self._local
+        if getattr(local, "pack_path", None) != h.pack:
+            _close_quietly(getattr(local, "pack_db", None))
+            local.pack_db = None
+            local.pack_db = connect_pack(h.pack)
+            local.pack_path = h.pack
+        return local.pack_db
+
     def settle(self, timeout: float | None = 60.0) -> None:
         """Wait until a snapshot being validated in the background is swapped in or rejected."""
         worker = self._worker
@@ -642,5 +727,8 @@ class SnapshotReader:
     def close(self) -> None:
         """Close this thread's connection (others close with their threads)."""
         _close_quietly(getattr(self._local, "db", None))
+        _close_quietly(getattr(self._local, "pack_db", None))
         self._local.db = None
         self._local.handle = None
+        self._local.pack_db = None
+        self._local.pack_path = None

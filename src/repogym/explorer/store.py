@@ -9,8 +9,11 @@ over what the other filters leave.
 from __future__ import annotations
 
 import collections
+import contextlib
+import gc
 import json
 import logging
+import os
 import re
 import shutil
 import sqlite3
@@ -24,14 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from repogym.explorer.adapters.base import AdapterError, EnvReader, open_location
-from repogym.explorer.index import FACETS, TASK_FACETS, decode_blob
+from repogym.explorer.index import FACETS, TASK_FACETS, index_row, walk
+from repogym.explorer.model import EnvDoc, TaskDoc
+from repogym.explorer.pack import PACK_FILE, PackError, PackWriter, read_blob, read_doc
 from repogym.explorer.snapshot import (
     POINTER,
     SNAPSHOTS,
     Handle,
     SnapshotReader,
     SnapshotWriter,
-    build_db,
     connect_ro,
     publish,
 )
@@ -52,6 +56,7 @@ MAX_WORDS = 16
 MAX_QUERY_CHARS = 1000
 MAX_PAGE_SIZE = 200
 ENV_FTS_CACHE = 1024  # ranked environment hits kept per snapshot, by FTS query
+TASK_ID_MAPS = 256  # environments whose task id -> rid map is kept per snapshot
 RANK_LIMIT = 5000  # task hits beyond this are listed in index order instead of by bm25
 TASK_FILTER_COLUMNS = (*TASK_FACETS, "runnable")
 _FACET_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,40}$")
@@ -187,10 +192,12 @@ class _EnvCache:
         self.by_id: dict[str, int] = {}
         self.text: dict[int, str] = {}
         rows = db.execute(
-            "SELECT rid, id, kind, title, summary, task_count, facets, source, tags FROM envs"
+            "SELECT rid, id, kind, title, summary, task_count, facets, source, tags, task_facets,"
+            " first_task, last_task FROM envs"
         ).fetchall()
         self.facet_sets: dict[str, dict[str, set[int]]] = {f: {} for f in FACETS}
-        for rid, eid, kind, title, summary, n, facets, source, tags in rows:
+        self.task_range: dict[int, tuple[int, int]] = {}
+        for rid, eid, kind, title, summary, n, facets, source, tags, counts, lo, hi in rows:
             self.cards[rid] = {
                 "id": eid,
                 "kind": kind,
@@ -203,9 +210,11 @@ class _EnvCache:
             self.by_id[eid] = rid
             self.text[rid] = f"{eid} {title} {summary} {tags}".lower()
             self.facet_sets["kind"].setdefault(kind, set()).add(rid)
-        for rid, facet, value in db.execute("SELECT env, facet, value FROM env_facets"):
-            if facet in self.facet_sets and facet != "kind":
-                self.facet_sets[facet].setdefault(value, set()).add(rid)
+            self.task_range[rid] = (lo, hi)
+            for facet, values in json.loads(counts).items():
+                if facet in self.facet_sets and facet != "kind":
+                    for value in values:
+                        self.facet_sets[facet].setdefault(value, set()).add(rid)
         self.all = set(self.cards)
         # The same sets as bitmasks (bit r = environment rid r): intersections and counts of
         # thousands of environments cost microseconds.
@@ -425,15 +434,15 @@ class Store:
         if rid is None:
             return None
         row = db.execute(
-            "SELECT description, runs_in, run_options, private FROM envs WHERE rid = ?", (rid,)
+            "SELECT description, runs_in, run_options, private, task_facets FROM envs"
+            " WHERE rid = ?",
+            (rid,),
         ).fetchone()
         task_facets: dict[str, dict[str, int]] = {}
-        for facet, value, n in db.execute(
-            "SELECT facet, value, n FROM env_facets WHERE env = ? ORDER BY facet, n DESC, value",
-            (rid,),
-        ):
-            if n:
-                task_facets.setdefault(facet, {})[value] = n
+        for facet, values in sorted(json.loads(row[4]).items()):
+            counted = sorted(((v, n) for v, n in values.items() if n), key=lambda t: (-t[1], t[0]))
+            if counted:
+                task_facets[facet] = dict(counted)
         card = dict(c.cards[rid])
         card.update(
             description=row[0],
@@ -465,8 +474,8 @@ class Store:
             rid = c.by_id.get(str(env))
             if rid is None:
                 return empty
-            where.append("t.env = ?")
-            args.append(rid)
+            where.append("t.rid BETWEEN ? AND ?")
+            args.extend(c.task_range[rid])
         match = tasks_match(q)
         if q and match is None and _words(q):
             match = None  # only punctuation: treated as no words
@@ -575,19 +584,19 @@ class Store:
             return None
         row = db.execute(
             "SELECT t.env_id, t.id, t.title, t.summary, t.facets, t.grading, t.environment,"
-            " t.network, t.runnable, p.doc, t.language, t.category, t.difficulty, t.pipeline"
-            " FROM tasks t LEFT JOIN pack p ON p.task = t.rid"
-            " WHERE t.env = ? AND t.id = ?",
-            (rid, str(task_id)),
+            " t.network, t.runnable, t.doc, t.language, t.category, t.difficulty, t.pipeline"
+            " FROM tasks t WHERE t.rid = ?",
+            (self._task_rid(h, db, c, rid, task_id),),
         ).fetchone()
         if row is None:
             return None
-        doc = json.loads(row[9]) if row[9] is not None else {}
+        doc = self._page(h, row[9])
+        pack = self.reader.pack(h) if doc.get("sections") else None
         sections = []
         for s in doc.get("sections", []):
             body = s.get("body")
-            if body is None and s.get("blob"):
-                body = self._blob(db, s["blob"]).decode("utf-8", "replace")
+            if body is None and s.get("blob") and pack is not None:
+                body = read_blob(pack, s["blob"]).decode("utf-8", "replace")
             sections.append(
                 {
                     "id": s.get("id", ""),
@@ -616,12 +625,33 @@ class Store:
             "aliases": list(doc.get("aliases", [])),
         }
 
-    @staticmethod
-    def _blob(db: sqlite3.Connection, blob_id: int) -> bytes:
-        row = db.execute("SELECT enc, data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
-        if row is None:
-            raise KeyError(blob_id)
-        return decode_blob(row[0], row[1])
+    def _task_rid(
+        self, h: Handle, db: sqlite3.Connection, c: _EnvCache, env_rid: int, task_id: Any
+    ) -> int:
+        """The rid of task ``task_id`` of an environment (0 when there is none): each
+        environment's tasks are a rid range; its id -> rid map is read once per snapshot
+        (recently used environments are kept)."""
+        maps = self._cached(h, "task_rids", lambda: _Recent(TASK_ID_MAPS))
+        ids = maps.get(env_rid)
+        if ids is None:
+            lo, hi = c.task_range[env_rid]
+            ids = dict(db.execute("SELECT id, rid FROM tasks WHERE rid BETWEEN ? AND ?", (lo, hi)))
+            maps.put(env_rid, ids)
+        return ids.get(str(task_id), 0)
+
+    def _page(self, h: Handle, key: bytes | None) -> dict[str, Any]:
+        """The pack page of a task row ({} for a task listed but not read yet)."""
+        if key is None:
+            return {}
+        try:
+            page = read_doc(self.reader.pack(h), key)
+        except (PackError, sqlite3.Error) as exc:
+            log.warning("explorer pack unreadable: %s", exc)
+            page = None
+        if page is None:
+            log.warning("a task page is missing from the explorer pack (rebuild the index)")
+            return {}
+        return page
 
     def file(self, env_id: str, task_id: str, path: str) -> bytes:
         """The bytes of one file of a task, only when ``path`` is exactly in its file list.
@@ -636,16 +666,15 @@ class Store:
         if rid is None:
             raise KeyError(env_id)
         row = db.execute(
-            "SELECT p.doc FROM tasks t JOIN pack p ON p.task = t.rid WHERE t.env = ? AND t.id = ?",
-            (rid, str(task_id)),
+            "SELECT doc FROM tasks WHERE rid = ?", (self._task_rid(h, db, c, rid, task_id),)
         ).fetchone()
         if row is None:
             raise KeyError(task_id)
-        for f in json.loads(row[0]).get("files", []):
+        for f in self._page(h, row[0]).get("files", []):
             if f["path"] == path:
                 if f.get("withheld") or not f.get("blob"):
                     raise Withheld(f.get("withheld") or "not packed")
-                return self._blob(db, f["blob"])
+                return read_blob(self.reader.pack(h), f["blob"])
         raise KeyError(path)
 
 
@@ -737,61 +766,148 @@ def build_snapshot(
     include_private: bool = False,
     early: bool = False,
 ) -> dict:
-    """Index the sources into a new snapshot and publish it atomically under ``out_dir``.
+    """Index the sources and publish a new snapshot atomically under ``out_dir``.
 
+    Two stages. *Ingest* reads each task, withholds its answers and adds its page to the pack
+    (``out_dir/pack.sqlite``); a task whose fingerprint the pack has seen is not read again.
+    *Snapshot* writes the index rows and FTS into a new SQLite file, checks and publishes it.
     With ``early``, a listing snapshot (environments and task ids, no task pages yet) is
-    published as soon as every task list is known, then the full one. Returns
-    ``{"snapshot", "envs", "tasks", "bytes", "sha256", "seconds", "errors", ...}``.
+    published as soon as every task list is known, then the full one.
+
+    Returns ``{"snapshot", "envs", "tasks", "bytes", "sha256", "seconds", "ingest_seconds",
+    "snapshot_seconds", "pages_new", "pages_reused", "blobs_new", "pack_bytes", "errors", ...}``.
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
     snaps = out / SNAPSHOTS
     snaps.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkstemp(prefix=".build-", suffix=".sqlite", dir=snaps)[1])
-    tmp.unlink()
+    pack = PackWriter(out / PACK_FILE)
+    writer = SnapshotWriter(_temp_file(snaps), pack.id)  # collects the index as it is made
+    in_use: set[bytes] = set()
 
-    def listing(writer: SnapshotWriter) -> None:
-        lst = Path(tempfile.mkstemp(prefix=".build-", suffix=".sqlite", dir=snaps)[1])
-        lst.unlink()
-        w = SnapshotWriter(lst)
-        try:
-            for rid, env in writer._env_docs.items():
-                w.add_env(env)
-                for tid in writer._env_tasks[rid]:
-                    w.add_stub(env, tid)
-            counts = w.finish({"listing": "1"})
-            publish(lst, out, counts)
-        except BaseException:
-            w.abort()
-            lst.unlink(missing_ok=True)
-            raise
+    def on_listing(env: EnvDoc, ids: list[str]) -> None:
+        writer.add_env(env, ids)
+
+    def cached(env: EnvDoc, task_id: str, fp: bytes) -> bool:
+        hit = pack.lookup(fp)
+        if hit is None:
+            return False
+        key, row = hit
+        row[0] = task_id
+        writer.add_row(env, row, key)
+        in_use.add(key)
+        return True
+
+    def on_task(env: EnvDoc, doc: TaskDoc, fp: bytes | None) -> None:
+        key = pack.add_doc(doc)
+        row = index_row(doc)
+        writer.add_row(env, row, key)
+        in_use.add(key)
+        if fp is not None:
+            pack.remember(fp, key, row)
+
+    def on_listed() -> None:
+        listing = SnapshotWriter(_temp_file(snaps))
+        for env, ids in writer.listing():
+            listing.add_env(env, ids)
+            for tid in ids:
+                listing.add_stub(env, tid)
+        counts = _publish(listing, out, {"listing": "1"})
         if progress:
             progress("published-listing", counts)
 
     try:
-        built = build_db(
+        _n_envs, _n_tasks, errors = walk(
             sources(paths, hub=hub, openenv=openenv),
-            tmp,
+            on_listing=on_listing,
+            on_task=on_task,
+            on_listed=on_listed if early else None,
             progress=progress,
             include_private=include_private,
-            on_listed=listing if early else None,
+            cached=cached,
         )
-        info = publish(tmp, out, built)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    seconds = time.perf_counter() - t0
+        pack.commit()  # every page the snapshot names is stored before it is published
+        t1 = time.perf_counter()
+        with _no_gc():  # bulk work allocating no cycles: no collector passes over the heap
+            info = _publish(writer, out)
+        t2 = time.perf_counter()
+        collected = pack.collect(
+            lambda: in_use | _keys_in(snaps, Path(info["snapshot"])), len(in_use)
+        )
+        stats = {
+            "pages_new": pack.pages_new,
+            "pages_reused": pack.pages_reused,
+            "blobs_new": pack.blobs_new,
+            "pages_collected": collected["pages"],
+        }
+    finally:
+        pack.abort()  # commits what is complete: an interrupted run is resumed by the next one
+        writer.path.unlink(missing_ok=True)
     return {
         "snapshot": info["snapshot"],
         "pointer": info["pointer"],
-        "envs": built["envs"],
-        "tasks": built["tasks"],
-        "blobs": built["blobs"],
+        "pack": str(out / PACK_FILE),
+        "envs": info["counts"]["envs"],
+        "tasks": info["counts"]["tasks"],
         "bytes": info["size"],
+        "pack_bytes": (out / PACK_FILE).stat().st_size,
         "sha256": info["sha256"],
-        "seconds": round(seconds, 4),
-        "errors": built["errors"],
+        "seconds": round(t2 - t0, 4),
+        "ingest_seconds": round(t1 - t0, 4),
+        "snapshot_seconds": round(t2 - t1, 4),
+        **stats,
+        "errors": errors,
     }
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _temp_file(folder: Path) -> Path:
+    fd, name = tempfile.mkstemp(prefix=".build-", suffix=".sqlite", dir=folder)
+    os.close(fd)
+    Path(name).unlink()
+    return Path(name)
+
+
+def _publish(
+    writer: SnapshotWriter, out: Path, extra_meta: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Write, check and publish a snapshot file (removed again when anything fails)."""
+    try:
+        counts = writer.finish(extra_meta)
+        return publish(writer.path, out, counts)
+    except BaseException:
+        writer.path.unlink(missing_ok=True)
+        raise
+
+
+def _keys_in(snaps: Path, current: Path) -> set[bytes]:
+    """The page keys named by the snapshots kept in ``snaps`` other than ``current``."""
+    keys: set[bytes] = set()
+    for p in snaps.glob("*.sqlite"):
+        if p == current or p.name.startswith("."):
+            continue
+        try:
+            db = connect_ro(p)
+            try:
+                keys.update(
+                    bytes(k) for (k,) in db.execute("SELECT doc FROM tasks WHERE doc IS NOT NULL")
+                )
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            log.warning("explorer pack collection skipped %s: %s", p.name, exc)
+            raise PackError(f"{p.name} unreadable: pages kept") from None
+    return keys
 
 
 def open_store(
