@@ -838,7 +838,11 @@ def explore(
             log_level="warning",
         )
         return
-    uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
+    from repogym.explorer.web.app import settle_heap
+
+    server_app = create_app(store)
+    settle_heap()
+    uvicorn.run(server_app, host=host, port=port, log_level="warning")
 
 
 def _explore_index(

@@ -343,3 +343,35 @@ def test_short_words_match_substrings(facet_store: Store, word: str) -> None:
     got = sorted(i["id"] for i in facet_store.search(word, size=50)["items"])
     assert got == expected
     assert facet_store.search("-")["total"] == 4  # no letter or digit: no constraint
+
+
+def test_environment_relevance_and_paging(tmp_path: Path) -> None:
+    """Environments whose id or title hold every word come first, then those matching only in
+    their summary or tags; each group by task count (most first), then name; pages and sorts
+    slice that order exactly."""
+
+    def env(eid: str, title: str, summary: str, n: int) -> MemoryReader:
+        tasks = [toy_task(f"{eid}-{i}", f"Task {i}") for i in range(n)]
+        return MemoryReader(EnvDoc(eid, "harbor", title, summary), tasks)
+
+    readers = [
+        env("e1", "Widget tools", "Nothing about it here.", 1),
+        env("e2", "Plain", "A widget parser in the summary.", 5),
+        env("e3", "Big widget set", "Many tasks.", 3),
+        env("e4", "Other", "Unrelated text.", 9),
+        env("e5", "Small Widget", "Few tasks.", 2),
+        env("e6", "Cogs", "widgetry in the summary too.", 4),
+    ]
+    store = open_store(readers)
+    order = [i["id"] for i in store.search("widget", size=10)["items"]]
+    assert order == ["e3", "e5", "e1", "e2", "e6"]  # title hits by tasks, then summary hits
+    pages = [store.search("widget", size=2, page=p)["items"] for p in (1, 2, 3)]
+    assert [i["id"] for page in pages for i in page] == order
+    assert [i["id"] for i in store.search("widget", sort="name")["items"]] == [
+        "e3", "e6", "e2", "e5", "e1"
+    ]  # fmt: skip
+    assert [i["id"] for i in store.search("widget", sort="tasks", size=3)["items"]] == [
+        "e2", "e6", "e3"
+    ]  # fmt: skip
+    assert [i["id"] for i in store.search("", size=3, page=2)["items"]] == ["e3", "e5", "e1"]
+    store.close()
