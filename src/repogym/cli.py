@@ -874,8 +874,13 @@ def _explore_index(
         out.print(
             f"snapshot {escape(str(info.get('snapshot')))}: {info.get('envs')} environment(s), "
             f"{info.get('tasks')} task(s), {int(info.get('bytes') or 0) / 1e6:.2f} MB, "
-            f"built in {float(info.get('seconds') or 0):.2f}s"
+            f"built in {float(info.get('snapshot_seconds') or 0):.2f}s; ingest "
+            f"{float(info.get('ingest_seconds') or 0):.2f}s ({info.get('pages_new', 0)} task(s) "
+            f"read, {info.get('pages_reused', 0)} unchanged); pack "
+            f"{int(info.get('pack_bytes') or 0) / 1e6:.2f} MB"
         )
+        for line in info.get("errors") or []:
+            err.print(f"skipped: {escape(str(line))}")
 
 
 if __name__ == "__main__":  # pragma: no cover
