@@ -860,12 +860,13 @@ def _explore_index(
             fail(f"{p}: no such file or directory")
             raise typer.Exit(2)
     from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.pack import PackError
     from repogym.explorer.snapshot import SnapshotError
     from repogym.explorer.store import build_snapshot
 
     try:
         info = build_snapshot(paths, out_dir, hub=hub, openenv=openenv)
-    except (AdapterError, SnapshotError, OSError, ValueError) as exc:
+    except (AdapterError, SnapshotError, PackError, OSError, ValueError) as exc:
         fail(str(exc))
         raise typer.Exit(2) from None
     if json_out:

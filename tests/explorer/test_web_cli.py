@@ -51,6 +51,27 @@ def test_index_builds_and_publishes_a_snapshot(tmp_path: Path) -> None:
     assert (out / "CURRENT").is_file() and Path(info["snapshot"]).is_file()
     text = CliRunner().invoke(app, ["explore", "index", str(EXAMPLES), "--out", str(out)])
     assert text.exit_code == 0 and "1 environment(s), 2 task(s)" in text.stdout
+    assert "(0 task(s) read, 2 unchanged)" in text.stdout  # the second run reads nothing
+
+
+def test_index_while_another_run_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from repogym.explorer import pack as pack_mod
+
+    out = tmp_path / "snap"
+    holder = pack_mod.PackWriter(out / "pack.sqlite")  # another index run, mid-way
+    real = sqlite3.connect
+    monkeypatch.setattr(
+        pack_mod.sqlite3, "connect", lambda *a, **k: real(*a, **{**k, "timeout": 0.2})
+    )
+    try:
+        res = CliRunner().invoke(app, ["explore", "index", str(EXAMPLES), "--out", str(out)])
+    finally:
+        holder.close()
+    assert res.exit_code == 2
+    assert "another index run is writing it" in res.output
+    assert "Traceback" not in res.output and not (out / "CURRENT").exists()
 
 
 def test_serve_a_snapshot(tmp_path: Path, served: dict) -> None:
