@@ -45,6 +45,7 @@ def test_build_and_publish(tmp_path: Path) -> None:
     assert pointer["counts"] == {"envs": 3, "tasks": 12}
     assert info["envs"] == 3 and info["tasks"] == 12
     assert not list((out / "snapshots").glob(".build-*"))  # no temp file left behind
+    assert (out / "CURRENT").stat().st_mode & 0o777 == 0o644  # servers of any user read it
     db = sqlite3.connect(out / pointer["file"])
     meta = dict(db.execute("SELECT key, value FROM meta"))
     assert meta["schema_version"] == str(snap.SCHEMA_VERSION)

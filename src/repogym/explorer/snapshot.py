@@ -476,6 +476,7 @@ def _fsync_dir(path: Path) -> None:
 def _atomic_write(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # readable by servers running as another user, like the snapshots
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
