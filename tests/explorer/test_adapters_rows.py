@@ -258,6 +258,20 @@ def test_bad_json_line_is_skipped_with_reason(tmp_path: Path) -> None:
     assert "2 malformed row(s) skipped" in reader.env().description
 
 
+def test_skipped_rows_are_in_the_index_errors(tmp_path: Path) -> None:
+    from repogym.explorer.store import build_snapshot
+
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(json.dumps(qa_row(0)) + "\n{not json\n" + json.dumps(qa_row(1)) + "\n")
+    info = build_snapshot([str(path)], tmp_path / "out")
+    assert info["tasks"] == 2
+    assert len(info["errors"]) == 1
+    assert (
+        info["errors"][0].startswith("mixed: skipped ")
+        and "line 2: invalid JSON" in (info["errors"][0])
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [

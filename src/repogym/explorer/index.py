@@ -221,6 +221,8 @@ def walk(
                 seen.add(tid)
                 ids.append(tid)
         env.task_count = len(ids)
+        for reason in getattr(reader, "skipped", None) or []:  # e.g. malformed rows
+            errors.append(f"{env.id}: skipped {reason}".splitlines()[0])
         on_listing(env, ids)
         listed.append((env, reader, ids))
         if progress:
