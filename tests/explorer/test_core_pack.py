@@ -254,3 +254,17 @@ def test_rows_of_environments_interleaved(tmp_path: Path) -> None:
     assert store.task("b", "t3")["title"] == "Task 3"
     assert store.task("a", "t3") is None
     store.close()
+
+
+def test_a_pack_that_held_private_pages_is_not_reused_publicly(tmp_path: Path) -> None:
+    from repogym.explorer.model import EnvDoc
+
+    out = tmp_path / "out"
+    secret = EnvDoc("secret", "harbor", "Secret", "Private tasks.", private=True)
+    build_snapshot([MemoryReader(secret, [toy_task("t0", "Hidden")])], out, include_private=True)
+    pointer = (out / "CURRENT").read_text()
+    with pytest.raises(PackError, match="holds pages of private datasets"):
+        build_snapshot([MemoryReader(toy_env("open"), [toy_task("t0", "Open")])], out)
+    assert (out / "CURRENT").read_text() == pointer
+    # a private build may go on using it
+    build_snapshot([MemoryReader(secret, [toy_task("t1", "More")])], out, include_private=True)

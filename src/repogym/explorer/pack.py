@@ -135,7 +135,7 @@ class PackWriter:
     index run keeps what it packed and the next run skips it.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, private: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -152,6 +152,17 @@ class PackWriter:
             os.replace(self.path, aside)
             self.db = self._open()
         self.id = self._meta("pack_id")
+        # A pack that ever held a private dataset's pages is never reused by a public index
+        # run: its folder could be published with them inside.
+        held = self.db.execute("SELECT value FROM meta WHERE key = 'private'").fetchone()
+        if held is not None and not private:
+            self.db.close()
+            raise PackError(
+                f"{self.path} holds pages of private datasets: index public ones into another "
+                "folder (or delete it)"
+            )
+        if private and held is None:
+            self.db.execute("INSERT INTO meta VALUES ('private', '1')")
         self._blobs: dict[bytes, tuple[bytes, int, bytes]] = {}  # new, not yet written
         self._docs: dict[bytes, bytes] = {}
         self._seen: list[tuple[bytes, bytes, bytes]] = []

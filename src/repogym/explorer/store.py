@@ -838,7 +838,7 @@ def build_snapshot(
     out = Path(out_dir)
     snaps = out / SNAPSHOTS
     snaps.mkdir(parents=True, exist_ok=True)
-    pack = PackWriter(out / PACK_FILE)
+    pack = PackWriter(out / PACK_FILE, private=include_private)
     writer = SnapshotWriter(_temp_file(snaps), pack.id)  # collects the index as it is made
     in_use: set[bytes] = set()
 
