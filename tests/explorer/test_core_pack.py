@@ -268,3 +268,16 @@ def test_a_pack_that_held_private_pages_is_not_reused_publicly(tmp_path: Path) -
     assert (out / "CURRENT").read_text() == pointer
     # a private build may go on using it
     build_snapshot([MemoryReader(secret, [toy_task("t1", "More")])], out, include_private=True)
+
+
+def test_a_server_follows_a_pack_rebuilt_in_place(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build_snapshot([MemoryReader(toy_env("a"), [toy_task("t0", "First")])], out)
+    store = open_store(snapshot=out, poll_seconds=0)
+    assert store.task("a", "t0")["title"] == "First"
+    (out / "pack.sqlite").write_bytes(b"damaged " * 512)  # set aside and rebuilt by the next run
+    build_snapshot([MemoryReader(toy_env("a"), [toy_task("t0", "Second")])], out)
+    store.reader.settle()
+    assert store.version and store.reader.settle() is None
+    assert store.task("a", "t0")["sections"][0]["body"].startswith("Second")
+    store.close()

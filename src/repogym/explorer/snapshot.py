@@ -655,11 +655,12 @@ class SnapshotReader:
         if h.pack is None:
             raise PackError("this snapshot has no task pages")
         local = self._local
-        if getattr(local, "pack_path", None) != h.pack:
+        key = (h.pack, h.facts["meta"].get("pack_id"))  # a pack rebuilt in place is another
+        if getattr(local, "pack_path", None) != key:
             _close_quietly(getattr(local, "pack_db", None))
             local.pack_db = None
             local.pack_db = connect_pack(h.pack)
-            local.pack_path = h.pack
+            local.pack_path = key
         return local.pack_db
 
     def settle(self, timeout: float | None = 60.0) -> None:
