@@ -1,4 +1,4 @@
-"""The query API over a snapshot: what the web layer calls, and nothing else reads the source.
+"""The query API over a snapshot and its pack: what the web layer calls; nothing reads the source.
 
 Search words are data: each word becomes a quoted FTS5 phrase (``"`` doubled), a ``*`` prefix
 marker is appended by us to the last word only, so operators (``AND``, ``NEAR``, ``*``, ``^``,
@@ -54,7 +54,7 @@ log = logging.getLogger("repogym.explorer")
 MAX_WORDS = 16
 MAX_QUERY_CHARS = 1000
 MAX_PAGE_SIZE = 200
-ENV_FTS_CACHE = 1024  # ranked environment hits kept per snapshot, by FTS query
+ENV_FTS_CACHE = 1024  # environment hits (bitmasks) kept per snapshot, by FTS query
 TASK_ID_MAPS = 256  # environments whose task id -> rid map is kept per snapshot
 SELECTION_CACHE = 4096  # environment selections (matches, facet counts) kept per snapshot
 RANK_LIMIT = 5000  # task hits beyond this are listed in index order instead of by bm25
