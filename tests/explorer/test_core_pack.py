@@ -201,9 +201,14 @@ def test_second_writer_is_refused(tmp_path: Path, monkeypatch) -> None:
     PackWriter(path).close()  # free again
 
 
-def test_task_index_built_on_the_side_is_whole(tmp_path: Path) -> None:
-    """The task FTS index is built by a helper process and copied in: FTS5's own integrity
-    check passes on the published file and every word finds its task."""
+@pytest.mark.parametrize("helper", [True, False], ids=["helper-process", "in-place"])
+def test_task_index_is_whole(tmp_path: Path, monkeypatch, helper: bool) -> None:
+    """The task FTS index, built by a helper process and copied in (big builds) or in place
+    (small ones): FTS5's own integrity check passes on the published file and every word
+    finds its task."""
+    from repogym.explorer import snapshot as snap_mod
+
+    monkeypatch.setattr(snap_mod, "HELPER_MIN_TASKS", 0 if helper else 10**9)
     out = tmp_path / "out"
     tasks = [toy_task(f"t{i}", f"Puzzle word{i} common") for i in range(30)]
     info = build_snapshot([MemoryReader(toy_env("side"), tasks)], out)
@@ -224,6 +229,7 @@ def test_task_index_built_on_the_side_is_whole(tmp_path: Path) -> None:
 def test_helper_failure_is_one_line_and_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
     from repogym.explorer import snapshot as snap_mod
 
+    monkeypatch.setattr(snap_mod, "HELPER_MIN_TASKS", 0)
     out = tmp_path / "out"
     build_snapshot([MemoryReader(toy_env("a"), [toy_task("t0", "First")])], out)
     pointer = (out / "CURRENT").read_text()
@@ -280,4 +286,18 @@ def test_a_server_follows_a_pack_rebuilt_in_place(tmp_path: Path) -> None:
     store.reader.settle()
     assert store.version and store.reader.settle() is None
     assert store.task("a", "t0")["sections"][0]["body"].startswith("Second")
+    store.close()
+
+
+def test_no_helper_on_this_host_builds_in_place(tmp_path: Path, monkeypatch, caplog) -> None:
+    from repogym.explorer import snapshot as snap_mod
+
+    monkeypatch.setattr(snap_mod, "HELPER_MIN_TASKS", 0)
+    monkeypatch.setattr(snap_mod.sys, "executable", str(tmp_path / "no-such-python"))
+    out = tmp_path / "out"
+    tasks = [toy_task(f"t{i}", f"Puzzle word{i}") for i in range(5)]
+    build_snapshot([MemoryReader(toy_env("a"), tasks)], out)
+    assert any("building the index in place" in r.getMessage() for r in caplog.records)
+    store = open_store(snapshot=out, poll_seconds=0)
+    assert [t["id"] for t in store.search_tasks("word3")["items"]] == ["t3"]
     store.close()

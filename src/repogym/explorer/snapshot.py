@@ -86,6 +86,7 @@ _TASKS_FTS = SCHEMA[SCHEMA.index("CREATE VIRTUAL TABLE tasks_fts") :].split(";")
 # columns (rids, titles, summaries, ids) marshalled in the file argv[1]. Bulk load: no
 # incremental merging while loading and few forced merges; queries over the few segments
 # left are as fast as over one.
+HELPER_MIN_TASKS = 5000  # below this many tasks the task index is built in place (faster)
 _FTS_HELPER = f"""
 import marshal, sqlite3, sys
 with open(sys.argv[1], "rb") as fh:
@@ -213,7 +214,8 @@ class SnapshotWriter:
         rows, marshalled) while this process writes the tables, the environments' FTS index
         and meta; the side file's FTS shadow tables are then copied under the virtual table
         created here with the same definition, which gives the same database as building it
-        in place.
+        in place. Small builds (under ``HELPER_MIN_TASKS`` tasks), or a host where the helper
+        cannot be started, build the index in place.
         """
         self._order_rows()
         side = self.path.with_name(self.path.name + ".fts")
@@ -221,23 +223,8 @@ class SnapshotWriter:
         db: sqlite3.Connection | None = None
         helper: subprocess.Popen[bytes] | None = None
         try:
-            tasks = self._tasks
-            with feed.open("wb") as fh:
-                marshal.dump(
-                    (
-                        [t[0] for t in tasks],
-                        [t[4] for t in tasks],
-                        [t[5] for t in tasks],
-                        [t[3] for t in tasks],
-                    ),
-                    fh,
-                )
-            helper = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _FTS_HELPER, str(feed), str(side)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
+            if len(self._tasks) >= HELPER_MIN_TASKS:
+                helper = self._start_helper(feed, side)
             db = _bulk_connect(self.path)
             db.execute("BEGIN")
             for stmt in SCHEMA.split(";"):
@@ -250,6 +237,15 @@ class SnapshotWriter:
             for stmt in INDEXES.split(";"):
                 if stmt.strip():
                     db.execute(stmt)
+            if helper is None:  # in place
+                _bulk_fts_settings(db)
+                db.execute(
+                    "INSERT INTO tasks_fts(rowid, title, summary, id)"
+                    " SELECT rid, title, summary, id FROM tasks"
+                )
+                db.execute("COMMIT")
+                self.n_envs = counts["envs"]
+                return counts
             db.execute("COMMIT")  # written while the helper still works
             _, err = helper.communicate()
             if helper.returncode != 0:
@@ -276,6 +272,30 @@ class SnapshotWriter:
             feed.unlink(missing_ok=True)
         self.n_envs = counts["envs"]
         return counts
+
+    def _start_helper(self, feed: Path, side: Path) -> subprocess.Popen[bytes] | None:
+        """Start the FTS helper on the indexed columns (None when it cannot be started)."""
+        tasks = self._tasks
+        with feed.open("wb") as fh:
+            marshal.dump(
+                (
+                    [t[0] for t in tasks],
+                    [t[4] for t in tasks],
+                    [t[5] for t in tasks],
+                    [t[3] for t in tasks],
+                ),
+                fh,
+            )
+        try:
+            return subprocess.Popen(
+                [sys.executable or "python3", "-I", "-S", "-c", _FTS_HELPER, str(feed), str(side)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            log.warning("explorer: FTS helper not started (%s); building the index in place", exc)
+            return None
 
     def _order_rows(self) -> None:
         """Make each environment's tasks one contiguous rid range (they are, when rows come
@@ -341,6 +361,13 @@ class SnapshotWriter:
         }
         db.executemany("INSERT INTO meta VALUES (?,?)", sorted(meta.items()))
         return counts
+
+
+def _bulk_fts_settings(db: sqlite3.Connection) -> None:
+    # Bulk load: no incremental merging while loading and few forced merges. Queries over the
+    # few segments left are as fast as over one, so the task index is not optimised.
+    db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('automerge', 0)")
+    db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('crisismerge', 64)")
 
 
 def _bulk_connect(path: Path) -> sqlite3.Connection:
