@@ -646,3 +646,34 @@ def test_row_task_pages_in_the_web_app(tmp_path: Path) -> None:
         close = getattr(store, "close", None)
         if close:
             close()
+
+
+def test_unchanged_row_dataset_is_not_read_again(tmp_path: Path) -> None:
+    from repogym.explorer.store import build_snapshot
+
+    ds = tmp_path / "qa-set"
+    ds.mkdir()
+    rows = ds / "data.jsonl"
+    rows.write_text("".join(json.dumps(qa_row(i)) + "\n" for i in range(3)))
+    out = tmp_path / "out"
+    first = build_snapshot([str(ds)], out)
+    assert first["tasks"] == 3 and first["pages_new"] == 3
+    again = build_snapshot([str(ds)], out)
+    assert again["pages_reused"] == 3 and again["pages_new"] == 0
+    with rows.open("a") as fh:  # any change to the folder: its rows are read again
+        fh.write(json.dumps(qa_row(3)) + "\n")
+    changed = build_snapshot([str(ds)], out)
+    assert changed["tasks"] == 4 and changed["pages_reused"] == 0 and changed["pages_new"] == 4
+
+
+def test_big_row_folders_are_not_fingerprinted(tmp_path: Path, monkeypatch) -> None:
+    from repogym.explorer.adapters import rows as rows_mod
+
+    ds = tmp_path / "many"
+    ds.mkdir()
+    (ds / "data.jsonl").write_text(json.dumps(qa_row(0)) + "\n")
+    for i in range(5):
+        (ds / f"extra-{i}.txt").write_text("x")
+    monkeypatch.setattr(rows_mod, "FINGERPRINT_MAX_FILES", 3)
+    reader = rows_mod.RowsAdapter().open(str(ds))
+    assert reader.fingerprint(next(iter(reader.task_ids()))) is None

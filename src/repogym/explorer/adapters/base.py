@@ -8,7 +8,9 @@ an adapter class, or a zero-argument factory returning one).
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
@@ -24,11 +26,42 @@ __all__ = [
     "open_location",
     "pick",
     "register",
+    "stat_fingerprint",
     "unregister",
 ]
 
 ENTRY_POINT_GROUP = "repogym.explorer_adapters"
 log = logging.getLogger("repogym.explorer")
+
+
+def stat_fingerprint(
+    root: str | os.PathLike[str], *, skip: frozenset[str] = frozenset(), limit: int | None = None
+) -> str | None:
+    """A digest of every entry under ``root`` — path, type, size, inode, modification and
+    change times; stat only, nothing read — for readers' ``fingerprint(task_id)``. Entries
+    named in ``skip`` are left out; None when there are more than ``limit`` entries. Raises
+    OSError when a folder cannot be listed."""
+    h = hashlib.blake2b(digest_size=16)
+    stack = [os.fspath(root)]
+    n = 0
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            if e.name in skip:
+                continue
+            n += 1
+            if limit is not None and n > limit:
+                return None
+            st = e.stat(follow_symlinks=False)
+            kind = "d" if e.is_dir(follow_symlinks=False) else "l" if e.is_symlink() else "f"
+            h.update(
+                f"{e.path}\0{kind}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}"
+                f"\0{st.st_ctime_ns}\0".encode("utf-8", "surrogateescape")
+            )
+            if kind == "d":
+                stack.append(e.path)
+    return h.hexdigest()
 
 
 class AdapterError(Exception):

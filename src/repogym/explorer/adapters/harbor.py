@@ -8,7 +8,6 @@ instruction, the environment (Dockerfile or image), how it is graded (verifier s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -16,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from repogym.explorer.adapters.base import AdapterError
+from repogym.explorer.adapters.base import AdapterError, stat_fingerprint
 from repogym.explorer.model import EnvDoc, FileDoc, Section, TaskDoc
 
 __all__ = ["HarborAdapter", "HarborReader", "MAX_FILE_BYTES", "MAX_TASK_BYTES"]
@@ -415,24 +414,7 @@ class HarborReader:
         path = self.task_paths().get(task_id)
         if path is None:
             raise KeyError(task_id)
-        h = hashlib.blake2b(digest_size=16)
-        stack = [str(path)]
-        while stack:
-            current = stack.pop()
-            with os.scandir(current) as it:
-                entries = sorted(it, key=lambda e: e.name)
-            for e in entries:
-                if e.name in _SKIP_DIRS:
-                    continue
-                st = e.stat(follow_symlinks=False)
-                kind = "d" if e.is_dir(follow_symlinks=False) else "l" if e.is_symlink() else "f"
-                h.update(
-                    f"{e.path}\0{kind}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}"
-                    f"\0{st.st_ino}\0".encode()
-                )
-                if kind == "d":
-                    stack.append(e.path)
-        return h.hexdigest()
+        return stat_fingerprint(path, skip=_SKIP_DIRS) or ""
 
     @staticmethod
     def _count(value: Any, fallback: Path) -> int | None:

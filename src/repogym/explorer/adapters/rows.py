@@ -40,7 +40,7 @@ from repogym.explorer.adapters._archive import (
     archive_bytes,
     read_archive,
 )
-from repogym.explorer.adapters.base import AdapterError
+from repogym.explorer.adapters.base import AdapterError, stat_fingerprint
 from repogym.explorer.adapters.processors import Processor, pick_processor
 from repogym.explorer.model import EnvDoc, FileDoc, TaskDoc
 
@@ -336,6 +336,9 @@ def _sanitize_id(value: Any) -> str:
     return _SAFE_ID.sub("_", str(value)).strip("._-")[:120]
 
 
+FINGERPRINT_MAX_FILES = 10_000
+
+
 class RowsReader:
     """One row dataset (a file, or a folder of row files) as an environment."""
 
@@ -349,6 +352,7 @@ class RowsReader:
         self.files = [_File(p) for p in paths]
         self.skipped: list[str] = []
         self._locs: dict[str, _Loc] | None = None
+        self._fingerprint: str | None = None
         sample, errors = self._sample()
         if not sample:
             why = errors[0] if errors else "no rows"
@@ -462,6 +466,24 @@ class RowsReader:
             facets={"format": "/".join(fmts), "processor": self.processor.name},
             task_count=count,
         )
+
+    # -- fingerprint --------------------------------------------------------------------
+    def fingerprint(self, task_id: str) -> str | None:
+        """A cheap identity of a task: every file of the dataset folder (row files and the
+        archives beside them: path, size, inode, modification and change times), the
+        processor and the id column. None when the folder holds more than
+        ``FINGERPRINT_MAX_FILES`` files (its tasks are then read on every index run)."""
+        if task_id not in self._index():
+            raise KeyError(task_id)
+        if self._fingerprint is None:
+            try:
+                found = stat_fingerprint(self.root, limit=FINGERPRINT_MAX_FILES)
+            except OSError:
+                found = None
+            self._fingerprint = found or ""
+        if not self._fingerprint:
+            return None
+        return f"{self._fingerprint}:{self.processor.name}:{self.id_column}"
 
     # -- one task -----------------------------------------------------------------------
     def task(self, task_id: str) -> TaskDoc:
