@@ -82,6 +82,10 @@ class EnvReader(Protocol):
         """The full doc, raw: ``withhold.apply()`` is run by the indexer on every TaskDoc."""
         ...
 
+    # Optional: ``fingerprint(task_id) -> str | None``, a cheap identity of the task's source
+    # that changes whenever ``task(task_id)`` would; the indexer then reuses what an equal
+    # fingerprint produced before instead of reading the task (see docs/explore-adapters.md).
+
 
 @runtime_checkable
 class Adapter(Protocol):
