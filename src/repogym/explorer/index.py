@@ -117,11 +117,14 @@ def index_row(doc: TaskDoc) -> list[Any]:
 @functools.cache
 def _code_version() -> bytes:
     """A digest of the code that turns sources into rows and pages (adapters, withholding,
-    the pack's encoding): cached rows and pages are reused only while it is unchanged, so a
-    new withholding rule can never be skipped by the cache."""
+    the pack's encoding, the Harbor task model they read with): cached rows and pages are
+    reused only while it is unchanged, so a new withholding rule can never be skipped by the
+    cache."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for p in sorted([*here.glob("*.py"), *(here / "adapters").glob("*.py")]):
+    files = [*here.glob("*.py"), *(here / "adapters").glob("*.py")]
+    files += (here.parent / "harbor").glob("*.py")
+    for p in sorted(files):
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.digest()
 
