@@ -27,6 +27,7 @@ from typing import Any
 
 from repogym.explorer.adapters.base import AdapterError, EnvReader, open_location
 from repogym.explorer.index import FACETS, TASK_FACETS, index_row, walk
+from repogym.explorer.lru import LRU
 from repogym.explorer.model import EnvDoc, TaskDoc
 from repogym.explorer.pack import PACK_FILE, PackError, PackWriter, read_blob, read_doc
 from repogym.explorer.snapshot import (
@@ -150,28 +151,6 @@ def _bits(rids: Iterable[int], nbytes: int) -> int:
 
 
 _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
-
-
-class _Recent:
-    """A small thread-safe least-recently-used map."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.lock = threading.Lock()
-        self.items: collections.OrderedDict[Any, Any] = collections.OrderedDict()
-
-    def get(self, key: Any) -> Any:
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key: Any, value: Any) -> None:
-        with self.lock:
-            self.items[key] = value
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
 
 
 class _EnvCache:
@@ -391,7 +370,7 @@ class Store:
         key = (fts, tuple(short), tuple(sorted((k, tuple(sorted(v))) for k, v in flt.items())))
         # what a query selects (matches, their count, facet counts) does not depend on its
         # sort or page: kept per snapshot, so paging and re-sorting cost only the page
-        selections = self._cached(h, "env_selections", lambda: _Recent(SELECTION_CACHE))
+        selections = self._cached(h, "env_selections", lambda: LRU(SELECTION_CACHE))
         sel = selections.get(key)
         if sel is None:
             sel = self._select(h, db, c, q, fts, short, flt)
@@ -446,7 +425,7 @@ class Store:
         if fts is not None:
             # the hits of a word list, kept per snapshot: filters, sorts and pages of the same
             # words reuse them (a snapshot never changes, so they stay exact)
-            hits = self._cached(h, "env_fts", lambda: _Recent(ENV_FTS_CACHE))
+            hits = self._cached(h, "env_fts", lambda: LRU(ENV_FTS_CACHE))
             hit = hits.get(fts)
             if hit is None:
                 try:
@@ -688,7 +667,7 @@ class Store:
         """The rid of task ``task_id`` of an environment (0 when there is none): each
         environment's tasks are a rid range; its id -> rid map is read once per snapshot
         (recently used environments are kept)."""
-        maps = self._cached(h, "task_rids", lambda: _Recent(TASK_ID_MAPS))
+        maps = self._cached(h, "task_rids", lambda: LRU(TASK_ID_MAPS))
         ids = maps.get(env_rid)
         if ids is None:
             lo, hi = c.task_range[env_rid]

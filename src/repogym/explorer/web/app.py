@@ -13,14 +13,13 @@ forbids scripts, only when the path is in the task's (already withheld) file lis
 import gc
 import hashlib
 import json
-import threading
 import time
 import zlib
-from collections import OrderedDict
 from importlib import resources
 from typing import Any
 from urllib.parse import quote
 
+from repogym.explorer.lru import LRU
 from repogym.explorer.web import pages
 
 FACETS = ("kind", "language", "category", "difficulty", "pipeline", "grading", "network")
@@ -80,49 +79,23 @@ class _Static:
         )
 
 
-class _LRU:
-    """A small thread-safe least-recently-used map."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.lock = threading.Lock()
-        self.items: OrderedDict[Any, Any] = OrderedDict()
-
-    def get(self, key: Any) -> Any:
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key: Any, value: Any) -> None:
-        if self.size <= 0:
-            return
-        with self.lock:
-            self.items[key] = value
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
+_ABSENT = object()
 
 
 class _DocCache:
-    """A small LRU of task documents for one store version (task pages, viewer, raw files)."""
+    """Task documents for one store version, recently used ones kept (task pages, viewer,
+    raw files); an unknown task is remembered as None too."""
 
     def __init__(self, store: Any, size: int = 256) -> None:
-        self.store, self.size = store, size
-        self.lock = threading.Lock()
-        self.items: OrderedDict[tuple[str, str, str], dict | None] = OrderedDict()
+        self.store = store
+        self.cache = LRU(size)
 
     def get(self, version: str, env_id: str, task_id: str) -> dict | None:
         key = (version, env_id, task_id)
-        with self.lock:
-            if key in self.items:
-                self.items.move_to_end(key)
-                return self.items[key]
-        doc = self.store.task(env_id, task_id)
-        with self.lock:
-            self.items[key] = doc
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
+        doc = self.cache.get(key, _ABSENT)
+        if doc is _ABSENT:
+            doc = self.store.task(env_id, task_id)
+            self.cache.put(key, doc)
         return doc
 
 
@@ -192,13 +165,13 @@ class _SearchFastPath:
     in the query) goes to the app, which answers as before.
     """
 
-    def __init__(self, app: Any, *, store: Any, results: "_LRU") -> None:
+    def __init__(self, app: Any, *, store: Any, results: LRU) -> None:
         from starlette.datastructures import QueryParams
 
         self.app = app
         self.store = store
         self.results = results
-        self.raw = _LRU(results.size)  # (version, raw query string) -> _SearchAnswer
+        self.raw = LRU(results.size)  # (version, raw query string) -> _SearchAnswer
         self.search_json = getattr(store, "search_json", None)  # the store's own serialiser
         self.query_params = QueryParams
         self.security = [*_COMMON_HEADERS, (b"content-security-policy", PAGE_CSP.encode())]
@@ -375,7 +348,7 @@ def create_app(store: Any, *, result_cache: int = 2048, fast_search: bool = True
     static = _Static()
     assets = static.assets()
     docs = _DocCache(store)
-    results = _LRU(result_cache)
+    results = LRU(result_cache)
     app = FastAPI(title="repogym explorer", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
 
