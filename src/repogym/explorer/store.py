@@ -159,7 +159,7 @@ class _EnvCache:
     def __init__(self, db: sqlite3.Connection) -> None:
         self.cards: dict[int, dict[str, Any]] = {}
         self.by_id: dict[str, int] = {}
-        self.text: dict[int, str] = {}
+        self.text: dict[int, str] = {}  # what short words are looked for in
         rows = db.execute(
             "SELECT rid, id, kind, title, summary, task_count, facets, source, tags, task_facets,"
             " first_task, last_task FROM envs"
@@ -184,7 +184,6 @@ class _EnvCache:
                 if facet in self.facet_sets and facet != "kind":
                     for value in values:
                         self.facet_sets[facet].setdefault(value, set()).add(rid)
-        self.all = set(self.cards)
         by_name = sorted(self.cards, key=lambda r: (self.cards[r]["title"].lower(), r))
         self.order_name = by_name
         self.order_tasks = sorted(by_name, key=lambda r: -(self.cards[r]["task_count"] or 0))
@@ -204,10 +203,10 @@ class _EnvCache:
         # two-character substring of the searchable text maps to its environments instead.
         grams: dict[str, bytearray] = {}
         nbytes = self.nbytes
-        for rid, text in self.text.items():
+        for rid, t in self.text.items():
             p = pos[rid]
             byte, bit = p >> 3, 1 << (p & 7)
-            for g in {text[i : i + n] for n in (1, 2) for i in range(len(text) - n + 1)}:
+            for g in {t[i : i + n] for n in (1, 2) for i in range(len(t) - n + 1)}:
                 buf = grams.get(g)
                 if buf is None:
                     buf = grams[g] = bytearray(nbytes)
@@ -251,15 +250,11 @@ def _env_hits(db: sqlite3.Connection, c: _EnvCache, fts: str) -> tuple[int, int]
     first ones first, then the others, each by task count (the bits' own order): two unranked
     index lookups, several times cheaper than bm25 over every hit, and a clear order for a
     catalog."""
+    sql = "SELECT rowid FROM envs_fts WHERE envs_fts MATCH ?"
     pos = c.pos_tasks
-    masks = []
-    for query in ("{id title} : (" + fts + ")", fts):
-        buf = bytearray(c.nbytes)
-        for (r,) in db.execute("SELECT rowid FROM envs_fts WHERE envs_fts MATCH ?", (query,)):
-            p = pos[r]
-            buf[p >> 3] |= 1 << (p & 7)
-        masks.append(int.from_bytes(buf, "little"))
-    return masks[0], masks[1]
+    strong = _bits((pos[r] for (r,) in db.execute(sql, ("{id title} : (" + fts + ")",))), c.nbytes)
+    every = _bits((pos[r] for (r,) in db.execute(sql, (fts,))), c.nbytes)
+    return strong, every
 
 
 class Store:
@@ -272,18 +267,20 @@ class Store:
         reader.on_new = self._warm
         if cleanup is not None:
             self._finalizer = weakref.finalize(self, shutil.rmtree, str(cleanup), True)
-        h, db = reader.acquire()
-        self._envs(h, db)
-        self._cached(h, "task_combos", lambda: _load_combos(db))
+        self._load(*reader.acquire())
 
     def _warm(self, h: Handle) -> None:
         """Load a new snapshot's search caches before it is swapped in."""
         db = connect_ro(h.path)
         try:
-            self._envs(h, db)
-            self._cached(h, "task_combos", lambda: _load_combos(db))
+            self._load(h, db)
         finally:
             db.close()
+
+    def _load(self, h: Handle, db: sqlite3.Connection) -> None:
+        """The caches every search needs: environments and the tasks' facet combinations."""
+        self._envs(h, db)
+        self._cached(h, "task_combos", lambda: _load_combos(db))
 
     @property
     def version(self) -> str:
