@@ -167,11 +167,7 @@ class PackWriter:
         self._docs: dict[bytes, bytes] = {}
         self._seen: list[tuple[bytes, bytes, bytes]] = []
         self._known: set[bytes] | None = None  # sha of every stored blob, loaded on first need
-        self.pages_new = 0
-        self.pages_reused = 0
         self.blobs_new = 0
-        self.bytes_in = 0
-        self.bytes_stored = 0
 
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -201,7 +197,6 @@ class PackWriter:
     def add_blob(self, data: bytes) -> str:
         """Store ``data`` once; its sha256 (hex), by which pages refer to it."""
         sha = hashlib.sha256(data).digest()
-        self.bytes_in += len(data)
         if sha in self._blobs:
             return sha.hex()
         if self._known is None:
@@ -214,7 +209,6 @@ class PackWriter:
             if len(z) < len(data) * 0.9:
                 enc, payload = 1, z
         self._blobs[sha] = (sha, enc, payload)
-        self.bytes_stored += len(payload)
         self.blobs_new += 1
         return sha.hex()
 
@@ -222,9 +216,7 @@ class PackWriter:
         """Store a prepared task's page; its key (sha256 of the page)."""
         page = encode_doc(doc, self.add_blob)
         key = hashlib.sha256(page).digest()
-        if key not in self._docs:
-            self._docs[key] = page
-            self.pages_new += 1
+        self._docs[key] = page
         if len(self._docs) >= _COMMIT_EVERY:
             self.commit()
         return key
@@ -234,7 +226,6 @@ class PackWriter:
         row = self.db.execute("SELECT doc, row FROM seen WHERE fp = ?", (fp,)).fetchone()
         if row is None:
             return None
-        self.pages_reused += 1
         return bytes(row[0]), json.loads(row[1])
 
     def remember(self, fp: bytes, key: bytes, row: list[Any]) -> None:

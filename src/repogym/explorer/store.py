@@ -817,6 +817,7 @@ def build_snapshot(
     pack = PackWriter(out / PACK_FILE, private=include_private)
     writer = SnapshotWriter(_temp_file(snaps), pack.id)  # collects the index as it is made
     in_use: set[bytes] = set()
+    tally = {"read": 0, "reused": 0}
 
     def on_listing(env: EnvDoc, ids: list[str]) -> None:
         writer.add_env(env, ids)
@@ -829,6 +830,7 @@ def build_snapshot(
         row[0] = task_id
         writer.add_row(env, row, key)
         in_use.add(key)
+        tally["reused"] += 1
         return True
 
     def on_task(env: EnvDoc, doc: TaskDoc, fp: bytes | None) -> None:
@@ -836,6 +838,7 @@ def build_snapshot(
         row = index_row(doc)
         writer.add_row(env, row, key)
         in_use.add(key)
+        tally["read"] += 1
         if fp is not None:
             pack.remember(fp, key, row)
 
@@ -868,8 +871,8 @@ def build_snapshot(
             lambda: in_use | _keys_in(snaps, Path(info["snapshot"])), len(in_use)
         )
         stats = {
-            "pages_new": pack.pages_new,
-            "pages_reused": pack.pages_reused,
+            "pages_new": tally["read"],  # tasks read and packed in this run
+            "pages_reused": tally["reused"],  # tasks whose fingerprint the pack knew
             "blobs_new": pack.blobs_new,
             "pages_collected": collected["pages"],
         }
