@@ -48,8 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _calibrate import python_loop_ms  # noqa: E402
 from explorer_build import _LANGS, _TECH, synth_envs  # noqa: E402
 
+from repogym.explorer.build import build_snapshot  # noqa: E402
 from repogym.explorer.index import MemoryReader  # noqa: E402
-from repogym.explorer.store import build_snapshot  # noqa: E402
 
 _SERVER = """
 import os

@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _calibrate import python_loop_ms  # noqa: E402
 
+from repogym.explorer.build import build_snapshot  # noqa: E402
 from repogym.explorer.index import MemoryReader  # noqa: E402
 from repogym.explorer.model import EnvDoc, FileDoc, Section, TaskDoc  # noqa: E402
-from repogym.explorer.store import build_snapshot  # noqa: E402
 
 _SYL = ("ka", "lo", "mi", "ne", "ra", "tu", "vi", "so", "pe", "du", "go", "fa", "ze", "bi", "qu")
 _TECH = tuple(

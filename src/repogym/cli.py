@@ -860,9 +860,9 @@ def _explore_index(
             fail(f"{p}: no such file or directory")
             raise typer.Exit(2)
     from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.build import build_snapshot
     from repogym.explorer.pack import PackError
     from repogym.explorer.snapshot import SnapshotError
-    from repogym.explorer.store import build_snapshot
 
     try:
         info = build_snapshot(paths, out_dir, hub=hub, openenv=openenv)
