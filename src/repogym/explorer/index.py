@@ -34,7 +34,6 @@ __all__ = [
     "fingerprint",
     "index_row",
     "prepare",
-    "task_row",
     "walk",
 ]
 
@@ -146,21 +145,6 @@ def fingerprint(reader: Any, env: EnvDoc, task_id: str) -> bytes | None:
     for part in (type(reader).__qualname__, env.id, task_id, own):
         h.update(str(part).encode("utf-8", "surrogateescape") + b"\0")
     return h.digest()
-
-
-def task_row(env_id: str, doc: TaskDoc) -> dict[str, Any]:
-    """The tasks-table fields of a (prepared) task."""
-    return {
-        "env": env_id,
-        "id": doc.id,
-        "title": doc.title,
-        "summary": doc.summary,
-        "facets": dict(doc.facets),
-        "grading": doc.grading or "unknown",
-        "environment": doc.environment,
-        "network": doc.network or "unknown",
-        "runnable": bool(doc.runnable),
-    }
 
 
 class MemoryReader:
