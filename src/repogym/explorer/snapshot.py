@@ -7,7 +7,8 @@ the pack by key), ``meta`` and FTS5 tables ``envs_fts`` (trigram) and ``tasks_ft
 from the main index). Task pages and file bodies live in the pack beside it
 (:mod:`repogym.explorer.pack`), which is why a snapshot is small and quick to build from rows.
 
-Build: one temp SQLite file on local disk (bulk-load PRAGMAs, one transaction, executemany).
+Build: one temp SQLite file on local disk (bulk-load PRAGMAs, executemany); the task FTS
+index of a big build is made by a helper process beside it and copied in.
 Publish: checks (size, sha256, schema version, row counts, ``PRAGMA quick_check``, the pack it
 was built with is there), rename to ``<out>/snapshots/<sha256>.sqlite``, then the pointer
 ``<out>/CURRENT`` written last by atomic replace. Read: :class:`SnapshotReader` opens
@@ -82,22 +83,34 @@ CREATE VIRTUAL TABLE tasks_fts USING fts5(title, summary, id, content='',
   tokenize='unicode61 remove_diacritics 2', prefix='2');
 """
 _TASKS_FTS = SCHEMA[SCHEMA.index("CREATE VIRTUAL TABLE tasks_fts") :].split(";")[0]
-# Run by a helper process (python -I -S): builds tasks_fts in the file argv[2] from the
-# columns (rids, titles, summaries, ids) marshalled in the file argv[1]. Bulk load: no
-# incremental merging while loading and few forced merges; queries over the few segments
-# left are as fast as over one.
+# Bulk loading into a new file: no journal, no syncs (the file is checked and synced before
+# it is published).
+_BULK_PRAGMAS = (
+    "journal_mode=OFF",
+    "synchronous=OFF",
+    "temp_store=MEMORY",
+    "cache_size=-131072",
+    "page_size=8192",
+)
+# The task index is bulk-loaded without incremental merging and with few forced merges;
+# queries over the few segments left are as fast as over one, so it is not optimised.
+_TASKS_FTS_BULK = (
+    "INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('automerge', 0)",
+    "INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('crisismerge', 64)",
+)
 HELPER_MIN_TASKS = 5000  # below this many tasks the task index is built in place (faster)
+# Run by a helper process (python -I -S): builds tasks_fts in the file argv[2] from the
+# columns (rids, titles, summaries, ids) marshalled in the file argv[1].
 _FTS_HELPER = f"""
 import marshal, sqlite3, sys
 with open(sys.argv[1], "rb") as fh:
     rids, titles, summaries, ids = marshal.load(fh)
 db = sqlite3.connect(sys.argv[2], isolation_level=None)
-for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-131072", "page_size=8192"):
+for pragma in {_BULK_PRAGMAS!r}:
     db.execute("PRAGMA " + pragma)
 db.execute("BEGIN")
-db.execute({_TASKS_FTS!r})
-db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('automerge', 0)")
-db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('crisismerge', 64)")
+for stmt in ({_TASKS_FTS!r}, *{_TASKS_FTS_BULK!r}):
+    db.execute(stmt)
 db.executemany("INSERT INTO tasks_fts(rowid, title, summary, id) VALUES (?,?,?,?)",
                zip(rids, titles, summaries, ids))
 db.execute("COMMIT")
@@ -238,7 +251,8 @@ class SnapshotWriter:
                 if stmt.strip():
                     db.execute(stmt)
             if helper is None:  # in place
-                _bulk_fts_settings(db)
+                for stmt in _TASKS_FTS_BULK:
+                    db.execute(stmt)
                 db.execute(
                     "INSERT INTO tasks_fts(rowid, title, summary, id)"
                     " SELECT rid, title, summary, id FROM tasks"
@@ -363,24 +377,10 @@ class SnapshotWriter:
         return counts
 
 
-def _bulk_fts_settings(db: sqlite3.Connection) -> None:
-    # Bulk load: no incremental merging while loading and few forced merges. Queries over the
-    # few segments left are as fast as over one, so the task index is not optimised.
-    db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('automerge', 0)")
-    db.execute("INSERT INTO tasks_fts(tasks_fts, rank) VALUES ('crisismerge', 64)")
-
-
 def _bulk_connect(path: Path) -> sqlite3.Connection:
-    """A connection set up for bulk loading into a new file (no journal, no syncs: the file
-    is checked and synced before it is published)."""
+    """A connection set up for bulk loading into a new file."""
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
-    for pragma in (
-        "journal_mode=OFF",
-        "synchronous=OFF",
-        "temp_store=MEMORY",
-        "cache_size=-131072",
-        "page_size=8192",
-    ):
+    for pragma in _BULK_PRAGMAS:
         db.execute(f"PRAGMA {pragma}")
     return db
 
