@@ -124,6 +124,9 @@ def test_timeout_kills_the_whole_tree(sandbox: LocalSandbox, py_env: Env) -> Non
         assert s.exec("echo alive").stdout == "alive\n"
         # Background jobs of a finished exec keep running until close, then die too.
         assert s.exec(f"nohup sleep 1001.{tag} >/dev/null 2>&1 &").exit_code == 0
+        deadline = time.monotonic() + 10  # the job's shell may not have exec'd sleep yet
+        while time.monotonic() < deadline and not processes_with(f"sleep 1001.{tag}"):
+            time.sleep(0.05)
         assert len(processes_with(f"sleep 1001.{tag}")) == 1
     assert processes_with(f"sleep 1001.{tag}") == []
 
