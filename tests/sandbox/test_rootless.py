@@ -40,7 +40,12 @@ SCRIPT = textwrap.dedent(
     out["rebuild_hits"] = sb.build(spec).details["cache_hits"]
     with sb.start(built, spec) as s:
         out["id"] = s.exec("id -u; pwd; cat built hello.txt").stdout.split()
-        s.exec("echo dirty > /app/dirty")
+        s.exec("echo dirty > /app/dirty && rm /app/hello.txt")
+        s.kill_all()
+        staged = Path(sys.argv[1]).parent / "staged"
+        changes = s.export_changes("/app", staged).changes
+        out["changes"] = sorted([c.path, c.kind] for c in changes)
+        out["staged"] = (staged / "dirty").read_text()
         out["net"] = s.read("/proc/net/dev").decode().count(":")
         out["work_visible"] = s.exec("test -e /work").exit_code == 0
         t = time.monotonic()
@@ -130,5 +135,8 @@ def test_rootless_sandbox(nobody_home: Path) -> None:
     assert out["other_user"] == 126  # only root is mapped without privileges
     assert out["after_kill_all"] == ["infinity"]  # only the sandbox's own init is left
     assert out["fresh"] is True
+    # The clean room reads the agent's change from the upper layer without root too.
+    assert out["changes"] == [["dirty", "file"], ["hello.txt", "deleted"]]
+    assert out["staged"] == "dirty\n"
     assert processes_with("sleep 777.") == []
     assert sys.executable  # the test itself ran as root

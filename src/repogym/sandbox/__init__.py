@@ -7,6 +7,8 @@ import importlib
 from repogym.sandbox.base import (
     BuildError,
     BuiltEnvironment,
+    Change,
+    ChangeSet,
     EnvironmentSpec,
     ExecResult,
     Sandbox,
@@ -40,6 +42,8 @@ def get_backend(name: str, **kwargs: object) -> Sandbox:
 __all__ = [
     "BuildError",
     "BuiltEnvironment",
+    "Change",
+    "ChangeSet",
     "EnvironmentSpec",
     "ExecResult",
     "Sandbox",

@@ -7,11 +7,16 @@ module directly but go through :func:`repogym.sandbox.get_backend`.
 from __future__ import annotations
 
 import abc
+import os
+import posixpath
+import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 NetworkMode = Literal["public", "no-network", "allowlist"]
+ChangeKind = Literal["file", "symlink", "dir", "deleted", "special"]
 
 
 class SandboxError(RuntimeError):
@@ -65,6 +70,36 @@ class BuiltEnvironment:
     details: dict[str, object] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Change:
+    """One path under a root that differs from the environment the session started from."""
+
+    path: str
+    """Relative to the root, ``/``-separated; ``.`` is the root itself (only for ``deleted``:
+    everything the environment had there is gone)."""
+    kind: ChangeKind
+    """``file``/``symlink``/``dir``: new or changed (content staged on the host); ``deleted``:
+    removed (a folder: with everything below it); ``special``: a device, fifo or socket (never
+    staged)."""
+    mode: int = 0o644
+    size: int = 0
+    target: str | None = None
+    """Where a symlink points (as written; never followed)."""
+
+
+@dataclass
+class ChangeSet:
+    """What a session changed under ``root``, read from outside the sandbox's control."""
+
+    root: str
+    changes: list[Change]
+    staged: Path
+    """Host folder holding the new content of every file/symlink/dir change at its path."""
+
+    def by_kind(self, kind: ChangeKind) -> list[Change]:
+        return [c for c in self.changes if c.kind == kind]
+
+
 class Session(abc.ABC):
     """One running sandbox: a fresh copy-on-write root over a built environment."""
 
@@ -110,6 +145,40 @@ class Session(abc.ABC):
     def unmount(self, dest: str) -> None:
         """Undo :meth:`mount`."""
         self.remove(dest)
+
+    def export_changes(self, root: str, dest: Path) -> ChangeSet:
+        """What the session changed under ``root`` compared with the environment it started
+        from, found without running anything inside the sandbox (the copy-on-write layer, the
+        engine's container diff); new content is copied into the host folder ``dest``.
+
+        Call it only after :meth:`kill_all`: nothing may change the files while they are read.
+        """
+        raise SandboxError(f"the {type(self).__name__} backend cannot export a session's changes")
+
+    def merge(self, src: Path, dest: str, paths: Iterable[str]) -> None:
+        """Copy the listed ``/``-separated paths of the host folder ``src`` (files, symlinks,
+        folders; parents first) into ``dest``, leaving everything else in ``dest`` as it is.
+
+        Symlinks are recreated, never followed. The default goes through :meth:`write` and
+        :meth:`exec`; backends override it with one bulk copy.
+        """
+        for rel in paths:
+            host = src / rel
+            target = posixpath.join(dest, rel)
+            if host.is_symlink():
+                link = os.readlink(host)
+                self.exec(["ln", "-sfn", "--", link, target], user="root", timeout_s=60)
+            elif host.is_dir():
+                self.exec(["mkdir", "-p", "--", target], user="root", timeout_s=60)
+            elif host.is_file():
+                self.write(target, host.read_bytes(), mode=host.stat().st_mode & 0o777)
+
+    def remove_all(self, paths: Iterable[str]) -> None:
+        """Remove several paths (no error for absent ones)."""
+        batch = list(paths)
+        for i in range(0, len(batch), 500):
+            words = " ".join(shlex.quote(p) for p in batch[i : i + 500])
+            self.exec(f"rm -rf -- {words}", user="root", timeout_s=300)
 
     @abc.abstractmethod
     def kill_all(self) -> None:

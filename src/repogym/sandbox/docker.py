@@ -13,15 +13,20 @@ import contextlib
 import hashlib
 import io
 import os
+import posixpath
 import shlex
+import stat
 import tarfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from repogym.sandbox.base import (
     BuildError,
     BuiltEnvironment,
+    Change,
+    ChangeSet,
     EnvironmentSpec,
     ExecResult,
     Sandbox,
@@ -220,6 +225,61 @@ class DockerSession(Session):
     def remove(self, path: str) -> None:
         self.exec(f"rm -rf -- {shlex.quote(path)}", user="root")
 
+    def export_changes(self, root: str, dest: Path) -> ChangeSet:
+        """The container's changes under ``root`` from the engine's diff (``docker diff``),
+        content fetched with ``get_archive``; nothing runs inside the container."""
+        root = posixpath.normpath(root)
+        if root == "/":
+            raise SandboxError("changes can only be exported for a folder below /, not / itself")
+        prefix = root + "/"
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        entries = sorted(
+            (d["Path"], int(d["Kind"]))
+            for d in (self.container.diff() or [])
+            if d["Path"] == root or d["Path"].startswith(prefix)
+        )
+        changes: list[Change] = []
+        whole: list[str] = []  # added folders fetched with everything below them
+        for path, kind in entries:
+            rel = "." if path == root else path[len(prefix) :]
+            if any(rel == w or rel.startswith(w + "/") for w in whole if w != "."):
+                continue
+            if kind == 2:  # deleted
+                changes.append(Change(rel, "deleted"))
+                continue
+            if rel == "." and kind == 0:
+                continue  # the root itself only holds changed entries
+            try:
+                stream, st = self.container.get_archive(path)
+            except Exception:  # noqa: BLE001 - gone again (e.g. a temporary file)
+                continue
+            is_dir = bool(int(st.get("mode", 0)) & (1 << 31))
+            if is_dir and kind == 0:
+                close = getattr(stream, "close", None)
+                if close:
+                    close()
+                changes.append(Change(rel, "dir", mode=0o755))
+                (dest / rel).mkdir(parents=True, exist_ok=True)
+                continue
+            if kind == 1 and is_dir:
+                whole.append(rel)
+                if rel == ".":
+                    changes.append(Change(".", "deleted"))
+            data = b"".join(stream)
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                _stage_tar(tar, dest, rel, changes)
+        return ChangeSet(root, changes, dest)
+
+    def merge(self, src: Path, dest: str, paths: Iterable[str]) -> None:
+        """One tar of the listed paths of ``src`` unpacked at ``dest`` by the engine."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for rel in paths:
+                tar.add(str(Path(src, rel)), arcname=rel, recursive=False)
+        self.exec(["mkdir", "-p", dest], user="root")
+        self.container.put_archive(dest, buf.getvalue())
+
     def kill_all(self) -> None:
         # Signal -1 reaches every process but the caller and PID 1 (the ``sleep infinity``).
         self.container.exec_run(["sh", "-c", "kill -9 -1 2>/dev/null; true"], user="root")
@@ -230,3 +290,42 @@ class DockerSession(Session):
         self.closed = True
         with contextlib.suppress(Exception):  # already gone
             self.container.remove(force=True)
+
+
+def _stage_tar(tar: tarfile.TarFile, dest: Path, rel: str, changes: list[Change]) -> None:
+    """Unpack an archive of one changed path (``get_archive`` names its top entry after the
+    path's last component) below ``dest/rel``, recording each entry; links are recreated as
+    written, never followed, and nothing lands outside ``dest``."""
+    base = posixpath.dirname(rel) if rel != "." else ""
+    top = None
+    for member in tar:
+        name = posixpath.normpath(member.name.lstrip("/"))
+        if top is None:
+            top = name.split("/")[0]
+        inner = name[len(top) :].lstrip("/")
+        if rel == ".":
+            out = inner or "."
+        else:
+            out = posixpath.join(base, posixpath.basename(rel), inner) if inner else rel
+        if out.startswith("../") or "/../" in out or out == "..":
+            continue
+        target = dest / out
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+            if out != ".":
+                changes.append(Change(out, "dir", mode=0o755))
+        elif member.issym():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_symlink() or target.exists():
+                target.unlink()
+            os.symlink(member.linkname, target)
+            changes.append(Change(out, "symlink", mode=0o777, target=member.linkname))
+        elif member.isreg():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fh = tar.extractfile(member)
+            target.write_bytes(fh.read() if fh else b"")
+            mode = stat.S_IMODE(member.mode) & 0o777
+            target.chmod(mode)
+            changes.append(Change(out, "file", mode=mode, size=member.size))
+        else:
+            changes.append(Change(out, "special", mode=stat.S_IMODE(member.mode)))

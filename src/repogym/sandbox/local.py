@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -39,6 +39,7 @@ from repogym.sandbox._runtime import ForkServer, RawResult, SandboxProcess
 from repogym.sandbox.base import (
     BuildError,
     BuiltEnvironment,
+    ChangeSet,
     EnvironmentSpec,
     ExecResult,
     Sandbox,
@@ -568,6 +569,43 @@ class LocalSession(Session):
         self.proc.file_op("umount", path=p)
         self._mounts.discard(p)
         self.proc.file_op("remove", path=p)
+
+    def export_changes(self, root: str, dest: Path) -> ChangeSet:
+        """The session's changes under ``root``, read from its copy-on-write upper layer on the
+        host side (see :mod:`._upper`); call :meth:`kill_all` first."""
+        from repogym.sandbox import _upper
+
+        norm = self._abs(root)
+        first, _, rest = norm.strip("/").partition("/")
+        if not first:
+            raise SandboxError("changes can only be exported for a folder below /, not / itself")
+        if first in _rootfs.base_dirs():
+            part, rel = first, rest
+        else:
+            part, rel = _rootfs.ROOT_PART, norm.strip("/")
+        base = Path(f"/proc/{self.proc.bwrap_pid}/root") / self.sandbox.mountpoint.relative_to("/")
+        if self.proc.closed or not (base / "u").is_dir():
+            raise SandboxError("the session is gone: its changes cannot be read")
+        changes = _upper.read_upper(base / "u" / part, base / "root", rel, Path(dest))
+        return ChangeSet(norm, changes, Path(dest))
+
+    def merge(self, src: Path, dest: str, paths: Iterable[str]) -> None:
+        """Copy the listed paths of host folder ``src`` into ``dest`` in one bulk copy (parent
+        folders of each path come along; everything else in ``dest`` stays)."""
+        include: set[str] = set()
+        for rel in paths:
+            parts = rel.strip("/").split("/")
+            include.update("/".join(parts[:i]) + "/" for i in range(1, len(parts)))
+            include.add("/".join(parts))
+        if not include:
+            return
+        fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            self.proc.file_op(
+                "copy_in", path=self._abs(dest), fds=[fd], include=include, replace=False
+            )
+        finally:
+            os.close(fd)
 
     def kill_all(self) -> None:
         """Kill every process started by :meth:`exec` (background jobs and daemons too).
