@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from repogym.verify import infra as _infra
+
 __all__ = [
     "FilePatch",
     "added_lines",
@@ -34,26 +36,6 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------- test paths
-
-#: Directory names (compared lower-case) that hold tests and their data.
-TEST_DIRS = frozenset(
-    {"test", "tests", "__tests__", "spec", "testing", "testdata", "__snapshots__", "__mocks__"}
-)
-_JS_EXT = r"(?:[cm]?[jt]sx?)"
-#: File names (case-sensitive) that are tests wherever they live.
-_TEST_FILE_RE = re.compile(
-    r"""
-    ^(?:
-        test_.+\.py | .+_test\.py | conftest\.py | tests\.py   # pytest / unittest / Django
-      | .+_test\.go                                            # go test
-      | .+\.(?:test|spec)\."""
-    + _JS_EXT
-    + r"""                 # jest, vitest, mocha
-      | .+_(?:spec|test)\.rb                                   # rspec, minitest
-    )$
-    """,
-    re.VERBOSE,
-)
 
 
 def is_test_path(path: str) -> bool:
@@ -69,14 +51,10 @@ def is_test_path(path: str) -> bool:
       ``*_test.go``, ``*.test.{js,jsx,ts,tsx,mjs,cjs,mts,cts}``, ``*.spec.{same}``,
       ``*_spec.rb``, ``*_test.rb`` (case-sensitive, as the test runners match them).
 
-    Caveat: a package's own ``testing/`` helpers (``numpy/testing``) count as tests.
+    Caveat: a package's own ``testing/`` helpers (``numpy/testing``) count as tests. The rule
+    lives in :mod:`repogym.verify.infra`, which verifiers share.
     """
-    parts = path.strip("/").split("/")
-    for part in parts[:-1]:
-        low = part.lower()
-        if low in TEST_DIRS or low.endswith((".test", ".tests")):
-            return True
-    return bool(_TEST_FILE_RE.match(parts[-1]))
+    return _infra.is_test_path(path)
 
 
 # --------------------------------------------------------------------------- encoding

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+# ruff: noqa: UP006, UP007, UP035, UP045, UP031, UP032  (runs under the task's Python, 3.6+)
+"""pytest plugin: write each test's outcome to a machine-readable report (JSON lines).
+
+Load it with ``-p repogym_pytest_report`` (this file's folder on ``PYTHONPATH``) and give the
+report's path in the environment variable ``REPOGYM_REPORT``.  Works with pytest 4.6 to 9.x on
+Python 3.6 to 3.13, standard library only.  Without ``REPOGYM_REPORT`` it does nothing.
+
+The variable is removed from ``os.environ`` when this module is imported (``-p`` plugins are
+imported before conftest files and entry-point plugins) and the file is opened at once, in
+append mode and unbuffered, so every record is a single ``write`` and a crash leaves whatever
+was written.  One JSON object per line, UTF-8 (in fact ASCII: ``ensure_ascii``):
+
+* ``{"runner": "pytest", "version": "<pytest version>", "pid": N}`` first;
+* ``{"collected": N}`` after collection: the number of test items selected to run (under
+  pytest-xdist: the number the first worker collected);
+* ``{"id": "<node id>", "status": "PASSED|FAILED|SKIPPED|ERROR"}`` once per test when its last
+  report (teardown) is in, with ``"reason"`` for SKIPPED;
+* ``{"finished": true, "exitstatus": N}`` last, from ``pytest_sessionfinish``.
+
+Ids and statuses are those ``parsers.py`` reads from ``-rA -v`` output: the node id as pytest
+prints it (relative to the invocation directory), the category pytest's own
+``pytest_report_teststatus`` gives each setup/call/teardown report merged to the worst (FAILED >
+ERROR > PASSED > SKIPPED): setup error -> ERROR, call failure -> FAILED, teardown error after a
+pass -> ERROR, xfail and non-strict xpass -> PASSED, strict xpass -> FAILED.  A collector that
+fails (a module that does not import) gives its node id (the module path) with ERROR; a module
+skipped at collection names no test and gives no record.  A failing subtest (pytest >= 9) marks
+its parent test FAILED.  Under pytest-xdist only the controller writes: workers stay silent.
+
+What it does NOT prevent: the code under test runs in the same process, so it can find the open
+file (``/proc/self/fd``, the garbage collector, this module's globals), write records of its
+own, close the file or monkeypatch this plugin.  The report only makes forgery harder than
+printing fake ``PASSED`` lines to stdout, and the ``finished`` record lets the reader tell a
+run that ended from one that was killed or called ``os._exit`` before the end (records written
+before that are kept).  A forked child never writes (the pid must match).
+"""
+
+import contextlib
+import json
+import os
+import sys
+
+import pytest
+
+ENV = "REPOGYM_REPORT"
+PASSED = "PASSED"
+FAILED = "FAILED"
+SKIPPED = "SKIPPED"
+ERROR = "ERROR"
+_RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
+# pytest's result categories (the first item of pytest_report_teststatus) -> outcome; others
+# ("", "rerun", "subtests passed", ...) are not results of their own.
+_CATEGORY = {
+    "passed": PASSED,
+    "failed": FAILED,
+    "error": ERROR,
+    "skipped": SKIPPED,
+    "xfailed": PASSED,
+    "xpassed": PASSED,
+}
+
+
+class _Report:
+    """The report file: one JSON object a line, each line a single unbuffered write."""
+
+    def __init__(self, path):
+        self.pid = os.getpid()
+        self.fh = None
+        try:
+            self.fh = open(path, "ab", 0)  # noqa: SIM115  (open for the whole run)
+        except (OSError, ValueError) as exc:
+            sys.stderr.write("repogym_pytest_report: cannot open the report: %s\n" % (exc,))
+
+    def write(self, record):
+        if self.fh is None or os.getpid() != self.pid:
+            return
+        data = memoryview((json.dumps(record, ensure_ascii=True) + "\n").encode("ascii"))
+        try:
+            while len(data):
+                written = self.fh.write(data)
+                if not written:
+                    raise OSError("short write")
+                data = data[written:]
+        except (OSError, ValueError) as exc:
+            # Stop writing: the missing "finished" record tells the reader the report is short.
+            sys.stderr.write("repogym_pytest_report: cannot write the report: %s\n" % (exc,))
+            self.close()
+
+    def close(self):
+        fh, self.fh = self.fh, None
+        if fh is not None and os.getpid() == self.pid:
+            with contextlib.suppress(OSError, ValueError):
+                fh.close()
+
+
+def _open_from_environment():
+    path = os.environ.pop(ENV, None)
+    return _Report(path) if path else None
+
+
+_pending_report = _open_from_environment()
+
+
+def _skip_reason(report):
+    """The skip reason as pytest's summary shows it ("Skipped: " prefix removed)."""
+    longrepr = getattr(report, "longrepr", None)
+    if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3:
+        reason = str(longrepr[2])
+    elif longrepr is None:
+        return ""
+    else:
+        reason = str(longrepr)
+    if reason.startswith("Skipped: "):
+        reason = reason[len("Skipped: ") :]
+    elif reason == "Skipped":
+        reason = ""
+    return reason
+
+
+def _fallback_category(report):
+    """pytest's own categories, for when no plugin answers pytest_report_teststatus."""
+    if hasattr(report, "wasxfail"):
+        if report.skipped:
+            return "xfailed"
+        if report.passed:
+            return "xpassed"
+    if report.when in ("setup", "teardown"):
+        if report.failed:
+            return "error"
+        return "skipped" if report.skipped else ""
+    return report.outcome
+
+
+class _Recorder:
+    """Hooks of the process that owns the report (registered by ``pytest_configure``)."""
+
+    def __init__(self, config, report):
+        self.config = config
+        self.report = report
+        self.pending = {}  # node id -> worst status so far
+        self.reasons = {}  # node id -> skip reason
+        self.collected = False
+
+    def nodeid(self, report):
+        """The node id as pytest prints it: relative to the invocation directory."""
+        nodeid = report.nodeid
+        candidates = [nodeid]
+        structured = getattr(report, "id", None)  # pytest >= 9.2: a NodeId object
+        if structured is not None and hasattr(structured, "path"):
+            candidates.insert(0, structured)
+        for candidate in candidates:
+            try:
+                return str(self.config.cwd_relative_nodeid(candidate))
+            except Exception:
+                continue
+        return nodeid
+
+    def category(self, report):
+        try:
+            res = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+        except Exception:
+            res = None
+        if res:
+            return res[0]
+        return _fallback_category(report)
+
+    def flush(self, tid):
+        status = self.pending.pop(tid, None)
+        reason = self.reasons.pop(tid, "")
+        if status is None:
+            return
+        record = {"id": tid, "status": status}
+        if status == SKIPPED:
+            record["reason"] = reason
+        self.report.write(record)
+
+    def pytest_collection_finish(self, session):
+        if not self.collected:
+            self.collected = True
+            self.report.write({"collected": len(session.items)})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        # The xdist controller collects nothing itself: its workers tell it what they found.
+        if not self.collected:
+            self.collected = True
+            self.report.write({"collected": len(ids)})
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.report.write({"id": self.nodeid(report), "status": ERROR})
+
+    def pytest_runtest_logreport(self, report):
+        tid = self.nodeid(report)
+        status = _CATEGORY.get(self.category(report))
+        if status is not None:
+            old = self.pending.get(tid)
+            if old is None or _RANK[status] > _RANK[old]:
+                self.pending[tid] = status
+            if status == SKIPPED and tid not in self.reasons:
+                self.reasons[tid] = _skip_reason(report)
+        # Teardown is the last report of a test; any other phase (xdist's "???" for a test whose
+        # worker crashed) gets no teardown after it.
+        if report.when not in ("setup", "call"):
+            self.flush(tid)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        for tid in list(self.pending):
+            self.flush(tid)
+        status = getattr(session, "exitstatus", exitstatus)
+        try:
+            status = int(status)
+        except (TypeError, ValueError):
+            status = None
+        self.report.write({"finished": True, "exitstatus": status})
+
+    def pytest_unconfigure(self, config):
+        self.report.close()
+
+
+def pytest_configure(config):
+    global _pending_report
+    report, _pending_report = _pending_report, None
+    if report is None:
+        return
+    if hasattr(config, "workerinput") or hasattr(config, "slaveinput"):  # slaveinput: xdist < 2
+        report.close()  # an xdist worker: the controller writes the report
+        return
+    version = getattr(pytest, "__version__", None)
+    report.write({"runner": "pytest", "version": version, "pid": report.pid})
+    config.pluginmanager.register(_Recorder(config, report), "repogym_pytest_report_recorder")

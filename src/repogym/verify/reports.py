@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+# ruff: noqa: UP006, UP007, UP035, UP045, UP031, UP032
+"""Read the test report written by repogym's pytest plugin or unittest wrapper.
+
+This file is self-contained (standard library only, Python 3.6+ syntax, no repogym imports), like
+``parsers.py``: pipelines may copy it next to the verifier.  ``python reports.py REPORT`` prints
+the result as JSON.
+
+The writers are ``pipelines/_templates/repogym_pytest_report.py`` (``pytest -p
+repogym_pytest_report``) and ``pipelines/_templates/repogym_unittest.py`` (in place of ``python
+-m unittest``); both take the report's path from ``REPOGYM_REPORT``, remove it from the
+environment and append one JSON object a line:
+
+* ``{"runner": "pytest" | "unittest", "version": "...", "pid": N}`` first;
+* ``{"collected": N}`` after collection;
+* ``{"id": "<test id>", "status": "PASSED|FAILED|SKIPPED|ERROR", "reason": "..."}`` once per
+  test (``reason`` only for SKIPPED), with the ids and outcome semantics of ``parsers.py``;
+* ``{"finished": true, "exitstatus": N}`` last.
+
+``read_report(path)`` returns ``{"tests": {id: status}, "skips": {id: reason}, "collected": int
+| None, "finished": bool, "exitstatus": int | None, "runner": "pytest" | "unittest" | None,
+"problems": [str, ...]}``.  Several records for one id merge to the worst (FAILED > ERROR >
+PASSED > SKIPPED), as ``parsers.py`` merges results within one run, so an appended PASSED
+cannot hide a failure.  ``skips`` has every id whose status is SKIPPED.  A missing file gives
+``finished`` False and the problem ``no report``.  Malformed lines, a last line without its
+newline (a write cut short), unknown records, a second header and anything after the
+``finished`` record are ignored, each noted in ``problems``.  ``finished`` False means the run
+did not reach its end (killed, crashed, ``os._exit``): what was recorded before is returned.
+
+The report is written from inside the process that runs the code under test, which can reach
+the open file: it makes forging results harder than printing fake lines to stdout, it does not
+make it impossible.  Treat ``problems`` as a reason for suspicion.
+"""
+
+import json
+import sys
+from typing import Any, Dict, List, Optional
+
+__all__ = [
+    "ERROR",
+    "FAILED",
+    "PASSED",
+    "SKIPPED",
+    "STATUSES",
+    "parse_report",
+    "read_report",
+]
+
+PASSED = "PASSED"
+FAILED = "FAILED"
+SKIPPED = "SKIPPED"
+ERROR = "ERROR"
+STATUSES = (PASSED, FAILED, SKIPPED, ERROR)
+RUNNERS = ("pytest", "unittest")
+
+_RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
+
+
+def _empty() -> Dict[str, Any]:
+    return {
+        "tests": {},
+        "skips": {},
+        "collected": None,
+        "finished": False,
+        "exitstatus": None,
+        "runner": None,
+        "problems": [],
+    }
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.result = _empty()
+        self.problems = self.result["problems"]  # type: List[str]
+        self.reasons = {}  # type: Dict[str, str]
+        self.header_seen = False
+        self.records = 0
+
+    def problem(self, lineno: int, message: str) -> None:
+        self.problems.append("line %d: %s" % (lineno, message))
+
+    def record(self, lineno: int, rec: Dict[str, Any]) -> None:
+        result = self.result
+        if "runner" in rec:
+            if self.header_seen:
+                self.problem(lineno, "a second header record, ignored")
+                return
+            self.header_seen = True
+            if rec["runner"] in RUNNERS:
+                result["runner"] = rec["runner"]
+            else:
+                self.problem(lineno, "unknown runner %r" % (rec["runner"],))
+        elif "id" in rec:
+            tid, status = rec.get("id"), rec.get("status")
+            if not isinstance(tid, str) or status not in _RANK:
+                self.problem(lineno, "malformed test record, ignored")
+                return
+            old = result["tests"].get(tid)
+            if old is None or _RANK[status] > _RANK[old]:
+                result["tests"][tid] = status
+            reason = rec.get("reason")
+            if status == SKIPPED and isinstance(reason, str) and tid not in self.reasons:
+                self.reasons[tid] = reason
+        elif "collected" in rec:
+            count = rec["collected"]
+            if count is not None and not (_is_int(count) and count >= 0):
+                self.problem(lineno, "malformed collected record, ignored")
+            elif result["collected"] is not None:
+                self.problem(lineno, "a second collected record, ignored")
+            else:
+                result["collected"] = count
+        elif "finished" in rec:
+            if rec["finished"] is not True:
+                self.problem(lineno, "malformed finished record, ignored")
+                return
+            result["finished"] = True
+            status = rec.get("exitstatus")
+            if _is_int(status):
+                result["exitstatus"] = status
+            elif status is not None:
+                self.problem(lineno, "malformed exit status %r" % (status,))
+        else:
+            self.problem(lineno, "unknown record, ignored")
+
+    def feed(self, data: bytes) -> Dict[str, Any]:
+        lines = data.split(b"\n")
+        tail = lines.pop()  # what follows the last newline: b"" unless a write was cut short
+        ignored = 0
+        for lineno, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            if self.result["finished"]:
+                ignored += 1
+                continue
+            try:
+                rec = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                self.problem(lineno, "not a JSON record, ignored")
+                continue
+            if not isinstance(rec, dict):
+                self.problem(lineno, "not a JSON object, ignored")
+                continue
+            self.records += 1
+            self.record(lineno, rec)
+        if tail.strip():
+            if self.result["finished"]:
+                ignored += 1
+            else:
+                self.problem(len(lines) + 1, "partial last line (no newline), ignored")
+        if ignored:
+            self.problems.append("%d line(s) after the finished record ignored" % ignored)
+        if self.records and not self.header_seen:
+            self.problems.append("no header record")
+        if not self.records and not self.problems:
+            self.problems.append("empty report")
+        tests = self.result["tests"]
+        self.result["skips"] = {
+            tid: self.reasons.get(tid, "") for tid, status in tests.items() if status == SKIPPED
+        }
+        return self.result
+
+
+def parse_report(data: bytes) -> Dict[str, Any]:
+    """Read a report's bytes (see ``read_report``)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return _Reader().feed(data)
+
+
+def read_report(path: Any) -> Dict[str, Any]:
+    """Read the report at ``path``; a missing file gives the problem ``no report``."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        result = _empty()
+        result["problems"].append("no report")
+        return result
+    except OSError as exc:
+        result = _empty()
+        result["problems"].append("cannot read the report: %s" % (exc,))
+        return result
+    return parse_report(data)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """CLI: ``reports.py REPORT`` prints what ``read_report`` returns as JSON."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or args[0].startswith("-"):
+        sys.stderr.write("usage: reports.py REPORT\n")
+        return 2
+    payload = json.dumps(read_report(args[0]), indent=2, ensure_ascii=False) + "\n"
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is not None:
+        stream.write(payload.encode("utf-8"))
+        stream.flush()
+    else:
+        sys.stdout.write(payload)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
