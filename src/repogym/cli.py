@@ -158,6 +158,14 @@ def run(
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Job folder (default: jobs/<time>-<agent>).")
     ] = None,
+    verification: Annotated[
+        str,
+        typer.Option(
+            "--verification",
+            help="task (as each task declares, default) | clean_room | in_place (what a runner "
+            "that verifies in the agent's container would pay)",
+        ),
+    ] = "task",
     json_out: JsonOpt = False,
 ) -> None:
     """Run an agent on tasks in sandboxes; the task's verifier decides each reward.
@@ -175,6 +183,9 @@ def run(
     except ValueError as exc:
         fail(str(exc))
         raise typer.Exit(2) from None
+    if verification not in ("task", "clean_room", "in_place"):
+        fail(f"--verification {verification!r}: use task, clean_room or in_place")
+        raise typer.Exit(2)
     tasks = _load_tasks_or_exit(path)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = out_dir or Path("jobs") / f"{stamp}-{agent.split(':')[0]}"
@@ -199,6 +210,7 @@ def run(
             jobs=jobs,
             attempts=attempts,
             out_dir=out_dir,
+            verification=None if verification == "task" else verification,
             on_done=done,
         )
     except SandboxError as exc:
@@ -249,12 +261,21 @@ def verify(
         bool,
         typer.Option("--write/--no-write", help="Record the verdict in each task.toml."),
     ] = True,
+    mutants: Annotated[
+        int,
+        typer.Option(
+            "--mutants",
+            min=0,
+            help="Also run K wrong solutions derived from the gold patch; record the share the "
+            "tests kill (mutant_kill_rate).",
+        ),
+    ] = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """The quality gate: oracle must score 1, nop 0, and oracle reruns must agree.
 
-    Records status verified | flaky | broken in [metadata.repo2env.evaluation]; exit 1 if any
-    task is not verified.
+    Records status verified | flaky | broken in [metadata.repo2env.evaluation] (with --mutants,
+    also mutant_kill_rate); exit 1 if any task is not verified.
     """
     from repogym.run.gate import VERIFIED, verify_tasks
     from repogym.run.trial import TrialRunner
@@ -273,8 +294,13 @@ def verify(
             err.print(f"  {escape(verdict.task_id)}: [{colour}]{verdict.status}[/]")
 
     if not json_out:
-        err.print(f"verifying {len(tasks)} task(s): oracle × {1 + reruns}, nop × 1, on {sandbox}")
-    verdicts = verify_tasks(tasks, runner, reruns=reruns, jobs=jobs, write=write, on_done=done)
+        extra = f", {mutants} mutant(s)" if mutants else ""
+        err.print(
+            f"verifying {len(tasks)} task(s): oracle × {1 + reruns}, nop × 1{extra}, on {sandbox}"
+        )
+    verdicts = verify_tasks(
+        tasks, runner, reruns=reruns, jobs=jobs, write=write, mutants=mutants, on_done=done
+    )
     bad = [v for v in verdicts if v.status != VERIFIED]
     if json_out:
         payload = {
@@ -289,19 +315,50 @@ def verify(
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
         table = Table(title=f"verify {escape(str(path))}", title_justify="left")
-        for col in ("task", "status", "oracle", "nop", "why"):
+        for col in ("task", "status", "mode", "oracle", "nop", "kill rate", "why"):
             table.add_column(col, overflow="fold")
+        by_id = {t.id: t for t in tasks}
         for v in verdicts:
             colour = "green" if v.status == VERIFIED else "red"
+            mode, kill = _verification_facts(by_id.get(v.task_id), v)
             table.add_row(
                 escape(v.task_id),
                 f"[{colour}]{v.status}[/]",
+                mode,
                 " ".join(_fmt_reward(r) for r in v.oracle_rewards),
                 _fmt_reward(v.nop_reward),
+                kill,
                 escape("; ".join(v.reasons)[:300]),
             )
         out.print(table)
     raise typer.Exit(1 if bad else 0)
+
+
+def _verification_facts(task, verdict) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    """(verification mode, kill rate) of a task for the verify table: the kill rate measured
+    now, else the one recorded in its evaluation block, else —."""
+    from repogym.harbor import load_task
+    from repogym.harbor.verification import read_verification
+
+    if task is None:
+        return "—", "—"
+    try:
+        mode = read_verification(task.repo2env).mode
+    except ValueError:
+        mode = "invalid"
+    if verdict.mutants is not None:
+        rate = verdict.mutants.kill_rate
+        runs = len(verdict.mutants.results)
+    else:
+        try:
+            block = (load_task(task.path).repo2env or {}).get("evaluation") or {}
+        except Exception:  # noqa: BLE001 - a table cell, never a crash
+            block = {}
+        rate = block.get("mutant_kill_rate")
+        rate = rate if isinstance(rate, int | float) else None
+        runs = block.get("mutants", 0)
+    kill = "—" if rate is None else f"{rate:.2f} ({runs})"
+    return mode.replace("_", " "), kill
 
 
 @dataset_app.command("index")

@@ -18,7 +18,22 @@ class _Strict(BaseModel):
 class RuntimeOptions(_Strict):
     """Options of the runtime pipelines (``commit_runtime``, ``pr_runtime``)."""
 
-    max_p2p: int = Field(100, ge=0, description="cap on pass-to-pass tests kept per task")
+    reward: Literal["resolved", "graded"] = Field(
+        "resolved",
+        description="reward of the tasks: 1 only when every F2P and P2P test passes (resolved), "
+        "or f2p_rate × p2p_rate (graded)",
+    )
+    suite_budget: float = Field(
+        120.0,
+        ge=0,
+        description="grade the whole suite when it runs in under this many seconds (0: never)",
+    )
+    mutants: int = Field(
+        4, ge=0, description="wrong solutions derived from the gold patch to test the tests with"
+    )
+    min_kill_rate: float = Field(
+        0.6, ge=0, le=1, description="drop tasks whose tests kill fewer of the mutants"
+    )
     reruns: int = Field(
         1, ge=0, description="extra runs of each state; tests that flip are dropped"
     )

@@ -1,10 +1,10 @@
-"""The graded verifier shipped in every runtime task, run directly (standard library only)."""
+"""The graded verifier shipped in every runtime task, run directly on the host (standard library
+only): staged exactly as the pipelines stage it, against small real projects."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from importlib import resources
@@ -12,102 +12,245 @@ from pathlib import Path
 
 import pytest
 
+from repogym.bootstrap import Recipe
+from repogym.pipelines._emit import VerifierInput, stage_verifier, update_config
+from repogym.verify import infra, tamper
+
 TEMPLATES = resources.files("repogym.pipelines").joinpath("_templates")
-PARSERS = resources.files("repogym.verify").joinpath("parsers.py")
 
-UNITTEST_LOG = """\
-test_a (tests.test_m.T.test_a) ... ok
-test_b (tests.test_m.T.test_b) ... FAIL
-test_c (tests.test_m.T.test_c) ... ok
+HIDDEN_TESTS = """\
+import unittest
 
-----------------------------------------------------------------------
-Ran 3 tests in 0.001s
+from pkg import mod
 
-FAILED (failures=1)
+
+class T(unittest.TestCase):
+    def test_a(self):
+        self.assertEqual(mod.double(2), 4)
+
+    def test_b(self):
+        self.assertEqual(mod.double(-1), -2)
+
+    def test_c(self):
+        self.assertEqual(mod.name(), "mod")
 """
+BASE_MOD = "def double(x):\n    return x + x if x > 0 else 0\n\n\ndef name():\n    return 'mod'\n"
+FIXED_MOD = "def double(x):\n    return x + x\n\n\ndef name():\n    return 'mod'\n"
 
 
-def make_tests_dir(
-    tmp_path: Path, command: str, f2p: list[str], p2p: list[str]
+def make_task(
+    tmp_path: Path,
+    *,
+    runner: str = "unittest",
+    command: str = "python -m unittest -v tests.test_m",
+    reward_mode: str = "graded",
+    f2p: tuple[str, ...] = ("tests.test_m.T.test_b",),
+    p2p: tuple[str, ...] = ("tests.test_m.T.test_a", "tests.test_m.T.test_c"),
 ) -> tuple[Path, Path]:
-    tests = tmp_path / "tests"
+    """A working tree at the base state and its staged verifier folder."""
     work = tmp_path / "workspace"
-    (tests / "files" / "tests").mkdir(parents=True)
-    work.mkdir()
-    shutil.copyfile(str(TEMPLATES.joinpath("verifier.py")), tests / "verifier.py")
-    shutil.copyfile(str(PARSERS), tests / "parsers.py")
-    (tests / "files" / "tests" / "test_m.py").write_text("# hidden test file\n")
-    (tests / "config.json").write_text(
-        json.dumps(
-            {
-                "workdir": str(work),
-                "runner": "unittest",
-                "command": command,
-                "restore": ["tests/test_m.py"],
-                "delete": ["tests/old.py"],
-            }
-        )
+    (work / "pkg").mkdir(parents=True)
+    (work / "pkg" / "__init__.py").write_text("")
+    (work / "pkg" / "mod.py").write_text(BASE_MOD)
+    (work / "tests").mkdir()
+    (work / "tests" / "__init__.py").write_text("")
+    (work / "tests" / "helpers.py").write_text("HELPER = 1\n")
+    (work / "tests" / "old.py").write_text("# deleted by the test patch\n")
+    recipe = Recipe(
+        language="python",
+        runner=runner,
+        base_image="python:3.11",
+        dockerfile="",
+        test_command=command,
+        collect_command="true",
+        select_command=command,
+        workdir=str(work),
     )
-    (tests / "f2p.json").write_text(json.dumps(f2p))
-    (tests / "p2p.json").write_text(json.dumps(p2p))
+    known = infra.manifest(work, infra.is_infra)
+    restore = {"tests/test_m.py": HIDDEN_TESTS.encode()}
+    tests = tmp_path / "tests"
+    stage_verifier(
+        tests,
+        VerifierInput(
+            recipe=recipe,
+            command=command,
+            restore=restore,
+            delete=["tests/old.py"],
+            infra={k: v for k, v in known.items() if k not in restore and k != "tests/old.py"},
+            sources=infra.manifest(work, lambda r: tamper.language_of(r) is not None),
+            integrity_key="",
+            reward_mode=reward_mode,
+        ),
+    )
+    (tests / "integrity.key").unlink()  # no build-time record on the host
+    (tests / "tamper_baseline.json").write_text(json.dumps(tamper.baseline(str(work))))
+    (tests / "f2p.json").write_text(json.dumps(list(f2p)))
+    (tests / "p2p.json").write_text(json.dumps(list(p2p)))
     return tests, work
 
 
 def run_verifier(
-    tests: Path, logs: Path, python: str = sys.executable
+    tests: Path, logs: Path, python: str = sys.executable, *args: str
 ) -> subprocess.CompletedProcess:
     logs.mkdir(exist_ok=True)
     env = {**os.environ, "REPOGYM_VERIFIER_LOGS": str(logs)}
     return subprocess.run(
-        [python, str(tests / "verifier.py")], env=env, capture_output=True, text=True
+        [python, "-I", "-S", str(tests / "verifier.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
     )
 
 
-def test_grades_and_restores(tmp_path: Path) -> None:
-    log_file = tmp_path / "log.txt"
-    log_file.write_text(UNITTEST_LOG)
-    tests, work = make_tests_dir(
-        tmp_path,
-        f"cat {log_file}",
-        ["tests.test_m.T.test_a", "tests.test_m.T.test_b"],
-        ["tests.test_m.T.test_c"],
-    )
-    (work / "tests").mkdir()
+def details_of(logs: Path) -> dict:
+    return json.loads((logs / "reward-details.json").read_text())
+
+
+def test_grades_from_the_report_and_restores_hidden_tests(tmp_path: Path) -> None:
+    tests, work = make_task(tmp_path)
     (work / "tests" / "test_m.py").write_text("# the agent's edit\n")
-    (work / "tests" / "old.py").write_text("# deleted by the test patch\n")
+    (work / "pkg" / "mod.py").write_text(FIXED_MOD.replace("x + x", "x * 3"))  # wrong fix
     logs = tmp_path / "logs"
     proc = run_verifier(tests, logs)
     assert proc.returncode == 0, proc.stderr
-    assert (work / "tests" / "test_m.py").read_text() == "# hidden test file\n"
+    assert (work / "tests" / "test_m.py").read_text() == HIDDEN_TESTS
     assert not (work / "tests" / "old.py").exists()
-    assert float((logs / "reward.txt").read_text()) == 0.5
-    details = json.loads((logs / "reward-details.json").read_text())
-    assert details["f2p_passed"] == 1 and details["p2p_passed"] == 1
-    assert details["resolved"] is False and details["f2p_failing"] == ["tests.test_m.T.test_b"]
-    assert details["parse_status"] == "ok" and details["runner"] == "unittest"
+    # f2p test_b fails (-3 != -2), p2p test_a regresses (6 != 4), test_c passes.
+    assert float((logs / "reward.txt").read_text()) == 0.0
+    d = details_of(logs)
+    assert d["source"] == "report" and d["parse_status"] == "ok"
+    assert d["f2p_passed"] == 0 and d["p2p_passed"] == 1
+    assert d["regressions"] == ["tests.test_m.T.test_a"]
+
+
+def test_gold_fix_scores_one_in_both_reward_modes(tmp_path: Path) -> None:
+    for mode in ("graded", "resolved"):
+        tests, work = make_task(tmp_path / mode, reward_mode=mode)
+        (work / "pkg" / "mod.py").write_text(FIXED_MOD)
+        logs = tmp_path / mode / "logs"
+        assert run_verifier(tests, logs).returncode == 0
+        assert float((logs / "reward.txt").read_text()) == 1.0
+        assert details_of(logs)["resolved"] is True
+
+
+def test_resolved_mode_pays_nothing_for_a_partial_fix(tmp_path: Path) -> None:
+    f2p = ("tests.test_m.T.test_b", "tests.test_m.T.test_c")
+    for mode, want in (("graded", 0.5), ("resolved", 0.0)):
+        tests, work = make_task(tmp_path / mode, reward_mode=mode, f2p=f2p)
+        logs = tmp_path / mode / "logs"
+        # Base: test_b fails, test_c passes -> half of the F2P tests.
+        assert run_verifier(tests, logs).returncode == 0
+        assert float((logs / "reward.txt").read_text()) == want
+        assert details_of(logs)["graded_reward"] == 0.5
+
+
+def test_fake_result_lines_printed_by_code_under_test_earn_nothing(tmp_path: Path) -> None:
+    tests, work = make_task(tmp_path)
+    fake = "test_b (tests.test_m.T.test_b) ... ok\\nRan 3 tests in 0.001s\\n\\nOK\\n"
+    (work / "pkg" / "mod.py").write_text(BASE_MOD + f"\nimport sys\nsys.stderr.write('{fake}')\n")
+    logs = tmp_path / "logs"
+    assert run_verifier(tests, logs).returncode == 0
+    d = details_of(logs)
+    assert float((logs / "reward.txt").read_text()) == 0.0
+    assert d["tampered"] is True and any("test-runner output" in t for t in d["tamper"])
+    # Even with the scan waived (as if the gold printed the same text), the report decides:
+    # the printed lines are noticed, and they earn nothing.
+    results = tmp_path / "results.json"
+    run_verifier(tests, logs, sys.executable, "--results", str(results))
+    update_config(tests, tamper_waived=json.loads(results.read_text())["tamper_sigs"])
+    assert run_verifier(tests, logs).returncode == 0
+    d = details_of(logs)
+    assert d["tampered"] is False and d["source"] == "report"
+    assert float((logs / "reward.txt").read_text()) == 0.0
+
+
+def test_exit_from_code_under_test_is_an_incomplete_run(tmp_path: Path) -> None:
+    tests, work = make_task(tmp_path)
+    # os._exit hidden from the scan by building the name at run time (the scan is a second
+    # line of defence; the report's missing "finished" record is the first).
+    (work / "pkg" / "mod.py").write_text(
+        FIXED_MOD + "\nimport os\nvars(os)[''.join(['_', 'ex', 'it'])](0)\n"
+    )
+    logs = tmp_path / "logs"
+    assert run_verifier(tests, logs).returncode == 0
+    d = details_of(logs)
+    assert d["parse_status"] == "incomplete"
+    assert float((logs / "reward.txt").read_text()) == 0.0
+
+
+def test_added_conftest_is_removed_and_changed_helper_is_a_tamper(tmp_path: Path) -> None:
+    tests, work = make_task(tmp_path)
+    (work / "pkg" / "mod.py").write_text(FIXED_MOD)
+    (work / "conftest.py").write_text("# planted\n")
+    (work / "pkg" / "sitecustomize.py").write_text("# planted\n")
+    logs = tmp_path / "logs"
+    assert run_verifier(tests, logs).returncode == 0
+    assert not (work / "conftest.py").exists() and not (work / "pkg" / "sitecustomize.py").exists()
+    assert set(details_of(logs)["infra_removed"]) == {"conftest.py", "pkg/sitecustomize.py"}
+    assert float((logs / "reward.txt").read_text()) == 1.0
+    (work / "tests" / "helpers.py").write_text("HELPER = 2\n")
+    assert run_verifier(tests, logs).returncode == 0
+    d = details_of(logs)
+    assert d["tampered"] is True and d["tamper"] == [
+        "test infrastructure changed: tests/helpers.py"
+    ]
+    assert float((logs / "reward.txt").read_text()) == 0.0
+
+
+def test_monkeypatching_the_runner_is_a_tamper_unless_the_gold_does_it(tmp_path: Path) -> None:
+    tests, work = make_task(tmp_path)
+    hack = "\nimport unittest\nunittest.TestCase.run = lambda self, result=None: None\n"
+    (work / "pkg" / "mod.py").write_text(FIXED_MOD + hack)
+    logs = tmp_path / "logs"
+    assert run_verifier(tests, logs).returncode == 0
+    d = details_of(logs)
+    assert d["tampered"] is True and "pkg/mod.py" in d["tamper"][0]
+    results = tmp_path / "results.json"
+    assert run_verifier(tests, logs, sys.executable, "--results", str(results)).returncode == 0
+    sigs = json.loads(results.read_text())["tamper_sigs"]
+    assert sigs
+    update_config(tests, tamper_waived=sigs)  # as if the gold patch had the same construct
+    assert run_verifier(tests, logs).returncode == 0
+    assert details_of(logs)["tampered"] is False
+
+
+def test_results_mode_writes_raw_results(tmp_path: Path) -> None:
+    tests, work = make_task(tmp_path)
+    out = tmp_path / "results.json"
+    proc = run_verifier(tests, tmp_path / "logs", sys.executable, "--results", str(out))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert result["tests"] == {
+        "tests.test_m.T.test_a": "PASSED",
+        "tests.test_m.T.test_b": "FAILED",
+        "tests.test_m.T.test_c": "PASSED",
+    }
+    assert result["collected"] == 3 and result["finished"] is True
+    assert not (tmp_path / "logs" / "reward.txt").exists()
 
 
 def test_unparsed_log_writes_no_reward(tmp_path: Path) -> None:
-    tests, _ = make_tests_dir(tmp_path, "echo 'Segmentation fault'; exit 0", ["x.y.T.t"], [])
+    tests, _ = make_task(tmp_path, runner="go", command="echo 'Segmentation fault'; exit 0")
     logs = tmp_path / "logs"
     proc = run_verifier(tests, logs)
     assert proc.returncode == 1
     assert not (logs / "reward.txt").exists()
-    assert json.loads((logs / "reward-details.json").read_text())["parse_status"] == "unparsed"
+    assert details_of(logs)["parse_status"] == "unparsed"
 
 
-@pytest.mark.parametrize("version", ["3.6", "3.8"])
-def test_runs_on_old_pythons(tmp_path: Path, version: str) -> None:
+@pytest.mark.parametrize("version", ["3.6", "3.8", "3.13"])
+def test_runs_on_other_pythons(tmp_path: Path, version: str) -> None:
     candidates = sorted(Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python{version}"))
     if not candidates:
         pytest.skip(f"no Python {version} installed here")
-    log_file = tmp_path / "log.txt"
-    log_file.write_text(UNITTEST_LOG)
-    tests, _ = make_tests_dir(tmp_path, f"cat {log_file}", ["tests.test_m.T.test_a"], [])
+    python = str(candidates[-1])
+    tests, work = make_task(tmp_path, command=f"{python} -m unittest -v tests.test_m")
+    (work / "pkg" / "mod.py").write_text(FIXED_MOD)
     logs = tmp_path / "logs"
-    proc = run_verifier(tests, logs, python=str(candidates[-1]))
+    proc = run_verifier(tests, logs, python)
     assert proc.returncode == 0, proc.stderr
     assert float((logs / "reward.txt").read_text()) == 1.0
+    assert details_of(logs)["source"] == "report"
 
 
 def test_apply_patch_fallback(tmp_path: Path) -> None:

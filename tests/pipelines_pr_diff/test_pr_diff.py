@@ -156,21 +156,31 @@ def test_attacks_earn_nothing(generated) -> None:
     out, _ = generated
     task = _task(out, 1)
     runner = TrialRunner(get_backend("local"))
-    # A file turned into a symlink to the hidden gold is never followed: it scores exactly as
-    # deleting the file does (the structural components credit the right file; no content).
+    # A file turned into a symlink to the hidden gold never reaches the verifier: the clean
+    # room drops symlinks that leave the working tree, so it earns no more than doing nothing
+    # (and less than deleting the file, which the structural components credit).
     link = runner.run(task, CommandAgent("rm pkg/calc.py && ln -s /tests/oracle.patch pkg/calc.py"))
     deleted = runner.run(task, CommandAgent("rm pkg/calc.py"))
-    assert link.reward is not None and link.reward == deleted.reward
-    assert link.reading.rewards["similarity"] == deleted.reading.rewards["similarity"] < 0.2
-    # Copying the gold can't happen in the agent phase (no /tests); planting a diff in the
-    # base copy so the edits look like the gold is detected.
-    tamper = runner.run(
-        task,
-        CommandAgent(
-            "printf '\\n\\ndef multiply(a, b):\\n    return a * b\\n' >> pkg/calc.py && "
-            "echo '# changed' >> /opt/repogym/base/pkg/calc.py"
-        ),
+    assert link.reward == 0.0
+    assert link.result["verification"]["dropped"] == [
+        {"path": "pkg/calc.py", "reason": "symlink leaves the working tree (/tests/oracle.patch)"}
+    ]
+    assert deleted.reward is not None and deleted.reading.rewards["similarity"] < 0.2
+    # In place, the symlink is never followed: it scores exactly as deleting the file does.
+    in_place = TrialRunner(get_backend("local"), verification="in_place")
+    link = in_place.run(
+        task, CommandAgent("rm pkg/calc.py && ln -s /tests/oracle.patch pkg/calc.py")
     )
+    assert link.reward == deleted.reward
+    # Copying the gold can't happen in the agent phase (no /tests); planting a diff in the
+    # base copy so the edits look like the gold has no effect in the clean room (the base copy
+    # comes fresh from the image) and is detected in place.
+    edit = "printf '\\n\\ndef multiply(a, b):\\n    return a * b\\n' >> pkg/calc.py"
+    plant = " && echo '# changed' >> /opt/repogym/base/pkg/calc.py"
+    honest = runner.run(task, CommandAgent(edit))
+    tamper = runner.run(task, CommandAgent(edit + plant))
+    assert tamper.reward == honest.reward
+    tamper = in_place.run(task, CommandAgent(edit + plant))
     assert tamper.reward == 0.0
     assert "base snapshot modified" in " ".join(tamper.reading.details["notes"])
     assert not Path("/tests/oracle.patch").exists()

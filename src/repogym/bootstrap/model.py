@@ -15,7 +15,7 @@ from typing import Any
 
 WORKDIR = "/workspace"
 RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "node", "go", "cargo")
-BOOTSTRAP_VERSION = "2"
+BOOTSTRAP_VERSION = "3"
 """Bumped whenever recipe generation changes in a way cached recipes should not survive."""
 
 _HASHED = (

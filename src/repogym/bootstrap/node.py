@@ -272,6 +272,12 @@ def node_recipe(project: NodeProject) -> Recipe:
         "Dependency layers come before the source snapshot so tasks of one repository share them."
     )
     df.from_(image)
+    # The task's verifier is Python (standard library): slim Node images lack python3.
+    df.comment("the verifier needs python3 (a no-op where the image has it)")
+    df.lines.append(
+        "RUN command -v python3 >/dev/null || (apt-get update && apt-get install -y "
+        "--no-install-recommends python3 && rm -rf /var/lib/apt/lists/*)"
+    )
     df.workdir(WORKDIR)
     df.env(NODE_ENV)
     by_dir: dict[str, list[str]] = {}

@@ -18,6 +18,7 @@ from typing import Any
 from repogym import dockerfile
 from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files, read_bytes
 from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
+from repogym.harbor.verification import read_verification
 
 KNOWN_REWARD_KINDS = frozenset(
     {
@@ -284,6 +285,17 @@ def _check_provenance(task: Task, files: TaskFiles) -> Iterator[Problem]:
                 yield _err("tests", rel, f"has {len(ids)} ids but {pipeline}.{key} says {count}")
             elif ids is not None and isinstance(meta, list) and sorted(meta) != sorted(ids):
                 yield _err("tests", rel, f"ids differ from {pipeline}.{key}")
+    try:
+        verification = read_verification(block)
+    except ValueError as exc:
+        yield _err("verification", TASK_TOML, str(exc))
+    else:
+        if verification.mode == "clean_room" and not verification.protected:
+            yield _warn(
+                "verification",
+                TASK_TOML,
+                "clean_room without protected paths: the agent may edit the tests it is graded by",
+            )
     declared = block.get("content_hash")
     if declared is not None:
         if not isinstance(declared, str) or not declared.startswith(HASH_PREFIX):

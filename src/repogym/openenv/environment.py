@@ -85,6 +85,9 @@ class RepoObservation(Observation):
     entries: list[dict[str, Any]] | None = None
     rewards: dict[str, float] | None = None
     reward_details: dict[str, Any] | None = None
+    verification: dict[str, Any] | None = None
+    """``evaluate``: how the verifier ran (``clean_room`` with the applied and dropped paths of
+    the agent's change, or ``in_place``)."""
     error: str | None = None
 
 
@@ -182,6 +185,7 @@ class RepogymEnvironment(Environment[RepoAction, RepoObservation, RepoState]):
                 "rewards": result.get("rewards"),
                 "reward_source": result.pop("reward_source", None),
                 "warnings": result.pop("warnings", []),
+                "verification": result.get("verification"),
             }
         for key, value in result.items():
             setattr(obs, key, value)

@@ -20,7 +20,7 @@ from typing import Any
 from repogym.harbor import Task
 from repogym.openenv.tasks import serving_spec
 from repogym.run.agents import AgentContext, OracleAgent
-from repogym.run.trial import DEFAULT_WORKDIR, phase_network, run_verifier
+from repogym.run.trial import DEFAULT_WORKDIR, phase_network, verify_after_agent
 from repogym.sandbox import BuiltEnvironment, Sandbox, Session
 
 AGENT_ACTIONS = ("exec", "read", "write", "list")
@@ -88,6 +88,7 @@ class Episode:
     session: Session
     workdir: str
     real_workdir: str
+    builder: Builder
     episode_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     step_count: int = 0
     phase: str = "agent"
@@ -107,7 +108,7 @@ class Episode:
         except BaseException:
             session.close()
             raise
-        return cls(task, session, workdir, real, episode_id=episode_id or uuid.uuid4().hex)
+        return cls(task, session, workdir, real, builder, episode_id=episode_id or uuid.uuid4().hex)
 
     # -- agent actions -------------------------------------------------------------------
 
@@ -186,10 +187,21 @@ class Episode:
         self._agent_phase()
         # Nothing the agent left running may touch the verifier's files.
         self.session.kill_all()
-        output, exit_code, reading = run_verifier(self.session, self.task, self.workdir)
         self.phase = "done"
+        checked = verify_after_agent(
+            self.builder.backend,
+            self.builder.build(self.task),
+            serving_spec(self.task, self.builder.backend.name),
+            self.session,
+            self.task,
+            self.workdir,
+        )
+        self.session = checked.session
+        reading = checked.reading
+        output, exit_code = checked.stdout, checked.exit_code
         self.last_reward = reading.reward
         return {
+            "verification": checked.verification,
             "reward": reading.reward,
             "rewards": reading.rewards,
             "reward_details": reading.details,

@@ -146,12 +146,42 @@ def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
         raise GenerateError(msg) from None
 
 
+def _known_changes(tasks_dir: Path) -> dict[str, str]:
+    """change hash → task id of the tasks already in a dataset (see ``_emit.change_hash``):
+    the same gold patch and tests are one task, whichever commit or pull request they came
+    from."""
+    import tomllib
+
+    from repogym.pipelines._emit import change_hash
+
+    out: dict[str, str] = {}
+    if not tasks_dir.is_dir():
+        return out
+    for task_dir in sorted(tasks_dir.iterdir()):
+        try:
+            data = tomllib.loads((task_dir / "task.toml").read_text())
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            continue
+        digest = ((data.get("metadata") or {}).get("repogym") or {}).get("change_hash")
+        if not digest:
+            gold, tests = task_dir / "solution" / "patch.diff", task_dir / "tests" / "test.patch"
+            if not (gold.is_file() and tests.is_file()):
+                continue
+            digest = change_hash(
+                gold.read_bytes().decode("utf-8", "surrogateescape"),
+                tests.read_bytes().decode("utf-8", "surrogateescape"),
+            )
+        out.setdefault(digest, task_dir.name)
+    return out
+
+
 def generate(
     inp: GenerationInput,
     *,
     on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
     on_drop: Callable[[str, str, YieldStats], None] | None = None,
 ) -> GenerateResult:
+    from repogym.pipelines._emit import change_hash
     from repogym.pipelines._runtime import RuntimeHarness
     from repogym.sandbox import SandboxError, get_backend
     from repogym.sources import LocalGitSource, SourceError
@@ -193,6 +223,8 @@ def generate(
     state = _State(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
     # A pipeline with its own task content provides make_harness(); others use the runtime one.
     make_harness = getattr(module, "make_harness", RuntimeHarness)
+    runtime = make_harness is RuntimeHarness
+    """Runtime tasks of one change are one task, whichever pipeline mined it."""
     harness = make_harness(
         source,
         backend,
@@ -231,6 +263,7 @@ def generate(
             on_outcome(outcome, stats)
 
     slug = slug_for(repo_id)
+    changes = _known_changes(out / "tasks")
     pending: set[Future[Outcome]] = set()
     stopped: GenerateError | None = None
     with ThreadPoolExecutor(max_workers=inp.jobs) as pool:
@@ -251,6 +284,16 @@ def generate(
                     continue
                 if cand.key in state.done:
                     continue  # --resume: examined by an earlier run
+                digest = (
+                    change_hash(cand.source_patch, cand.test_patch)
+                    if runtime and cand.patch
+                    else None
+                )
+                if digest is not None and digest in changes:
+                    dropped(cand.key, "duplicate change")
+                    continue
+                if digest is not None:
+                    changes[digest] = cand.task_id
                 # Keep at most `jobs` evaluations in flight, and never more than the limit needs.
                 while pending and (
                     len(pending) >= inp.jobs

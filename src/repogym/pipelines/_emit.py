@@ -1,9 +1,16 @@
-"""Writing a runtime task directory (Harbor layout + the graded-verifier files)."""
+"""Writing a runtime task: its verifier folder (staged before any test runs) and the task folder.
+
+The verifier folder is staged first because generation runs the tests through the very verifier
+the task ships (``tests/test.sh --results``): before/after results, tamper baselines and the
+tests' environment are then exactly what grading will use.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from importlib import resources
@@ -15,10 +22,116 @@ import tomli_w
 from repogym import __version__
 from repogym.bootstrap import Recipe
 from repogym.harbor import set_content_hash
+from repogym.harbor.verification import RUNTIME_PROTECTED
 from repogym.pipelines.base import Candidate
 from repogym.spec import RuntimeOptions
+from repogym.verify.mutants import is_release_notes
 
 SPEC_VERSION = "0.2.0"
+RECORD_SCRIPT = "repogym_record.py"
+RECORD_DIR = "/usr/lib/repogym"
+_VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
+_RUNNER_TEMPLATES = ("repogym_pytest_report.py", "repogym_unittest.py")
+
+
+def _template(name: str) -> bytes:
+    return resources.files("repogym.pipelines").joinpath("_templates", name).read_bytes()
+
+
+def _verify_module(name: str) -> bytes:
+    return resources.files("repogym.verify").joinpath(name).read_bytes()
+
+
+def _parsers_source() -> bytes:
+    return _verify_module("parsers.py")
+
+
+def _write(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    path.chmod(mode)
+
+
+# ------------------------------------------------------------------------------ environment
+
+
+def record_step(workdir: str, key: str, runner: str) -> str:
+    """The Dockerfile lines that record, at build time, what the verifier checks (see
+    ``_templates/repogym_record.py``); they come last so they see the finished image."""
+    return (
+        "\n# repogym: record the interpreter, standard library and test-runner files the\n"
+        "# verifier checks before it trusts them (the key is known only to the hidden tests).\n"
+        f"COPY {RECORD_SCRIPT} {RECORD_DIR}/record.py\n"
+        f"RUN python3 {RECORD_DIR}/record.py --record {key} {workdir} {runner}\n"
+    )
+
+
+def write_environment(
+    context: Path, recipe: Recipe, key: str, dockerfile: str | None = None
+) -> None:
+    """The task's Dockerfile (the recipe's, or ``dockerfile``, plus the record step) and the
+    record script."""
+    text = (dockerfile or recipe.dockerfile).rstrip("\n") + "\n"
+    _write(context / "Dockerfile", text + record_step(recipe.workdir, key, recipe.runner))
+    _write(context / RECORD_SCRIPT, _template(RECORD_SCRIPT))
+
+
+# ------------------------------------------------------------------------------ verifier
+
+
+@dataclass
+class VerifierInput:
+    """What the verifier folder holds before the tests have been run."""
+
+    recipe: Recipe
+    command: str
+    restore: dict[str, bytes]
+    """Hidden copies (relative path → bytes) written over the working tree before each run."""
+    delete: list[str]
+    infra: dict[str, str]
+    """Digests of the other test-infrastructure files (a change to one is a tamper)."""
+    sources: dict[str, str]
+    """Digests of the base's source files (only changed ones are scanned for tampering)."""
+    integrity_key: str
+    reward_mode: str
+
+
+def stage_verifier(tests: Path, inp: VerifierInput) -> None:
+    """Write the verifier folder ``tests`` (without f2p.json / p2p.json)."""
+    _write(tests / "test.sh", _template("test.sh"), 0o755)
+    _write(tests / "verifier.py", _template("verifier.py"))
+    for name in _VERIFY_MODULES:
+        _write(tests / name, _verify_module(name))
+    for name in _RUNNER_TEMPLATES:
+        _write(tests / "runner" / name, _template(name))
+    for rel, data in inp.restore.items():
+        _write(tests / "files" / rel, data)
+    _write(tests / "infra.json", json.dumps(inp.infra, indent=0, sort_keys=True) + "\n")
+    _write(tests / "sources.json", json.dumps(inp.sources, indent=0, sort_keys=True) + "\n")
+    _write(tests / "integrity.key", inp.integrity_key + "\n")
+    config = {
+        "workdir": inp.recipe.workdir,
+        "runner": inp.recipe.runner,
+        "command": inp.command,
+        "env": dict(inp.recipe.env),
+        "restore": sorted(inp.restore),
+        "delete": sorted(inp.delete),
+        "reward_mode": inp.reward_mode,
+    }
+    _write(tests / "config.json", json.dumps(config, indent=2) + "\n")
+
+
+def update_config(tests: Path, **fields: Any) -> None:
+    """Merge ``fields`` into the staged ``config.json`` (same file, rewritten in place)."""
+    path = tests / "config.json"
+    config = json.loads(path.read_text())
+    config.update(fields)
+    with open(path, "r+", encoding="utf-8") as fh:
+        fh.truncate(0)
+        fh.write(json.dumps(config, indent=2) + "\n")
+
+
+# ------------------------------------------------------------------------------ task
 
 
 @dataclass
@@ -28,30 +141,24 @@ class EmitInput:
     recipe: Recipe
     context: Path
     """The environment folder (Dockerfile + repo/ snapshot at base) to copy."""
+    tests: Path
+    """The staged verifier folder."""
     f2p: list[str]
     p2p: list[str]
     command: str
-    test_files: dict[str, bytes]
-    deleted_tests: list[str]
+    test_files: list[str]
+    """Test files the pipeline's test patch adds or changes."""
     pipeline: str
     pipeline_version: str
     repo: str
     options: RuntimeOptions
     flaky: list[str] = field(default_factory=list)
-
-
-def _template(name: str) -> bytes:
-    return resources.files("repogym.pipelines").joinpath("_templates", name).read_bytes()
-
-
-def _parsers_source() -> bytes:
-    return resources.files("repogym.verify").joinpath("parsers.py").read_bytes()
-
-
-def _write(path: Path, data: bytes | str, mode: int = 0o644) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    path.chmod(mode)
+    scope: str = "targeted"
+    """``suite`` (the whole suite is graded) or ``targeted`` (the selected test files)."""
+    selected: list[str] = field(default_factory=list)
+    skipped: int = 0
+    skip_reasons: dict[str, int] = field(default_factory=dict)
+    collected: int | None = None
 
 
 def write_task(dest: Path, inp: EmitInput) -> None:
@@ -60,23 +167,10 @@ def write_task(dest: Path, inp: EmitInput) -> None:
     dest.mkdir(parents=True)
     _write(dest / "instruction.md", inp.instruction)
     shutil.copytree(inp.context, dest / "environment", symlinks=True)
-
     tests = dest / "tests"
-    _write(tests / "test.sh", _template("test.sh"), 0o755)
-    _write(tests / "verifier.py", _template("verifier.py"))
-    _write(tests / "parsers.py", _parsers_source())
+    shutil.copytree(inp.tests, tests, symlinks=True)
     _write(tests / "f2p.json", json.dumps(inp.f2p, indent=1) + "\n")
     _write(tests / "p2p.json", json.dumps(inp.p2p, indent=1) + "\n")
-    config = {
-        "workdir": recipe.workdir,
-        "runner": recipe.runner,
-        "command": inp.command,
-        "restore": sorted(inp.test_files),
-        "delete": sorted(inp.deleted_tests),
-    }
-    _write(tests / "config.json", json.dumps(config, indent=2) + "\n")
-    for rel, data in inp.test_files.items():
-        _write(tests / "files" / rel, data)
     _write(tests / "test.patch", cand.test_patch.encode("utf-8", "surrogateescape"))
 
     solution = dest / "solution"
@@ -93,11 +187,21 @@ def write_task(dest: Path, inp: EmitInput) -> None:
         "test_files": sorted(inp.test_files),
         "runner": recipe.runner,
         "test_command": inp.command,
+        "p2p_scope": inp.scope,
+        "reward_mode": inp.options.reward,
+        "skipped_tests": inp.skipped,
     }
+    if inp.scope == "targeted":
+        sub["selected_test_files"] = sorted(inp.selected)
+    if inp.skip_reasons:
+        sub["skip_reasons"] = inp.skip_reasons
+    if inp.collected is not None:
+        sub["collected_tests"] = inp.collected
     if cand.number is not None:
         sub["pr_number"] = cand.number
     if inp.flaky:
         sub["flaky_excluded"] = inp.flaky
+    protected = list(RUNTIME_PROTECTED) + sorted(set(inp.test_files))
     payload: dict[str, Any] = {
         # `version` is the legacy spelling older readers (and repo2rlenv) require; Harbor takes
         # schema_version when both are present.
@@ -109,8 +213,8 @@ def write_task(dest: Path, inp: EmitInput) -> None:
             "keywords": [inp.pipeline, recipe.language, recipe.runner],
         },
         "metadata": {
-            "difficulty": _difficulty(cand.source_patch),
-            "category": "bugfix",
+            "difficulty": difficulty(cand.source_patch),
+            "category": category(cand.title, cand.body, cand.source_patch),
             "language": recipe.language,
             "repo2env": {
                 "spec_version": SPEC_VERSION,
@@ -125,11 +229,16 @@ def write_task(dest: Path, inp: EmitInput) -> None:
                 "reward_kinds": ["test_execution"],
                 inp.pipeline: sub,
                 "reproducibility": {"mode": "inline_dockerfile"},
+                "verification": {"mode": "clean_room", "protected": protected},
             },
-            "repogym": {"generator": f"repogym {__version__}", "recipe_hash": recipe.hash},
+            "repogym": {
+                "generator": f"repogym {__version__}",
+                "recipe_hash": recipe.hash,
+                "change_hash": change_hash(cand.source_patch, cand.test_patch),
+            },
         },
         "agent": {"timeout_sec": inp.options.agent_timeout},
-        "verifier": {"timeout_sec": inp.options.test_timeout * 2},
+        "verifier": {"timeout_sec": inp.options.test_timeout * 2, "network_mode": "no-network"},
         "environment": {
             "build_timeout_sec": 1800.0,
             "cpus": 1,
@@ -144,8 +253,105 @@ def write_task(dest: Path, inp: EmitInput) -> None:
     set_content_hash(dest)
 
 
-def _difficulty(source_patch: str) -> str:
-    changed = sum(
-        1 for ln in source_patch.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")
-    )
+# ------------------------------------------------------------------------------ facts
+
+
+def code_lines(source_patch: str) -> list[str]:
+    """The changed (+/-) lines of a patch, without release notes and changelogs."""
+    out: list[str] = []
+    skip = False
+    for line in source_patch.splitlines():
+        if line.startswith("diff --git "):
+            path = line.split(" b/", 1)[-1] if " b/" in line else ""
+            skip = is_release_notes(path)
+        elif line.startswith(("+++ ", "--- ")):
+            if line.startswith("+++ ") and line[4:] != "/dev/null":
+                skip = skip or is_release_notes(line[4:].removeprefix("b/"))
+        elif not skip and line[:1] in "+-":
+            out.append(line)
+    return out
+
+
+def difficulty(source_patch: str) -> str:
+    """easy / medium / hard by changed code lines (release notes and changelogs not counted)."""
+    changed = len(code_lines(source_patch))
     return "easy" if changed <= 10 else "medium" if changed <= 60 else "hard"
+
+
+_CONVENTIONAL = re.compile(r"^\s*(\w+)(?:\([^)]*\))?!?:\s")
+_KINDS = {
+    "fix": "bugfix",
+    "bugfix": "bugfix",
+    "hotfix": "bugfix",
+    "bug": "bugfix",
+    "feat": "feature",
+    "feature": "feature",
+    "add": "feature",
+    "refactor": "refactor",
+    "perf": "refactor",
+    "style": "refactor",
+    "chore": "refactor",
+    "cleanup": "refactor",
+    "docs": "docs",
+    "doc": "docs",
+}
+_BUG_WORDS = re.compile(
+    r"\b(fix(e[sd])?|bugs?|crash(es|ed)?|errors?|exceptions?|regressions?|wrong|incorrect"
+    r"|broken|fails?|failing|issue|handle|properly|raise[sd]?)\b",
+    re.I,
+)
+_FEATURE_WORDS = re.compile(
+    r"\b(add(s|ed)?|support(s|ed)?|implement(s|ed)?|introduce[sd]?|new|allow(s|ed)?"
+    r"|enable[sd]?|option|feature)\b",
+    re.I,
+)
+_REFACTOR_WORDS = re.compile(
+    r"\b(refactor\w*|clean ?up|rename[sd]?|simplif\w*|move[sd]?|restructur\w*|extract\w*"
+    r"|deprecat\w*|tidy)\b",
+    re.I,
+)
+_DOCS_WORDS = re.compile(r"\b(docs?|documentation|docstrings?|readme|typos?|comments?)\b", re.I)
+
+
+def category(title: str, body: str, source_patch: str) -> str:
+    """bugfix / feature / refactor / docs, from a conventional-commit prefix, the words of the
+    title (then the body) and, when those say nothing, the shape of the change."""
+    m = _CONVENTIONAL.match(title)
+    if m and m.group(1).lower() in _KINDS:
+        return _KINDS[m.group(1).lower()]
+    for text in (title, body[:2000]):
+        scores = {
+            "bugfix": len(_BUG_WORDS.findall(text)),
+            "feature": len(_FEATURE_WORDS.findall(text)),
+            "refactor": len(_REFACTOR_WORDS.findall(text)),
+            "docs": len(_DOCS_WORDS.findall(text)),
+        }
+        best = max(scores.values())
+        if best:
+            order = ("bugfix", "feature", "refactor", "docs")
+            return next(k for k in order if scores[k] == best)
+    lines = code_lines(source_patch)
+    added = sum(1 for ln in lines if ln.startswith("+"))
+    removed = len(lines) - added
+    if added and not removed:
+        return "feature"
+    return "bugfix"
+
+
+def change_hash(source_patch: str, test_patch: str) -> str:
+    """Identity of a change for de-duplication: the same gold patch and tests give the same
+    hash whatever commit or pull request they came from (blob ids and ``diff --git`` headers
+    are left out; release notes too)."""
+    h = hashlib.sha256()
+    for patch in (source_patch, test_patch):
+        skip = False
+        for line in patch.splitlines():
+            if line.startswith("diff --git "):
+                path = line.split(" b/", 1)[-1] if " b/" in line else ""
+                skip = is_release_notes(path)
+                continue
+            if skip or line.startswith(("index ", "similarity index", "dissimilarity")):
+                continue
+            h.update(line.encode("utf-8", "surrogateescape") + b"\n")
+        h.update(b"\0")
+    return h.hexdigest()

@@ -1,16 +1,23 @@
 """The runtime harness shared by ``commit_runtime`` and ``pr_runtime``.
 
 For one candidate (repository at ``base``, fix at ``head``): export the base snapshot, derive
-the environment recipe, build it in the sandbox, then run the targeted tests with the hidden test
-changes applied but not the fix ("before") and with both ("after"), ``1 + reruns`` times each.
-F2P = fails before, passes after; P2P = passes in both; tests whose result flips between runs of
-one state are dropped. A candidate with at least one F2P test becomes a task, which must then
-pass the verify gate (oracle 1, nop 0, oracle reruns agree) before it is published.
+the environment recipe, build it in the sandbox (the Dockerfile's last step records what the
+verifier trusts), stage the task's verifier folder, then run the tests *through that verifier*
+(``tests/test.sh --results``) with the hidden test changes but not the fix ("before") and with
+both ("after"), ``1 + reruns`` times each. Which tests run: the whole suite when it finishes in
+under ``suite_budget`` seconds, else the changed test files plus every test file whose imports
+reach the changed source (:mod:`._selection`). F2P = fails before, passes after; P2P = passes
+in both, all of them; tests whose result flips between runs of one state are dropped.
+
+A candidate with at least one F2P test becomes a task, which must then pass the verify gate
+(oracle 1, nop 0, oracle reruns agree, and its tests must kill at least ``min_kill_rate`` of
+``mutants`` wrong solutions derived from the gold patch) before it is published.
 """
 
 from __future__ import annotations
 
-import re
+import json
+import secrets
 import shutil
 import tempfile
 import time
@@ -23,33 +30,62 @@ from typing import Any
 
 import tomli_w
 
-from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap
+from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap, cache_root
+from repogym.bootstrap.pin import (
+    CONSTRAINTS_NAME,
+    FREEZE,
+    LockStore,
+    constraints_from_freeze,
+    pinned_dockerfile,
+)
 from repogym.harbor import load_task, publish_task_dir, set_content_hash
-from repogym.pipelines._emit import EmitInput, write_task
+from repogym.pipelines._emit import (
+    EmitInput,
+    VerifierInput,
+    code_lines,
+    stage_verifier,
+    update_config,
+    write_environment,
+    write_task,
+)
 from repogym.pipelines._instruction import InstructionRewriter, Rewrite, build_instruction
+from repogym.pipelines._selection import (
+    JS_TEST_FILE,
+    PY_TEST_FILE,
+    find_test_files,
+    tests_exercising,
+)
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.run.agents import NopAgent, OracleAgent
-from repogym.run.gate import VERIFIED, Verdict, judge, record
+from repogym.run.gate import VERIFIED, MutantReport, Verdict, judge, record, run_mutants
 from repogym.run.trial import TrialRunner
-from repogym.sandbox import BuildError, EnvironmentSpec, Sandbox, SandboxError, Session
+from repogym.sandbox import (
+    BuildError,
+    BuiltEnvironment,
+    EnvironmentSpec,
+    Sandbox,
+    SandboxError,
+    Session,
+)
 from repogym.sources import LocalGitSource
 from repogym.sources._patches import is_test_path, parse_patch
 from repogym.spec import RuntimeOptions
-from repogym.verify.parsers import parse_log
+from repogym.verify import infra, tamper
+from repogym.verify.mutants import is_release_notes
 
 PASSED = "PASSED"
-_PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
-_JS_TEST_FILE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$|(^|/)__tests__/")
+RESULTS = "/tmp/repogym-results.json"
+WEAK_TESTS = "tests too weak (mutants survive)"
 
 
 def target_ids(runner: str, test_files: list[str]) -> list[str] | None:
     """Ids that make the runner run the given test files; [] = whole suite; None = none runnable."""
     if runner == "pytest":
-        ids = [f for f in test_files if _PY_TEST_FILE.search(f)]
+        ids = [f for f in test_files if PY_TEST_FILE.search(f)]
     elif runner == "unittest":
-        ids = [f[:-3].replace("/", ".") for f in test_files if _PY_TEST_FILE.search(f)]
+        ids = [f[:-3].replace("/", ".") for f in test_files if PY_TEST_FILE.search(f)]
     elif runner in ("jest", "vitest"):
-        ids = [f for f in test_files if _JS_TEST_FILE.search(f)]
+        ids = [f for f in test_files if JS_TEST_FILE.search(f)]
     else:  # mocha, node, go, cargo: the whole suite, graded on the ids the log reports
         return []
     return ids or None
@@ -69,6 +105,14 @@ class _State:
     def flaky(self) -> set[str]:
         ids = set().union(*self.runs)
         return {t for t in ids if len({r.get(t) for r in self.runs}) > 1}
+
+
+class _RunFailed(Exception):
+    """A verifier run at generation gave nothing usable: (drop reason, detail)."""
+
+    def __init__(self, reason: str, detail: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
 
 
 class RuntimeHarness:
@@ -108,6 +152,8 @@ class RuntimeHarness:
         outcome = Outcome(cand, kept=False)
         try:
             self._evaluate(cand, work, outcome)
+        except _RunFailed as exc:
+            outcome.reason, outcome.detail = exc.reason, exc.detail
         except (BuildError, SandboxError) as exc:
             outcome.reason, outcome.detail = "sandbox error", str(exc).splitlines()[0][:300]
         finally:
@@ -131,22 +177,34 @@ class RuntimeHarness:
             return self._drop(outcome, why or "no instruction")
         context = work / "environment"
         context.mkdir()
-        self.source.export_snapshot(cand.base, context / "repo")
+        base = context / "repo"
+        self.source.export_snapshot(cand.base, base)
         try:
-            recipe = bootstrap(
-                context / "repo", repo_id=self.repo_label, ref=cand.base, check=False
-            ).recipe
+            recipe = bootstrap(base, repo_id=self.repo_label, ref=cand.base, check=False).recipe
         except UnsupportedRepo as exc:
             return self._drop(outcome, "unsupported repository", str(exc))
-        (context / "Dockerfile").write_text(recipe.dockerfile)
 
         test_changes = parse_patch(cand.test_patch)
+        source_changes = parse_patch(cand.source_patch)
         test_files = [p.path for p in test_changes if p.status != "D"]
-        deleted_tests = [p.path for p in test_changes if p.status == "D"]
         ids = target_ids(recipe.runner, test_files)
         if ids is None:
             return self._drop(outcome, "no runnable test file changed")
-        command = recipe.test_command_for(ids)
+        changed_sources = [p.path for p in source_changes if p.status != "D"]
+        infra_changes = [p for p in source_changes if infra.is_infra(p.path)]
+        hidden = test_files + [p.path for p in infra_changes if p.status != "D"]
+        delete = [p.path for p in test_changes if p.status == "D"]
+        delete += [p.path for p in infra_changes if p.status == "D"]
+        selected: list[str] = []
+        if ids:
+            head = work / "head"
+            self.source.export_snapshot(cand.head, head)
+            reach = tests_exercising(head, changed_sources, find_test_files(head, recipe.runner))
+            selected = sorted(set(test_files) | set(reach))
+            ids = target_ids(recipe.runner, selected) or ids
+        targeted = recipe.test_command_for(ids)
+
+        key = secrets.token_hex(16)
         spec = EnvironmentSpec(
             context_dir=context,
             workdir=recipe.workdir,
@@ -155,41 +213,73 @@ class RuntimeHarness:
             storage_mb=4096,
         )
         try:
-            built = self.backend.build(spec, log=work / "build.log")
+            built = self._build_pinned(recipe, context, spec, key, work / "build.log")
         except BuildError as exc:
             return self._drop(outcome, "environment build failed", str(exc).splitlines()[0][:300])
 
-        source_changes = parse_patch(cand.source_patch)
-        with self.backend.start(built, spec) as session:
-            self._apply(session, recipe, cand.head, test_files, deleted_tests)
-            before, t1 = self._runs(session, recipe, command)
-            self._apply(
-                session,
-                recipe,
-                cand.head,
-                [p.path for p in source_changes if p.status != "D"],
-                [p.path for p in source_changes if p.status == "D"],
-            )
-            after, t2 = self._runs(session, recipe, command)
+        tests = work / "tests"
+        restore = {p: self.source.read_file(cand.head, p) for p in hidden}
+        known = infra.manifest(base, infra.is_infra)
+        stage_verifier(
+            tests,
+            VerifierInput(
+                recipe=recipe,
+                command=targeted,
+                restore=restore,
+                delete=delete,
+                infra={k: v for k, v in known.items() if k not in restore and k not in delete},
+                sources=infra.manifest(
+                    base, lambda r: tamper.language_of(r) is not None and not infra.is_infra(r)
+                ),
+                integrity_key=key,
+                reward_mode=opts.reward,
+            ),
+        )
+        with self.backend.start(built, spec) as before:
+            before.mount(tests, "/tests")
+            self._probe(before, recipe, tests)
+            with self.backend.start(built, spec) as after:
+                after.mount(tests, "/tests")
+                self._apply(
+                    after,
+                    recipe,
+                    cand.head,
+                    changed_sources,
+                    [p.path for p in source_changes if p.status == "D"],
+                )
+                scope, after_results, t2 = self._after_runs(
+                    after, recipe, tests, targeted if ids else None
+                )
+            command = recipe.test_command if scope == "suite" else targeted
+            before_results, t1 = self._runs(before, recipe, 1 + opts.reruns, "before the fix")
         outcome.test_seconds += t1 + t2
-        if before is None:
-            return self._drop(outcome, "test log not understood (before the fix)")
-        if after is None:
-            return self._drop(outcome, "test log not understood (after the fix)")
-        flaky = before.flaky() | after.flaky()
-        b, a = before.stable(), after.stable()
+        before_state = _State([r["tests"] for r in before_results])
+        after_state = _State([r["tests"] for r in after_results])
+        flaky = before_state.flaky() | after_state.flaky()
+        b, a = before_state.stable(), after_state.stable()
         f2p = sorted(
             t for t, s in a.items() if s == PASSED and b.get(t) != PASSED and t not in flaky
         )
         p2p = sorted(
             t for t, s in a.items() if s == PASSED and b.get(t) == PASSED and t not in flaky
         )
-        p2p = p2p[: opts.max_p2p]
         if not any(s == PASSED for s in a.values()):
             return self._drop(outcome, "no test passes after the fix")
         if not f2p:
             reason = "only flaky fail-to-pass tests" if flaky else "no fail-to-pass test"
             return self._drop(outcome, reason)
+        first = after_results[0]
+        skipped = [t for t, s in first["tests"].items() if s == "SKIPPED"]
+        reasons: dict[str, int] = {}
+        for t in skipped:
+            why = (first.get("skips") or {}).get(t) or "(no reason)"
+            reasons[why] = reasons.get(why, 0) + 1
+        update_config(
+            tests,
+            command=command,
+            tamper_waived=sorted({s for r in after_results for s in r.get("tamper_sigs", [])}),
+            collected=first.get("collected"),
+        )
 
         instruction, rewrite = self._rewrite(
             cand, instruction, gold_patch=cand.source_patch, workdir="/workspace"
@@ -204,16 +294,21 @@ class RuntimeHarness:
                 instruction=instruction,
                 recipe=recipe,
                 context=context,
+                tests=tests,
                 f2p=f2p,
                 p2p=p2p,
                 command=command,
-                test_files={p: self.source.read_file(cand.head, p) for p in test_files},
-                deleted_tests=deleted_tests,
+                test_files=test_files,
                 pipeline=self.pipeline,
                 pipeline_version=self.pipeline_version,
                 repo=self.repo_label,
                 options=opts,
                 flaky=sorted(flaky),
+                scope=scope,
+                selected=selected,
+                skipped=len(skipped),
+                skip_reasons=dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:10]),
+                collected=first.get("collected"),
             ),
         )
         if self._gate_and_publish(staging, cand, outcome, rewrite):
@@ -252,11 +347,18 @@ class RuntimeHarness:
         under ``<out>/tasks/<id>`` when verified; the staging folder never survives."""
         try:
             stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
-            verdict, seconds = self._verify(staging)
+            verdict, seconds, mutants = self._verify(staging)
             outcome.test_seconds += seconds
             if verdict.status != VERIFIED:
                 detail = "; ".join(verdict.reasons)[:300]
                 self._drop(outcome, f"verify: {verdict.status}", detail)
+                return False
+            floor = getattr(self.options, "min_kill_rate", 0.0)
+            if mutants is not None and mutants.kill_rate is not None and mutants.kill_rate < floor:
+                detail = f"kill rate {mutants.kill_rate:.2f} < {floor:g}: " + "; ".join(
+                    m.description for m in mutants.results if not m.killed
+                )
+                self._drop(outcome, WEAK_TESTS, detail[:300])
                 return False
             publish_task_dir(staging, self.out_dir / "tasks" / cand.task_id)
         finally:
@@ -274,21 +376,143 @@ class RuntimeHarness:
         for path in deleted:
             session.remove(f"{recipe.workdir}/{path}")
 
-    def _runs(self, session: Session, recipe: Recipe, command: str) -> tuple[_State | None, float]:
-        runs: list[dict[str, str]] = []
-        spent = 0.0
-        for _ in range(1 + self.options.reruns):
-            res = session.exec(
-                command, timeout_s=self.options.test_timeout, cwd=recipe.workdir, network=False
-            )
-            spent += res.duration_s
-            parsed = parse_log(res.stdout + "\n" + res.stderr, recipe.runner)
-            if parsed.status == "unparsed":
-                return None, spent
-            runs.append(dict(parsed.tests))
-        return _State(runs), spent
+    def _build_pinned(
+        self, recipe: Recipe, context: Path, spec: EnvironmentSpec, key: str, log: Path
+    ) -> BuiltEnvironment:
+        """Build the task's environment with the dependency versions pinned (Python: a
+        constraints file from the first build's ``pip freeze``, cached per recipe)."""
+        locks = LockStore(cache_root() / "locks") if recipe.language == "python" else None
+        constraints = locks.get(recipe.hash) if locks else None
+        if constraints:
+            (context / CONSTRAINTS_NAME).write_text(constraints)
+            write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
+            return self.backend.build(spec, log=log)
+        write_environment(context, recipe, key)
+        built = self.backend.build(spec, log=log)
+        if locks is None:
+            return built
+        with self.backend.start(built, spec) as session:
+            res = session.exec(FREEZE, cwd=recipe.workdir, timeout_s=300, network=False)
+        constraints = constraints_from_freeze(res.stdout) if res.exit_code == 0 else ""
+        if not constraints:
+            return built
+        locks.put(recipe.hash, constraints)
+        (context / CONSTRAINTS_NAME).write_text(constraints)
+        write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
+        return self.backend.build(spec, log=log)
 
-    def _verify(self, task_dir: Path) -> tuple[Verdict, float]:
+    def _probe(self, session: Session, recipe: Recipe, tests: Path) -> None:
+        """In a pristine session: the pytest plugins the verifier must load explicitly, and the
+        base's tamper-rule hits (which the agent's change is compared with)."""
+        fields: dict[str, Any] = {}
+        if recipe.runner == "pytest":
+            res = session.exec(
+                ["python3", "/usr/lib/repogym/record.py", "--plugins"],
+                timeout_s=120,
+                cwd=recipe.workdir,
+                network=False,
+            )
+            try:
+                fields["pytest_plugins"] = json.loads(res.stdout or "[]")
+            except json.JSONDecodeError:
+                raise _RunFailed(
+                    "verifier self-check failed", f"plugin probe: {res.stderr.strip()[:200]}"
+                ) from None
+        # Only the non-test source files are ever scanned (tests are reset, not scanned).
+        sources = json.loads((tests / "sources.json").read_text())
+        session.write("/tmp/repogym-sources.txt", "\n".join(sorted(sources)) + "\n")
+        res = session.exec(
+            [
+                "python3",
+                "/tests/tamper.py",
+                "baseline",
+                recipe.workdir,
+                "--files",
+                "/tmp/repogym-sources.txt",
+            ],
+            timeout_s=1800,
+            network=False,
+        )
+        try:
+            baseline = json.loads(res.stdout)
+        except json.JSONDecodeError:
+            raise _RunFailed(
+                "verifier self-check failed", f"tamper baseline: {res.stderr.strip()[:200]}"
+            ) from None
+        (tests / "tamper_baseline.json").write_text(json.dumps(baseline, sort_keys=True) + "\n")
+        ancestors = []
+        parent = recipe.workdir.rstrip("/").rsplit("/", 1)[0] or "/"
+        while True:
+            for name in ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg"):
+                path = f"{parent.rstrip('/')}/{name}"
+                if _exists(session, path):
+                    ancestors.append(path)
+            if parent == "/":
+                break
+            parent = parent.rsplit("/", 1)[0] or "/"
+        fields["ancestors"] = ancestors
+        update_config(tests, **fields)
+
+    def _result(self, session: Session, recipe: Recipe, timeout: float) -> dict[str, Any] | None:
+        """One run through the staged verifier (``test.sh --results``); None on timeout."""
+        res = session.exec(
+            ["bash", "/tests/test.sh", "--results", RESULTS],
+            timeout_s=timeout,
+            cwd=recipe.workdir,
+            network=False,
+        )
+        if res.timed_out:
+            return None
+        try:
+            result = json.loads(session.read(RESULTS))
+        except (FileNotFoundError, json.JSONDecodeError, SandboxError):
+            tail = (res.stdout + res.stderr).strip().splitlines()[-1:] or [""]
+            raise _RunFailed("verifier self-check failed", tail[0][:300]) from None
+        result["seconds"] = res.duration_s
+        problems = result.get("integrity", []) + result.get("infra_problems", [])
+        if problems:
+            raise _RunFailed("verifier self-check failed", "; ".join(problems)[:300])
+        return result
+
+    def _runs(
+        self, session: Session, recipe: Recipe, count: int, state: str
+    ) -> tuple[list[dict[str, Any]], float]:
+        runs: list[dict[str, Any]] = []
+        spent = 0.0
+        for _ in range(count):
+            result = self._result(session, recipe, self.options.test_timeout)
+            if result is None:
+                raise _RunFailed(f"tests time out ({state})")
+            spent += result["seconds"]
+            if result["parse_status"] not in ("ok", "empty"):
+                raise _RunFailed(f"test log not understood ({state})", str(result["parse_status"]))
+            runs.append(result)
+        return runs, spent
+
+    def _after_runs(
+        self, session: Session, recipe: Recipe, tests: Path, targeted: str | None
+    ) -> tuple[str, list[dict[str, Any]], float]:
+        """Runs with the fix: the whole suite when it finishes within ``suite_budget`` (or the
+        runner cannot select files), else the ``targeted`` command. Returns (scope, results,
+        seconds)."""
+        total = 1 + self.options.reruns
+        if targeted is None:
+            runs, spent = self._runs(session, recipe, total, "after the fix")
+            return "suite", runs, spent
+        spent = 0.0
+        budget = self.options.suite_budget
+        if budget > 0:
+            update_config(tests, command=recipe.test_command)
+            first = self._result(session, recipe, budget)
+            if first is not None and first["parse_status"] == "ok" and first.get("finished"):
+                runs, more = self._runs(session, recipe, total - 1, "after the fix")
+                return "suite", [first, *runs], first["seconds"] + more
+            spent = budget if first is None else first["seconds"]
+            update_config(tests, command=targeted)
+        runs, more = self._runs(session, recipe, total, "after the fix")
+        return "targeted", runs, spent + more
+
+    def _verify(self, task_dir: Path) -> tuple[Verdict, float, MutantReport | None]:
         task = load_task(task_dir)
         oracle = [
             self.runner.run(task, OracleAgent()) for _ in range(1 + self.options.verify_reruns)
@@ -296,9 +520,19 @@ class RuntimeHarness:
         nop = self.runner.run(task, NopAgent())
         spent = sum(_test_seconds(o.result) for o in [*oracle, nop])
         verdict = judge(task.id, oracle, nop)
+        mutants = None
+        k = getattr(self.options, "mutants", 0)
+        if verdict.status == VERIFIED and k:
+            mutants = run_mutants(task, self.runner, k)
+            spent += sum(m.seconds for m in mutants.results)
         if verdict.status == VERIFIED:
-            record(task, verdict, self.backend.name, self.options.verify_reruns)
-        return verdict, spent
+            record(task, verdict, self.backend.name, self.options.verify_reruns, mutants=mutants)
+        return verdict, spent, mutants
+
+
+def _exists(session: Session, path: str) -> bool:
+    res = session.exec(["test", "-e", path], timeout_s=30, network=False)
+    return res.exit_code == 0
 
 
 def stamp_provenance(task_dir: Path, *, source_access: str, rewrite: Rewrite | None) -> None:
@@ -360,15 +594,16 @@ def candidate_from_change(
         return None, "tests only"
     if not any(f.status != "D" for f in tests):
         return None, "no added or changed test"
-    if all(f.binary for f in sources):
+    # Release notes and changelogs ride along with the gold patch but are not the change.
+    code = [f for f in sources if not is_release_notes(f.path)]
+    if not code:
+        return None, "tests and release notes only"
+    if all(f.binary for f in code):
         return None, "binary-only source change"
-    if len(sources) > options.max_source_files:
+    if len(code) > options.max_source_files:
         return None, "too many source files"
     source_patch, test_patch = split_patch(patch)
-    size = sum(
-        1 for ln in source_patch.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")
-    )
-    if size > options.max_patch_lines:
+    if len(code_lines(source_patch)) > options.max_patch_lines:
         return None, "gold patch too large"
     return (
         Candidate(

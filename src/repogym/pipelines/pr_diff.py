@@ -35,7 +35,8 @@ import tomli_w
 from repogym import __version__
 from repogym.harbor import set_content_hash
 from repogym.harbor.validate import leaked_lines
-from repogym.pipelines._emit import SPEC_VERSION, _difficulty, _template, _write
+from repogym.harbor.verification import ARTEFACTS
+from repogym.pipelines._emit import SPEC_VERSION, _template, _write, category, difficulty
 from repogym.pipelines._instruction import clean_text, clean_title
 from repogym.pipelines._prs import merged_prs, pr_reference, pr_text
 from repogym.pipelines._runtime import RuntimeHarness
@@ -312,8 +313,8 @@ def write_task(
             "keywords": [pipeline, language, "diff"],
         },
         "metadata": {
-            "difficulty": _difficulty(gold_diff),
-            "category": "code_change",
+            "difficulty": difficulty(gold_diff),
+            "category": category(cand.title, cand.body, gold_diff),
             "language": language,
             "repo2env": {
                 "spec_version": SPEC_VERSION,
@@ -328,6 +329,9 @@ def write_task(
                 "reward_kinds": ["diff_similarity"],
                 pipeline: sub,
                 "reproducibility": {"mode": "inline_dockerfile"},
+                # Only the agent's edits under /workspace reach the scorer; the base copy and
+                # everything else come fresh from the image.
+                "verification": {"mode": "clean_room", "protected": list(ARTEFACTS)},
             },
             "repogym": {"generator": f"repogym {__version__}"},
         },

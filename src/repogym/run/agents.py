@@ -8,7 +8,10 @@ solution, so it runs with ``/solution`` mounted (and removed again before the ve
 from __future__ import annotations
 
 import shlex
+import shutil
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from repogym.harbor import Task
@@ -87,11 +90,15 @@ class OracleAgent:
 
     name = "oracle"
 
+    def solution(self, task: Task) -> Path:
+        """The host folder uploaded to ``/solution``."""
+        return task.solution_dir
+
     def run(self, session: Session, task: Task, ctx: AgentContext) -> AgentOutcome:
         solve = task.solution_dir / "solve.sh"
         if not solve.is_file():
             raise FileNotFoundError(f"{task.id}: solution/solve.sh is missing: no oracle to run")
-        session.upload(task.solution_dir, "/solution")
+        session.upload(self.solution(task), "/solution")
         try:
             res = session.exec(
                 ["bash", "/solution/solve.sh"],
@@ -110,6 +117,36 @@ class OracleAgent:
             duration_s=res.duration_s,
             output_tail=_tail(res.stdout + res.stderr),
         )
+
+
+class PatchAgent(OracleAgent):
+    """Applies another patch the way the oracle applies the gold (the task's ``solve.sh`` with
+    ``patch.diff`` replaced): how the verify gate runs mutants of the gold patch."""
+
+    name = "patch"
+
+    def __init__(self, patch: str, label: str = "patch") -> None:
+        self.patch = patch
+        self.label = label
+        self._tmp: Path | None = None
+
+    def solution(self, task: Task) -> Path:
+        tmp = Path(tempfile.mkdtemp(prefix="repogym-patch-"))
+        folder = tmp / "solution"
+        shutil.copytree(task.solution_dir, folder, symlinks=True)
+        (folder / "patch.diff").write_bytes(self.patch.encode("utf-8", "surrogateescape"))
+        self._tmp = tmp
+        return folder
+
+    def run(self, session: Session, task: Task, ctx: AgentContext) -> AgentOutcome:
+        try:
+            outcome = super().run(session, task, ctx)
+        finally:
+            if self._tmp is not None:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
+        outcome.metadata["patch"] = self.label
+        return outcome
 
 
 def make_agent(spec: str) -> Agent:

@@ -1,7 +1,9 @@
 """The quality gate (``repogym verify``): prove each task before anyone trains on it.
 
 Per task: the oracle must score 1.0 (and ``resolved`` where the verifier reports it), the ``nop``
-agent must score 0.0, and K more oracle runs must agree with the first. The verdict goes into
+agent must score 0.0, and K more oracle runs must agree with the first. Optionally the tests are
+tested too: wrong solutions derived from the gold patch (mutants, :mod:`repogym.verify.mutants`)
+must lose reward; ``mutant_kill_rate`` is the share that do. The verdict goes into
 ``[metadata.repo2env.evaluation]`` (which does not enter the content hash).
 """
 
@@ -17,8 +19,9 @@ import tomli_w
 
 from repogym import __version__
 from repogym.harbor import Task, atomic_write, load_task
-from repogym.run.agents import NopAgent, OracleAgent
-from repogym.run.trial import TrialOutcome, TrialRunner
+from repogym.run.agents import NopAgent, OracleAgent, PatchAgent
+from repogym.run.trial import TrialOutcome, TrialRunner, environment_spec
+from repogym.verify.mutants import build_mutants, select_mutants
 
 VERIFIED, FLAKY, BROKEN = "verified", "flaky", "broken"
 
@@ -31,9 +34,13 @@ class Verdict:
     nop_reward: float | None
     reasons: list[str] = field(default_factory=list)
     oracle_resolved: list[bool | None] = field(default_factory=list)
+    mutants: MutantReport | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return self.__dict__.copy()
+        out = {k: v for k, v in self.__dict__.items() if k != "mutants"}
+        if self.mutants is not None:
+            out["mutants"] = self.mutants.to_toml()
+        return out
 
 
 def judge(task_id: str, oracle: list[TrialOutcome], nop: TrialOutcome) -> Verdict:
@@ -63,11 +70,135 @@ def judge(task_id: str, oracle: list[TrialOutcome], nop: TrialOutcome) -> Verdic
     return Verdict(task_id, status, rewards, nop.reward, reasons, resolved)
 
 
-def record(task: Task, verdict: Verdict, backend: str, reruns: int) -> None:
-    """Write the verdict into ``[metadata.repo2env.evaluation]``; all else stays as read."""
+@dataclass
+class MutantResult:
+    kind: str
+    description: str
+    reward: float | None
+    killed: bool
+    seconds: float = 0.0
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "description": self.description,
+            "reward": self.reward if self.reward is not None else "none",
+            "killed": self.killed,
+        }
+        if self.error:
+            out["error"] = self.error[:200]
+        return out
+
+
+@dataclass
+class MutantReport:
+    """The mutants run against a task's tests and how many lost reward."""
+
+    results: list[MutantResult] = field(default_factory=list)
+    candidates: int = 0
+    """How many mutants could be built from the gold patch (before choosing ``k``)."""
+    note: str | None = None
+
+    @property
+    def killed(self) -> int:
+        return sum(1 for r in self.results if r.killed)
+
+    @property
+    def kill_rate(self) -> float | None:
+        """Killed / run; None when no mutant could be built (nothing to judge the tests by)."""
+        return self.killed / len(self.results) if self.results else None
+
+    def to_toml(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "mutants": len(self.results),
+            "mutants_killed": self.killed,
+            "mutant_kill_rate": round(self.kill_rate, 4) if self.kill_rate is not None else "none",
+            "mutant_candidates": self.candidates,
+            "mutant_results": [r.to_json() for r in self.results],
+        }
+        if self.note:
+            out["mutant_note"] = self.note
+        return out
+
+
+def _base_reader(task: Task, runner: TrialRunner) -> tuple[Any, Any]:
+    """(read_base, close): files of the task's working directory as built, read from a
+    session of the built environment (no agent has touched it)."""
+    spec = environment_spec(task)
+    built = runner.build(task)
+    session = runner.backend.start(built, spec)
+    workdir = (spec.workdir or built.workdir or "/").rstrip("/")
+
+    def read_base(path: str) -> str | None:
+        try:
+            return session.read(f"{workdir}/{path}").decode("utf-8", "surrogateescape")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    return read_base, session.close
+
+
+def run_mutants(
+    task: Task, runner: TrialRunner, k: int, *, oracle_reward: float = 1.0
+) -> MutantReport:
+    """Build up to ``k`` mutants of the task's gold patch and run each as a trial. A mutant is
+    killed when its reward is below ``oracle_reward`` (or the verifier gives none)."""
+    patch_path = task.solution_dir / "patch.diff"
+    if not patch_path.is_file():
+        return MutantReport(note="no solution/patch.diff to derive mutants from")
+    gold = patch_path.read_bytes().decode("utf-8", "surrogateescape")
+    read_base, close = _base_reader(task, runner)
+    try:
+        candidates = build_mutants(gold, read_base)
+    finally:
+        close()
+    report = MutantReport(candidates=len(candidates))
+    if not candidates:
+        report.note = "no mutant of the gold patch compiles (or it changes no code)"
+        return report
+    for i, mutant in enumerate(select_mutants(candidates, k, task.id)):
+        outcome = runner.run(
+            task, PatchAgent(mutant.patch, mutant.kind), trial_name=f"{task.id}__mutant{i}"
+        )
+        reward = outcome.reward
+        report.results.append(
+            MutantResult(
+                kind=mutant.kind,
+                description=mutant.description,
+                reward=reward,
+                killed=reward is None or reward < oracle_reward,
+                seconds=_seconds(outcome),
+                error=outcome.error,
+            )
+        )
+    return report
+
+
+def _seconds(outcome: TrialOutcome) -> float:
+    started, finished = outcome.result.get("started_at"), outcome.result.get("finished_at")
+    if not started or not finished:
+        return 0.0
+    return (
+        _dt.datetime.fromisoformat(finished) - _dt.datetime.fromisoformat(started)
+    ).total_seconds()
+
+
+def record(
+    task: Task,
+    verdict: Verdict,
+    backend: str,
+    reruns: int,
+    *,
+    mutants: MutantReport | None = None,
+) -> None:
+    """Write the verdict into ``[metadata.repo2env.evaluation]``; all else stays as read.
+
+    Without ``mutants`` the mutant figures already recorded are kept."""
     raw = dict(task.raw)
     metadata = dict(raw.get("metadata") or {})
     block = dict(metadata.get("repo2env") or {})
+    previous = dict(block.get("evaluation") or {})
     block["evaluation"] = {
         "status": verdict.status,
         "oracle_runs": len(verdict.oracle_rewards),
@@ -79,6 +210,10 @@ def record(task: Task, verdict: Verdict, backend: str, reruns: int) -> None:
         "verified_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         "verifier": f"repogym {__version__}",
     }
+    if mutants is not None:
+        block["evaluation"].update(mutants.to_toml())
+    else:
+        block["evaluation"].update({k: v for k, v in previous.items() if k.startswith("mutant")})
     metadata["repo2env"] = block
     raw["metadata"] = metadata
     atomic_write(task.path / "task.toml", tomli_w.dumps(raw))
@@ -91,9 +226,11 @@ def verify_tasks(
     reruns: int = 2,
     jobs: int = 1,
     write: bool = True,
+    mutants: int = 0,
     on_done: Callable[[Verdict], None] | None = None,
 ) -> list[Verdict]:
-    """Run the gate over tasks (each task's trials in sequence, tasks in parallel)."""
+    """Run the gate over tasks (each task's trials in sequence, tasks in parallel); with
+    ``mutants`` > 0 a verified task's tests are also run against that many mutants."""
 
     def one(task: Task) -> Verdict:
         oracle = [
@@ -102,8 +239,12 @@ def verify_tasks(
         ]
         nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
         verdict = judge(task.id, oracle, nop)
+        if mutants and verdict.status == VERIFIED:
+            verdict.mutants = run_mutants(task, runner, mutants)
         if write:
-            record(load_task(task.path), verdict, runner.backend.name, reruns)
+            record(
+                load_task(task.path), verdict, runner.backend.name, reruns, mutants=verdict.mutants
+            )
         if on_done:
             on_done(verdict)
         return verdict

@@ -55,11 +55,14 @@ def run_job(
     jobs: int = 1,
     attempts: int = 1,
     out_dir: Path,
+    verification: str | None = None,
     on_done: Callable[[TrialOutcome], None] | None = None,
 ) -> tuple[list[TrialOutcome], JobSummary, Path]:
-    """Run ``attempts`` trials of the agent on every task; write each trial and ``job.json``."""
+    """Run ``attempts`` trials of the agent on every task; write each trial and ``job.json``.
+
+    ``verification`` overrides every task's verification mode (``clean_room``/``in_place``)."""
     make_agent(agent_spec)  # fail fast on a bad spec, before any build
-    runner = TrialRunner(get_backend(sandbox))
+    runner = TrialRunner(get_backend(sandbox), verification=verification)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = _dt.datetime.now(_dt.UTC).isoformat()
     build_locks: dict[str, threading.Lock] = {t.id: threading.Lock() for t in tasks}
@@ -86,6 +89,7 @@ def run_job(
     job = {
         "agent": agent_spec,
         "sandbox": sandbox,
+        "verification": verification or "as declared by each task",
         "attempts": attempts,
         "started_at": started,
         "finished_at": _dt.datetime.now(_dt.UTC).isoformat(),

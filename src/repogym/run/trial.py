@@ -6,6 +6,7 @@ The result is a JSON document shaped like Harbor's TrialResult (``task_name``, `
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import os
@@ -19,9 +20,11 @@ from typing import Any
 
 from repogym import __version__
 from repogym.harbor import Task, atomic_write
+from repogym.harbor.verification import Matcher, read_verification
 from repogym.run.agents import Agent, AgentContext
+from repogym.run.cleanroom import clean_room_session
 from repogym.run.rewards import RewardReading, read_rewards
-from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, SandboxError
+from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, SandboxError, Session
 
 VERIFIER_LOGS = "/logs/verifier"
 REWARD_FILES = ("reward.json", "reward.txt", "reward-details.json")
@@ -99,8 +102,11 @@ class TrialOutcome:
 class TrialRunner:
     """Runs trials on one sandbox backend, building each environment once."""
 
-    def __init__(self, backend: Sandbox) -> None:
+    def __init__(self, backend: Sandbox, *, verification: str | None = None) -> None:
         self.backend = backend
+        self.verification = verification
+        """Override every task's verification mode (``in_place`` shows what a runner that
+        verifies in the agent's container, like Harbor, would pay)."""
         self._built: dict[str, BuiltEnvironment] = {}
 
     def build(self, task: Task, log: Path | None = None) -> BuiltEnvironment:
@@ -129,6 +135,7 @@ class TrialRunner:
         verifier_exit: int | None = None
         built: BuiltEnvironment | None = None
         session = None
+        verification: dict[str, Any] | None = None
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -165,7 +172,13 @@ class TrialRunner:
             timings["verifier"].start()
             # Nothing the agent left running may touch the verifier's files.
             session.kill_all()
-            verifier_stdout, verifier_exit, reading = self._verify(session, task, workdir)
+            checked = verify_after_agent(
+                self.backend, built, spec, session, task, workdir, mode=self.verification
+            )
+            session = checked.session
+            verification = checked.verification
+            verifier_stdout, verifier_exit = checked.stdout, checked.exit_code
+            reading = checked.reading
             timings["verifier"].stop()
             if reading.error:
                 if exception is None:
@@ -202,6 +215,7 @@ class TrialRunner:
                 "error": reading.error if reading else None,
                 "warnings": reading.warnings if reading else [],
             },
+            "verification": verification,
             "exception_info": exception,
             "started_at": started,
             "finished_at": _now(),
@@ -221,10 +235,59 @@ class TrialRunner:
             atomic_write(out_dir / "verifier-stdout.txt", verifier_stdout)
         return TrialOutcome(result, reading, path, verifier_stdout, timings)
 
-    def _verify(
-        self, session: Any, task: Task, workdir: str
-    ) -> tuple[str, int | None, RewardReading]:
-        return run_verifier(session, task, workdir)
+
+@dataclass
+class Checked:
+    """The verifier's outcome after an agent phase, and the session it ran in."""
+
+    session: Session
+    """The session to close: the agent's own (``in_place``) or the clean room."""
+    stdout: str
+    exit_code: int | None
+    reading: RewardReading
+    verification: dict[str, Any]
+
+
+def verifier_spec(task: Task, spec: EnvironmentSpec) -> EnvironmentSpec:
+    """The environment request for a clean room: no network unless the verifier phase has it."""
+    mode = "public" if phase_network(task, "verifier") else "no-network"
+    return dataclasses.replace(spec, network_mode=mode)
+
+
+def verify_after_agent(
+    backend: Sandbox,
+    built: BuiltEnvironment,
+    spec: EnvironmentSpec,
+    session: Session,
+    task: Task,
+    workdir: str,
+    *,
+    mode: str | None = None,
+) -> Checked:
+    """Run the task's verifier the way its ``[metadata.repo2env.verification]`` asks (or as
+    ``mode`` overrides).
+
+    ``in_place``: in the agent's session. ``clean_room``: the agent's change to ``workdir``
+    (minus protected paths) is carried onto a fresh session of ``built`` and the verifier runs
+    there; the agent's session is closed. The caller has killed the agent's processes.
+    """
+    try:
+        verification = read_verification(task.repo2env)
+    except ValueError as exc:
+        raise SandboxError(f"{task.id}: {exc}") from None
+    if (mode or verification.mode) != "clean_room":
+        stdout, code, reading = run_verifier(session, task, workdir)
+        return Checked(session, stdout, code, reading, {"mode": "in_place"})
+    fresh, carry = clean_room_session(
+        backend, built, verifier_spec(task, spec), session, workdir, Matcher(verification.protected)
+    )
+    session.close()
+    try:
+        stdout, code, reading = run_verifier(fresh, task, workdir)
+    except BaseException:
+        fresh.close()
+        raise
+    return Checked(fresh, stdout, code, reading, carry.to_json())
 
 
 _ENV_TEMPLATE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?\}")

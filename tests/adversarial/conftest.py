@@ -1,0 +1,113 @@
+"""Tasks generated once per session by the real pipeline, and helpers to attack them.
+
+Every attack is a ``command:`` agent (a shell command run as root in the task's working
+directory, exactly as ``repogym run --agent command:…`` runs it) in a real trial on the local
+sandbox. The baseline is the ``nop`` agent's reward on the same task: an attack must never earn
+more.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from repogym.harbor import Task, load_task
+from repogym.pipelines import generate
+from repogym.run.agents import CommandAgent, NopAgent
+from repogym.run.trial import TrialOutcome, TrialRunner, environment_spec
+from repogym.sandbox import get_backend
+from repogym.spec import GenerationInput
+from tests.adversarial.repos import ledger_repo, slugs_repo
+from tests.sources.conftest import GitRepo, pin_git_env
+
+
+@dataclass
+class Target:
+    task: Task
+    nop: float
+    runner: TrialRunner
+    in_place: TrialRunner
+
+    def attack(self, command: str, *, in_place: bool = False) -> TrialOutcome:
+        runner = self.in_place if in_place else self.runner
+        return runner.run(self.task, CommandAgent(command))
+
+    def attack_openenv(self, command: str) -> tuple[float | None, dict]:
+        """The attack as an OpenEnv episode's ``exec`` action, graded by ``evaluate``."""
+        from repogym.openenv.environment import Pool, RepoAction, RepogymEnvironment
+        from repogym.openenv.episode import Builder
+        from repogym.openenv.tasks import TaskSet
+
+        pool = Pool(TaskSet.load(self.task.path.parent), Builder(self.runner.backend), "t0ken")
+        env = RepogymEnvironment(pool)
+        try:
+            env.reset(task_id=self.task.id)
+            env.step(RepoAction(type="exec", command=command, timeout_s=120))
+            obs = env.step(RepoAction(type="evaluate", metadata={"orchestrator_token": "t0ken"}))
+            return obs.reward, obs.verification or {}
+        finally:
+            env.close()
+
+    def attack_login_shell(self, command: str) -> float | None:
+        """The attack, then the verifier started the way some runners start it: through a
+        login shell (``bash -lc``) in the agent's container, which reads its profile files."""
+        task = self.task
+        spec = environment_spec(task)
+        built = self.runner.build(task)
+        with self.runner.backend.start(built, spec) as session:
+            workdir = spec.workdir or built.workdir
+            session.exec(command, cwd=workdir, timeout_s=120)
+            session.kill_all()
+            session.exec("rm -rf /logs/verifier && mkdir -p /logs/verifier", user="root")
+            session.mount(task.tests_dir, "/tests")
+            session.exec(["bash", "-lc", "bash /tests/test.sh"], cwd=workdir, timeout_s=600)
+            try:
+                return float(session.read("/logs/verifier/reward.txt"))
+            except (FileNotFoundError, ValueError):
+                return None
+
+
+def _generate(tmp: Path, name: str, build, options: dict[str, object]) -> Task:  # type: ignore[no-untyped-def]
+    with pytest.MonkeyPatch.context() as mp:
+        pin_git_env(mp, ceiling=tmp)
+        repo = build(GitRepo(tmp / name))
+        result = generate(
+            GenerationInput(
+                repo=str(repo.path),
+                pipeline="commit_runtime",
+                out=tmp / f"{name}-ds",
+                options={"reruns": 0, "verify_reruns": 0, **options},
+            )
+        )
+    kept = [o for o in result.outcomes if o.kept]
+    assert len(kept) == 1, [(o.reason, o.detail) for o in result.outcomes]
+    assert kept[0].task_dir is not None
+    return load_task(kept[0].task_dir)
+
+
+def _target(task: Task) -> Target:
+    backend = get_backend("local")
+    runner = TrialRunner(backend)
+    nop = runner.run(task, NopAgent())
+    assert nop.reward == 0.0, nop.error
+    return Target(task, nop.reward, runner, TrialRunner(backend, verification="in_place"))
+
+
+@pytest.fixture(scope="session")
+def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    tmp = tmp_path_factory.mktemp("ledger")
+    task = _generate(tmp, "ledger", ledger_repo, {"mutants": 2})
+    yield _target(task)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def slugs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    tmp = tmp_path_factory.mktemp("slugs")
+    task = _generate(tmp, "slugs", slugs_repo, {"mutants": 0})
+    yield _target(task)
+    shutil.rmtree(tmp, ignore_errors=True)
