@@ -7,9 +7,13 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 rm -rf demo
 .venv/bin/repogym example-repo demo/statkit
+# Each task is proven while it is generated: oracle 1, nop 0, and wrong solutions derived from
+# the gold patch (mutants) must lose reward.
 .venv/bin/repogym generate --repo demo/statkit --pipeline commit_runtime --out demo/dataset
 .venv/bin/repogym validate demo/dataset --deep
-.venv/bin/repogym verify demo/dataset
 # The hand-written example tasks (one plain, one graded) pass the same gate.
 .venv/bin/repogym validate examples/tasks --deep
 .venv/bin/repogym verify examples/tasks --no-write
+# Last, the generated tasks again, each verified in the clean room it declares: the table shows
+# the verification mode and the share of mutants its tests kill.
+.venv/bin/repogym verify demo/dataset

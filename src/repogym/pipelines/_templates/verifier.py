@@ -283,7 +283,9 @@ def hardened_command(config):
     runner = config.get("runner")
     if runner == "pytest":
         disabled = set(re.findall(r"-p\s+no:(\S+)", command))
-        plugins = ["-p repogym_pytest_report"]
+        # One test module that fails to import must not abort the whole session (its own
+        # tests are then ERROR, the others still run and count).
+        plugins = ["--continue-on-collection-errors", "-p repogym_pytest_report"]
         for name, module in config.get("pytest_plugins", []):
             if name not in disabled and module.split(".")[0] not in disabled:
                 plugins.append("-p %s" % module)
