@@ -861,7 +861,12 @@ def test_reader_header_problems() -> None:
 @pytest.mark.parametrize("python", ["3.6", "3.13"])
 def test_files_compile_and_reader_runs_on_old_pythons(tmp_path: Path, python: str) -> None:
     exe = interpreter(python)
-    files = [TEMPLATES / "repogym_pytest_report.py", WRAPPER, READER]
+    files = [
+        TEMPLATES / "repogym_pytest_report.py",
+        TEMPLATES / "repogym_report_file.py",
+        WRAPPER,
+        READER,
+    ]
     code = "import sys\nfor f in sys.argv[1:]:\n    compile(open(f, encoding='utf-8').read(), f, 'exec')\n"
     proc = subprocess.run([exe, "-c", code, *map(str, files)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -31,7 +31,7 @@ SPEC_VERSION = "0.2.0"
 RECORD_SCRIPT = "repogym_record.py"
 RECORD_DIR = "/usr/lib/repogym"
 _VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
-_RUNNER_TEMPLATES = ("repogym_pytest_report.py", "repogym_unittest.py")
+_RUNNER_TEMPLATES = ("repogym_pytest_report.py", "repogym_unittest.py", "repogym_report_file.py")
 
 
 def _template(name: str) -> bytes:

@@ -35,12 +35,10 @@ run that ended from one that was killed or called ``os._exit`` before the end (r
 before that are kept).  A forked child never writes (the pid must match).
 """
 
-import contextlib
-import json
 import os
-import sys
 
 import pytest
+from repogym_report_file import ReportFile  # beside this file, on PYTHONPATH
 
 ENV = "REPOGYM_REPORT"
 PASSED = "PASSED"
@@ -60,42 +58,9 @@ _CATEGORY = {
 }
 
 
-class _Report:
-    """The report file: one JSON object a line, each line a single unbuffered write."""
-
-    def __init__(self, path):
-        self.pid = os.getpid()
-        self.fh = None
-        try:
-            self.fh = open(path, "ab", 0)  # noqa: SIM115  (open for the whole run)
-        except (OSError, ValueError) as exc:
-            sys.stderr.write("repogym_pytest_report: cannot open the report: %s\n" % (exc,))
-
-    def write(self, record):
-        if self.fh is None or os.getpid() != self.pid:
-            return
-        data = memoryview((json.dumps(record, ensure_ascii=True) + "\n").encode("ascii"))
-        try:
-            while len(data):
-                written = self.fh.write(data)
-                if not written:
-                    raise OSError("short write")
-                data = data[written:]
-        except (OSError, ValueError) as exc:
-            # Stop writing: the missing "finished" record tells the reader the report is short.
-            sys.stderr.write("repogym_pytest_report: cannot write the report: %s\n" % (exc,))
-            self.close()
-
-    def close(self):
-        fh, self.fh = self.fh, None
-        if fh is not None and os.getpid() == self.pid:
-            with contextlib.suppress(OSError, ValueError):
-                fh.close()
-
-
 def _open_from_environment():
     path = os.environ.pop(ENV, None)
-    return _Report(path) if path else None
+    return ReportFile(path, "repogym_pytest_report") if path else None
 
 
 _pending_report = _open_from_environment()

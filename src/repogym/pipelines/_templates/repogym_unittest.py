@@ -39,8 +39,6 @@ import os
 
 _PATH = os.environ.pop("REPOGYM_REPORT", None)
 
-import contextlib  # noqa: E402  (the variable is gone before anything else is imported)
-import json  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
 import runpy  # noqa: E402
@@ -48,6 +46,8 @@ import sys  # noqa: E402
 import unittest  # noqa: E402
 import unittest.case  # noqa: E402
 import unittest.main  # noqa: E402
+
+from repogym_report_file import ReportFile  # noqa: E402  (beside this file)
 
 PASSED = "PASSED"
 FAILED = "FAILED"
@@ -60,40 +60,7 @@ _FIXTURES = ("setUpClass", "tearDownClass", "setUpModule", "tearDownModule")
 _FAILED_IMPORT = ("unittest.loader._FailedTest", "unittest.loader.ModuleImportFailure")
 
 
-class _Report:
-    """The report file: one JSON object a line, each line a single unbuffered write."""
-
-    def __init__(self, path):
-        self.pid = os.getpid()
-        self.fh = None
-        try:
-            self.fh = open(path, "ab", 0)  # noqa: SIM115  (open for the whole run)
-        except (OSError, ValueError) as exc:
-            sys.stderr.write("repogym_unittest: cannot open the report: %s\n" % (exc,))
-
-    def write(self, record):
-        if self.fh is None or os.getpid() != self.pid:
-            return
-        data = memoryview((json.dumps(record, ensure_ascii=True) + "\n").encode("ascii"))
-        try:
-            while len(data):
-                written = self.fh.write(data)
-                if not written:
-                    raise OSError("short write")
-                data = data[written:]
-        except (OSError, ValueError) as exc:
-            # Stop writing: the missing "finished" record tells the reader the report is short.
-            sys.stderr.write("repogym_unittest: cannot write the report: %s\n" % (exc,))
-            self.close()
-
-    def close(self):
-        fh, self.fh = self.fh, None
-        if fh is not None and os.getpid() == self.pid:
-            with contextlib.suppress(OSError, ValueError):
-                fh.close()
-
-
-_report = None  # the _Report of this run, set by main()
+_report = None  # the ReportFile of this run, set by main()
 
 
 def test_id(test):
@@ -225,7 +192,7 @@ def main():
     global _PATH, _report
     path, _PATH = _PATH, None
     if path:
-        _report = _Report(path)
+        _report = ReportFile(path, "repogym_unittest")
         _report.write(
             {"runner": "unittest", "version": platform.python_version(), "pid": _report.pid}
         )

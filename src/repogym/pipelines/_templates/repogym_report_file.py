@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+# ruff: noqa: UP006, UP007, UP035, UP045, UP031, UP032  (runs under the task's Python, 3.6+)
+"""The report file repogym's pytest plugin and unittest stand-in write (standard library only).
+
+One JSON object a line, each line a single unbuffered write, so a crash leaves whatever was
+written; only the process that opened the file writes (a forked child stays silent). The format
+and its reader are described in ``repogym/verify/reports.py``.
+"""
+
+import contextlib
+import json
+import os
+import sys
+
+
+class ReportFile:
+    """An append-only report file; ``who`` names the writer in error messages."""
+
+    def __init__(self, path, who):
+        self.pid = os.getpid()
+        self.who = who
+        self.fh = None
+        try:
+            self.fh = open(path, "ab", 0)  # noqa: SIM115  (open for the whole run)
+        except (OSError, ValueError) as exc:
+            sys.stderr.write("%s: cannot open the report: %s\n" % (who, exc))
+
+    def write(self, record):
+        if self.fh is None or os.getpid() != self.pid:
+            return
+        data = memoryview((json.dumps(record, ensure_ascii=True) + "\n").encode("ascii"))
+        try:
+            while len(data):
+                written = self.fh.write(data)
+                if not written:
+                    raise OSError("short write")
+                data = data[written:]
+        except (OSError, ValueError) as exc:
+            # Stop writing: the missing "finished" record tells the reader the report is short.
+            sys.stderr.write("%s: cannot write the report: %s\n" % (self.who, exc))
+            self.close()
+
+    def close(self):
+        fh, self.fh = self.fh, None
+        if fh is not None and os.getpid() == self.pid:
+            with contextlib.suppress(OSError, ValueError):
+                fh.close()
