@@ -67,21 +67,47 @@ def _escapes(rel: str, target: str) -> bool:
     return joined == ".." or joined.startswith("../")
 
 
-def _listing(session: Session, root: str) -> tuple[set[str], set[str]]:
-    """(files and symlinks, folders) under ``root`` in a fresh, trusted session."""
-    res = session.exec(
-        ["find", root, "-mindepth", "1", "-printf", "%y %P\\0"],
-        user="root",
-        timeout_s=600,
-        network=False,
-    )
-    if res.exit_code != 0:
-        raise SandboxError(f"cannot list {root} in the clean room: {res.stderr.strip()[:200]}")
+FULL_LISTING_OVER = 500
+"""With more changed paths than this, list the whole base tree once instead of each path."""
+
+
+def _find(session: Session, args: list[str]) -> tuple[set[str], set[str]]:
+    """(files and symlinks, folders) that ``find ARGS -printf '%y %P'`` reports, in a fresh,
+    trusted session; paths that do not exist are simply not reported."""
+    res = session.exec(["find", *args], user="root", timeout_s=600, network=False)
+    if res.exit_code not in (0, 1):  # 1: some of the paths asked about do not exist
+        raise SandboxError(f"cannot list the clean room: {res.stderr.strip()[:200]}")
     files: set[str] = set()
     dirs: set[str] = set()
     for item in res.stdout.split("\0"):
         if len(item) > 2:
             (dirs if item[0] == "d" else files).add(item[2:])
+    return files, dirs
+
+
+def _listing(session: Session, root: str, changes: list[Change]) -> tuple[set[str], set[str]]:
+    """What the base holds that the plan needs to know: the kind of every changed path, and
+    everything below a folder that is deleted or replaced (the whole tree for a big change)."""
+    paths = sorted({c.path for c in changes})
+    if "." in paths or len(paths) > FULL_LISTING_OVER:
+        return _find(session, [root, "-mindepth", "1", "-printf", "%y %P\\0"])
+    if not paths:
+        return set(), set()
+    # %P is relative to the starting point: print the path we asked for instead.
+    args = [posixpath.join(root, p) for p in paths]
+    files, dirs = set(), set()
+    found_files, found_dirs = _find(session, [*args, "-maxdepth", "0", "-printf", "%y %p\\0"])
+    prefix = root.rstrip("/") + "/"
+    files = {f[len(prefix) :] for f in found_files}
+    dirs = {d[len(prefix) :] for d in found_dirs}
+    deep = sorted(c.path for c in changes if c.path in dirs and c.kind != "dir")
+    if deep:
+        more_files, more_dirs = _find(
+            session,
+            [posixpath.join(root, p) for p in deep] + ["-mindepth", "1", "-printf", "%y %p\\0"],
+        )
+        files |= {f[len(prefix) :] for f in more_files}
+        dirs |= {d[len(prefix) :] for d in more_dirs}
     return files, dirs
 
 
@@ -196,7 +222,7 @@ def carry_over(
     t0 = time.monotonic()
     changeset: ChangeSet = agent.export_changes(root, staging)
     t1 = time.monotonic()
-    base_files, base_dirs = _listing(fresh, root)
+    base_files, base_dirs = _listing(fresh, root, changeset.changes)
     report, remove, merge = plan_carry_over(changeset.changes, matcher, base_files, base_dirs)
     fresh.remove_all(posixpath.join(root, p) for p in remove)
     fresh.merge(changeset.staged, root, merge)
