@@ -232,3 +232,54 @@ def test_targeted_scope_selects_tests_by_imports(make_repo, tmp_path) -> None:
     assert sub["selected_test_files"] == ["tests/test_shapes.py"]
     assert all(t.startswith("tests/test_shapes.py::") for t in sub["pass_to_pass"])
     assert "mutant_kill_rate" not in toml(kept.task_dir)["metadata"]["repo2env"]["evaluation"]
+
+
+LOOP_V1 = """\
+def countdown(n):
+    out = []
+    return out
+"""
+LOOP_V2 = """\
+def countdown(n):
+    out = []
+    while n > 0:
+        out.append(n)
+        n -= 1
+    return out
+"""
+LOOP_TEST = """\
+from geo.loop import countdown
+
+
+def test_countdown():
+    assert countdown(3) == [3, 2, 1]
+"""
+
+
+def test_a_mutant_that_never_ends_is_stopped_and_killed(make_repo, tmp_path, monkeypatch) -> None:
+    from repogym.run import gate
+
+    monkeypatch.setattr(gate, "MUTANT_TIMEOUT_FLOOR", 5.0)
+    monkeypatch.setattr(gate, "MUTANT_TIMEOUT_FACTOR", 2.0)
+    repo = make_repo("geo")
+    repo.write("pyproject.toml", PYPROJECT)
+    repo.write("geo/__init__.py", "")
+    repo.write("geo/loop.py", LOOP_V1)
+    repo.write("tests/test_loop.py", LOOP_TEST.replace("[3, 2, 1]", "[]").replace("(3)", "(0)"))
+    repo.commit("Countdown")
+    repo.write("geo/loop.py", LOOP_V2)
+    repo.write("tests/test_loop.py", LOOP_TEST)
+    repo.commit("Count down from n to 1 in countdown\n\nIt returned an empty list for any n.\n")
+    result = generate(
+        GenerationInput(
+            repo=str(repo.path),
+            pipeline="commit_runtime",
+            out=tmp_path / "out",
+            options={"reruns": 0, "verify_reruns": 0, "mutants": 4, "min_kill_rate": 0},
+        )
+    )
+    [kept] = [o for o in result.outcomes if o.kept]
+    ev = toml(kept.task_dir)["metadata"]["repo2env"]["evaluation"]
+    hung = [m for m in ev["mutant_results"] if "did not finish" in m.get("error", "")]
+    assert hung, ev["mutant_results"]  # dropping `n -= 1` loops forever
+    assert all(m["killed"] and m["reward"] == "none" for m in hung)

@@ -57,7 +57,15 @@ from repogym.pipelines._selection import (
 )
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.run.agents import NopAgent, OracleAgent
-from repogym.run.gate import VERIFIED, MutantReport, Verdict, judge, record, run_mutants
+from repogym.run.gate import (
+    VERIFIED,
+    MutantReport,
+    Verdict,
+    judge,
+    record,
+    run_mutants,
+    verifier_seconds,
+)
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import (
     BuildError,
@@ -523,7 +531,7 @@ class RuntimeHarness:
         mutants = None
         k = getattr(self.options, "mutants", 0)
         if verdict.status == VERIFIED and k:
-            mutants = run_mutants(task, self.runner, k)
+            mutants = run_mutants(task, self.runner, k, oracle_seconds=verifier_seconds(oracle))
             spent += sum(m.seconds for m in mutants.results)
         if verdict.status == VERIFIED:
             record(task, verdict, self.backend.name, self.options.verify_reruns, mutants=mutants)

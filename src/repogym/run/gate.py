@@ -139,11 +139,28 @@ def _base_reader(task: Task, runner: TrialRunner) -> tuple[Any, Any]:
     return read_base, session.close
 
 
+MUTANT_TIMEOUT_FACTOR = 5.0
+MUTANT_TIMEOUT_FLOOR = 60.0
+
+
 def run_mutants(
-    task: Task, runner: TrialRunner, k: int, *, oracle_reward: float = 1.0
+    task: Task,
+    runner: TrialRunner,
+    k: int,
+    *,
+    oracle_reward: float = 1.0,
+    oracle_seconds: float | None = None,
 ) -> MutantReport:
     """Build up to ``k`` mutants of the task's gold patch and run each as a trial. A mutant is
-    killed when its reward is below ``oracle_reward`` (or the verifier gives none)."""
+    killed when its reward is below ``oracle_reward`` (or the verifier gives none).
+
+    A mutant may loop forever (a negated loop condition): given how long the oracle's verifier
+    took, each mutant's verifier gets ``max(60 s, 5 ×`` that``)`` at most."""
+    timeout = (
+        max(MUTANT_TIMEOUT_FLOOR, MUTANT_TIMEOUT_FACTOR * oracle_seconds)
+        if oracle_seconds
+        else None
+    )
     patch_path = task.solution_dir / "patch.diff"
     if not patch_path.is_file():
         return MutantReport(note="no solution/patch.diff to derive mutants from")
@@ -159,7 +176,10 @@ def run_mutants(
         return report
     for i, mutant in enumerate(select_mutants(candidates, k, task.id)):
         outcome = runner.run(
-            task, PatchAgent(mutant.patch, mutant.kind), trial_name=f"{task.id}__mutant{i}"
+            task,
+            PatchAgent(mutant.patch, mutant.kind),
+            trial_name=f"{task.id}__mutant{i}",
+            verifier_timeout=timeout,
         )
         reward = outcome.reward
         report.results.append(
@@ -175,13 +195,24 @@ def run_mutants(
     return report
 
 
-def _seconds(outcome: TrialOutcome) -> float:
-    started, finished = outcome.result.get("started_at"), outcome.result.get("finished_at")
+def _span(times: dict[str, Any] | None) -> float:
+    times = times or {}
+    started, finished = times.get("started_at"), times.get("finished_at")
     if not started or not finished:
         return 0.0
     return (
         _dt.datetime.fromisoformat(finished) - _dt.datetime.fromisoformat(started)
     ).total_seconds()
+
+
+def _seconds(outcome: TrialOutcome) -> float:
+    return _span(outcome.result)
+
+
+def verifier_seconds(outcomes: list[TrialOutcome]) -> float | None:
+    """The longest verifier phase among trials (None when none recorded one)."""
+    spans = [_span(o.result.get("verifier")) for o in outcomes]
+    return max(spans) if any(spans) else None
 
 
 def record(
@@ -240,7 +271,9 @@ def verify_tasks(
         nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
         verdict = judge(task.id, oracle, nop)
         if mutants and verdict.status == VERIFIED:
-            verdict.mutants = run_mutants(task, runner, mutants)
+            verdict.mutants = run_mutants(
+                task, runner, mutants, oracle_seconds=verifier_seconds(oracle)
+            )
         if write:
             record(
                 load_task(task.path), verdict, runner.backend.name, reruns, mutants=verdict.mutants

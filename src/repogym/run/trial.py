@@ -124,6 +124,7 @@ class TrialRunner:
         *,
         out_dir: Path | None = None,
         trial_name: str | None = None,
+        verifier_timeout: float | None = None,
     ) -> TrialOutcome:
         trial_name = trial_name or f"{task.id}__{uuid.uuid4().hex[:8]}"
         timings = {k: Timing() for k in ("environment_setup", "agent_execution", "verifier")}
@@ -173,7 +174,14 @@ class TrialRunner:
             # Nothing the agent left running may touch the verifier's files.
             session.kill_all()
             checked = verify_after_agent(
-                self.backend, built, spec, session, task, workdir, mode=self.verification
+                self.backend,
+                built,
+                spec,
+                session,
+                task,
+                workdir,
+                mode=self.verification,
+                verifier_timeout=verifier_timeout,
             )
             session = checked.session
             verification = checked.verification
@@ -263,6 +271,7 @@ def verify_after_agent(
     workdir: str,
     *,
     mode: str | None = None,
+    verifier_timeout: float | None = None,
 ) -> Checked:
     """Run the task's verifier the way its ``[metadata.repo2env.verification]`` asks (or as
     ``mode`` overrides).
@@ -276,14 +285,14 @@ def verify_after_agent(
     except ValueError as exc:
         raise SandboxError(f"{task.id}: {exc}") from None
     if (mode or verification.mode) != "clean_room":
-        stdout, code, reading = run_verifier(session, task, workdir)
+        stdout, code, reading = run_verifier(session, task, workdir, timeout_s=verifier_timeout)
         return Checked(session, stdout, code, reading, {"mode": "in_place"})
     fresh, carry = clean_room_session(
         backend, built, verifier_spec(task, spec), session, workdir, Matcher(verification.protected)
     )
     session.close()
     try:
-        stdout, code, reading = run_verifier(fresh, task, workdir)
+        stdout, code, reading = run_verifier(fresh, task, workdir, timeout_s=verifier_timeout)
     except BaseException:
         fresh.close()
         raise
@@ -316,9 +325,16 @@ def resolve_env_templates(
     return out
 
 
-def run_verifier(session: Any, task: Task, workdir: str) -> tuple[str, int | None, RewardReading]:
+def run_verifier(
+    session: Any, task: Task, workdir: str, *, timeout_s: float | None = None
+) -> tuple[str, int | None, RewardReading]:
     """Run the task's verifier in a session: fresh /logs/verifier, /tests mounted, rewards read
-    strictly. Returns (verifier output, exit code, reading). Callers kill_all() first."""
+    strictly. Returns (verifier output, exit code, reading). Callers kill_all() first.
+
+    ``timeout_s`` shortens the task's own verifier timeout (never lengthens it)."""
+    limit = task.config.verifier.timeout_sec
+    if timeout_s is not None:
+        limit = min(limit, timeout_s)
     # A fresh, empty /logs/verifier right before the verifier: nothing planted survives.
     session.exec(
         f"rm -rf /logs/verifier && mkdir -p {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
@@ -331,7 +347,7 @@ def run_verifier(session: Any, task: Task, workdir: str) -> tuple[str, int | Non
     session.mount(task.tests_dir, "/tests", read_only=True)
     res = session.exec(
         ["bash", "/tests/test.sh"],
-        timeout_s=task.config.verifier.timeout_sec,
+        timeout_s=limit,
         cwd=workdir,
         user=task.config.verifier.user,
         env=resolve_env_templates(dict(task.config.verifier.env)),
@@ -349,10 +365,7 @@ def run_verifier(session: Any, task: Task, workdir: str) -> tuple[str, int | Non
     if reading.error and last_err:
         reading.error += f" (verifier's last stderr line: {last_err[0].strip()[:200]})"
     if res.timed_out and reading.error:
-        reading.error = (
-            f"verifier did not finish within {task.config.verifier.timeout_sec:g} s; "
-            + reading.error
-        )
+        reading.error = f"verifier did not finish within {limit:g} s; " + reading.error
     return stdout, res.exit_code, reading
 
 
