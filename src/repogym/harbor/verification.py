@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 VerificationMode = Literal["clean_room", "in_place"]
@@ -35,10 +35,6 @@ MODES = ("clean_room", "in_place")
 class Verification:
     mode: VerificationMode = "in_place"
     protected: tuple[str, ...] = ()
-    notes: list[str] = field(default_factory=list)
-
-    def to_toml(self) -> dict[str, Any]:
-        return {"mode": self.mode, "protected": list(self.protected)}
 
 
 def read_verification(repo2env: dict[str, Any] | None) -> Verification:
@@ -127,14 +123,6 @@ class Matcher:
             if rx.match(path):
                 return pattern
         return None
-
-    def covers_below(self, folder: str) -> bool:
-        """Whether some pattern could match a path below ``folder`` (a conservative test)."""
-        probe = folder.rstrip("/") + "/"
-        for pattern, rx in self._compiled:
-            if rx.match(folder) or "**" in pattern or pattern.startswith(probe):
-                return True
-        return False
 
 
 #: What our runtime tasks protect (relative to the working directory). Test infrastructure:

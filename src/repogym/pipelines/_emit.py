@@ -42,10 +42,6 @@ def _verify_module(name: str) -> bytes:
     return resources.files("repogym.verify").joinpath(name).read_bytes()
 
 
-def _parsers_source() -> bytes:
-    return _verify_module("parsers.py")
-
-
 def _write(path: Path, data: bytes | str, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)

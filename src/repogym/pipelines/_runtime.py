@@ -204,13 +204,17 @@ class RuntimeHarness:
         delete = [p.path for p in test_changes if p.status == "D"]
         delete += [p.path for p in infra_changes if p.status == "D"]
         selected: list[str] = []
-        if ids:
-            head = work / "head"
-            self.source.export_snapshot(cand.head, head)
-            reach = tests_exercising(head, changed_sources, find_test_files(head, recipe.runner))
-            selected = sorted(set(test_files) | set(reach))
-            ids = target_ids(recipe.runner, selected) or ids
-        targeted = recipe.test_command_for(ids)
+
+        def targeted() -> str:
+            """The changed test files plus every test file whose imports reach the changed
+            source (computed only when the whole suite does not fit the budget)."""
+            if not selected:
+                head = work / "head"
+                self.source.export_snapshot(cand.head, head)
+                found = find_test_files(head, recipe.runner)
+                reach = tests_exercising(head, changed_sources, found)
+                selected.extend(sorted(set(test_files) | set(reach)))
+            return recipe.test_command_for(target_ids(recipe.runner, selected) or ids or [])
 
         key = secrets.token_hex(16)
         spec = EnvironmentSpec(
@@ -232,7 +236,7 @@ class RuntimeHarness:
             tests,
             VerifierInput(
                 recipe=recipe,
-                command=targeted,
+                command=recipe.test_command,
                 restore=restore,
                 delete=delete,
                 infra={k: v for k, v in known.items() if k not in restore and k not in delete},
@@ -258,7 +262,7 @@ class RuntimeHarness:
                 scope, after_results, t2 = self._after_runs(
                     after, recipe, tests, targeted if ids else None
                 )
-            command = recipe.test_command if scope == "suite" else targeted
+            command = recipe.test_command if scope == "suite" else targeted()
             before_results, t1 = self._runs(before, recipe, 1 + opts.reruns, "before the fix")
         outcome.test_seconds += t1 + t2
         before_state = _State([r["tests"] for r in before_results])
@@ -498,11 +502,15 @@ class RuntimeHarness:
         return runs, spent
 
     def _after_runs(
-        self, session: Session, recipe: Recipe, tests: Path, targeted: str | None
+        self,
+        session: Session,
+        recipe: Recipe,
+        tests: Path,
+        targeted: Callable[[], str] | None,
     ) -> tuple[str, list[dict[str, Any]], float]:
         """Runs with the fix: the whole suite when it finishes within ``suite_budget`` (or the
-        runner cannot select files), else the ``targeted`` command. Returns (scope, results,
-        seconds)."""
+        runner cannot select files: ``targeted`` is None), else the command ``targeted()``
+        gives. Returns (scope, results, seconds)."""
         total = 1 + self.options.reruns
         if targeted is None:
             runs, spent = self._runs(session, recipe, total, "after the fix")
@@ -516,7 +524,7 @@ class RuntimeHarness:
                 runs, more = self._runs(session, recipe, total - 1, "after the fix")
                 return "suite", [first, *runs], first["seconds"] + more
             spent = budget if first is None else first["seconds"]
-            update_config(tests, command=targeted)
+        update_config(tests, command=targeted())
         runs, more = self._runs(session, recipe, total, "after the fix")
         return "targeted", runs, spent + more
 

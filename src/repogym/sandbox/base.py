@@ -96,9 +96,6 @@ class ChangeSet:
     staged: Path
     """Host folder holding the new content of every file/symlink/dir change at its path."""
 
-    def by_kind(self, kind: ChangeKind) -> list[Change]:
-        return [c for c in self.changes if c.kind == kind]
-
 
 class Session(abc.ABC):
     """One running sandbox: a fresh copy-on-write root over a built environment."""
