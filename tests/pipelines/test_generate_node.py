@@ -78,9 +78,12 @@ def test_mocha_project(make_repo, tmp_path) -> None:
     task = load_task(tmp_path / "out" / "tasks" / f"local__strutil-{fix[:12]}")
     sub = task.config.metadata["repo2env"]["commit_runtime"]
     assert sub["runner"] == "mocha"
-    assert sub["fail_to_pass"] == ["words > ignores repeated whitespace"]
+    # Graded from mocha's JSON report (written to a file by mocha's main process), whose ids
+    # name the spec file.
+    assert sub["fail_to_pass"] == ["test/strutil.test.js > words > ignores repeated whitespace"]
     assert sub["pass_to_pass"] == [
-        "capitalize > upper-cases the first letter",
-        "words > splits on spaces",
+        "test/strutil.test.js > capitalize > upper-cases the first letter",
+        "test/strutil.test.js > words > splits on spaces",
     ]
+    assert json.loads((task.tests_dir / "config.json").read_text())["json_report"] is True
     assert task.config.metadata["repo2env"]["evaluation"]["status"] == "verified"

@@ -273,3 +273,41 @@ def test_apply_patch_fallback(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, script, str(bad), str(tmp_path)], capture_output=True)
     assert proc.returncode != 0
     assert (tmp_path / "pkg" / "m.py").read_text() == "a = 1\nb = 20\nc = 3\n"
+
+
+FAKE_JEST = """\
+import json, sys
+out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--outputFile=")]
+print("PASS a.test.js\\n  x\\n    ✓ t (1 ms)\\n    ✓ u (1 ms)")  # what the log claims
+if out:
+    report = {"numTotalTestSuites": 1, "testResults": [{"name": "%s/a.test.js", "assertionResults": [
+        {"ancestorTitles": ["x"], "title": "t", "status": "passed"},
+        {"ancestorTitles": ["x"], "title": "u", "status": "failed"}]}]}
+    json.dump(report, open(out[0], "w"))
+"""
+
+
+@pytest.mark.parametrize("json_report", [True, False])
+def test_jest_grades_from_its_json_report_file(tmp_path: Path, json_report: bool) -> None:
+    tests, work = make_task(
+        tmp_path,
+        runner="jest",
+        command=f"{sys.executable} {tmp_path / 'fake_jest.py'}",
+        f2p=("a.test.js > x > u",),
+        p2p=("a.test.js > x > t",),
+    )
+    (tmp_path / "fake_jest.py").write_text(FAKE_JEST % work)  # the runner, outside the tree
+    update_config(tests, json_report=json_report)
+    logs = tmp_path / "logs"
+    assert run_verifier(tests, logs).returncode == 0
+    d = details_of(logs)
+    if json_report:
+        # The report file says u failed, whatever the log printed.
+        assert d["source"] == "report" and d["f2p_passed"] == 0 and d["p2p_passed"] == 1
+    else:
+        assert d["source"] == "stdout" and d["f2p_passed"] == 1
+    (tmp_path / "fake_jest.py").write_text("print('PASS a.test.js')\n")  # no report written
+    assert run_verifier(tests, logs).returncode == 0
+    if json_report:
+        assert details_of(logs)["parse_status"] == "no report"
+        assert float((logs / "reward.txt").read_text()) == 0.0
