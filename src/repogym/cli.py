@@ -194,6 +194,12 @@ def run(
         if json_out:
             return
         mark = "[red]error[/]" if outcome.error else f"reward {_fmt_reward(outcome.reward)}"
+        v = outcome.result.get("verification") or {}
+        if v.get("mode") == "clean_room":
+            mark += (
+                f" [dim](clean room: {v.get('applied_count', 0)} applied, "
+                f"{v.get('deleted_count', 0)} deleted, {v.get('dropped_count', 0)} dropped)[/]"
+            )
         err.print(f"  {escape(outcome.result['trial_name'])}: {mark}")
         if outcome.error:
             err.print(f"    [dim]{escape(outcome.error.splitlines()[0][:200])}[/]")
