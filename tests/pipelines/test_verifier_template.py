@@ -311,3 +311,20 @@ def test_jest_grades_from_its_json_report_file(tmp_path: Path, json_report: bool
     if json_report:
         assert details_of(logs)["parse_status"] == "no report"
         assert float((logs / "reward.txt").read_text()) == 0.0
+
+
+def test_planted_bytecode_and_compiled_modules_are_refused(tmp_path: Path) -> None:
+    tests, work = make_task(tmp_path)
+    (work / "pkg" / "mod.py").write_text(FIXED_MOD)
+    # A bytecode cache for an unchanged module is removed before the tests import it.
+    cache = work / "pkg" / "__pycache__"
+    cache.mkdir()
+    (cache / "__init__.cpython-311.pyc").write_bytes(b"planted")
+    logs = tmp_path / "logs"
+    assert run_verifier(tests, logs).returncode == 0
+    assert not cache.exists() and float((logs / "reward.txt").read_text()) == 1.0
+    # A compiled module the agent added cannot be scanned: no reward.
+    (work / "pkg" / "_speedups.so").write_bytes(b"\x7fELF")
+    assert run_verifier(tests, logs).returncode == 0
+    d = details_of(logs)
+    assert d["tampered"] is True and "compiled module" in d["tamper"][0]

@@ -751,3 +751,22 @@ def test_host_code_false_positive_sanity() -> None:
     assert not [s for s in parsers_sigs if s.startswith(("sys-modules", "builtins-patch", "exit-"))]
     for sig_list in result.values():
         assert not [s for s in sig_list if s.startswith("builtins-patch")]
+
+
+def test_string_formatting_in_a_concatenation_does_not_end_the_scan() -> None:
+    # A "+" chain holding a "%" expression once sent the constant folder into endless recursion,
+    # and the scan of the whole file came back empty: a planted import went unseen.
+    text = 'x = "a" + "%s" % 1\nimport _pytest.reports as _r\n'
+    assert [h["sig"] for h in scan("pkg/mod.py", text)] == ["runner-import:_pytest.reports"]
+
+
+def test_a_scan_that_cannot_finish_is_a_hit(monkeypatch) -> None:
+    tamper_module = tamper
+
+    def boom(self):  # type: ignore[no-untyped-def]
+        raise RecursionError
+
+    monkeypatch.setattr(tamper_module._PyScan, "run", boom)
+    hits = scan("pkg/mod.py", "x = 1\n")
+    assert [h["sig"] for h in hits] == ["scan-incomplete"]
+    assert new_hits("pkg/mod.py", "x = 1\n", []) != []

@@ -240,9 +240,7 @@ class RuntimeHarness:
                 restore=restore,
                 delete=delete,
                 infra={k: v for k, v in known.items() if k not in restore and k not in delete},
-                sources=infra.manifest(
-                    base, lambda r: tamper.language_of(r) is not None and not infra.is_infra(r)
-                ),
+                sources=infra.manifest(base, _scanned_source),
                 integrity_key=key,
                 reward_mode=opts.reward,
             ),
@@ -555,6 +553,13 @@ class RuntimeHarness:
         if verdict.status == VERIFIED:
             record(task, verdict, self.backend.name, self.options.verify_reruns, mutants=mutants)
         return verdict, spent, mutants
+
+
+def _scanned_source(rel: str) -> bool:
+    """Files whose base digest the verifier keeps: source it scans, compiled modules it checks."""
+    if infra.is_infra(rel):
+        return False
+    return tamper.language_of(rel) is not None or rel.endswith(infra.COMPILED_EXT)
 
 
 def _exists(session: Session, path: str) -> bool:

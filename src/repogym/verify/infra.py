@@ -68,6 +68,8 @@ CONFIG_RE = re.compile(
 )
 META_DIR_RE = re.compile(r"^.+\.(?:egg-info|dist-info)$")
 SHADOW_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "unittest", "site"})
+#: Compiled modules an import can load: their code cannot be scanned.
+COMPILED_EXT = (".so", ".pyd", ".dylib", ".pyc", ".pyo", ".node")
 SKIP_DIRS = frozenset(
     {
         ".git",

@@ -541,6 +541,8 @@ class _PyScan:
         out = []
         for p in reversed(parts):
             if isinstance(p, ast.BinOp):
+                if not isinstance(p.op, ast.Add):
+                    return None  # "%s" % x, "a" * 3: not a literal (and no endless recursion)
                 s = self.fold(p, fields)
             elif isinstance(p, ast.JoinedStr):
                 if not fields and any(isinstance(v, ast.FormattedValue) for v in p.values):
@@ -1302,17 +1304,25 @@ def scan(path: str, text: Any) -> List[Hit]:
     if special is not None:
         hits.append(special)
     lang = language_of(path)
+    if lang == "python":
+        try:
+            tree = _parse_python(text)
+        except Exception:  # SyntaxError, ValueError (NUL bytes), RecursionError, ...
+            return []  # code this interpreter cannot parse cannot run either
     try:
         if lang == "python":
-            try:
-                tree = _parse_python(text)
-            except Exception:  # SyntaxError, ValueError (NUL bytes), RecursionError, ...
-                return []
             hits.extend(_PyScan(tree).run())
         elif lang == "js":
             hits.extend(_scan_js(text))
-    except RecursionError:
-        pass
+    except Exception as exc:  # noqa: BLE001 - fail closed: an unscanned change is not clean
+        hits.append(
+            _hit(
+                "scan-incomplete",
+                1,
+                "scan-incomplete",
+                "the tamper scan could not finish (%s)" % type(exc).__name__,
+            )
+        )
     hits.sort(key=lambda h: (h["line"], h["rule"], h["sig"]))
     return hits
 

@@ -7,11 +7,14 @@
    test-runner / plugin file must still have its recorded sha256, and no new ``.pth``,
    ``*.dist-info`` or ``sitecustomize`` may have appeared. Any mismatch: reward 0, reason given.
 2. **Test infrastructure** is reset: hidden copies (``files/``) are written over the working
-   tree, test-infrastructure files added by the agent (``infra.is_infra``) are removed, and a
-   changed infrastructure file that has no hidden copy is a tamper.
+   tree, test-infrastructure files added by the agent (``infra.is_infra``) and every
+   ``__pycache__`` are removed, and a changed infrastructure file that has no hidden copy is a
+   tamper.
 3. **Tamper scan** (``tamper.py``) of every changed non-test source file: constructs that reach
    into the test runner (monkeypatching pytest/unittest, ``sys.modules`` writes, ``os._exit``,
-   fake result lines, the verifier's paths) that the base and the gold patch do not have.
+   fake result lines, the verifier's paths) that the base and the gold patch do not have. A
+   compiled module (``.so``, ``.pyc`` outside ``__pycache__``, …) added or changed cannot be
+   scanned and counts as a tamper too.
 4. **Run** the tests with the environment recorded at build time (not the caller's), plugin
    autoloading off and the recorded pytest plugins loaded explicitly, and our report plugin /
    unittest wrapper writing results to a file; other runners' logs are parsed.
@@ -54,6 +57,8 @@ UNSAFE_ENV = (
     "JAVA_TOOL_OPTIONS",
 )
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+MAX_SCANNED = 16 << 20
+"""A changed source file larger than this is not scanned: it is a tamper (no fix needs it)."""
 sys.path.insert(0, HERE)
 
 import infra  # noqa: E402  (copies of repogym's modules beside this file)
@@ -217,6 +222,12 @@ def reset_infrastructure(config):
         else:
             _remove(path)
             removed.append(rel)
+    # Bytecode caches: Python loads a planted __pycache__/*.pyc whose header matches its source.
+    for current, dirs, _files in os.walk(workdir):
+        dirs[:] = [d for d in dirs if d not in infra.SKIP_DIRS or d == "__pycache__"]
+        if os.path.basename(current) == "__pycache__":
+            shutil.rmtree(current, ignore_errors=True)
+            dirs[:] = []
     # Configuration or conftest.py above the working tree would be read by the runner too.
     parent = os.path.dirname(os.path.abspath(workdir))
     while True:
@@ -239,14 +250,23 @@ def scan_sources(config):
     waived = set(config.get("tamper_waived", []))
     hits = []
     for rel, path in sorted(infra.walk(workdir).items()):
-        if tamper.language_of(rel) is None or infra.is_infra(rel) or os.path.islink(path):
+        if infra.is_infra(rel) or os.path.islink(path):
+            continue
+        compiled = rel.endswith(infra.COMPILED_EXT)
+        if tamper.language_of(rel) is None and not compiled:
             continue
         try:
             if base.get(rel) == infra.sha256_file(path):
                 continue
-            with open(path, "rb") as fh:
-                data = fh.read(4 << 20)
+            size = os.path.getsize(path)
+            if not compiled and size <= MAX_SCANNED:
+                with open(path, "rb") as fh:
+                    data = fh.read()
         except OSError:
+            continue
+        if compiled or size > MAX_SCANNED:
+            why = "compiled module added or changed" if compiled else "too large to scan"
+            hits.append({"path": rel, "line": 1, "sig": "unscannable", "detail": why})
             continue
         text = data.decode("utf-8", "replace")
         for hit in tamper.new_hits(rel, text, baseline.get(rel, []), waived):
