@@ -18,6 +18,7 @@ from repogym.run.trial import resolve_env_templates
 from repogym.sources import FileChange, PullRequest
 from repogym.sources._patches import is_test_path
 from repogym.spec import PrDiffOptions
+from repogym.verify import infra
 from repogym.verify.diff_reward import file_diff, parse_judge_score, score_diff, tree_diff
 
 PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python3.8")
@@ -170,6 +171,7 @@ def test_verifier_runs_standalone_under_python38(tmp_path: Path) -> None:
     tests.mkdir()
     shutil.copy(src, tests / "verifier.py")
     shutil.copy(Path(score_diff.__code__.co_filename), tests / "diff_reward.py")
+    shutil.copy(Path(infra.__file__), tests / "infra.py")  # as a task ships it
     base = _tree(tmp_path / "base", {"m.py": b"def f():\n    return 1\n"})
     work = _tree(tmp_path / "work", {"m.py": b"def f():\n    return 2\n"})
     out = subprocess.run(

@@ -270,6 +270,7 @@ def write_task(
     tests = dest / "tests"
     _write(tests / "test.sh", _template("pr_diff_test.sh"), 0o755)
     _write(tests / "verifier.py", _template("pr_diff_verifier.py"))
+    _write(tests / "infra.py", resources.files("repogym.verify").joinpath("infra.py").read_bytes())
     _write(
         tests / "diff_reward.py",
         resources.files("repogym.verify").joinpath("diff_reward.py").read_bytes(),

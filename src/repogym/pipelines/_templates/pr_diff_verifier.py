@@ -25,13 +25,19 @@ the reward is still written from the other components and ``judge_status`` says 
 import hashlib
 import json
 import os
-import re
 import socket
 import stat
 import sys
 import urllib.error
 import urllib.request
 from typing import Dict, List, Optional, Tuple
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if os.path.isfile(os.path.join(_HERE, "infra.py")):  # in a task: repogym's rule, copied beside
+    sys.path.insert(0, _HERE)
+    from infra import is_test_path  # noqa: E402
+else:  # imported by the pipeline on the host
+    from repogym.verify.infra import is_test_path  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = "/logs/verifier"
@@ -54,23 +60,6 @@ SKIP_DIRS = frozenset(
     }
 )
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")
-TEST_DIRS = frozenset(
-    {"test", "tests", "__tests__", "spec", "testing", "testdata", "__snapshots__", "__mocks__"}
-)
-_TEST_FILE = re.compile(
-    r"^(?:test_.+\.py|.+_test\.py|conftest\.py|tests\.py|.+_test\.go"
-    r"|.+\.(?:test|spec)\.[cm]?[jt]sx?|.+_(?:spec|test)\.rb)$"
-)
-
-
-def is_test_path(path: str) -> bool:
-    """Test files and test data (the pipeline's rule, kept in step by the task's tests)."""
-    parts = path.strip("/").split("/")
-    for part in parts[:-1]:
-        low = part.lower()
-        if low in TEST_DIRS or low.endswith((".test", ".tests")):
-            return True
-    return bool(_TEST_FILE.match(parts[-1]))
 
 
 def _skipped_dir(name: str) -> bool:
