@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from repogym import __version__
-from repogym.ui import err, fail, out, track
+from repogym.ui import err, escape, fail, out, track
 
 app = typer.Typer(
     name="repogym",
@@ -121,18 +120,75 @@ def validate(
     raise typer.Exit(1 if failed else 0)
 
 
-def _load_tasks_or_exit(path: Path) -> list:  # list[Task]
-    from repogym.harbor import TaskError, load_task
+LimitOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--limit",
+        metavar="KEY=VALUE",
+        help="Raise or lower this host's maximum for what a task may ask (cpus, memory_mb, "
+        "storage_mb, gpus, build/agent/verifier_timeout_sec); default from "
+        "~/.config/repogym/limits.toml. Tasks asking more are refused.",
+    ),
+]
+PassEnvOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pass-env",
+        metavar="VAR",
+        help='Let the "${VAR}" templates of tasks\' verifier env take this host variable '
+        "(repeatable). Others expand to nothing.",
+    ),
+]
 
-    tasks = []
-    for task_dir in _task_dirs_or_exit(path):
-        try:
-            tasks.append(load_task(task_dir))
-        except TaskError as exc:
-            fail(f"{task_dir.name}: {exc.file}: {exc} (skipped)")
+
+def _host_limits_or_exit(limit: list[str] | None, pass_env: list[str] | None = None):  # type: ignore[no-untyped-def]
+    from repogym.harbor.trust import load_limits
+
+    try:
+        return load_limits().with_overrides(limit or (), pass_env or ())
+    except ValueError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+
+
+def _trusted_or_exit(
+    path: Path,
+    limit: list[str] | None = None,
+    pass_env: list[str] | None = None,
+    *,
+    quiet: bool = False,
+) -> list:  # list[Task]
+    """The trust boundary for a command that reads a dataset: refused tasks stop the command
+    (one line each, exit 2, nothing written); unreadable ones are skipped with a line;
+    withheld host variables are reported."""
+    from repogym.harbor.trust import check_task
+
+    limits = _host_limits_or_exit(limit, pass_env)
+    reports = [check_task(d, limits) for d in _task_dirs_or_exit(path)]
+    refused = [r for r in reports if r.refused]
+    for r in refused:
+        fail(f"{r.path.name}: refused: {'; '.join(r.problems)}")
+    if refused:
+        fail(f"{len(refused)} task(s) refused at the trust boundary; nothing was run or written")
+        raise typer.Exit(2)
+    for r in reports:
+        if r.error is not None:
+            fail(f"{r.path.name}: {r.error.file}: {r.error} (skipped)")
+    tasks = [r.task for r in reports if r.task is not None]
     if not tasks:
         fail(f"{path}: no readable task")
         raise typer.Exit(2)
+    withheld: dict[str, list[str]] = {}
+    for r in reports:
+        for name in r.withheld:
+            withheld.setdefault(name, []).append(r.path.name)
+    if withheld and not quiet:
+        for name, ids in sorted(withheld.items()):
+            shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+            err.print(
+                f"[yellow]withheld:[/] host variable {escape(name)} asked by {escape(shown)}; "
+                f"it expands to nothing (pass it with --pass-env {escape(name)})"
+            )
     return tasks
 
 
@@ -166,16 +222,16 @@ def run(
             "that verifies in the agent's container would pay)",
         ),
     ] = "task",
+    limit: LimitOpt = None,
+    pass_env: PassEnvOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run an agent on tasks in sandboxes; the task's verifier decides each reward.
 
     Exit 0 when every trial produced a reward, 1 when any trial errored (reward None).
     """
-    import datetime as dt
-
     from repogym.run.agents import make_agent
-    from repogym.run.job import run_job
+    from repogym.run.job import new_job_dir, run_job
     from repogym.sandbox import SandboxError
 
     try:
@@ -186,9 +242,9 @@ def run(
     if verification not in ("task", "clean_room", "in_place"):
         fail(f"--verification {verification!r}: use task, clean_room or in_place")
         raise typer.Exit(2)
-    tasks = _load_tasks_or_exit(path)
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = out_dir or Path("jobs") / f"{stamp}-{agent.split(':')[0]}"
+    tasks = _trusted_or_exit(path, limit, pass_env, quiet=json_out)
+    if out_dir is None:
+        out_dir = new_job_dir(Path("jobs"), agent.split(":")[0])
 
     def done(outcome) -> None:  # type: ignore[no-untyped-def]
         if json_out:
@@ -276,6 +332,8 @@ def verify(
             "tests kill (mutant_kill_rate).",
         ),
     ] = 0,
+    limit: LimitOpt = None,
+    pass_env: PassEnvOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The quality gate: oracle must score 1, nop 0, and oracle reruns must agree.
@@ -287,7 +345,7 @@ def verify(
     from repogym.run.trial import TrialRunner
     from repogym.sandbox import SandboxError, get_backend
 
-    tasks = _load_tasks_or_exit(path)
+    tasks = _trusted_or_exit(path, limit, pass_env, quiet=json_out)
     try:
         runner = TrialRunner(get_backend(sandbox))
     except SandboxError as exc:
@@ -373,13 +431,14 @@ def dataset_index(
     name: Annotated[str | None, typer.Option(help="Dataset name (default: folder name).")] = None,
     version: Annotated[str, typer.Option(help="Dataset version for registry.json.")] = "1.0",
     description: Annotated[str, typer.Option(help="Dataset description.")] = "",
+    limit: LimitOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Write registry.json (Harbor's registry format) and manifest.json at the dataset root."""
     from repogym.harbor import discover
     from repogym.harbor.dataset import write_dataset_index
 
-    _task_dirs_or_exit(path)
+    _trusted_or_exit(path, limit, quiet=True)
     found = discover(path)
     for bad_path, exc in found.invalid:
         fail(f"{bad_path.name}: {exc.file}: {exc} (left out of the index)")
@@ -612,12 +671,16 @@ def serve(
             help="Secret the trainer sends with evaluate/solve (default: random, printed).",
         ),
     ] = None,
+    limit: LimitOpt = None,
+    pass_env: PassEnvOpt = None,
 ) -> None:
     """Serve tasks as an OpenEnv environment (WebSocket /ws, /health, /schema, /tasks)."""
     import secrets
 
     from repogym.openenv import OpenEnvMissing
 
+    _trusted_or_exit(path, limit, pass_env)
+    limits = _host_limits_or_exit(limit, pass_env)
     try:
         import uvicorn
 
@@ -630,8 +693,9 @@ def serve(
             max_sessions=max_sessions,
             idle_timeout_s=idle_timeout,
             orchestrator_token=token,
+            limits=limits,
         )
-    except (OpenEnvMissing, FileNotFoundError) as exc:
+    except (OpenEnvMissing, FileNotFoundError, ValueError) as exc:
         fail(str(exc))
         raise typer.Exit(2) from None
     err.print(f"orchestrator token (for the trainer, not the agent): {token}")
@@ -647,6 +711,7 @@ def export(
         str | None,
         typer.Option("--requirement", help="pip spec for repogym (default: this version)."),
     ] = None,
+    limit: LimitOpt = None,
 ) -> None:
     """Export tasks as a deployable package (an OpenEnv environment / HF Docker Space)."""
     from repogym.openenv.export import export_openenv
@@ -654,6 +719,7 @@ def export(
     if fmt != "openenv":
         fail(f"unknown format {fmt!r}: use --format openenv")
         raise typer.Exit(2)
+    _trusted_or_exit(path, limit)
     try:
         result = export_openenv(path, out_dir, requirement=requirement)
     except (FileNotFoundError, FileExistsError) as exc:
@@ -680,10 +746,13 @@ def push(
     name: Annotated[str, typer.Argument(help="owner/name of the dataset.")],
     registry: RegistryOpt = "hf",
     private: Annotated[bool, typer.Option("--private", help="Mark the dataset private.")] = False,
+    limit: LimitOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Publish a dataset as a new immutable revision (same tasks ⇒ same revision)."""
     from repogym.hub import RegistryError, open_registry, parse_dataset_ref
+
+    _trusted_or_exit(path, limit, quiet=True)
 
     try:
         dataset, rev = parse_dataset_ref(name)
@@ -816,6 +885,7 @@ def explore(
         int,
         typer.Option("--workers", help="Server processes (more than 1 needs --snapshot)."),
     ] = 1,
+    limit: LimitOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Browse and search RL environments' tasks in a web app (answers are never shown)."""
@@ -824,7 +894,7 @@ def explore(
     paths = list(paths or [])
     sources = list(openenv or [])
     if paths and paths[0] == "index":
-        _explore_index(paths[1:], out_dir, hub=hub, openenv=sources, json_out=json_out)
+        _explore_index(paths[1:], out_dir, hub=hub, openenv=sources, json_out=json_out, limit=limit)
         return
     if out_dir is not None:
         fail("--out belongs to 'repogym explore index PATH... --out DIR'")
@@ -833,6 +903,7 @@ def explore(
         if not Path(p).exists():
             fail(f"{p}: no such file or directory")
             raise typer.Exit(2)
+    _trusted_folders_or_exit(paths, limit)
     if snapshot is not None and not snapshot.is_dir():
         fail(f"--snapshot {snapshot}: no such folder (build one with: repogym explore index)")
         raise typer.Exit(2)
@@ -908,8 +979,23 @@ def explore(
     uvicorn.run(server_app, host=host, port=port, log_level="warning")
 
 
+def _trusted_folders_or_exit(paths: list[str], limit: list[str] | None) -> None:
+    """The trust boundary for the explorer's local folders that hold Harbor tasks."""
+    from repogym.harbor import iter_task_dirs
+
+    for p in paths:
+        if Path(p).is_dir() and next(iter(iter_task_dirs(p)), None) is not None:
+            _trusted_or_exit(Path(p), limit, quiet=True)
+
+
 def _explore_index(
-    paths: list[str], out_dir: Path | None, *, hub: bool, openenv: list[str], json_out: bool
+    paths: list[str],
+    out_dir: Path | None,
+    *,
+    hub: bool,
+    openenv: list[str],
+    json_out: bool,
+    limit: list[str] | None = None,
 ) -> None:
     """repogym explore index PATH... --out DIR: build and publish a snapshot."""
     if out_dir is None:
@@ -922,6 +1008,7 @@ def _explore_index(
         if not Path(p).exists():
             fail(f"{p}: no such file or directory")
             raise typer.Exit(2)
+    _trusted_folders_or_exit(paths, limit)
     from repogym.explorer.adapters.base import AdapterError
     from repogym.explorer.build import build_snapshot
     from repogym.explorer.pack import PackError

@@ -71,7 +71,7 @@ BAD_CASES = {
     "missing_instruction": ("instruction.md", "missing"),
     "non_utf8_instruction": ("instruction.md", "not UTF-8"),
     "empty_instruction": ("instruction.md", "empty"),
-    "symlink_escape": ("tests/evil", "points outside the task"),
+    "symlink_escape": ("tests/evil", "absolute path"),
     "f2p_not_list": ("tests/f2p.json", "JSON array"),
     "f2p_count_mismatch": ("tests/p2p.json", "has 1 ids but commit_runtime.pass_to_pass says 2"),
     "stale_hash": ("task.toml", "content_hash is stale"),

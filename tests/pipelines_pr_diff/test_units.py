@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
+from repogym.harbor.trust import expand_env
 from repogym.pipelines.pr_diff import filter_reason, is_doc_path, verifier_module
-from repogym.run.trial import resolve_env_templates
 from repogym.sources import FileChange, PullRequest
 from repogym.sources._patches import is_test_path
 from repogym.spec import PrDiffOptions
@@ -235,22 +235,24 @@ def test_parse_judge_score_refuses(text: str) -> None:
         parse_judge_score(text)
 
 
-def test_verifier_env_templates() -> None:
+def test_verifier_env_templates_take_only_passed_host_variables() -> None:
     env = {
         "A": "${HOST_A}",
         "B": "${HOST_B:-fallback}",
-        "C": "literal ${NOT_WHOLE}",
+        "C": "literal ${HOST_A} and ${SECRET}",
         "D": "${HOST_D:-}",
+        "E": "${SECRET}",
     }
-    host = {"HOST_A": "from-host"}
-    assert resolve_env_templates(env, host) == {
+    passed = {"HOST_A": "from-host"}
+    resolved, withheld = expand_env(env, passed)
+    assert resolved == {
         "A": "from-host",
         "B": "fallback",
-        "C": "literal ${NOT_WHOLE}",
+        "C": "literal from-host and ",
         "D": "",
+        "E": "",
     }
-    with pytest.raises(ValueError, match="HOST_A is not set"):
-        resolve_env_templates({"A": "${HOST_A}"}, {})
+    assert withheld == ["HOST_B", "SECRET", "HOST_D"]
 
 
 def test_bad_options_exit_2(tmp_path: Path) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 
 from repogym.bootstrap.service import BootstrapResult
+from repogym.ui import escape
 
 
 def render_result(result: BootstrapResult, console: Console) -> None:

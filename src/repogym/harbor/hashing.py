@@ -51,9 +51,12 @@ def canonical_task_toml(data: dict[str, Any]) -> bytes:
 _CHUNK = 1 << 16
 
 
-def read_bytes(path: str) -> bytes:
-    """Read a whole file with raw ``os`` calls (much cheaper than ``open()`` for small files)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+def read_bytes(path: str, *, follow: bool = True) -> bytes:
+    """Read a whole file with raw ``os`` calls (much cheaper than ``open()`` for small files).
+
+    ``follow=False`` refuses a symlink as the last component (``OSError`` ELOOP)."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
     try:
         first = os.read(fd, _CHUNK)
         if len(first) < _CHUNK:  # a short read of a regular file is its end: no more syscalls

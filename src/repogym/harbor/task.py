@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -18,6 +19,7 @@ from repogym.harbor.hashing import content_hash, read_bytes
 
 TASK_TOML = "task.toml"
 INSTRUCTION = "instruction.md"
+MAX_TOML_DEPTH = 32
 
 
 class TaskError(ValueError):
@@ -26,6 +28,24 @@ class TaskError(ValueError):
     def __init__(self, message: str, file: str = TASK_TOML) -> None:
         super().__init__(message)
         self.file = file
+
+
+class UntrustedTask(TaskError):
+    """A task refused at the trust boundary (see :mod:`repogym.harbor.trust`)."""
+
+
+def toml_depth(value: Any) -> int:
+    """How deeply tables and arrays nest (iterative: safe on any input)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
 
 
 def format_validation_error(exc: ValidationError) -> str:
@@ -46,6 +66,13 @@ def parse_task_toml(text: str) -> tuple[TaskConfig, dict[str, Any], list[str]]:
         raw = tomli.loads(text)
     except tomli.TOMLDecodeError as exc:
         raise TaskError(f"invalid TOML: {exc}") from None
+    except RecursionError:
+        raise UntrustedTask(
+            f"task.toml nests too deeply (at most {MAX_TOML_DEPTH} levels)"
+        ) from None
+    depth = toml_depth(raw)
+    if depth > MAX_TOML_DEPTH:
+        raise UntrustedTask(f"task.toml nests {depth} levels deep (at most {MAX_TOML_DEPTH})")
     try:
         data, warnings = normalize_legacy(raw)
         config = TaskConfig.model_validate(data)
@@ -65,6 +92,9 @@ class Task:
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     """``task.toml`` exactly as parsed (before legacy translation)."""
     warnings: list[str] = field(default_factory=list)
+    host_env: dict[str, str] = field(default_factory=dict, repr=False)
+    """Host environment variables the user passed to this task (``--pass-env``); templates
+    naming anything else expand to nothing. Filled by the trust boundary."""
 
     @property
     def id(self) -> str:
@@ -98,9 +128,14 @@ class Task:
 
     def instruction(self) -> str:
         try:
-            return self.instruction_path.read_text(encoding="utf-8")
+            data = read_bytes(str(self.instruction_path), follow=False)
+            return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         except FileNotFoundError:
             raise TaskError("instruction.md is missing", INSTRUCTION) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise TaskError("instruction.md is a symlink", INSTRUCTION) from None
+            raise TaskError(f"cannot read instruction.md: {exc.strerror}", INSTRUCTION) from None
         except UnicodeDecodeError as exc:
             raise TaskError(f"instruction.md is not UTF-8 ({exc.reason})", INSTRUCTION) from None
 
@@ -113,13 +148,15 @@ def load_task(path: Path | str) -> Task:
     path = Path(path)
     toml_path = path / TASK_TOML
     try:
-        text = read_bytes(str(toml_path)).decode("utf-8")
+        text = read_bytes(str(toml_path), follow=False).decode("utf-8")
     except FileNotFoundError:
         raise TaskError("task.toml is missing") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UntrustedTask("task.toml is a symlink") from None
+        raise TaskError(f"cannot read task.toml: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise TaskError(f"task.toml is not UTF-8 ({exc.reason})") from None
-    except OSError as exc:
-        raise TaskError(f"cannot read task.toml: {exc.strerror}") from None
     config, raw, warnings = parse_task_toml(text)
     return Task(path=path, config=config, raw=raw, warnings=warnings)
 

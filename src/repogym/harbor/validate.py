@@ -18,6 +18,14 @@ from typing import Any
 from repogym import dockerfile
 from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files, read_bytes
 from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
+from repogym.harbor.trust import (
+    HostLimits,
+    check_files,
+    check_limits,
+    check_toml,
+    load_limits,
+    requested_env,
+)
 from repogym.harbor.verification import read_verification
 
 KNOWN_REWARD_KINDS = frozenset(
@@ -136,6 +144,7 @@ def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
     report.problems.extend(_check_environment(task, files, deep=deep))
     report.problems.extend(_check_tests(files))
     report.problems.extend(_check_paths(files))
+    report.problems.extend(_check_trust(task))
     report.problems.extend(_check_provenance(task, files))
     report.problems.extend(_check_leak(files))
     if deep:
@@ -221,15 +230,43 @@ def _check_tests(files: TaskFiles) -> Iterator[Problem]:
 
 
 def _check_paths(files: TaskFiles) -> Iterator[Problem]:
-    """No symlink in the task may lead outside it."""
-    root = os.path.realpath(files.path)
-    for rel, is_link in files.listing:
-        if not is_link:
-            continue
-        full = files.path / rel
-        target = os.path.realpath(full)
-        if target != root and not target.startswith(root + os.sep):
-            yield _err("paths", rel, f"symlink points outside the task ({os.readlink(full)})")
+    """The trust boundary's file rules: no symlink leaving the task, no symlinked contract
+    entry, no special file (``repogym run``/``verify``/``serve`` refuse such tasks)."""
+    for problem in check_files(files.path):
+        rel = problem.split(" ", 1)[0].rstrip(":")
+        yield _err("paths", rel, problem)
+    for problem in check_toml(files.path):
+        yield _err("limits", TASK_TOML, problem)
+
+
+def _check_trust(task: Task) -> Iterator[Problem]:
+    """Limits above this host's maxima (errors), host variables the verifier asks for and
+    each phase's own network mode (warnings, so a reader sees them before running)."""
+    try:
+        limits = load_limits()
+    except ValueError as exc:
+        yield _warn("limits", TASK_TOML, str(exc))
+        limits = HostLimits()
+    for problem in check_limits(task, limits):
+        yield _err("limits", TASK_TOML, problem)
+    names = requested_env(task)
+    if names:
+        yield _warn(
+            "host-env",
+            TASK_TOML,
+            "[verifier.env] asks for host variable(s) "
+            + ", ".join(names)
+            + "; they reach the verifier only when passed with --pass-env",
+        )
+    base = task.config.environment.network_mode
+    for phase in ("agent", "verifier"):
+        own = getattr(task.config, phase).network_mode
+        if own and own != base:
+            yield _warn(
+                "network",
+                TASK_TOML,
+                f"[{phase}] network_mode = {own!r} differs from [environment] {base!r}",
+            )
 
 
 def _load_id_list(files: TaskFiles, rel: str) -> tuple[list[str] | None, list[Problem]]:

@@ -21,6 +21,7 @@ from fastapi import FastAPI, HTTPException  # noqa: E402
 from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
 from openenv.core.env_server.types import ConcurrencyConfig  # noqa: E402
 
+from repogym.harbor.trust import HostLimits  # noqa: E402
 from repogym.openenv.environment import (  # noqa: E402
     Pool,
     RepoAction,
@@ -43,13 +44,16 @@ def build_app(
     max_sessions: int = 8,
     idle_timeout_s: float | None = 900.0,
     orchestrator_token: str | None = None,
+    limits: HostLimits | None = None,
 ) -> FastAPI:
     """A FastAPI app serving the tasks under ``path`` as an OpenEnv environment.
 
     Defaults come from the environment so a deployed package's ``server/app.py`` can be two
     lines: ``REPOGYM_TASKS`` (else ``./tasks``), ``REPOGYM_SANDBOX`` (else ``local``),
     ``REPOGYM_MAX_SESSIONS``, ``REPOGYM_ORCHESTRATOR_TOKEN`` (else a random token, logged once:
-    orchestration actions are never open to anyone who can reach the socket).
+    orchestration actions are never open to anyone who can reach the socket), ``REPOGYM_PASS_ENV``
+    (comma-separated host variables tasks' verifiers may take; see :mod:`repogym.harbor.trust`).
+    Tasks refused by the trust boundary raise :class:`~repogym.harbor.trust.UntrustedTask`.
     """
     root = Path(path if path is not None else os.environ.get("REPOGYM_TASKS", "tasks"))
     backend_name = sandbox or os.environ.get("REPOGYM_SANDBOX", "local")
@@ -58,7 +62,7 @@ def build_app(
     if not token:
         token = secrets.token_urlsafe(24)
         log.warning("orchestrator token (give it to the trainer, not the agent): %s", token)
-    tasks = TaskSet.load(root)
+    tasks = TaskSet.load(root, limits)
     pool = Pool(tasks, Builder(get_backend(backend_name)), token)
 
     def factory() -> RepogymEnvironment:

@@ -4,11 +4,13 @@ environment is reproduced (``[metadata.repo2env.reproducibility]``). No ``openen
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor import Task, iter_task_dirs, load_task
+from repogym.harbor import Task
+from repogym.harbor.trust import HostLimits, UntrustedTask, check_dataset, load_limits
 from repogym.run.trial import environment_spec
 from repogym.sandbox import EnvironmentSpec
 
@@ -73,11 +75,23 @@ class TaskSet:
     tasks: list[Task]
 
     @classmethod
-    def load(cls, root: Path | str) -> TaskSet:
+    def load(cls, root: Path | str, limits: HostLimits | None = None) -> TaskSet:
+        """Every task under ``root`` through the trust boundary (:class:`UntrustedTask` when
+        any is refused; a task that cannot be read raises its TaskError)."""
         root = Path(root)
         if not root.exists():
             raise FileNotFoundError(f"{root}: no such task folder")
-        tasks = [load_task(d) for d in iter_task_dirs(root)]
+        if limits is None:
+            limits = load_limits().with_overrides(
+                pass_env=[n for n in os.environ.get("REPOGYM_PASS_ENV", "").split(",") if n]
+            )
+        found = check_dataset(root, limits)
+        if found.refused:
+            raise UntrustedTask("; ".join(found.refusal_lines()))
+        for report in found.unreadable:
+            assert report.error is not None
+            raise report.error
+        tasks = found.tasks
         if not tasks:
             raise FileNotFoundError(f"{root}: no task.toml found (not a task or task set)")
         tasks.sort(key=lambda t: t.id)

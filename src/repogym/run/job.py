@@ -47,6 +47,22 @@ def summarize(outcomes: list[TrialOutcome]) -> JobSummary:
     )
 
 
+def new_job_dir(parent: Path, label: str) -> Path:
+    """A job folder that no other run shares: ``<parent>/<time>-<label>[-N]``, created here
+    (exclusively, so two runs started in the same second never write into one folder)."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    label = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:40] or "job"
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10000):
+        path = parent / (f"{stamp}-{label}" if n == 1 else f"{stamp}-{label}-{n}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"{parent}: no free job folder name for {stamp}-{label}")
+
+
 def run_job(
     tasks: list[Task],
     agent_spec: str,

@@ -9,17 +9,15 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
-import os
-import re
 import traceback
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from repogym import __version__
 from repogym.harbor import Task, atomic_write
+from repogym.harbor.trust import expand_env
 from repogym.harbor.verification import Matcher, read_verification
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.cleanroom import clean_room_session
@@ -299,32 +297,6 @@ def verify_after_agent(
     return Checked(fresh, stdout, code, reading, carry.to_json())
 
 
-_ENV_TEMPLATE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?\}")
-
-
-def resolve_env_templates(
-    env: dict[str, str], environ: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """Harbor's ``[verifier.env]`` host templates: a value that is exactly ``${VAR}`` takes the
-    host's ``VAR`` (ValueError when unset), ``${VAR:-default}`` falls back to ``default``;
-    anything else is literal. Resolved values go to the process only, never to disk."""
-    environ = os.environ if environ is None else environ
-    out: dict[str, str] = {}
-    for key, value in env.items():
-        m = _ENV_TEMPLATE.fullmatch(value)
-        if m is None:
-            out[key] = value
-        elif m.group(1) in environ:
-            out[key] = environ[m.group(1)]
-        elif m.group(2) is not None:
-            out[key] = m.group(2)
-        else:
-            raise ValueError(
-                f"[verifier.env] {key}: host environment variable {m.group(1)} is not set"
-            )
-    return out
-
-
 def run_verifier(
     session: Any, task: Task, workdir: str, *, timeout_s: float | None = None
 ) -> tuple[str, int | None, RewardReading]:
@@ -350,7 +322,8 @@ def run_verifier(
         timeout_s=limit,
         cwd=workdir,
         user=task.config.verifier.user,
-        env=resolve_env_templates(dict(task.config.verifier.env)),
+        # Host variables only when the user passed them (--pass-env); else nothing.
+        env=expand_env(task.config.verifier.env, task.host_env)[0],
         network=_phase_network(task, "verifier"),
     )
     stdout = res.stdout + (("\n--- stderr ---\n" + res.stderr) if res.stderr else "")

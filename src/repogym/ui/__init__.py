@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _escape_markup
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 out = Console(highlight=False, soft_wrap=True)
@@ -15,10 +15,25 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 T = TypeVar("T")
 
+# C0 controls except tab and newline, DEL, and C1 controls (a terminal acts on all of them).
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c not in (9, 10)}
+_CONTROL.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+
+
+def safe_text(text: str) -> str:
+    """``text`` with terminal control characters shown as ``\\x1b``-style escapes, so a name
+    taken from a dataset cannot move the cursor, recolour or retitle the user's terminal."""
+    return text.translate(_CONTROL)
+
+
+def escape(text: str) -> str:
+    """Safe to embed in rich markup: markup escaped and control characters made visible."""
+    return _escape_markup(safe_text(text))
+
 
 def fail(message: str) -> None:
-    """Print a one-line error to stderr."""
-    err.print(f"[bold red]error:[/] {escape(message)}")
+    """Print a one-line error to stderr (a newline in it is shown as ``\\n``)."""
+    err.print(f"[bold red]error:[/] {escape(message.replace(chr(10), chr(92) + 'n'))}")
 
 
 def warn(message: str) -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 
-from repogym.ui import err, out
+from repogym.ui import err, escape, out
 
 
 class GenerateView:
