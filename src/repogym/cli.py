@@ -123,7 +123,7 @@ def validate(
 LimitOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--limit",
+        "--max",
         metavar="KEY=VALUE",
         help="Raise or lower this host's maximum for what a task may ask (cpus, memory_mb, "
         "storage_mb, gpus, build/agent/verifier_timeout_sec); default from "

@@ -10,7 +10,7 @@ written) when
   ``solution/``) is a symlink at all, or the task holds a FIFO, socket or device node;
 * ``task.toml`` is over :data:`MAX_TOML_BYTES` or nests deeper than :data:`MAX_TOML_DEPTH`;
 * a resource it asks for (cpus, memory, storage, gpus, a timeout) exceeds this host's maximum
-  (:class:`HostLimits`: defaults, ``~/.config/repogym/limits.toml``, ``--limit KEY=VALUE``).
+  (:class:`HostLimits`: defaults, ``~/.config/repogym/limits.toml``, ``--max KEY=VALUE``).
 
 It also reports which host environment variables a task asks for (``"${VAR}"`` values in
 ``[verifier.env]``). Those reach a task only when the user names them (``--pass-env VAR`` or
@@ -96,9 +96,9 @@ class HostLimits:
             key, sep, value = item.partition("=")
             key = key.strip().replace("-", "_")
             if not sep:
-                raise ValueError(f"--limit {item!r}: use KEY=VALUE, e.g. memory_mb=65536")
+                raise ValueError(f"--max {item!r}: use KEY=VALUE, e.g. memory_mb=65536")
             changes[key] = value.strip()
-        out = _coerce(self, changes, "--limit")
+        out = _coerce(self, changes, "--max")
         names = [*out.pass_env]
         for name in pass_env:
             if not _VAR_NAME.fullmatch(name):
@@ -260,7 +260,7 @@ def check_limits(task: Task, limits: HostLimits) -> list[str]:
         if asked is not None and asked > most:
             problems.append(
                 f"[{table}] {key} = {asked:g} exceeds this host's maximum {most:g} "
-                f"(raise it with --limit {limit_key}=… or in {limits_file()})"
+                f"(raise it with --max {limit_key}=… or in {limits_file()})"
             )
     return problems
 
