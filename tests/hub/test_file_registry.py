@@ -103,7 +103,7 @@ def test_errors_are_one_line_and_change_nothing(tmp_path: Path) -> None:
         (["push", str(EXAMPLES), "not-a-name", "--registry", reg], "owner/name"),
         (["push", str(EXAMPLES), "acme/ds", "--registry", "s3://bucket"], "unsupported registry"),
         (["push", str(EXAMPLES), "acme/ds", "--registry", "hf+ftp://x"], "unsupported registry"),
-        (["push", str(tmp_path / "empty"), "acme/e", "--registry", reg], "no tasks"),
+        (["push", str(tmp_path / "empty"), "acme/e", "--registry", reg], "no task"),
     ]
     (tmp_path / "empty").mkdir()
     for args, fragment in cases:

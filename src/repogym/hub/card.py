@@ -66,12 +66,16 @@ def dataset_card(
         "",
     ]
     report = src / "generate-report.json"
-    if report.is_file():
+    # Read only a regular file of the dataset itself: a symlink could name any host file.
+    if report.is_file() and not report.is_symlink():
         try:
-            yield_ = json.loads(report.read_text()).get("yield", {})
-        except ValueError:
-            yield_ = {}
-        if yield_:
+            data = json.loads(report.read_text())
+        except (OSError, ValueError):
+            data = {}
+        yield_ = data.get("yield") if isinstance(data, dict) else None
+        if isinstance(yield_, dict) and yield_:
+            dropped = yield_.get("dropped")
+            dropped = dropped if isinstance(dropped, dict) else {}
             lines += [
                 "## Yield",
                 "",
@@ -79,7 +83,7 @@ def dataset_card(
                 "",
                 "| dropped because | count |",
                 "|---|---|",
-                *[f"| {k} | {v} |" for k, v in (yield_.get("dropped") or {}).items()],
+                *[f"| {k} | {v} |" for k, v in dropped.items()],
                 "",
             ]
     verdicts = _verdicts(tasks or [])

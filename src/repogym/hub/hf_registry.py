@@ -27,15 +27,17 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repogym._secrets import redact
 from repogym.harbor.dataset import build_registry
+from repogym.hub._safety import PullStage, check_tree, safe_relpath
 from repogym.hub.file_registry import (
+    META_FILES,
     PullResult,
     PushResult,
     RegistryError,
@@ -51,7 +53,6 @@ if TYPE_CHECKING:
 DEFAULT_ENDPOINT = "https://huggingface.co"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _CONTENT_REV = re.compile(r"^[0-9a-f]{16}$")
-META_FILES = ("registry.json", "manifest.json", "README.md")
 
 
 def hf_token_source(env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
@@ -300,55 +301,91 @@ class HfRegistry:
     def pull(
         self, name: str, dest: Path, *, rev: str | None = None, task: str | None = None
     ) -> PullResult:
-        """Download the dataset (or one task) at a revision; each task lands atomically."""
-        hub = _require_hub()
+        """Download the dataset (or one task) at a revision into a staging folder beside
+        ``dest``, then move it in. The Hub's file list is checked first: a path that is absolute,
+        has an empty, ``.`` or ``..`` part (or a backslash or drive) refuses the whole pull."""
         sha = self.resolve(name, rev)
+        label = f"{name}@{sha}"
         with self._errors(name, rev):
             files = self.api.list_repo_files(name, repo_type="dataset", revision=sha)
-        tasks = sorted({f.split("/")[1] for f in files if re.match(r"^tasks/[^/]+/.", f)})
+        for path in files:
+            if not safe_relpath(path):
+                raise RegistryError(
+                    f"{label}: the repository lists the unsafe path {path!r} "
+                    "(absolute, or with an empty, '.' or '..' part); refused"
+                )
+        by_task: dict[str, list[str]] = {}
+        for path in files:
+            parts = path.split("/")
+            if parts[0] == "tasks" and len(parts) >= 3:
+                by_task.setdefault(parts[1], []).append(path)
+        tasks = sorted(by_task)
         if task is not None:
             if task not in tasks:
-                raise RegistryError(f"{name}@{sha} has no task {task!r}")
+                raise RegistryError(f"{label} has no task {task!r}")
             tasks = [task]
-        clash = [t for t in tasks if (dest / "tasks" / t).exists()]
+        clash = [t for t in tasks if os.path.lexists(dest / "tasks" / t)]
         if clash:
             raise RegistryError(f"{dest}: tasks already present, e.g. {clash[0]}")
-        created = [p for p in (dest, dest / "tasks") if not p.exists()]
-        (dest / "tasks").mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".repogym-pull-", dir=dest))
-        try:
-            patterns = [f"tasks/{t}/*" for t in tasks]
-            if task is None:
-                patterns += list(META_FILES)
-            with self._errors(name, rev):
-                hub.snapshot_download(
-                    name,
-                    repo_type="dataset",
-                    revision=sha,
-                    local_dir=staging / "snapshot",
-                    cache_dir=staging / "cache",
-                    allow_patterns=patterns,
-                    endpoint=self.endpoint,
-                    token=self.token or False,
-                    max_workers=4,
-                )
-            got = staging / "snapshot"
-            missing = [t for t in tasks if not (got / "tasks" / t / "task.toml").is_file()]
-            if missing:
-                raise RegistryError(f"{name}@{sha}: task {missing[0]} came without task.toml")
+        metas = [m for m in META_FILES if m in files] if task is None else []
+        wanted = [p for t in tasks for p in sorted(by_task[t])] + metas
+        with PullStage(dest) as stage:
+            got = stage.work / "snapshot"
+            self._download(name, rev, sha, wanted, got, stage.work / "cache")
             for task_id in tasks:
-                os.replace(got / "tasks" / task_id, dest / "tasks" / task_id)
-            if task is None:
-                for meta in META_FILES:
-                    if (got / meta).is_file():
-                        os.replace(got / meta, dest / meta)
-        except BaseException:
-            for p in reversed(created):
-                shutil.rmtree(p, ignore_errors=True)
-            raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+                where = f"{label}: tasks/{task_id}"
+                check_tree(got / "tasks" / task_id, where)
+                links = [p for p in (got / "tasks" / task_id).rglob("*") if p.is_symlink()]
+                if links:
+                    raise RegistryError(f"{where}: the download made a symlink; refused")
+                toml = got / "tasks" / task_id / "task.toml"
+                if not toml.is_file():
+                    raise RegistryError(f"{label}: task {task_id} came without task.toml")
+                os.rename(got / "tasks" / task_id, stage.out / "tasks" / task_id)
+            for meta in metas:
+                if (got / meta).is_symlink() or not (got / meta).is_file():
+                    raise RegistryError(f"{label}: {meta} did not arrive as a file")
+                os.rename(got / meta, stage.out / meta)
+            stage.commit(tasks, metas)
         return PullResult(name, sha, tasks, dest)
+
+    def _download(
+        self, name: str, rev: str | None, sha: str, paths: list[str], into: Path, cache: Path
+    ) -> None:
+        """Fetch each of ``paths`` (already checked by :func:`safe_relpath`) at commit ``sha``;
+        the local path of each is ours (``into/path``), never one the server chose."""
+        root = os.path.realpath(into)
+
+        def fetch(path: str) -> None:
+            local = self.api.hf_hub_download(
+                name,
+                path,
+                repo_type="dataset",
+                revision=sha,
+                local_dir=into,
+                cache_dir=cache,
+            )
+            real = os.path.realpath(local)
+            if real != os.path.join(root, *path.split("/")):
+                raise RegistryError(f"{name}@{sha}: {path!r} landed outside its place; refused")
+
+        into.mkdir(parents=True)
+        pool = ThreadPoolExecutor(max_workers=4)
+        futures = {pool.submit(fetch, p): p for p in paths}
+        path = ""
+        try:
+            # Hub errors (some are OSErrors) become RegistryErrors in here; a local OSError
+            # (e.g. the list holds a file and a folder of one name) comes out as itself.
+            with self._errors(name, rev):
+                for future in futures:
+                    path = futures[future]
+                    future.result()
+        except OSError as exc:
+            raise RegistryError(
+                f"{name}@{sha}: cannot write {path!r} ({exc.strerror or type(exc).__name__})"
+            ) from None
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _entry_not_found(errors: Any) -> type[Exception]:
