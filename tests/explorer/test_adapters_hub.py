@@ -189,3 +189,51 @@ def test_store_with_hub_and_no_network_still_works(monkeypatch: pytest.MonkeyPat
 def test_card_tags_parser() -> None:
     assert card_tags(b"---\ntags:\n  - harbor\n  - 'x'\nprivate: true\n---\n# t") == ["harbor", "x"]
     assert card_tags(b"# no front matter") == []
+
+
+def test_task_files_are_downloaded_as_real_files_and_read(hub: tuple[str, HubState]) -> None:
+    """The Hub's own cache links every file to a blob; the explorer reads no symlink, so a
+    task is downloaded into a folder of real files and its text is shown."""
+    reader = HubAdapter().open("hf://datasets/alice/public-tasks").prepare()
+    doc = reader.task("hello-file")
+    files = {f.path: f for f in doc.files}
+    assert not any((f.withheld or "").startswith("symlink") for f in doc.files), files
+    assert files["instruction.md"].data and not any(p.startswith(".cache") for p in files)
+    instruction = next(s.body for s in doc.sections if s.id == "instruction")
+    assert instruction.strip() and "symlink" not in instruction
+    local = reader._local_dir()
+    assert local.is_dir() and not [p for p in local.rglob("*") if p.is_symlink()]
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("tasks/a/task.toml", True),
+        ("task.toml", True),
+        ("../evil/task.toml", False),
+        ("tasks/../../x", False),
+        ("/etc/passwd", False),
+        ("tasks//a", False),
+        ("tasks\\a", False),
+        ("tasks/\x1b[31m/task.toml", False),
+    ],
+)
+def test_only_plain_listed_names_are_downloaded(name: str, ok: bool) -> None:
+    from repogym.explorer.adapters.hub import _plain_path
+
+    assert _plain_path(name) is ok
+
+
+def test_downloads_default_to_a_folder_beside_the_hub_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("REPOGYM_HUB_CACHE", raising=False)
+    info = SimpleNamespace(sha="a" * 40, private=False)
+    reader = HubReader("alice/tasks", endpoint="http://127.0.0.1:9", token="", info=info)
+    assert reader._local_dir() == (
+        Path(constants.HF_HUB_CACHE) / "repogym-explorer" / "datasets--alice--tasks" / ("a" * 40)
+    )

@@ -149,7 +149,7 @@ def test_symlinks_are_listed_never_followed(tmp_path: Path) -> None:
     doc = HarborAdapter().open(str(tmp_path / "ds")).task("t")
     files = {f.path: f for f in doc.files}
     assert files["environment/link.txt"].data is None
-    assert files["environment/link.txt"].withheld == "symlink (not followed)"
+    assert files["environment/link.txt"].withheld == "symlink leaving the task, not followed"
     assert files["environment/dirlink"].data is None
     assert not any(p.startswith("environment/dirlink/") for p in files)
 

@@ -164,6 +164,13 @@ class MemoryReader:
         return self._tasks[task_id]
 
 
+def _terminal_safe(text: str) -> str:
+    """An error line as it may reach a terminal: control characters made visible."""
+    from repogym.ui import safe_text
+
+    return safe_text(text)
+
+
 def walk(
     readers: Iterable[tuple[str, EnvReader]],
     *,
@@ -181,7 +188,8 @@ def walk(
     ``on_task(env, doc, fp)`` gets the prepared doc and its fingerprint (or None).
 
     Returns ``(envs, tasks, errors)``; a task that cannot be read is skipped with a logged,
-    one-line error (the rest of its environment is indexed).
+    one-line error (the rest of its environment is indexed). Error lines are terminal-safe:
+    control characters from the data are shown as ``\\x1b``-style text.
     """
     listed: list[tuple[EnvDoc, EnvReader, list[str]]] = []
     errors: list[str] = []
@@ -190,7 +198,7 @@ def walk(
         env = reader.env()
         if env.private and not include_private:
             log.warning("environment %s is private: left out of the snapshot", env.id)
-            errors.append(f"{env.id}: private, left out")
+            errors.append(_terminal_safe(f"{env.id}: private, left out"))
             continue
         if env.id in env_ids:  # two folders with the same name: keep both, the later one renamed
             n = 2
@@ -209,7 +217,7 @@ def walk(
                 ids.append(tid)
         env.task_count = len(ids)
         for reason in getattr(reader, "skipped", None) or []:  # e.g. malformed rows
-            errors.append(f"{env.id}: skipped {reason}".splitlines()[0])
+            errors.append(_terminal_safe(f"{env.id}: skipped {reason}".splitlines()[0]))
         on_listing(env, ids)
         listed.append((env, reader, ids))
         if progress:
@@ -226,7 +234,7 @@ def walk(
             try:
                 doc = reader.task(tid)
             except (AdapterError, KeyError, OSError, ValueError) as exc:
-                msg = f"{env.id}/{tid}: {exc}".splitlines()[0]
+                msg = _terminal_safe(f"{env.id}/{tid}: {exc}".splitlines()[0])
                 errors.append(msg)
                 log.warning("task skipped: %s", msg)
                 continue

@@ -48,6 +48,11 @@ class TaskDoc:
     files: list[FileDoc]
     aliases: list[str] = field(default_factory=list)  # "sha256:<hash>": same key => same task
     withheld: list[str] = field(default_factory=list)  # human notes: what was withheld and why
+    # each phase's own network mode: "environment" always (when known), "agent" / "verifier"
+    # when the task sets them
+    network_modes: dict[str, str] = field(default_factory=dict)
+    # host environment variables the verifier asks for ("${VAR}" in [verifier.env]): names only
+    verifier_env: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -117,6 +117,10 @@ def encode_doc(doc: TaskDoc, add_blob: Any) -> bytes:
         out["withheld"] = doc.withheld
     if doc.aliases:
         out["aliases"] = doc.aliases
+    if doc.network_modes:
+        out["network_modes"] = doc.network_modes
+    if doc.verifier_env:
+        out["verifier_env"] = doc.verifier_env
     return _ENCODE(out).encode("utf-8")
 
 

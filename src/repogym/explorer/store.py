@@ -601,7 +601,8 @@ class Store:
         return out
 
     def task(self, env_id: str, task_id: str) -> dict | None:
-        """A task's card, sections, file list, withheld notes and aliases (from the pack)."""
+        """A task's card, sections, file list, withheld notes, aliases, each phase's network
+        mode and the host variables its verifier asks for (from the pack)."""
         h, db = self.reader.acquire()
         c = self._envs(h, db)
         rid = c.by_id.get(str(env_id))
@@ -648,6 +649,8 @@ class Store:
             ],
             "withheld": list(doc.get("withheld", [])),
             "aliases": list(doc.get("aliases", [])),
+            "network_modes": dict(doc.get("network_modes", {})),
+            "verifier_env": list(doc.get("verifier_env", [])),
         }
 
     def _task_rid(

@@ -265,10 +265,12 @@ def check_limits(task: Task, limits: HostLimits) -> list[str]:
     return problems
 
 
-def requested_env(task: Task) -> list[str]:
-    """Host environment variables the task's ``[verifier.env]`` asks for, in order."""
+def requested_env(task: Task | Mapping[str, Any]) -> list[str]:
+    """Host environment variables a ``[verifier.env]`` table (or a task's) asks for through
+    ``${VAR}`` / ``${VAR:-default}`` templates, in order: names only, never values."""
+    env = task.config.verifier.env if isinstance(task, Task) else task
     names: list[str] = []
-    for value in task.config.verifier.env.values():
+    for value in env.values():
         for m in _TEMPLATE.finditer(str(value)):
             if m.group(1) not in names:
                 names.append(m.group(1))

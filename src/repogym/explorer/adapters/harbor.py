@@ -1,9 +1,14 @@
 """Harbor dataset folders: tasks are found by where ``task.toml`` is.
 
 The environment id is the folder name; a task's id is its directory name. Sections: the
-instruction, the environment (Dockerfile or image), how it is graded (verifier summary and
+instruction, the environment (Dockerfile or image, each phase's network mode), how it is graded
+(verifier summary, the host environment variables the verifier asks for — names only — and
 ``tests/test.sh``), ``task.toml`` and provenance. Answers are withheld later, centrally, by
 :func:`repogym.explorer.withhold.apply`.
+
+A dataset is untrusted: every file is read through :mod:`._safefs`, so no symlink is ever
+followed (a symlinked ``instruction.md`` or ``task.toml`` shows as a symlink, never as the file
+it points at) and only regular files are read.
 """
 
 from __future__ import annotations
@@ -11,12 +16,25 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from repogym.explorer.adapters._safefs import (
+    UnsafeFile,
+    is_dir_inside,
+    is_file_inside,
+    link_note,
+    link_or_none,
+    read_inside,
+    read_text_inside,
+    rel_to,
+    walk_inside,
+)
 from repogym.explorer.adapters.base import AdapterError, stat_fingerprint
 from repogym.explorer.model import EnvDoc, FileDoc, Section, TaskDoc
+from repogym.harbor.trust import requested_env
 
 __all__ = ["HarborAdapter", "HarborReader", "MAX_FILE_BYTES", "MAX_TASK_BYTES"]
 
@@ -25,6 +43,8 @@ MAX_TASK_BYTES = 16 << 20  # per task, beyond this files are listed, not packed
 MAX_FILES = 5000  # per task, beyond this files are not listed
 _SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", ".hg", ".svn"})
 _RUNS_IN = "local sandbox (bubblewrap) or Docker"
+# "${VAR}" / "${VAR:-default}" in [verifier.env]: a host variable the verifier asks for
+_NETWORK = {"no-network": "no-network", "public": "public", "allowlist": "public"}
 
 
 class HarborAdapter:
@@ -59,13 +79,58 @@ class HarborAdapter:
         return reader
 
 
-def _read_text(path: Path, limit: int = 1 << 20) -> str | None:
+def _read(root: Path, rel: str, limit: int = 1 << 20) -> tuple[str | None, str | None]:
+    """``(text, note)`` of the file ``rel`` under ``root``: the text when it is a regular file
+    reached without any symlink; else None and, when it is (or lies below) a symlink or is a
+    special file, a sentence saying so for the page (its content is never read)."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(limit)
+        return read_inside(root, rel, limit).decode("utf-8", "replace"), None
+    except UnsafeFile as exc:
+        return None, _not_read(rel, str(exc), exc.at)
     except OSError:
-        return None
-    return data.decode("utf-8", "replace")
+        return None, None
+
+
+def _has_task_toml(folder: str) -> bool:
+    """Whether ``folder`` holds a ``task.toml`` (a symlink counts: the task is then listed and
+    reading it says why it is refused, instead of the folder passing for a group)."""
+    try:
+        st = os.lstat(os.path.join(folder, "task.toml"))
+    except OSError:
+        return False
+    return not stat.S_ISDIR(st.st_mode)
+
+
+def _what(note: str) -> str:
+    """A note of :mod:`._safefs` as a complement: "a symlink …" or "not a regular file …"."""
+    return note if note.startswith("not ") else f"a {note}"
+
+
+def _not_read(rel: str, note: str, at: str = "") -> str:
+    if at and at != rel:
+        return f"`{rel}` lies below `{at}`, {_what(note)}: its content is not shown."
+    return f"`{rel}` is {_what(note)}: its content is not shown."
+
+
+def network_modes(cfg: Any) -> dict[str, str]:
+    """Each phase's own network mode: ``environment`` always, ``agent`` / ``verifier`` when
+    the task sets them (they then override the environment's for that phase)."""
+    modes = {"environment": str(cfg.environment.network_mode)}
+    for phase in ("agent", "verifier"):
+        mode = getattr(getattr(cfg, phase, None), "network_mode", None)
+        if mode:
+            modes[phase] = str(mode)
+    return modes
+
+
+def network_facet(modes: dict[str, str]) -> str:
+    """The card's network: ``public`` when the agent or the verifier phase may reach the
+    network, ``no-network`` when neither may, else ``unknown``."""
+    base = modes.get("environment", "")
+    effective = {_NETWORK.get(modes.get(p) or base, "unknown") for p in ("agent", "verifier")}
+    if "public" in effective:
+        return "public"
+    return "no-network" if effective == {"no-network"} else "unknown"
 
 
 def _first_paragraph(markdown: str, limit: int = 300) -> str:
@@ -145,8 +210,9 @@ def _str(value: Any) -> str:
 class HarborReader:
     """One Harbor dataset folder (or one task folder)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, skip: frozenset[str] = _SKIP_DIRS) -> None:
         self.root = root
+        self.skip = skip  # names left out of a task's file list
         self._paths: dict[str, Path] | None = None
 
     # ------------------------------------------------------------------ listing
@@ -165,7 +231,7 @@ class HarborReader:
             return
         paths: dict[str, Path] = {}
         root = self.root
-        if (root / "task.toml").is_file():
+        if _has_task_toml(str(root)):
             paths[root.resolve().name or "task"] = root
             self._paths = paths
             yield from list(paths)
@@ -187,7 +253,7 @@ class HarborReader:
                 except OSError:
                     continue
                 for sub in subdirs:
-                    if os.path.isfile(os.path.join(sub, "task.toml")):
+                    if _has_task_toml(sub):
                         found.append(sub)
                     else:
                         nxt.append(sub)
@@ -209,17 +275,19 @@ class HarborReader:
         env_id = root.resolve().name or "dataset"
         title, summary, description = env_id, "", ""
         task_count: int | None = None
-        registry = self._json(root / "registry.json")
+        registry = self._json(root, "registry.json")
         if isinstance(registry, list) and registry and isinstance(registry[0], dict):
             entry = registry[0]
             title = str(entry.get("name") or title)
             summary = str(entry.get("description") or "")
             if isinstance(entry.get("tasks"), list):
                 task_count = len(entry["tasks"])
-        manifest = self._json(root / "manifest.json")
+        manifest = self._json(root, "manifest.json")
         if isinstance(manifest, dict) and isinstance(manifest.get("count"), int):
             task_count = manifest["count"]
-        readme = _read_text(root / "README.md") if (root / "README.md").is_file() else None
+        readme, readme_note = _read(root, "README.md")
+        if readme_note:
+            description = readme_note.replace("the task", "the dataset")
         if readme:
             from repogym.explorer.withhold import mask_yamlish
 
@@ -256,10 +324,8 @@ class HarborReader:
         )
 
     @staticmethod
-    def _json(path: Path) -> Any:
-        if not path.is_file():
-            return None
-        text = _read_text(path, 16 << 20)
+    def _json(root: Path, rel: str) -> Any:
+        text = read_text_inside(root, rel, 16 << 20)
         try:
             return json.loads(text) if text else None
         except ValueError:
@@ -269,38 +335,53 @@ class HarborReader:
 
     def task(self, task_id: str) -> TaskDoc:
         """The full task: sections, files, facets (raw; answers are withheld by the indexer)."""
-        from repogym.harbor import TaskError, load_task
+        from repogym.harbor.task import TaskError, parse_task_toml
 
         path = self.task_paths().get(task_id)
         if path is None:
             raise KeyError(task_id)
+        rel = rel_to(self.root, path)
+        above = link_or_none(self.root, rel) if rel else None
+        if above is not None:  # a folder on the way to the task became a symlink
+            raise AdapterError(f"{task_id}: the task folder is reached through a {above}")
         try:
-            task = load_task(path)
+            toml_text = read_inside(path, "task.toml", 16 << 20).decode("utf-8")
+        except UnsafeFile as exc:
+            where = f"lies below `{exc.at}`, " if exc.at and exc.at != "task.toml" else "is "
+            raise AdapterError(f"{task_id}: task.toml {where}{_what(str(exc))}") from None
+        except OSError as exc:
+            raise AdapterError(f"{task_id}: cannot read task.toml ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise AdapterError(f"{task_id}: task.toml is not UTF-8 ({exc.reason})") from None
+        try:
+            cfg, _raw, _warnings = parse_task_toml(toml_text)
         except TaskError as exc:
             raise AdapterError(f"{task_id}: {exc}") from None
-        cfg = task.config
         meta = cfg.metadata if isinstance(cfg.metadata, dict) else {}
-        block = task.repo2env or {}
-        instruction = _read_text(path / "instruction.md") or ""
-        dockerfile_path = path / "environment" / "Dockerfile"
-        dockerfile = _read_text(dockerfile_path) if dockerfile_path.is_file() else None
-        test_sh_path = path / "tests" / "test.sh"
-        test_sh = _read_text(test_sh_path) if test_sh_path.is_file() else None
+        block = cfg.repo2env or {}
+        instruction, instruction_note = _read(path, "instruction.md")
+        instruction = instruction or instruction_note or ""
+        dockerfile, dockerfile_note = _read(path, "environment/Dockerfile")
+        test_sh, test_sh_note = _read(path, "tests/test.sh")
 
         env_cfg = cfg.environment
         if dockerfile is not None:
             environment = _from_image(dockerfile) or "Dockerfile"
+        elif dockerfile_note:
+            environment = "Dockerfile not read (symlink or special file)"
         elif env_cfg.docker_image:
             environment = f"image {env_cfg.docker_image}"
-        elif (path / "environment").is_dir():
+        elif is_dir_inside(path, "environment"):
             environment = "environment folder"
         else:
             environment = "text only"
-        network = {"no-network": "no-network", "public": "public", "allowlist": "public"}.get(
-            str(env_cfg.network_mode), "unknown"
-        )
+        modes = network_modes(cfg)
+        network = network_facet(modes)
+        host_env = requested_env(cfg.verifier.env)
         reward_kinds = [str(k) for k in block.get("reward_kinds") or [] if k]
-        grading = _grading_kind(reward_kinds, test_sh is not None, test_sh or "")
+        grading = _grading_kind(
+            reward_kinds, test_sh is not None or bool(test_sh_note), test_sh or ""
+        )
 
         pipeline = block.get("pipeline")
         sub = block.get(pipeline) if isinstance(pipeline, str) else None
@@ -331,7 +412,14 @@ class HarborReader:
 
         sections = [Section("instruction", "Instruction", instruction, "markdown")]
         env_lines = [f"- Runs in: **{environment}**"]
-        env_lines.append(f"- Network: {env_cfg.network_mode}")
+        env_lines.append(f"- Network: {modes['environment']}" + _hosts(env_cfg.allowed_hosts))
+        for phase in ("agent", "verifier"):
+            if phase in modes:
+                hosts = getattr(cfg, phase).allowed_hosts or []
+                env_lines.append(
+                    f"- {phase.title()} network: {modes[phase]}{_hosts(hosts)} "
+                    f"(the {phase} phase's own setting)"
+                )
         env_lines.append(
             f"- Resources: {env_cfg.cpus:g} CPU, {env_cfg.memory_mb} MB memory, "
             f"{env_cfg.storage_mb} MB storage" + (f", {env_cfg.gpus} GPU" if env_cfg.gpus else "")
@@ -348,9 +436,11 @@ class HarborReader:
             sections.append(
                 Section("dockerfile", "environment/Dockerfile", dockerfile, "code", "dockerfile")
             )
+        elif dockerfile_note:
+            sections.append(Section("dockerfile", "environment/Dockerfile", dockerfile_note))
 
-        f2p = self._count(sub.get("fail_to_pass"), path / "tests" / "f2p.json")
-        p2p = self._count(sub.get("pass_to_pass"), path / "tests" / "p2p.json")
+        f2p = self._count(sub.get("fail_to_pass"), path, "tests/f2p.json")
+        p2p = self._count(sub.get("pass_to_pass"), path, "tests/p2p.json")
         g = [f"- Grading: **{grading}**"]
         if reward_kinds:
             g.append(f"- Reward kinds: {', '.join(reward_kinds)}")
@@ -361,12 +451,22 @@ class HarborReader:
         if test_sh is not None:
             g.append("- Verifier entry point: `tests/test.sh` (writes `/logs/verifier/reward.txt`)")
         g.append(f"- Verifier time limit: {cfg.verifier.timeout_sec:g} s")
-        if (path / "tests" / "test.patch").is_file():
+        if "verifier" in modes:
+            g.append(f"- Verifier network: {modes['verifier']}")
+        if host_env:
+            g.append(
+                "- Host environment variables the verifier asks for: "
+                + ", ".join(f"`{n}`" for n in host_env)
+                + " (names only: values are never shown; a variable reaches the task only "
+                "when the user passes it)"
+            )
+        if is_file_inside(path, "tests/test.patch"):
             g.append("- Hidden tests are restored before grading (the test patch is withheld)")
         sections.append(Section("grading", "How it is graded", "\n".join(g), "markdown"))
         if test_sh is not None:
             sections.append(Section("grader", "tests/test.sh", test_sh, "code", "bash"))
-        toml_text = _read_text(path / "task.toml") or ""
+        elif test_sh_note:
+            sections.append(Section("grader", "tests/test.sh", test_sh_note))
         sections.append(Section("config", "task.toml", toml_text, "code", "toml"))
         prov = [
             f"- {label}: {_str(block.get(key))}"
@@ -405,6 +505,8 @@ class HarborReader:
             sections=sections,
             files=self._files(path),
             aliases=aliases,
+            network_modes=modes,
+            verifier_env=host_env,
         )
 
     def fingerprint(self, task_id: str) -> str:
@@ -414,53 +516,34 @@ class HarborReader:
         path = self.task_paths().get(task_id)
         if path is None:
             raise KeyError(task_id)
-        return stat_fingerprint(path, skip=_SKIP_DIRS) or ""
+        return stat_fingerprint(path, skip=self.skip) or ""
 
     @staticmethod
-    def _count(value: Any, fallback: Path) -> int | None:
+    def _count(value: Any, root: Path, fallback: str) -> int | None:
         if isinstance(value, list):
             return len(value)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        if fallback.is_file():
-            try:
-                data = json.loads(fallback.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                return None
-            return len(data) if isinstance(data, list) else None
-        return None
+        text = read_text_inside(root, fallback, 16 << 20)
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
+        return len(data) if isinstance(data, list) else None
 
-    @staticmethod
-    def _files(path: Path) -> list[FileDoc]:
-        """Every regular file of the task (symlinks listed, never followed), sorted."""
+    def _files(self, path: Path) -> list[FileDoc]:
+        """Every file of the task, sorted: symlinks listed, never followed (their target shown
+        only when it stays inside the task); special files listed, never read."""
         out: list[FileDoc] = []
         budget = MAX_TASK_BYTES
-        stack = [path]
-        entries: list[tuple[str, os.DirEntry[str]]] = []
-        while stack and len(entries) < MAX_FILES:
-            current = stack.pop()
-            try:
-                with os.scandir(current) as it:
-                    for e in it:
-                        if e.name in _SKIP_DIRS:
-                            continue
-                        rel = os.path.relpath(e.path, path).replace(os.sep, "/")
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(Path(e.path))
-                        else:
-                            entries.append((rel, e))
-            except OSError:
+        for rel, kind, size in walk_inside(path, skip=self.skip, limit=MAX_FILES):
+            if kind == "link":
+                out.append(FileDoc(rel, 0, None, link_note(path, rel)))
                 continue
-        entries.sort(key=lambda t: t[0])
-        for rel, e in entries[:MAX_FILES]:
-            if e.is_symlink():
-                out.append(FileDoc(rel, 0, None, "symlink (not followed)"))
-                continue
-            if not e.is_file(follow_symlinks=False):
-                continue
-            try:
-                size = e.stat(follow_symlinks=False).st_size
-            except OSError:
+            if kind != "file":
+                out.append(FileDoc(rel, 0, None, "not a regular file, not read"))
                 continue
             if size > MAX_FILE_BYTES:
                 out.append(FileDoc(rel, size, None, f"too large to show ({size} bytes)"))
@@ -469,11 +552,16 @@ class HarborReader:
                 out.append(FileDoc(rel, size, None, "not packed (the task is too large)"))
                 continue
             try:
-                fd = os.open(e.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-                with os.fdopen(fd, "rb") as fh:
-                    data = fh.read(MAX_FILE_BYTES + 1)
+                data = read_inside(path, rel, MAX_FILE_BYTES + 1)
+            except UnsafeFile as exc:
+                out.append(FileDoc(rel, 0, None, str(exc)))
+                continue
             except OSError:
                 continue
             budget -= len(data)
             out.append(FileDoc(rel, len(data), data))
         return out
+
+
+def _hosts(hosts: list[str] | None) -> str:
+    return f" (allowed hosts: {', '.join(f'`{h}`' for h in hosts)})" if hosts else ""

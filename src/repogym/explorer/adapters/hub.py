@@ -5,9 +5,19 @@ probe (else one log line and nothing: the explorer works offline); :class:`HubAd
 one dataset given as ``hf://datasets/ORG/NAME`` (or ``hf://ORG/NAME``). A dataset is read at
 its current commit: its tasks are listed from the repository's file list (where ``task.toml``
 files are, nothing downloaded), its card / ``registry.json`` / ``manifest.json`` are fetched
-for the environment page, and each task's folder is downloaded into a cache
-(``snapshot_download``) when that task is read, then read by the Harbor adapter. The
-environment id is ``org/name``; a task's id is its directory name.
+for the environment page, and each task's folder is downloaded when that task is read, then
+read by the Harbor adapter. The environment id is ``org/name``; a task's id is its directory
+name.
+
+Downloads go file by file (``hf_hub_download``) into a plain folder per dataset commit
+(``<cache>/repogym-explorer/datasets--ORG--NAME/<sha>``), never into the Hub's symlinked blob
+cache: the Harbor adapter follows no symlink, so the files it reads must be real files. File
+names the server lists are used only when they are plain relative paths (no ``..``, no leading
+``/``, no backslash).
+
+Every Hub call has a total deadline (``deadline``, default :data:`DEADLINE_S`; a task's download
+:data:`DOWNLOAD_DEADLINE_S`): a server that trickles its answers is given up on with a one-line
+error naming the URL and the deadline (see :mod:`._net`).
 
 Private datasets: the listing skips them unless ``include_private`` is asked for, and a
 private dataset opened by name is marked ``EnvDoc.private`` so the indexer leaves it out of
@@ -20,18 +30,18 @@ logs. ``huggingface_hub`` is imported only when a Hub dataset is read.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import os
 import re
 import tempfile
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from repogym._secrets import redact
+from repogym.explorer.adapters import _net
 from repogym.explorer.adapters.base import AdapterError
 from repogym.explorer.model import EnvDoc, TaskDoc
 
@@ -41,9 +51,28 @@ log = logging.getLogger("repogym.explorer.hub")
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 PROBE_TIMEOUT_S = 3.0
+DEADLINE_S = 60.0  # each Hub API call, in total
+DOWNLOAD_DEADLINE_S = 600.0  # one task's files, in total
 TAG = "harbor"
 META_FILES = ("README.md", "registry.json", "manifest.json")
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _plain_path(name: str) -> bool:
+    """Whether a file name the server lists is a plain relative path (safe to download)."""
+    parts = name.split("/")
+    return (
+        bool(name)
+        and "\\" not in name
+        and not any(ord(c) < 0x20 or c == "\x7f" for c in name)
+        and all(p not in ("", ".", "..") for p in parts)
+    )
+
+
+def _skip() -> tuple[frozenset[str], frozenset[str]]:
+    from repogym.explorer.adapters.harbor import _SKIP_DIRS
+
+    return _SKIP_DIRS, _SKIP_DIRS | {".cache"}
 
 
 def _endpoint(endpoint: str | None) -> str:
@@ -109,9 +138,15 @@ class HubReader:
         token: str | None = None,
         cache_dir: str | Path | None = None,
         info: Any = None,
+        deadline: float | None = None,
+        download_deadline: float | None = None,
     ) -> None:
         self.repo_id = repo_id
         self.endpoint = _endpoint(endpoint)
+        self.deadline = DEADLINE_S if deadline is None else deadline
+        self.download_deadline = (
+            DOWNLOAD_DEADLINE_S if download_deadline is None else download_deadline
+        )
         self._token = _token(token)
         self.cache_dir = _cache_dir(cache_dir)
         self.location = f"hf://datasets/{repo_id}"
@@ -121,19 +156,38 @@ class HubReader:
         self._empty: tempfile.TemporaryDirectory[str] | None = None
         hub = _require_hub()
         self._api = hub.HfApi(endpoint=self.endpoint, token=self._token or False)
-        self.info = info if info is not None else self._call(self._api.dataset_info, repo_id)
+        self.info = (
+            info
+            if info is not None
+            else self._call(self._api.dataset_info, repo_id, url=self._url("api/datasets"))
+        )
         self.sha: str | None = getattr(self.info, "sha", None)
         self.private = bool(getattr(self.info, "private", False))
 
     def _redact(self, text: str) -> str:
         return redact(text, [self._token])
 
-    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run a huggingface_hub call; failures become one-line, token-free AdapterErrors."""
+    def _url(self, kind: str = "datasets") -> str:
+        return f"{_public(self.endpoint)}/{kind}/{self.repo_id}"
+
+    def _call(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        url: str | None = None,
+        deadline: float | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run a huggingface_hub call within a total deadline (default ``self.deadline``);
+        failures become one-line, token-free AdapterErrors naming the URL."""
         try:
-            return fn(*args, **kwargs)
-        except AdapterError:
-            raise
+            return _net.call(
+                lambda: fn(*args, **kwargs),
+                deadline=self.deadline if deadline is None else deadline,
+                url=url or self._url(),
+            )
+        except AdapterError as exc:
+            raise AdapterError(self._redact(str(exc))[:500]) from None
         except Exception as exc:
             name = type(exc).__name__
             if "NotFound" in name or "Unauthorized" in name:
@@ -149,8 +203,13 @@ class HubReader:
         """Task id → folder in the repo (where a ``task.toml`` is), shallowest first."""
         if self._dirs is None:
             files = self._call(
-                self._api.list_repo_files, self.repo_id, repo_type="dataset", revision=self.sha
+                self._api.list_repo_files,
+                self.repo_id,
+                repo_type="dataset",
+                revision=self.sha,
+                url=self._url("api/datasets"),
             )
+            files = [f for f in files if isinstance(f, str) and _plain_path(f)]
             folders = sorted(
                 {
                     f.rpartition("/")[0]
@@ -171,21 +230,42 @@ class HubReader:
             self._files = [str(f) for f in files]
         return self._dirs
 
-    def _download(self, patterns: list[str]) -> Path:
-        """Files matching ``patterns`` at the dataset's commit, into the cache (reused)."""
-        hub = _require_hub()
-        path = self._call(
-            hub.snapshot_download,
-            self.repo_id,
-            repo_type="dataset",
-            revision=self.sha,
-            cache_dir=self.cache_dir,
-            endpoint=self.endpoint,
-            token=self._token or False,
-            allow_patterns=patterns,
-            max_workers=4,
+    def _local_dir(self) -> Path:
+        """Where this dataset's files at its commit are downloaded (real files, no links)."""
+        _require_hub()
+        from huggingface_hub import constants
+
+        base = self.cache_dir or Path(constants.HF_HUB_CACHE)
+        return (
+            base
+            / "repogym-explorer"
+            / f"datasets--{self.repo_id.replace('/', '--')}"
+            / (self.sha or "main")
         )
-        return Path(path)
+
+    def _download(self, names: list[str]) -> Path:
+        """The files ``names`` at the dataset's commit, one by one into a plain folder of real
+        files (reused: a file already there at this commit is not fetched again), all within
+        ``download_deadline``."""
+        hub = _require_hub()
+        local = self._local_dir()
+
+        def fetch() -> None:
+            for name in names:
+                hub.hf_hub_download(
+                    self.repo_id,
+                    name,
+                    repo_type="dataset",
+                    revision=self.sha,
+                    local_dir=local,
+                    endpoint=self.endpoint,
+                    token=self._token or False,
+                )
+
+        if names:
+            self._call(fetch, url=self._url(), deadline=self.download_deadline)
+        local.mkdir(parents=True, exist_ok=True)
+        return local
 
     def prepare(self) -> HubReader:
         """List the tasks and fetch the dataset's card now (errors surface here)."""
@@ -242,8 +322,13 @@ class HubReader:
         if folder is None:
             raise KeyError(task_id)
         # a single-task dataset (task.toml at the top) is the whole repository
-        root = self._download([f"{folder}/*"]) / folder if folder else self._download(["*"])
-        reader = HarborReader(root)
+        prefix = f"{folder}/" if folder else ""
+        names = [f for f in self._files if f.startswith(prefix)]
+        local = self._download(names)
+        root = local / folder if folder else local
+        # huggingface_hub keeps its download notes in .cache/ at the top of the folder
+        task_skip, top_skip = _skip()
+        reader = HarborReader(root, skip=task_skip if folder else top_skip)
         local_ids = list(reader.task_ids())
         if not local_ids:
             raise AdapterError(f"{self.repo_id}/{task_id}: task.toml missing after download")
@@ -273,13 +358,14 @@ def probe(endpoint: str | None = None, timeout: float = PROBE_TIMEOUT_S) -> str 
         return "HF_HUB_OFFLINE is set"
     url = f"{_endpoint(endpoint)}/api/datasets?filter={TAG}&limit=1"
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            resp.read(1024 * 1024)
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return str(reason).splitlines()[0] if str(reason) else type(exc).__name__
+        resp = _net.get(url, timeout=timeout, deadline=timeout, max_bytes=1024 * 1024)
+    except AdapterError as exc:
+        return str(exc).splitlines()[0]
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        return reason.splitlines()[0] if reason else type(exc).__name__
+    if resp.status >= 400:  # a redirect is an answer too: the Hub client follows it
+        return f"HTTP {resp.status}"
     return None
 
 
@@ -309,7 +395,11 @@ def hub_readers(
     secret = _token(token)
     api = hub.HfApi(endpoint=base, token=secret or False)
     try:
-        infos = list(api.list_datasets(filter=tag))
+        infos = _net.call(
+            lambda: list(api.list_datasets(filter=tag)),
+            deadline=DEADLINE_S,
+            url=f"{_public(base)}/api/datasets",
+        )
     except Exception as exc:
         msg = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, [secret])
         log.warning("Hugging Face Hub datasets skipped: listing failed (%s)", msg)

@@ -8,6 +8,10 @@ redirects are followed, server-provided names are percent-encoded into single pa
 and credentials in the URL are refused. Answer-like keys a server might put in its task
 listing (``answer``, ``expected_output``, ``solution`` …) are withheld, at any depth.
 
+Every request has a total deadline (``deadline``, default :data:`DEADLINE_S`) besides the
+per-read ``timeout``: a server that trickles its answer a byte at a time is given up on at the
+deadline with a one-line error naming the URL (see :mod:`._net`).
+
 The environment id is ``host:port``; a task's id is the Task API's ``task_id`` (or ``name``,
 or its index), made URL-safe and prefixed by the server environment's name when the server
 has more than one.
@@ -15,15 +19,15 @@ has more than one.
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from repogym.explorer.adapters import _net
 from repogym.explorer.adapters.base import AdapterError
 from repogym.explorer.adapters.processors import scrub, summarize
 from repogym.explorer.model import EnvDoc, Section, TaskDoc
@@ -31,19 +35,10 @@ from repogym.explorer.withhold import mask_yamlish
 
 __all__ = ["OpenEnvAdapter", "OpenEnvReader"]
 
-TIMEOUT_S = 10.0
+TIMEOUT_S = 10.0  # each socket read
+DEADLINE_S = 60.0  # each request, in total
 MAX_BYTES = 16 * 1024 * 1024
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
-        raise urllib.error.HTTPError(
-            req.full_url, code, f"redirect refused (to {urlsplit(newurl).netloc})", headers, fp
-        )
-
-
-_opener = urllib.request.build_opener(_NoRedirect)
 
 
 def parse_server_url(url: str) -> tuple[str, str]:
@@ -82,9 +77,10 @@ class _TaskRef:
 class OpenEnvReader:
     """One live OpenEnv server."""
 
-    def __init__(self, url: str, timeout: float = TIMEOUT_S) -> None:
+    def __init__(self, url: str, timeout: float = TIMEOUT_S, deadline: float | None = None) -> None:
         self.base, self.host = parse_server_url(url)
         self.timeout = timeout
+        self.deadline = DEADLINE_S if deadline is None else deadline
         self._openapi: dict[str, Any] | None = None
         self._refs: dict[str, _TaskRef] | None = None
         health = self._get("/health")
@@ -94,16 +90,25 @@ class OpenEnvReader:
     # -- HTTP ---------------------------------------------------------------------------
     def _get(self, path: str) -> Any:
         url = self.base + path
-        req = urllib.request.Request(url, headers={"Accept": "application/json"})
         try:
-            with _opener.open(req, timeout=self.timeout) as resp:
-                body = resp.read(MAX_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            raise AdapterError(f"{url}: HTTP {exc.code} {exc.reason}") from None
-        except urllib.error.URLError as exc:
-            raise AdapterError(f"cannot reach {url}: {exc.reason}") from None
-        except (OSError, ValueError) as exc:
-            raise AdapterError(f"cannot reach {url}: {exc}") from None
+            resp = _net.get(
+                url,
+                timeout=self.timeout,
+                deadline=self.deadline,
+                max_bytes=MAX_BYTES,
+                headers={"Accept": "application/json"},
+            )
+        except AdapterError:
+            raise
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            raise AdapterError(f"cannot reach {url}: {reason}".splitlines()[0]) from None
+        if 300 <= resp.status < 400:
+            where = urlsplit(resp.headers.get("location", "")).netloc or "elsewhere"
+            raise AdapterError(f"{url}: HTTP {resp.status} redirect refused (to {where})")
+        if resp.status >= 400:
+            raise AdapterError(f"{url}: HTTP {resp.status} {resp.reason}".splitlines()[0])
+        body = resp.body
         if len(body) > MAX_BYTES:
             raise AdapterError(f"{url}: answer larger than {MAX_BYTES} bytes")
         try:
@@ -317,4 +322,4 @@ class OpenEnvAdapter:
         return 0.9 if location.startswith(("http://", "https://")) else 0.0
 
     def open(self, location: str) -> OpenEnvReader:
-        return OpenEnvReader(location)
+        return OpenEnvReader(location, deadline=DEADLINE_S)

@@ -17,12 +17,17 @@ description counts them. A file with no readable row in its first lines is an
 Rows may carry files as archives: a zip or tar as bytes, as base64 text, or as a path to an
 archive beside the rows. They are read in memory with limits (see :mod:`._archive`); an unsafe
 archive is rejected whole and the task page shows why.
+
+Inside a dataset folder nothing is read through a symlink (:mod:`._safefs`): row files, the
+README and archives beside the rows are opened without following any link, a symlinked row
+file or sub-folder is not a source of rows, and a symlinked archive is rejected with the reason.
 """
 
 from __future__ import annotations
 
 import codecs
 import csv
+import io
 import json
 import logging
 import os
@@ -39,6 +44,14 @@ from repogym.explorer.adapters._archive import (
     ArchiveRejected,
     archive_bytes,
     read_archive,
+)
+from repogym.explorer.adapters._safefs import (
+    LEAVING,
+    UnsafeFile,
+    open_inside,
+    read_inside,
+    read_text_inside,
+    rel_to,
 )
 from repogym.explorer.adapters.base import AdapterError, stat_fingerprint
 from repogym.explorer.adapters.processors import Processor, pick_processor
@@ -74,18 +87,39 @@ class _Loc:
 
 
 def _row_files(path: Path) -> list[Path]:
-    """Row files of a location: the file itself, or a folder's files one or two levels down."""
+    """Row files of a location: the file itself, or a folder's regular files one or two levels
+    down (symlinked files and folders are not followed)."""
     if path.is_file():
         return [path] if path.suffix.lower() in ROW_SUFFIXES else []
-    out: list[Path] = []
-    for depth_glob in ("*", "*/*"):
-        for p in sorted(path.glob(depth_glob)):
-            rel = p.relative_to(path).parts
-            if any(part.startswith(".") for part in rel):
+    top: list[Path] = []
+    below: list[Path] = []
+    try:
+        with os.scandir(path) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []
+    for e in entries:
+        if e.name.startswith("."):
+            continue
+        if e.is_dir(follow_symlinks=False):
+            try:
+                with os.scandir(e.path) as sub:
+                    below.extend(
+                        Path(f.path) for f in sub if not f.name.startswith(".") and _is_row_entry(f)
+                    )
+            except OSError:
                 continue
-            if _is_row_file(p):
-                out.append(p)
-    return out
+        elif _is_row_entry(e):
+            top.append(Path(e.path))
+    return top + sorted(below)
+
+
+def _is_row_entry(e: os.DirEntry[str]) -> bool:
+    return (
+        e.is_file(follow_symlinks=False)
+        and Path(e.name).suffix.lower() in ROW_SUFFIXES
+        and e.name.lower() not in _NOT_ROWS
+    )
 
 
 def _is_row_file(p: Path) -> bool:
@@ -120,9 +154,9 @@ def _looks_like_rows(path: Path, max_dirs: int = 20) -> bool:
     return False
 
 
-def _csv_encoding(path: Path) -> tuple[str, str]:
+def _csv_encoding(fh: io.BufferedIOBase) -> tuple[str, str]:
     """(encoding, note) for a CSV file: UTF-8 when its start decodes, else cp1252 / latin-1."""
-    with path.open("rb") as fh:
+    with fh:
         head = fh.read(1024 * 1024)
     try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
@@ -146,18 +180,38 @@ def _raise_csv_limit() -> None:
 class _File:
     """One file of rows, read as a stream."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, root: Path | None = None) -> None:
         self.path = path
+        # inside a dataset folder the file is opened without following symlinks; a file the
+        # user named directly is opened as named
+        self.root = root
+        self._rel = rel_to(root, path) if root is not None else ""
         self.fmt = ROW_SUFFIXES[path.suffix.lower()]
         self.note = ""
         self._json_rows: list[Any] | None = None
         self._pq: Any = None
+        self._pq_fh: Any = None
         self._group_cache: tuple[int, Any] | None = None
         self._csv_cursor: tuple[int, Iterator[dict[str, str]], Any] | None = None
         self.encoding = "utf-8"
         if self.fmt == "csv":
-            self.encoding, self.note = _csv_encoding(path)
+            self.encoding, self.note = _csv_encoding(self.open_bin())
             _raise_csv_limit()
+
+    def open_bin(self) -> io.BufferedReader:
+        """The file, opened for reading (see :mod:`._safefs` for a file inside a folder)."""
+        if self.root is not None and self._rel:
+            try:
+                fd = open_inside(self.root, self._rel)
+            except UnsafeFile as exc:
+                raise AdapterError(f"{self.path.name}: {exc}") from None
+            return os.fdopen(fd, "rb")
+        return self.path.open("rb")
+
+    def open_text(self) -> io.TextIOWrapper:
+        return io.TextIOWrapper(
+            self.open_bin(), encoding=self.encoding, errors="replace", newline=""
+        )
 
     # -- whole-file access -------------------------------------------------------------
     def _parquet(self) -> Any:
@@ -170,7 +224,10 @@ class _File:
                     "(pip install 'repogym[explorer]')"
                 ) from None
             try:
-                self._pq = pq.ParquetFile(str(self.path))
+                self._pq_fh = self.open_bin()
+                self._pq = pq.ParquetFile(self._pq_fh)
+            except AdapterError:
+                raise
             except Exception as exc:
                 raise AdapterError(
                     f"{self.path.name}: not a readable parquet file ({exc})"
@@ -179,14 +236,16 @@ class _File:
 
     def _json(self) -> list[Any]:
         if self._json_rows is None:
-            size = self.path.stat().st_size
-            if size > MAX_JSON_BYTES:
-                raise AdapterError(
-                    f"{self.path.name}: {size} bytes is too big for a .json file "
-                    f"(limit {MAX_JSON_BYTES}); use JSON Lines"
-                )
+            with self.open_bin() as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size > MAX_JSON_BYTES:
+                    raise AdapterError(
+                        f"{self.path.name}: {size} bytes is too big for a .json file "
+                        f"(limit {MAX_JSON_BYTES}); use JSON Lines"
+                    )
+                raw = fh.read(MAX_JSON_BYTES + 1)
             try:
-                data = json.loads(self.path.read_bytes())
+                data = json.loads(raw)
             except (ValueError, UnicodeDecodeError) as exc:
                 raise AdapterError(f"{self.path.name}: invalid JSON ({exc})") from None
             if isinstance(data, dict):
@@ -204,7 +263,7 @@ class _File:
     def iter_rows(self) -> Iterator[tuple[int, dict[str, Any] | _RowError]]:
         """(position, row or error) for every row: position as :class:`_Loc` expects."""
         if self.fmt == "jsonl":
-            with self.path.open("rb") as fh:
+            with self.open_bin() as fh:
                 lineno = 0
                 while True:
                     offset = fh.tell()
@@ -222,7 +281,7 @@ class _File:
                 else:
                     yield i, _RowError(f"item {i}: not a JSON object")
         elif self.fmt == "csv":
-            with self.path.open(encoding=self.encoding, errors="replace", newline="") as fh:
+            with self.open_text() as fh:
                 reader = csv.DictReader(fh)
                 i = 0
                 try:
@@ -259,7 +318,7 @@ class _File:
     def row_at(self, pos: int) -> dict[str, Any]:
         """The row at ``pos`` (from :meth:`iter_rows`); :class:`_RowError` when malformed."""
         if self.fmt == "jsonl":
-            with self.path.open("rb") as fh:
+            with self.open_bin() as fh:
                 fh.seek(pos)
                 row = self._parse_line(fh.readline(), None)
         elif self.fmt == "json":
@@ -296,7 +355,7 @@ class _File:
         if self._csv_cursor is None or self._csv_cursor[0] > pos:
             if self._csv_cursor is not None:
                 self._csv_cursor[2].close()
-            fh = self.path.open(encoding=self.encoding, errors="replace", newline="")
+            fh = self.open_text()
             self._csv_cursor = (0, iter(csv.DictReader(fh)), fh)
         i, it, fh = self._csv_cursor
         try:
@@ -349,7 +408,8 @@ class RowsReader:
         paths = _row_files(location)
         if not paths:
             raise AdapterError(f"{location}: no .parquet, .jsonl, .json or .csv file")
-        self.files = [_File(p) for p in paths]
+        inside = location if location.is_dir() else None
+        self.files = [_File(p, inside) for p in paths]
         self.skipped: list[str] = []
         self._locs: dict[str, _Loc] | None = None
         self._fingerprint: str | None = None
@@ -436,11 +496,13 @@ class RowsReader:
             f"{count} rows from {files} ({'/'.join(fmts)}), shown as {self.processor.name} tasks"
         )
         parts = []
-        readme = self.root / "README.md"
-        if self.location.is_dir() and readme.is_file():
+        readme = None
+        if self.location.is_dir():
+            readme = read_text_inside(self.root, "README.md", 800_000)
+        if readme:
             from repogym.explorer.withhold import mask_yamlish
 
-            parts.append(mask_yamlish(readme.read_text(errors="replace")[:200_000], []))
+            parts.append(mask_yamlish(readme[:200_000], []))
         notes = [f.note for f in self.files if f.note]
         if self.id_column:
             parts.append(f"Task ids come from the `{self.id_column}` column.")
@@ -533,18 +595,23 @@ class RowsReader:
         """An archive named by a path relative to the rows: inside the dataset folder only."""
         if rel.startswith("/") or "\\" in rel or "\x00" in rel or ".." in Path(rel).parts:
             return ArchiveRejected(f"archive path {rel!r} is outside the dataset folder")
-        root = self.root.resolve()
-        target = (self.root / rel).resolve()
-        if not target.is_relative_to(root):
-            return ArchiveRejected(f"archive path {rel!r} is outside the dataset folder")
-        if not target.is_file():
+        clean = "/".join(p for p in rel.split("/") if p not in ("", "."))
+        try:
+            data = read_inside(self.root, clean, self.limits.max_archive_bytes + 1)
+        except UnsafeFile as exc:
+            if str(exc) == LEAVING:
+                return ArchiveRejected(
+                    f"archive path {rel!r} is a symlink leading outside the dataset folder, "
+                    "not followed"
+                )
+            return ArchiveRejected(f"archive {rel!r}: {exc}")
+        except OSError:
             return ArchiveRejected(f"archive {rel!r} not found beside the rows")
-        size = target.stat().st_size
-        if size > self.limits.max_archive_bytes:
+        if len(data) > self.limits.max_archive_bytes:
             return ArchiveRejected(
-                f"archive is {size} bytes (limit {self.limits.max_archive_bytes})"
+                f"archive is over {self.limits.max_archive_bytes} bytes (the limit)"
             )
-        return target.read_bytes()
+        return data
 
     def _add_archive(
         self, doc: TaskDoc, col: str, found: bytes | ArchiveRejected, prefix: str

@@ -2,12 +2,15 @@
 
 Every value that comes from data (titles, summaries, ids, file contents, facet values…) goes
 through :func:`html.escape`; Markdown goes through the small safe renderer in ``markdown.py``.
+Control characters from data (an escape sequence in a task folder's name, a bell in a title)
+are shown as visible ``\\x1b``-style text on every page, never sent raw (:func:`layout`).
 No inline script or style: behaviour lives in ``static/app.js``, looks in ``static/app.css``.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
@@ -27,6 +30,15 @@ FACET_LABELS = {
 SORTS = ("relevance", "name", "tasks")
 VIEW_MAX_BYTES = 512 * 1024
 VIEW_MAX_LINES = 10_000
+# C0 controls but tab, newline and carriage return; DEL; C1 controls
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with control characters written as ``\\x1b``-style text."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +101,9 @@ TOPSEARCH = (
 
 
 def layout(title: str, body: str, assets: Assets, *, topsearch: bool = True) -> str:
-    """The base template: head with the versioned CSS/JS, a top bar with the theme toggle."""
-    return (
+    """The base template: head with the versioned CSS/JS, a top bar with the theme toggle.
+    Control characters anywhere in the page are made visible text."""
+    return visible_controls(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         '<meta name="color-scheme" content="light dark">'
