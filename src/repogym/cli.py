@@ -464,6 +464,7 @@ def dataset_rehash(
     add: Annotated[
         bool, typer.Option("--add", help="Also give foreign tasks a [metadata.repo2env] hash.")
     ] = False,
+    limit: LimitOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Recompute and store each task's content_hash (after an intended edit).
@@ -472,6 +473,7 @@ def dataset_rehash(
     """
     from repogym.harbor import TaskError, load_task, set_content_hash
 
+    _trusted_or_exit(path, limit, quiet=True)
     results: dict[str, str | None] = {}
     bad = 0
     for task_dir in _task_dirs_or_exit(path):

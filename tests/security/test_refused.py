@@ -24,6 +24,7 @@ COMMANDS = {
     "explore-index": ["explore", "index", "{ds}", "--out", "{out}/snapshot"],
     "explore": ["explore", "{ds}", "--port", "1"],
     "dataset-index": ["dataset", "index", "{ds}"],
+    "dataset-rehash": ["dataset", "rehash", "{ds}", "--add"],
 }
 
 
