@@ -236,10 +236,12 @@ def running_dataset(root: Path, host: Host) -> Path:
         ),
         files={"solution/solve.sh": "#!/bin/bash\ntrue\n"},
     )
-    name = "escape-\x1b]0;pwned\x07-\x1b[31mred"
-    _task(
+    # A folder name with escape codes (retitle the terminal, ring, recolour); task.toml cannot
+    # hold raw control characters, so the name shows only through the folder.
+    write_task(
         root,
-        name,
+        "escape-\x1b]0;pwned\x07-\x1b[31mred",
+        toml=TOML.format(name="escape", extra=""),
         dockerfile="FROM debian:bookworm\nWORKDIR /work\n",
         files={"solution/solve.sh": "#!/bin/bash\ntrue\n"},
     )

@@ -81,7 +81,7 @@ def test_run_nop_reaches_nothing_of_the_host(
     assert f"withheld: host variable {host.env_name}" in " ".join(res.stderr.split())
     # The build and verifier probes ran (so "nothing found" is not "nothing tried").
     outputs = b"".join(
-        p.read_bytes() for p in (tmp_path / "job").rglob("test-stdout.txt") if p.is_file()
+        p.read_bytes() for p in (tmp_path / "job").rglob("verifier-stdout.txt") if p.is_file()
     )
     assert b"blocked" in outputs and b"env=|" in outputs
     # Escape codes in a task folder's name reach the terminal visible, not raw.
