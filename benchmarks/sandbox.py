@@ -1,8 +1,14 @@
-"""Local sandbox benchmark: session start, exec round trip, first build vs cached rebuild.
+"""Local sandbox benchmark: session start (without and with a network), exec round trip,
+first build vs cached rebuild, and a cold build of the embedded example's task.
 
-Run: ``.venv/bin/python benchmarks/sandbox.py [--starts 50] [--execs 200] [--keep-cache]``.
-Uses a fresh temporary ``REPOGYM_CACHE`` unless ``--cache`` is given, so the first build
-really builds (toolchain layer, a pip install of a local package, thousands of files).
+Run: ``.venv/bin/python benchmarks/sandbox.py [--starts 50] [--execs 200] [--keep-cache]
+[--example-task DIR | --no-example]``. Uses a fresh temporary ``REPOGYM_CACHE`` unless
+``--cache`` is given, so the first build really builds (toolchain layer, a pip install of a
+local package, thousands of files). The example task is generated from ``repogym
+example-repo`` (one task, ``--limit 1``, in a throwaway cache: ~30 s) unless ``--example-task``
+names a task folder; its environment (``pip install pytest`` from PyPI, the repository, an
+editable install) is then built in another fresh cache. Pass the same ``--example-task`` to
+compare two versions of repogym on the same task.
 """
 
 from __future__ import annotations
@@ -11,9 +17,11 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,12 +62,48 @@ def context(root: Path, last: str) -> Path:
     return root
 
 
+def example_task(work: Path) -> Path:
+    """One task mined from the embedded example repository (commit_runtime, --limit 1)."""
+    from repogym.example_repo import build_example_repo
+
+    repo = build_example_repo(work / "statkit")
+    out = work / "dataset"
+    env = {**os.environ, "REPOGYM_CACHE": str(work / "gen-cache")}
+    cmd = [sys.executable, "-m", "repogym.cli", "generate", "--repo", str(repo), "--limit", "1"]
+    subprocess.run([*cmd, "--out", str(out)], env=env, check=True, capture_output=True)
+    tasks = sorted(p.parent for p in (out / "tasks").glob("*/task.toml"))
+    if not tasks:
+        raise SystemExit("generating the example task emitted nothing")
+    return tasks[0]
+
+
+def cold_build(task: Path, cache: Path) -> None:
+    """Build a task's environment in a fresh cache, then again (all cached)."""
+    os.environ["REPOGYM_CACHE"] = str(cache)
+    t = time.perf_counter()
+    sb = LocalSandbox()
+    init = time.perf_counter() - t
+    spec = EnvironmentSpec(
+        context_dir=task / "environment", network_mode="no-network", build_timeout_sec=1800
+    )
+    print(f"\n== cold build of the example task {task.name} ==")
+    print(f"sandbox init (fresh cache)  {init:8.3f} s")
+    for label in ("cold build", "cached rebuild"):
+        t = time.perf_counter()
+        built = sb.build(spec)
+        took = time.perf_counter() - t
+        d = built.details
+        print(f"{label:<27} {took:8.3f} s   hits {d['cache_hits']}  misses {d['cache_misses']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--starts", type=int, default=50)
     ap.add_argument("--execs", type=int, default=200)
     ap.add_argument("--cache", type=Path, default=None, help="use this cache (default: fresh)")
     ap.add_argument("--keep-cache", action="store_true")
+    ap.add_argument("--example-task", type=Path, default=None, help="task folder to cold-build")
+    ap.add_argument("--no-example", action="store_true", help="skip the example task's build")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="repogym-bench-"))
     cache = args.cache or work / "cache"
@@ -106,6 +150,25 @@ def main() -> None:
         print(f"  start only        {ms(firsts)}")
         print(f"  close             {ms(closes)}")
 
+        public = replace(spec_a, network_mode="public")
+        print(f"\n== public (networked) session: root + first exec, {args.starts} sessions ==")
+        starts, firsts, closes = [], [], []
+        for _ in range(args.starts):
+            t0 = time.perf_counter()
+            s = sb.start(built, public)
+            t1 = time.perf_counter()
+            res = s.exec(["true"])
+            t2 = time.perf_counter()
+            s.close()
+            t3 = time.perf_counter()
+            assert res.exit_code == 0, res
+            starts.append(t2 - t0)
+            firsts.append(t1 - t0)
+            closes.append(t3 - t2)
+        print(f"start + first exec  {ms(starts)}")
+        print(f"  start only        {ms(firsts)}")
+        print(f"  close             {ms(closes)}")
+
         print(f"\n== exec round trip, {args.execs} execs in one session ==")
         with sb.start(built, spec_a) as s:
             for form, cmd in (("argv ['true']", ["true"]), ("string 'true' (bash -c)", "true")):
@@ -122,6 +185,10 @@ def main() -> None:
                 s.read("/app/variant")
                 times.append(time.perf_counter() - t)
             print(f"{'read a file':<26} {ms(times)}")
+
+        if not args.no_example:
+            task = args.example_task or example_task(work / "example")
+            cold_build(task.resolve(), work / "example-cache")
     finally:
         if not args.keep_cache and args.cache is None:
             shutil.rmtree(work, ignore_errors=True)

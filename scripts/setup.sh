@@ -8,6 +8,8 @@ extras="${1:-}"
 
 need_pkgs=()
 command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)
+# User-mode networking of networked sandboxes (build steps, network_mode = "public").
+command -v slirp4netns >/dev/null 2>&1 || need_pkgs+=(slirp4netns)
 command -v git >/dev/null 2>&1 || need_pkgs+=(git)
 command -v patch >/dev/null 2>&1 || need_pkgs+=(patch)
 # The browser tests (test extras) drive Debian's chromium: installed when we can, else skipped.

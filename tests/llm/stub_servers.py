@@ -66,6 +66,7 @@ class StubServer:
     path: str
     script: list[Reply]
     requests: list[dict[str, Any]] = field(default_factory=list)
+    host: str = "127.0.0.1"
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
 
@@ -76,7 +77,7 @@ class StubServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def _next_reply(self) -> Reply:
         index = min(len(self.requests) - 1, len(self.script) - 1)
@@ -112,7 +113,7 @@ class StubServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer((self.host, 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -124,9 +125,10 @@ class StubServer:
         self._thread.join(timeout=5)
 
 
-def openai_stub(*script: Reply) -> StubServer:
-    """A stub of ``POST /v1/chat/completions``; use ``base_url + '/v1'`` as the endpoint."""
-    return StubServer("/v1/chat/completions", list(script) or [openai_ok()])
+def openai_stub(*script: Reply, host: str = "127.0.0.1") -> StubServer:
+    """A stub of ``POST /v1/chat/completions``; use ``base_url + '/v1'`` as the endpoint.
+    ``host`` is the address it listens on (a routed one for sandboxes to reach)."""
+    return StubServer("/v1/chat/completions", list(script) or [openai_ok()], host=host)
 
 
 def anthropic_stub(*script: Reply) -> StubServer:

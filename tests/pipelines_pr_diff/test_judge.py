@@ -1,17 +1,20 @@
 """The optional LLM judge of pr_diff tasks, against the local OpenAI-compatible stub: in the real
-sandbox (host settings reach the verifier through [verifier.env] templates; ok changes the
+sandbox (host settings reach the verifier through [verifier.env] templates, and only those the
+user passed with --pass-env; ok changes the
 reward through llm_judge; HTTP 500, garbage and an unreachable endpoint still forward the reward
 from the other components and record judge_status; the key is never written) and on the host
 (judge_diff through repogym.llm.LLM with the same prompt)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 
 import pytest
 
 from repogym.harbor import load_task
+from repogym.harbor.trust import HostLimits
 from repogym.llm import LLM, LLMError
 from repogym.run.agents import CommandAgent, OracleAgent
 from repogym.run.trial import TrialRunner
@@ -19,14 +22,27 @@ from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
 from repogym.verify.diff_reward import judge_messages, score_diff
 from repogym.verify.judge import JudgeError, judge_diff
+from tests.hostnet import routed_ipv4
 from tests.llm.stub_servers import error, openai_ok, openai_stub
 from tests.pipelines_pr_diff.history import OPTS
 
 pytestmark = pytest.mark.slow
 
 KEY = "sk-judge-secret-1234567890"
+JUDGE_VARS = ("REPOGYM_JUDGE_URL", "REPOGYM_JUDGE_MODEL", "REPOGYM_JUDGE_API_KEY")
 # Right function, other names: a valid diff that differs from the gold, so the judge is asked.
 CLOSE = "printf '\\n\\ndef multiply(x, y):\\n    return x * y\\n' >> pkg/calc.py"
+
+
+# Networked sandboxes never reach the host's loopback: the judge stub listens on the host's
+# routed address, as a judge on another machine would.
+ROUTED = routed_ipv4()
+
+
+def routed_stub(*script):
+    if ROUTED is None:
+        pytest.skip("this host has no routed IPv4 address for the sandbox to reach")
+    return openai_stub(*script, host=ROUTED)
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +61,13 @@ def runner() -> TrialRunner:
     return TrialRunner(get_backend("local"))
 
 
-def _judge_env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+def _judge_env(monkeypatch: pytest.MonkeyPatch, url: str, task):
+    """Set the judge's variables on the host and pass them to the task (``--pass-env``)."""
     monkeypatch.setenv("REPOGYM_JUDGE_URL", url)
     monkeypatch.setenv("REPOGYM_JUDGE_MODEL", "stub-judge")
     monkeypatch.setenv("REPOGYM_JUDGE_API_KEY", KEY)
+    passed = HostLimits(pass_env=JUDGE_VARS).host_env()
+    return dataclasses.replace(task, host_env=passed)
 
 
 def _baseline(task, runner) -> float:
@@ -60,9 +79,9 @@ def _baseline(task, runner) -> float:
 
 def test_judge_ok_changes_the_reward(task, runner, monkeypatch, tmp_path) -> None:
     base = _baseline(task, runner)
-    with openai_stub(openai_ok('{"score": 1.0, "reason": "same behaviour"}')) as stub:
-        _judge_env(monkeypatch, stub.base_url + "/v1")
-        out = runner.run(task, CommandAgent(CLOSE), out_dir=tmp_path / "trial")
+    with routed_stub(openai_ok('{"score": 1.0, "reason": "same behaviour"}')) as stub:
+        passed = _judge_env(monkeypatch, stub.base_url + "/v1", task)
+        out = runner.run(passed, CommandAgent(CLOSE), out_dir=tmp_path / "trial")
     assert out.reading.details["judge_status"] == "ok"
     assert out.reading.rewards["llm_judge"] == 1.0
     assert out.reward > base
@@ -95,9 +114,9 @@ def test_judge_ok_changes_the_reward(task, runner, monkeypatch, tmp_path) -> Non
 )
 def test_judge_failure_still_forwards_the_reward(task, runner, monkeypatch, reply, status) -> None:
     base = _baseline(task, runner)
-    with openai_stub(reply) as stub:
-        _judge_env(monkeypatch, stub.base_url + "/v1")
-        out = runner.run(task, CommandAgent(CLOSE))
+    with routed_stub(reply) as stub:
+        passed = _judge_env(monkeypatch, stub.base_url + "/v1", task)
+        out = runner.run(passed, CommandAgent(CLOSE))
     assert len(stub.requests) == 1
     assert out.reward == base  # the judge's weight went back to the other components
     assert "llm_judge" not in out.reading.rewards
@@ -108,19 +127,19 @@ def test_judge_failure_still_forwards_the_reward(task, runner, monkeypatch, repl
 def test_judge_unreachable(task, runner, monkeypatch) -> None:
     base = _baseline(task, runner)
     with socket.socket() as s:  # a port with nothing listening
-        s.bind(("127.0.0.1", 0))
+        s.bind((ROUTED or "127.0.0.1", 0))
         port = s.getsockname()[1]
-    _judge_env(monkeypatch, f"http://127.0.0.1:{port}/v1")
-    out = runner.run(task, CommandAgent(CLOSE))
+    passed = _judge_env(monkeypatch, f"http://{ROUTED or '127.0.0.1'}:{port}/v1", task)
+    out = runner.run(passed, CommandAgent(CLOSE))
     assert out.reward == base
     assert out.reading.details["judge_status"].startswith("error: cannot connect")
 
 
 def test_gold_and_empty_do_not_call_the_judge(task, runner, monkeypatch) -> None:
-    with openai_stub(openai_ok('{"score": 0.0}')) as stub:
-        _judge_env(monkeypatch, stub.base_url + "/v1")
-        gold = runner.run(task, OracleAgent())
-        empty = runner.run(task, CommandAgent("true"))
+    with routed_stub(openai_ok('{"score": 0.0}')) as stub:
+        passed = _judge_env(monkeypatch, stub.base_url + "/v1", task)
+        gold = runner.run(passed, OracleAgent())
+        empty = runner.run(passed, CommandAgent("true"))
     assert stub.requests == []
     assert gold.reward == 1.0
     assert gold.reading.details["judge_status"].startswith("skipped (prediction identical")
@@ -128,18 +147,23 @@ def test_gold_and_empty_do_not_call_the_judge(task, runner, monkeypatch) -> None
     assert empty.reading.details["judge_status"].startswith("skipped (no valid diff")
 
 
-def test_required_host_variable_missing_is_a_trial_error(task, runner, tmp_path) -> None:
-    """A ``${VAR}`` without a default and no such host variable: an explicit error, no reward."""
-    import shutil
-
-    copy = tmp_path / "task"
-    shutil.copytree(task.path, copy)
-    toml = (copy / "task.toml").read_text()
-    toml = toml.replace('"${REPOGYM_JUDGE_URL:-}"', '"${REPOGYM_TEST_NO_SUCH_VARIABLE}"')
-    (copy / "task.toml").write_text(toml)
-    out = runner.run(load_task(copy), OracleAgent())
-    assert out.reward is None
-    assert "REPOGYM_TEST_NO_SUCH_VARIABLE is not set" in out.error
+def test_host_variables_not_passed_never_reach_the_verifier(task, runner, monkeypatch) -> None:
+    """The judge's settings (an API key among them) are on the host but the user did not pass
+    them: the verifier sees nothing and the judge stays off. Passing the URL alone passes the
+    URL alone: the request carries neither the key nor the model."""
+    with routed_stub(openai_ok('{"score": 1.0}')) as stub:
+        _judge_env(monkeypatch, stub.base_url + "/v1", task)
+        out = runner.run(task, CommandAgent(CLOSE))
+        assert out.reading.details["judge_status"] == "off"
+        assert stub.requests == []
+        only_url = dataclasses.replace(
+            task, host_env=HostLimits(pass_env=("REPOGYM_JUDGE_URL",)).host_env()
+        )
+        partial = runner.run(only_url, CommandAgent(CLOSE))
+    assert len(stub.requests) == 1
+    assert KEY not in json.dumps(stub.requests[0])
+    assert stub.requests[0]["json"].get("model") != "stub-judge"
+    assert KEY not in json.dumps(out.result) and KEY not in json.dumps(partial.result)
 
 
 # ------------------------------------------------------------------------------ host side

@@ -81,7 +81,6 @@ def test_writing_outside_the_sandbox_is_impossible(
 def test_no_network_has_only_loopback(sandbox: LocalSandbox, py_env: Env) -> None:
     built, spec = py_env
     assert spec.network_mode == "no-network"
-    host_ifaces = Path("/proc/net/dev").read_text().count(":")
     with sandbox.start(built, spec) as s:
         dev = s.read("/proc/net/dev").decode()
         names = [line.split(":")[0].strip() for line in dev.splitlines() if ":" in line]
@@ -90,12 +89,15 @@ def test_no_network_has_only_loopback(sandbox: LocalSandbox, py_env: Env) -> Non
             "cat /sys/class/net/lo/operstate; python -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), 2)'"
         )
         assert res.exit_code != 0
-        if host_ifaces > 1:  # per-exec override: this one command gets the host network
-            res = s.exec("grep -c : /proc/net/dev", network=True)
-            assert int(res.stdout) == host_ifaces
+        # Per-exec override: this one command gets a network of its own (slirp4netns's tap0),
+        # never the host's namespace.
+        res = s.exec("cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' '", network=True)
+        assert res.stdout.split() == ["lo", "tap0"], res.stderr
+        assert int(s.exec("grep -c : /proc/net/dev").stdout) == 1  # the session still has none
     public = replace(spec, network_mode="public")
     with sandbox.start(built, public) as s:
-        assert int(s.exec("grep -c : /proc/net/dev").stdout) == host_ifaces
+        names = s.exec("cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' '").stdout.split()
+        assert names == ["lo", "tap0"]  # none of the host's interfaces
         assert int(s.exec("grep -c : /proc/net/dev", network=False).stdout) == 1
     with pytest.raises(SandboxError, match="allowlist network mode is not supported"):
         sandbox.start(built, replace(spec, network_mode="allowlist"))

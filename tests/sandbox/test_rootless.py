@@ -64,6 +64,10 @@ SCRIPT = textwrap.dedent(
         out["after_kill_all"] = [x for x in ("778.1", "778.2", "infinity") if x in ps]
     with sb.start(built, spec) as s:
         out["fresh"] = s.exec("test -e /app/dirty").exit_code != 0
+    public = EnvironmentSpec(context_dir=ctx, network_mode="public", memory_mb=512)
+    with sb.start(built, public) as s:
+        ifaces = s.exec("cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' '").stdout.split()
+        out["public_ifaces"] = ifaces
     print(json.dumps(out))
     """
 )
@@ -135,6 +139,7 @@ def test_rootless_sandbox(nobody_home: Path) -> None:
     assert out["other_user"] == 126  # only root is mapped without privileges
     assert out["after_kill_all"] == ["infinity"]  # only the sandbox's own init is left
     assert out["fresh"] is True
+    assert out["public_ifaces"] == ["lo", "tap0"]  # slirp4netns works without root too
     # The clean room reads the agent's change from the upper layer without root too.
     assert out["changes"] == [["dirty", "file"], ["hello.txt", "deleted"]]
     assert out["staged"] == "dirty\n"

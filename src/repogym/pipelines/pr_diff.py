@@ -341,8 +341,13 @@ def write_task(
             "timeout_sec": options.verifier_timeout,
             "network_mode": options.verifier_network,
             # Harbor's host templates: the judge's settings come from the host at run time and
-            # are never written into the task.
-            "env": {name: f"${{{name}:-}}" for name in JUDGE_ENV},
+            # are never written into the task. Only a verifier with a network can reach a
+            # judge, so only such a task asks for them.
+            "env": (
+                {name: f"${{{name}:-}}" for name in JUDGE_ENV}
+                if options.verifier_network == "public"
+                else {}
+            ),
         },
         "environment": {
             "build_timeout_sec": 600.0,

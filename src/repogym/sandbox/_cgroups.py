@@ -336,6 +336,24 @@ class SessionCgroups:
         """``cgroup.procs`` files every process of the session joins."""
         return [str(d / "cgroup.procs") for d, _ in self.dirs]
 
+    def limit_hits(self) -> dict[str, int]:
+        """How often the session ran into its limits so far: ``memory`` (processes killed by
+        the OOM killer) and ``pids`` (forks refused)."""
+        hits = {"memory": 0, "pids": 0}
+        files = (
+            ("memory", "memory.events", "oom_kill"),
+            ("memory", "memory.oom_control", "oom_kill"),
+            ("pids", "pids.events", "max"),
+        )
+        for d, _v2 in self.dirs:
+            for what, name, field_name in files:
+                with contextlib.suppress(OSError, ValueError):
+                    for line in (d / name).read_text().splitlines():
+                        key, _, value = line.partition(" ")
+                        if key == field_name:
+                            hits[what] = max(hits[what], int(value))
+        return hits
+
     @property
     def _track(self) -> tuple[Path, bool] | None:
         for d, v2 in self.dirs:

@@ -73,7 +73,9 @@ class IgnoreRules:
     @classmethod
     def load(cls, context: Path) -> IgnoreRules:
         rules = cls()
-        f = context / ".dockerignore"
+        if not os.path.lexists(context / ".dockerignore"):
+            return rules
+        f = inside(context, ".dockerignore")
         if not f.is_file():
             return rules
         for line in f.read_text(errors="replace").splitlines():
@@ -118,18 +120,41 @@ class Source:
     """One resolved ``COPY`` source inside the context."""
 
     path: Path
+    """The real path (symlinks resolved; always inside the context)."""
     rel: str
     is_dir: bool
     include: set[str] | None = None
     """For directories: the entries to copy (``a/b`` files, ``a/`` dirs), relative to ``path``."""
+    name: str = ""
+    """The name the source was matched by (a top-level symlink's own name, not its target's)."""
 
 
 class ContextError(ValueError):
     pass
 
 
+def inside(context: Path, rel: str, shown: str | None = None) -> Path:
+    """``context/rel`` with every symlink resolved; ContextError when that leaves the context.
+
+    The build context is a stranger's folder: a symlink in it may point anywhere on the host.
+    """
+    root = context.resolve()
+    real = (root / rel).resolve() if rel not in ("", ".") else root
+    if real != root and root not in real.parents:
+        raise ContextError(
+            f"forbidden path outside the build context: {shown or rel} "
+            "(a symlink in the context points outside it)"
+        )
+    return real
+
+
 def resolve_sources(context: Path, patterns: list[str], rules: IgnoreRules) -> list[Source]:
-    """Resolve ``COPY`` source patterns (globs allowed) to existing, non-ignored paths."""
+    """Resolve ``COPY`` source patterns (globs allowed) to existing, non-ignored paths.
+
+    A source that is (or passes through) a symlink is followed only while it stays inside the
+    context, wildcard or not; one leading outside is refused. Symlinks *inside* a copied
+    folder are never followed (the copy keeps them as links).
+    """
     root = context.resolve()
     out: list[Source] = []
     for pattern in patterns:
@@ -137,49 +162,52 @@ def resolve_sources(context: Path, patterns: list[str], rules: IgnoreRules) -> l
         if pattern.replace("\\", "/").lstrip("/").startswith("..") or clean.startswith(".."):
             raise ContextError(f"forbidden path outside the build context: {pattern}")
         if _WILDCARD.search(clean):
-            matches = _glob(root, clean, rules)
+            matches = _glob(root, clean, rules, pattern)
             if not matches:
                 raise ContextError(f"no source files were specified: {pattern} matches nothing")
-            out.extend(_source(root, m, rules) for m in matches)
+            out.extend(_source(root, m, rules, pattern) for m in matches)
             continue
         target = root if clean == "." else root / clean
         if not os.path.lexists(target) or (clean != "." and rules.ignored(clean)):
             raise ContextError(f"{pattern}: not found in the build context")
-        real = target.resolve()
-        if real != root and root not in real.parents:
-            raise ContextError(f"forbidden path outside the build context: {pattern}")
-        out.append(_source(root, clean, rules))
+        out.append(_source(root, clean, rules, pattern))
     return out
 
 
-def _glob(root: Path, pattern: str, rules: IgnoreRules) -> list[str]:
+def _glob(root: Path, pattern: str, rules: IgnoreRules, shown: str) -> list[str]:
     comps = pattern.split("/")
     current = [""]
     for depth, comp in enumerate(comps):
         regex = _glob_regex(comp)
         nxt: list[str] = []
         for base in current:
-            d = root / base if base else root
+            d = inside(root, base, shown) if base else root
             if not d.is_dir():
                 continue
             for name in sorted(os.listdir(d)):
                 rel = f"{base}/{name}" if base else name
                 if regex.match(name) and not rules.ignored(rel):
-                    if depth < len(comps) - 1 and not (root / rel).is_dir():
+                    if depth < len(comps) - 1 and not inside(root, rel, shown).is_dir():
                         continue
                     nxt.append(rel)
         current = nxt
     return current
 
 
-def _source(root: Path, rel: str, rules: IgnoreRules) -> Source:
-    path = root if rel == "." else root / rel
+def _source(root: Path, rel: str, rules: IgnoreRules, shown: str) -> Source:
+    path = inside(root, rel, shown)
+    real_rel = "." if path == root else str(path.relative_to(root))
+    if real_rel != rel and real_rel != "." and rules.ignored(real_rel):
+        raise ContextError(f"{shown}: not found in the build context")
+    name = PurePosixPath(rel).name if rel != "." else root.name
     if path.is_dir():
-        prefix = "" if rel == "." else rel + "/"
+        prefix = "" if real_rel == "." else real_rel + "/"
         include: set[str] = set()
         _walk_included(path, "", prefix, rules, include)
-        return Source(path, rel, True, include)
-    return Source(path, rel, False)
+        return Source(path, rel, True, include, name)
+    if not path.is_file():
+        raise ContextError(f"{shown}: {rel} is not a regular file or folder")
+    return Source(path, rel, False, None, name)
 
 
 def _walk_included(d: Path, rel: str, ctx_prefix: str, rules: IgnoreRules, out: set[str]) -> bool:
@@ -211,7 +239,7 @@ def hash_sources(sources: list[Source]) -> str:
     for src in sources:
         h.update(f"src:{src.rel}\0".encode())
         if not src.is_dir:
-            _hash_entry(h, src.path, src.path.name)
+            _hash_entry(h, src.path, src.name or src.path.name)
             continue
         for rel in sorted(src.include or ()):
             _hash_entry(h, src.path / rel.rstrip("/"), rel)

@@ -13,8 +13,14 @@ Process tree::
                 │   enters the sandbox's mount/pid/ipc/uts/net namespaces and chroots into its
                 │   root, so everything it forks lives inside the sandbox
                 ├─ bwrap → sandbox init           holds the namespaces (pid 1 = bwrap's reaper)
+                ├─ slirp4netns (networked only)   host namespaces; user-mode TCP/IP for tap0
                 ├─ command (one per exec)         cgroups joined, caps dropped, user switched
                 └─ file worker (one per file op)  copies/reads/writes, confined by the chroot
+
+The sandbox never shares the host's network namespace: bwrap always makes a new one (only
+loopback); a networked sandbox gets slirp4netns attached to it, so it reaches the outside
+through ordinary host sockets but not the host's loopback or abstract UNIX sockets. A command
+that needs a network in a session without one joins a namespace made on request (``netns``).
 
 The host talks to the fork server and to each session server over ``SOCK_SEQPACKET`` sockets;
 messages are ``marshal``-encoded dicts, file descriptors travel as ``SCM_RIGHTS``. Results of
@@ -46,8 +52,11 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWUSER = 0x10000000
+MS_RDONLY = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 0x2
@@ -252,15 +261,17 @@ def _caps_to_drop():
 CAPS_TO_DROP = _caps_to_drop()
 
 
-def drop_caps(host_network=False):
+def drop_caps(networked=False):
     """Reduce the bounding set to Docker's default capabilities (root keeps only those).
 
-    On the host's network namespace ``CAP_NET_RAW`` goes too: no sniffing host traffic.
+    With a network (slirp4netns) ``CAP_NET_RAW`` goes too: a raw frame on ``tap0`` addressed
+    to 127.0.0.1 would be forwarded by slirp to the *host's* loopback (its
+    ``--disable-host-loopback`` only guards the 10.0.2.2 alias).
     """
     fn = libc.prctl
     for cap in CAPS_TO_DROP:
         fn(PR_CAPBSET_DROP, cap, 0, 0, 0)
-    if host_network:
+    if networked:
         fn(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0)
     fn(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
@@ -279,7 +290,9 @@ def child_exec(req, fds, state, ident):
     """In the forked command process: enter limits, switch user, exec. Never returns."""
     gc.disable()
     out_fd, err_fd, status_fd = fds[0], fds[1], fds[2]
-    cg_fds = list(state["cg_fds"]) + fds[3:]
+    extra = fds[3:]
+    netns_fd = extra.pop() if req.get("netns") and extra else None
+    cg_fds = list(state["cg_fds"]) + extra
     try:
         if isinstance(ident, BaseException):
             raise SetupError(str(ident))
@@ -292,7 +305,10 @@ def child_exec(req, fds, state, ident):
         net = req.get("network")
         if net is not None and net != state["network"]:
             if net:
-                setns(state["host_netns"], CLONE_NEWNET)
+                # Never the host's namespace: one of its own, wired out by slirp4netns.
+                if netns_fd is None:
+                    raise SetupError("no network namespace was prepared for this command")
+                setns(netns_fd, CLONE_NEWNET)
             else:
                 unshare(CLONE_NEWNET)
                 loopback_up()
@@ -319,7 +335,7 @@ def child_exec(req, fds, state, ident):
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
-        drop_caps(host_network=net if net is not None else state["network"])
+        drop_caps(networked=net if net is not None else state["network"])
         if state.get("rootless"):
             if uid != 0 or gid != 0:
                 raise SetupError(
@@ -669,6 +685,119 @@ def setup_root(req):
     for target, options in req["overlays"]:
         mount("overlay", target, "overlay", 0, options)
     os.chdir("/")
+    for src, target in req.get("binds") or ():
+        # Host toolchains the root needs (e.g. under /opt): visible, never writable.
+        if not os.path.isdir(target):
+            continue
+        mount(src, target, None, MS_BIND | MS_REC)
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+        mount("none", target, None, flags)
+
+
+def start_slirp(argv, target_pid, parent_death=True, timeout=20.0):
+    """Wire ``target_pid``'s network namespace to the outside with slirp4netns.
+
+    slirp4netns runs here, in the host's network namespace (user-mode TCP/IP: its sockets are
+    ordinary host sockets); it configures ``tap0`` (10.0.2.100, gateway 10.0.2.2, DNS 10.0.2.3)
+    and reports on ``--ready-fd``. It exits when the returned fd (its ``--exit-fd``'s other end)
+    is closed, i.e. when the last holder (the session server, the host) is gone, and with
+    ``parent_death`` also when we die. Returns (pid, exit fd).
+    """
+    ready_r, ready_w = os.pipe()
+    exit_r, exit_w = os.pipe()
+    err_r, err_w = os.pipe()
+    full = [*argv, f"--ready-fd={ready_w}", f"--exit-fd={exit_r}", str(target_pid), "tap0"]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if parent_death:
+                prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            null = os.open("/dev/null", os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.dup2(err_w, 2)
+            os.set_inheritable(ready_w, True)
+            os.set_inheritable(exit_r, True)
+            # Its stderr pipe is closed once it is up: later warnings must not kill it.
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+            for sig in (signal.SIGXFSZ, signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            os.execve(full[0], full, {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        except BaseException as exc:  # noqa: BLE001 - reported through the stderr pipe
+            with contextlib.suppress(OSError):
+                os.write(err_w, f"{type(exc).__name__}: {exc}".encode())
+        finally:
+            os._exit(127)
+    os.close(ready_w)
+    os.close(exit_r)
+    os.close(err_w)
+    ok = False
+    try:
+        r, _, _ = select.select([ready_r], [], [], timeout)
+        ok = bool(r) and os.read(ready_r, 1) == b"1"
+    finally:
+        os.close(ready_r)
+    if not ok:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        err = _drain(err_r)
+        os.close(err_r)
+        os.close(exit_w)
+        detail = " ".join(err.split())[-300:] or "it exited without a message"
+        raise RuntimeError(f"slirp4netns could not set up the sandbox network: {detail}")
+    os.close(err_r)
+    return pid, exit_w
+
+
+def make_netns(slirp):
+    """A new network namespace wired out by slirp4netns; returns (namespace fd, exit fd).
+
+    For commands that need a network in a session that has none: they ``setns`` into it.
+    """
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    ready_r, ready_w = os.pipe()
+    hold_r, hold_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(ready_r)
+            os.close(hold_w)
+            unshare(CLONE_NEWNET)
+            loopback_up()
+            os.write(ready_w, b"1")
+            os.read(hold_r, 1)  # until our parent is done with us
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    os.close(hold_r)
+    try:
+        if os.read(ready_r, 1) != b"1":
+            raise RuntimeError("could not create a network namespace")
+        ns_fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+        try:
+            _slirp_pid, exit_fd = start_slirp(slirp, pid, parent_death=False)
+        except BaseException:
+            os.close(ns_fd)
+            raise
+    finally:
+        os.close(ready_r)
+        os.close(hold_w)
+        os.waitpid(pid, 0)
+    return ns_fd, exit_fd
+
+
+def netns_main(sock, req):
+    """Fork server request ``netns``: reply with the fds of :func:`make_netns`."""
+    try:
+        fds = make_netns(req["slirp"])
+    except BaseException as exc:  # noqa: BLE001 - reported to the host
+        msg = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
+        send(sock, {"error": msg})
+        return
+    send(sock, {"ok": True}, list(fds))
 
 
 def spawn_bwrap(req, state):
@@ -790,11 +919,14 @@ def session_main(sock, req, fds):
         "rootless": bool(req.get("rootless")),
     }
     try:
-        state["host_netns"] = os.open("/proc/self/ns/net", os.O_RDONLY)
         state["host_proc"] = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
         setup_root(req)
         bwrap_pid, init_pid = spawn_bwrap(req, state)
         bwrap_pidfd = os.pidfd_open(bwrap_pid)
+        if req["network"]:
+            # bwrap made a namespace of its own (--unshare-net): wire it out. The exit fd
+            # stays open as long as we live; slirp4netns ends with us.
+            state["slirp"] = start_slirp(req["slirp"], init_pid)
         enter_sandbox(init_pid)
     except BaseException as exc:  # noqa: BLE001 - reported to the host
         send(sock, {"error": f"{type(exc).__name__}: {exc}"})
@@ -1035,7 +1167,7 @@ def main():
         msg, fds = recv(ctl)
         if msg is None:
             return
-        if msg.get("kind") != "session":
+        if msg.get("kind") not in ("session", "netns") or not fds:
             for fd in fds:
                 os.close(fd)
             continue
@@ -1044,7 +1176,10 @@ def main():
         if pid == 0:
             ctl.close()
             try:
-                session_main(sess_sock, msg, fds[1:])
+                if msg["kind"] == "netns":
+                    netns_main(sess_sock, msg)
+                else:
+                    session_main(sess_sock, msg, fds[1:])
             finally:
                 os._exit(1)
         sess_sock.close()

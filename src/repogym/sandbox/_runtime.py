@@ -97,15 +97,30 @@ class ForkServer:
         bwrap: list[str],
         network: bool,
         cgroups: SessionCgroups | None,
+        slirp: list[str] | None = None,
+        netns_factory: Callable[[], tuple[int, int]] | None = None,
         timeout_s: float = 30.0,
     ) -> SandboxProcess:
-        """Start one sandbox (mounts + bwrap) and return a handle to its session server."""
+        """Start one sandbox (mounts + bwrap) and return a handle to its session server.
+
+        ``network``: slirp4netns (``slirp``, its argv without target) wires the sandbox's own
+        network namespace out. ``netns_factory`` makes one on request for commands that need
+        a network in a session without (see :meth:`netns`).
+        """
+        if network and not slirp:
+            raise SandboxError("a networked sandbox needs slirp4netns")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cg_fds = []
         try:
             for path in cgroups.session_procs() if cgroups else []:
                 cg_fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
-            req = {"kind": "session", "bwrap": bwrap, "network": network, **plan}
+            req = {
+                "kind": "session",
+                "bwrap": bwrap,
+                "network": network,
+                "slirp": slirp or [],
+                **plan,
+            }
             with self.send_lock:
                 _send(self.sock, req, [theirs.fileno(), *cg_fds])
         finally:
@@ -122,7 +137,33 @@ class ForkServer:
             ours.close()
             err = reply.get("error") if isinstance(reply, dict) else "session server died"
             raise SandboxError(f"could not start the local sandbox: {err}")
-        return SandboxProcess(ours, reply, cgroups, network)
+        return SandboxProcess(ours, reply, cgroups, network, netns_factory)
+
+    def netns(self, slirp: list[str], timeout_s: float = 30.0) -> tuple[int, int]:
+        """A new network namespace wired out by slirp4netns: (namespace fd, exit fd).
+
+        Closing the exit fd ends that slirp4netns; the namespace lives while its fd is open.
+        """
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            with self.send_lock:
+                _send(self.sock, {"kind": "netns", "slirp": slirp}, [theirs.fileno()])
+        finally:
+            theirs.close()
+        ours.settimeout(timeout_s)
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(ours, _MAX_MSG, 4, socket.MSG_CMSG_CLOEXEC)
+        except TimeoutError:
+            msg, fds = b"", []
+        finally:
+            ours.close()
+        reply = marshal.loads(msg) if msg else {"error": "timed out making a network namespace"}
+        if not isinstance(reply, dict) or "error" in reply or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            err = reply.get("error") if isinstance(reply, dict) else "no reply"
+            raise SandboxError(f"could not give the command a network: {err}")
+        return fds[0], fds[1]
 
 
 @dataclass
@@ -145,6 +186,7 @@ class SandboxProcess:
         info: dict[str, object],
         cgroups: SessionCgroups | None,
         network: bool,
+        netns_factory: Callable[[], tuple[int, int]] | None = None,
     ) -> None:
         self.sock = sock
         self.init_pid = int(info["init_pid"])  # type: ignore[arg-type]
@@ -157,6 +199,9 @@ class SandboxProcess:
                 self.pidfds.append(os.pidfd_open(pid))
         self.cgroups = cgroups
         self.network = network
+        self.netns_factory = netns_factory
+        self._netns: tuple[int, int] | None = None
+        """(namespace fd, slirp4netns exit fd) for commands with ``network=True``, made once."""
         self.lock = threading.Lock()
         self.closed = False
         self._ids = itertools.count(1)
@@ -179,6 +224,7 @@ class SandboxProcess:
         """Run ``argv`` in the sandbox; on timeout its whole process tree is killed."""
         if self.closed:
             raise SandboxError("session is closed")
+        netns_fd = self._network_for(network)
         start = time.monotonic()
         exec_cg = self.cgroups.new_exec() if self.cgroups else None
         out_r, out_w = os.pipe()
@@ -196,11 +242,12 @@ class SandboxProcess:
             "cwd": cwd,
             "user": user,
             "network": network,
+            "netns": netns_fd is not None,
             "rlimits": rlimits,
         }
         try:
             with self.lock:
-                _send(self.sock, req, send_fds)
+                _send(self.sock, req, [*send_fds, *([netns_fd] if netns_fd is not None else [])])
         except OSError as exc:
             for fd in (out_r, err_r, st_r):
                 os.close(fd)
@@ -281,6 +328,17 @@ class SandboxProcess:
             timed_out=timed_out,
             error=str(error) if error else None,
         )
+
+    def _network_for(self, network: bool | None) -> int | None:
+        """The namespace fd a command with ``network=True`` joins in a session without one."""
+        if not network or self.network:
+            return None
+        with self.lock:
+            if self._netns is None:
+                if self.netns_factory is None:
+                    raise SandboxError("this sandbox cannot give a command a network")
+                self._netns = self.netns_factory()
+            return self._netns[0]
 
     def _kill(self, exec_cg: Path | None, exec_id: int) -> None:
         if exec_cg is not None and self.cgroups is not None:
@@ -388,6 +446,10 @@ class SandboxProcess:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+        if self._netns is not None:
+            for fd in self._netns:  # the exit fd: its slirp4netns ends
+                os.close(fd)
+            self._netns = None
         if not ok or self.cgroups is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.bwrap_pid, 9)

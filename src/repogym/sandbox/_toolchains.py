@@ -20,9 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repogym.sandbox._rootfs import ROOT_VERSION
+
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PYENV_ROOTS = ("/root/.pyenv/versions", "/usr/local/pyenv/versions", "/opt/pyenv/versions")
-_BASE_DIRS = ("/usr/", "/etc/", "/var/", "/opt/")
+# Host directories sandboxes see: /usr, and the /opt toolchains of opt_toolchain_dirs().
+_BASE_DIRS = ("/usr/", "/opt/")
 
 
 class UnsupportedBase(ValueError):
@@ -57,7 +60,8 @@ def _split_image(image: str) -> tuple[str, str]:
 
 
 def _fingerprint(*parts: object) -> str:
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
+    # The root's version enters every base: layers built on another root are never reused.
+    return hashlib.sha256(repr((ROOT_VERSION, *parts)).encode()).hexdigest()
 
 
 def _os_release() -> str:
@@ -293,6 +297,25 @@ def _tool_version(argv: list[str]) -> str:
 
 def _visible(path: str) -> bool:
     return path.startswith(_BASE_DIRS)
+
+
+def opt_toolchain_dirs() -> list[str]:
+    """Names of the ``/opt`` entries the ``FROM`` mapping needs inside sandboxes.
+
+    Sandboxes see an empty ``/opt``; node or go installed under ``/opt/<name>`` (and a pyenv
+    root there) are bound in read-only, nothing else of the host's ``/opt``.
+    """
+    names: set[str] = set()
+    paths = [os.path.realpath(p) for t in ("node", "npm", "go") if (p := shutil.which(t))]
+    roots = list(PYENV_ROOTS)
+    if os.environ.get("PYENV_ROOT"):
+        roots.append(os.path.join(os.environ["PYENV_ROOT"], "versions"))
+    paths += [os.path.realpath(r) for r in roots if os.path.isdir(r)]
+    for path in paths:
+        parts = path.split("/")
+        if len(parts) > 3 and parts[1] == "opt" and os.path.isdir(f"/opt/{parts[2]}"):
+            names.add(parts[2])
+    return sorted(names)
 
 
 def _node(image: str, tag: str, host: str) -> BaseImage:

@@ -3,11 +3,16 @@
 * **build** replays the task's Dockerfile step by step. ``FROM`` is mapped onto the host's
   matching toolchain (:mod:`._toolchains`); ``RUN`` runs in a sandbox over the layers built so
   far; ``COPY``/``ADD`` copy from the build context. Every step that changes files becomes a
-  cached layer (:mod:`._layers`), keyed like Docker's build cache.
+  cached layer (:mod:`._layers`), keyed like Docker's build cache. A step runs under a
+  session's limits (its upper on a tmpfs of the storage limit, copied into the layer once it
+  succeeded); symlinks never lead a copy out of the context, ``ADD`` archives are bounded, and
+  setuid bits and special files never reach the host's layer cache (``_Builder``).
 * **start** mounts a fresh copy-on-write root (overlayfs, upper layer on a size-limited tmpfs)
-  over those layers and the read-only host base (:mod:`._rootfs`), inside bubblewrap namespaces
-  (pid, ipc, uts, mount, optionally net). Commands are forked by a session server that already
-  lives in those namespaces (:mod:`._forkserver`), so an exec costs one fork, not a new sandbox.
+  over those layers and the read-only base — host ``/usr`` plus a minimal ``/etc``, ``/var``,
+  ``/opt`` (:mod:`._rootfs`) — inside bubblewrap namespaces (pid, ipc, uts, mount, net; a
+  networked sandbox is wired out by slirp4netns, never the host's network namespace). Commands
+  are forked by a session server that already lives in those namespaces (:mod:`._forkserver`),
+  so an exec costs one fork, not a new sandbox.
 * **limits**: cgroups (pids, memory, cpu; v2 or v1, whatever the host allows; :mod:`._cgroups`),
   tmpfs size for storage, ``RLIMIT_FSIZE`` for file size, Docker's default capability set. A
   timeout kills the command's whole process tree (its own cgroup); closing kills everything.
@@ -17,18 +22,22 @@ from __future__ import annotations
 
 import contextlib
 import json
+import lzma
 import os
+import posixpath
 import re
 import shutil
+import stat
 import subprocess
 import tarfile
 import tempfile
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO
 
 from repogym import dockerfile as _dockerfile
@@ -51,9 +60,23 @@ BWRAP = "/usr/bin/bwrap"
 DEFAULT_STORAGE_MB = 10240
 DEFAULT_MEMORY_MB = 8192
 DEFAULT_PIDS = 4096
-BUILD_PIDS = 16384
+MAX_ARCHIVE_MEMBERS = 100_000
+"""``ADD`` refuses archives with more members than this (their bytes are bounded by storage)."""
+_FULL_BYTES = 256 << 10
+"""A build step's upper layer with less free space than this is over its storage limit."""
 DEFAULT_EXEC_TIMEOUT_S = 3600.0
 _INSTALL_HINT = "install the Debian package `bubblewrap` (apt-get install bubblewrap)"
+SLIRP4NETNS = "/usr/bin/slirp4netns"
+# User-mode networking for sandboxes: no route to the host's loopback (10.0.2.2 is not mapped
+# to it), its own mount namespace and a seccomp filter for slirp4netns itself.
+SLIRP_FLAGS = (
+    "--configure",
+    "--mtu=65520",
+    "--disable-host-loopback",
+    "--enable-sandbox",
+    "--enable-seccomp",
+)
+_SLIRP_HINT = "install the Debian package `slirp4netns` (apt-get install slirp4netns)"
 _ALLOWLIST_MSG = (
     "allowlist network mode is not supported by the local backend (it cannot filter hosts); "
     "use network_mode public or no-network, or --sandbox docker"
@@ -73,20 +96,43 @@ def _find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def _install_bwrap() -> str | None:
-    """``apt-get install -y bubblewrap`` (after ``apt-get update`` if needed), as root."""
+def _apt_install(package: str, find: Callable[[], str | None]) -> str | None:
+    """``apt-get install -y PACKAGE`` (after ``apt-get update`` if needed), as root."""
     with _install_lock:
-        if _find_bwrap():
-            return _find_bwrap()
+        if find():
+            return find()
         if os.geteuid() != 0 or not shutil.which("apt-get"):
             return None
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        cmd = ["apt-get", "install", "-y", "--no-install-recommends", "bubblewrap"]
+        cmd = ["apt-get", "install", "-y", "--no-install-recommends", package]
         run = subprocess.run(cmd, env=env, capture_output=True, timeout=600)
         if run.returncode != 0:
             subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=600)
             subprocess.run(cmd, env=env, capture_output=True, timeout=600)
-        return _find_bwrap()
+        return find()
+
+
+def _install_bwrap() -> str | None:
+    """``apt-get install -y bubblewrap`` (after ``apt-get update`` if needed), as root."""
+    return _apt_install("bubblewrap", _find_bwrap)
+
+
+def _find_slirp() -> str | None:
+    if os.access(SLIRP4NETNS, os.X_OK):
+        return SLIRP4NETNS
+    return shutil.which("slirp4netns")
+
+
+def slirp_argv(*, install: bool = True) -> list[str]:
+    """The slirp4netns command line of networked sandboxes (target pid and tap name follow).
+
+    Installs the Debian package as root when it is missing; raises :class:`SandboxError` with
+    a one-line message when it cannot be had (never a fallback to the host's network).
+    """
+    path = _find_slirp() or (_apt_install("slirp4netns", _find_slirp) if install else None)
+    if path is None:
+        raise SandboxError(f"slirp4netns is missing: networked sandboxes need it; {_SLIRP_HINT}")
+    return [path, *SLIRP_FLAGS]
 
 
 _rootless_check: tuple[bool, str] | None = None
@@ -215,8 +261,10 @@ class LocalSandbox(Sandbox):
         self.mountpoint = self.cache_root / "run" / "mnt"
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         self.skeleton = _rootfs.ensure_skeleton(self.cache_root)
-        mask = _rootfs.ensure_base_mask(self.cache_root)
-        self.masks = {"etc": mask} if mask else {}
+        self.opt_binds = [f"/opt/{name}" for name in _toolchains.opt_toolchain_dirs()]
+        self.bases = _rootfs.ensure_root(
+            self.cache_root, tuple(Path(b).name for b in self.opt_binds)
+        )
         self.empty_file = self.cache_root / "run" / "empty"
         self.empty_file.touch(exist_ok=True)
         self.rootless = os.geteuid() != 0
@@ -263,6 +311,11 @@ class LocalSandbox(Sandbox):
                 )
             raise BuildError(f"no Dockerfile found at {dockerfile or '(no context dir)'}")
         assert ctx is not None
+        try:
+            _context.inside(Path(ctx), spec.dockerfile)
+        except _context.ContextError as exc:
+            # Never read it: a parse error would quote a host file's lines in the log.
+            raise BuildError(f"{spec.dockerfile}: {exc}") from None
         self.store.prune_tmp()
         log_fh: IO[str] | None = None
         if log is not None:
@@ -300,10 +353,12 @@ class LocalSandbox(Sandbox):
                 upper_dir=upper_dir,
                 storage_bytes=storage_bytes,
                 rootless=self.rootless,
-                masks=self.masks,
+                bases=self.bases,
+                binds=self.opt_binds,
             )
         except ValueError as exc:
             raise SandboxError(str(exc)) from exc
+        slirp = slirp_argv() if network else None
         bwrap = [
             self.bwrap,
             "--bind",
@@ -321,8 +376,9 @@ class LocalSandbox(Sandbox):
             "--unshare-ipc",
             "--unshare-uts",
             "--hostname",
-            "sandbox",
-            *([] if network else ["--unshare-net"]),
+            _rootfs.SANDBOX_HOSTNAME,
+            # Always a network namespace of its own: with a network, slirp4netns wires it out.
+            "--unshare-net",
             "--die-with-parent",
             "--cap-drop",
             "ALL",
@@ -345,12 +401,26 @@ class LocalSandbox(Sandbox):
             )
         try:
             return ForkServer.get().start(
-                plan=plan.to_request(), bwrap=bwrap, network=network, cgroups=cgroups
+                plan=plan.to_request(),
+                bwrap=bwrap,
+                network=network,
+                cgroups=cgroups,
+                slirp=slirp,
+                netns_factory=self._netns_for_command,
             )
         except BaseException:
             if cgroups is not None:
                 cgroups.destroy()
             raise
+
+    def _netns_for_command(self) -> tuple[int, int]:
+        """A slirp4netns-wired namespace for ``exec(..., network=True)`` in a session without."""
+        if self.rootless:
+            raise SandboxError(
+                "without root a command cannot get a network in a session started without one; "
+                "start the session with network_mode public"
+            )
+        return ForkServer.get().netns(slirp_argv())
 
     def _hardening(self) -> list[str]:
         """Docker's read-only and masked ``/proc`` and ``/sys`` paths, as bwrap arguments.
@@ -673,7 +743,19 @@ class _Builder:
         self.hits = 0
         self.misses = 0
         self.steps: list[dict[str, object]] = []
-        self.ignore = _context.IgnoreRules.load(context)
+        try:
+            self.ignore = _context.IgnoreRules.load(context)
+        except _context.ContextError as exc:
+            raise BuildError(f".dockerignore: {exc}") from None
+        # Build steps get a session's limits: the task's memory, storage and CPUs, the
+        # sandbox's process limit, and build_timeout_sec for the whole build.
+        self.limits: dict[str, object] = {
+            "memory_mb": spec.memory_mb or sandbox.default_memory_mb,
+            "storage_mb": spec.storage_mb or sandbox.default_storage_mb,
+            "pids": sandbox.pids_max,
+            "cpus": spec.cpus,
+            "timeout_s": spec.build_timeout_sec,
+        }
         self.escape = "\\"
 
     # -- helpers
@@ -720,6 +802,12 @@ class _Builder:
             raise BuildError(f"{self.dockerfile.name}: no FROM instruction")
         self.global_args = global_args
         self.stages = stages
+        lim = self.limits
+        self._log(
+            f"build limits: memory {lim['memory_mb'] or 'unlimited'} MB, storage "
+            f"{lim['storage_mb']} MB, {lim['pids']} processes, cpus {lim['cpus'] or 'all'}, "
+            f"timeout {float(lim['timeout_s']):.0f}s"  # type: ignore[arg-type]
+        )
         self._states: dict[int, _State] = {}
         needed = self._needed(len(stages) - 1)
         for idx in needed:
@@ -765,6 +853,7 @@ class _Builder:
                 "stopsignal": cfg.stopsignal,
                 "healthcheck": cfg.healthcheck,
                 "limits": self.sb.cgroups.describe(),
+                "build_limits": dict(self.limits),
                 "dockerfile": str(self.dockerfile),
             },
         )
@@ -877,7 +966,7 @@ class _Builder:
                     cwd="/",
                     user="root",
                     network=None,
-                    rlimits=self.sb.base_rlimits(BUILD_PIDS),
+                    rlimits=self._rlimits(proc),
                     timeout_s=self._remaining(ins),
                 )
                 if res.exit_code != 0:
@@ -899,10 +988,17 @@ class _Builder:
         label: str | None = None,
         network: bool = True,
     ) -> None:
-        """Run one filesystem-changing step (or reuse its cached layer)."""
+        """Run one filesystem-changing step (or reuse its cached layer).
+
+        ``action`` runs in a sandbox with a session's limits (:meth:`_sandboxed`); what it
+        wrote becomes the layer once it succeeded, minus what must not land on the host
+        (:func:`_strip_layer`). A failed step leaves nothing in the cache.
+        """
+        assert action is None or populate_host is None
         t0 = time.monotonic()
         store = self.sb.store
         cached = True
+        stripped: list[str] = []
         with store.lock(key):
             if store.exists(key):
                 parts = list(store.meta(key).get("parts", []))  # type: ignore[arg-type]
@@ -913,23 +1009,18 @@ class _Builder:
                     if populate_host is not None:
                         populate_host(tmp)
                     if action is not None:
-                        proc = self.sb._start_process(
-                            state.layers, network=network, upper_dir=tmp, pids_max=BUILD_PIDS
-                        )
-                        try:
-                            action(proc)
-                        finally:
-                            proc.close()
-                    parts = store.commit(
-                        key,
-                        tmp,
-                        {
-                            "parent": state.key,
-                            "instruction": label or ins.text,
-                            "line": ins.lineno,
-                            "dockerfile": str(self.dockerfile),
-                        },
-                    )
+                        self._sandboxed(state, ins, action, tmp / "fs", network=network)
+                    stripped = _strip_layer(tmp / "fs")
+                    meta: dict[str, object] = {
+                        "parent": state.key,
+                        "instruction": label or ins.text,
+                        "line": ins.lineno,
+                        "dockerfile": str(self.dockerfile),
+                    }
+                    if stripped:
+                        meta["stripped"] = stripped[:_STRIPPED_KEPT]
+                        meta["stripped_count"] = len(stripped)
+                    parts = store.commit(key, tmp, meta)
                 except BaseException:
                     store.discard(tmp)
                     raise
@@ -941,18 +1032,102 @@ class _Builder:
         self._log(
             f"#{ins.lineno} {'CACHED ' if cached else ''}{label or ins.text} ({seconds:.2f}s)"
         )
-        self.steps.append(
-            {
-                "line": ins.lineno,
-                "instruction": label or ins.text,
-                "key": key,
-                "cached": cached,
-                "seconds": round(seconds, 3),
-            }
-        )
+        step: dict[str, object] = {
+            "line": ins.lineno,
+            "instruction": label or ins.text,
+            "key": key,
+            "cached": cached,
+            "seconds": round(seconds, 3),
+        }
+        if stripped:
+            step["stripped"] = stripped[:_STRIPPED_KEPT]
+            shown = ", ".join(_oneline(x) for x in stripped[:5])
+            more = f" and {len(stripped) - 5} more" if len(stripped) > 5 else ""
+            self._log(f"#{ins.lineno} stripped from the layer: {shown}{more}")
+        self.steps.append(step)
         state.key = key
         if parts:
             state.layers.append((key, parts))
+
+    def _rlimits(self, proc: SandboxProcess) -> dict[str, int]:
+        """A session's resource limits (file size from storage; RLIMIT_AS without a memory
+        cgroup), for the commands of a build step."""
+        storage = int(self.limits["storage_mb"])  # type: ignore[call-overload]
+        out = {
+            **self.sb.base_rlimits(self.sb.pids_max),
+            "RLIMIT_FSIZE": (self.sb.max_file_mb or storage + 16) << 20,
+        }
+        memory = self.limits["memory_mb"]
+        if memory and (proc.cgroups is None or "memory" not in proc.cgroups.limited):
+            out["RLIMIT_AS"] = int(memory) << 20  # type: ignore[call-overload]
+        return out
+
+    def _sandboxed(
+        self,
+        state: _State,
+        ins: _dockerfile.Instruction,
+        action: Callable[[SandboxProcess], None],
+        fs: Path,
+        *,
+        network: bool,
+    ) -> None:
+        """Run ``action`` in a sandbox like a session's and copy what it wrote into ``fs``.
+
+        The step's upper layer is the session tmpfs of the storage limit (not the layer store
+        on disk), its processes are in the session's cgroups (memory, pids, cpu). Over a limit
+        the step fails naming it. Once it succeeded everything it left running is killed, then
+        the upper is copied out with ``cp -a`` (whiteouts, overlay xattrs, hard links kept).
+        """
+        lim = self.limits
+        storage = int(lim["storage_mb"])  # type: ignore[call-overload]
+        # The files a step writes live on its tmpfs until copied out, and tmpfs pages count
+        # as the writer's memory: the cgroup allows the task's memory plus its storage, so a
+        # step that installs large dependencies is bounded by storage_mb, as on Docker.
+        memory = lim["memory_mb"]
+        proc = self.sb._start_process(
+            state.layers,
+            network=network,
+            storage_mb=storage,
+            memory_mb=int(memory) + storage if memory else None,  # type: ignore[call-overload]
+            cpus=lim["cpus"],  # type: ignore[arg-type]
+            pids_max=self.sb.pids_max,
+        )
+        try:
+            # The session tmpfs, seen from the host (as LocalSession.export_changes reads it).
+            tmpfs = Path(f"/proc/{proc.bwrap_pid}/root") / self.sb.mountpoint.relative_to("/")
+            try:
+                action(proc)
+            except Exception as exc:
+                over = self._over_limit(proc, tmpfs, str(exc))
+                if over:
+                    raise self._fail(ins, over) from None
+                raise
+            over = self._over_limit(proc, tmpfs, "")
+            if over:
+                raise self._fail(ins, over)
+            proc.kill_all()  # nothing of the step may change its files while they are copied
+            _export_upper(tmpfs / "u", fs)
+        finally:
+            proc.close()
+
+    def _over_limit(self, proc: SandboxProcess, tmpfs: Path, error: str) -> str | None:
+        """Which limit a step ran into, as a message (None: none)."""
+        lim = self.limits
+        hits = proc.cgroups.limit_hits() if proc.cgroups is not None else {}
+        if hits.get("memory"):
+            return (
+                f"the build step exceeded the memory limit ({lim['memory_mb']} MB, plus "
+                f"{lim['storage_mb']} MB for the files it writes)"
+            )
+        full = False
+        with contextlib.suppress(OSError):
+            st = os.statvfs(tmpfs)
+            full = st.f_bavail * st.f_frsize < _FULL_BYTES
+        if full or "No space left on device" in error:
+            return f"the build step exceeded the storage limit ({lim['storage_mb']} MB)"
+        if hits.get("pids"):
+            return f"the build step exceeded the process limit ({lim['pids']})"
+        return None
 
     def _meta_step(self, state: _State, ins: _dockerfile.Instruction, *parts: str) -> None:
         state.key = step_key(state.key, ins.keyword, *parts)
@@ -1122,7 +1297,7 @@ class _Builder:
                 cwd=workdir,
                 user=user,
                 network=None,
-                rlimits=self.sb.base_rlimits(BUILD_PIDS),
+                rlimits=self._rlimits(proc),
                 timeout_s=self._remaining(ins),
                 on_output=sink,
             )
@@ -1178,11 +1353,16 @@ class _Builder:
                 chmod = int(ins.flags["chmod"], 8)
             except ValueError:
                 raise self._fail(ins, f"invalid --chmod {ins.flags['chmod']!r}") from None
-        bodies = {
-            n: (_dockerfile.expand(h.body, cfg.vars(), self.escape) if h.expand else h.body)
-            for n, h in heredocs.items()
-        }
+        bodies: dict[str, str] = {}
+        for n, h in heredocs.items():
+            try:
+                body = _dockerfile.expand(h.body, cfg.vars(), self.escape) if h.expand else h.body
+                bodies[n] = body
+            except _dockerfile.DockerfileError:
+                # The message would quote the body: name the heredoc only.
+                raise self._fail(ins, f"bad variable substitution in heredoc {n}") from None
         extract = ins.keyword == "ADD"
+        storage_mb = int(self.limits["storage_mb"])  # type: ignore[call-overload]
         content = _context.hash_sources(sources)
         key = step_key(
             state.key,
@@ -1209,11 +1389,15 @@ class _Builder:
                         proc, src.path, dest_abs, include=src.include, owner=chown, chmod=chmod
                     )
                 elif extract and _is_archive(src.path):
-                    with tempfile.TemporaryDirectory(prefix="repogym-add-") as tmpd:
-                        _extract(src.path, Path(tmpd))
+                    scratch = self.sb.cache_root / "run"
+                    with tempfile.TemporaryDirectory(prefix="add-", dir=scratch) as tmpd:
+                        try:
+                            _extract(src.path, Path(tmpd), storage_mb=storage_mb, label=src.rel)
+                        except _ArchiveError as exc:
+                            raise self._fail(ins, f"ADD {_oneline(str(exc))}") from None
                         _copy_in(proc, Path(tmpd), dest_abs, include=None, owner=chown, chmod=chmod)
                 else:
-                    target = _context.posix_join(dest_abs, src.path.name) if into_dir else dest_abs
+                    target = _context.posix_join(dest_abs, src.name) if into_dir else dest_abs
                     _copy_in(proc, src.path, target, include=None, owner=chown, chmod=chmod)
 
         try:
@@ -1250,7 +1434,7 @@ def _copy_in(
     owner: str | None,
     chmod: int | None,
 ) -> None:
-    flags = os.O_RDONLY | (os.O_DIRECTORY if src.is_dir() else 0)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_DIRECTORY if src.is_dir() else 0)
     fd = os.open(src, flags)
     try:
         proc.file_op(
@@ -1273,15 +1457,135 @@ def _is_archive(path: Path) -> bool:
         return False
 
 
-def _extract(archive: Path, dest: Path) -> None:
-    with tarfile.open(archive) as tf:
-        if hasattr(tarfile, "data_filter"):
-            tf.extractall(dest, filter="data")
-        else:  # pragma: no cover - Python without extraction filters
-            for m in tf.getmembers():
-                if m.name.startswith("/") or ".." in Path(m.name).parts or m.isdev():
-                    raise BuildError(f"unsafe path in archive {archive.name}: {m.name}")
-            tf.extractall(dest)
+class _ArchiveError(ValueError):
+    """An archive ``ADD`` refuses (the message starts with the archive's name)."""
+
+
+def _extract(archive: Path, dest: Path, *, storage_mb: int, label: str) -> None:
+    """Unpack a tar archive (any compression) for ``ADD``, streamed and bounded.
+
+    Its regular files may add up to the storage limit and it may have at most
+    :data:`MAX_ARCHIVE_MEMBERS` members; both are checked from each member's header *before*
+    its bytes are read, so a small archive expanding to gigabytes stops at the first header
+    over the limit. Members with absolute names or ``..`` components, links pointing
+    outside the destination (or absolute), and device/fifo members are refused; the
+    extraction filter ``data`` enforces the same again and clears setuid bits.
+    """
+    budget = storage_mb << 20
+    total = count = 0
+    try:
+        with tarfile.open(archive, mode="r|*") as tf:
+            for m in tf:
+                count += 1
+                if count > MAX_ARCHIVE_MEMBERS:
+                    raise _ArchiveError(
+                        f"{label}: the archive has more than {MAX_ARCHIVE_MEMBERS} members"
+                    )
+                why = _unsafe_member(m)
+                if why:
+                    raise _ArchiveError(f"{label}: archive member {m.name!r} {why}")
+                if m.isreg():
+                    total += m.size
+                    if total > budget:
+                        raise _ArchiveError(
+                            f"{label}: the archive expands beyond the storage limit "
+                            f"({storage_mb} MB)"
+                        )
+                tf.extract(m, dest, set_attrs=True, filter="data")
+    except _ArchiveError:
+        raise
+    except (tarfile.TarError, OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:
+        # Never the archive's bytes: the kind of error and, at most, a member name.
+        why = _oneline(str(exc))[:200]
+        raise _ArchiveError(f"{label}: cannot unpack the archive ({why})") from None
+
+
+def _unsafe_member(m: tarfile.TarInfo) -> str | None:
+    parts = PurePosixPath(m.name).parts
+    if m.name.startswith("/") or ".." in parts:
+        return "points outside the destination"
+    if m.isdev() and not (m.isfifo() or m.ischr() or m.isblk()):  # pragma: no cover
+        return "is a special file"
+    if m.ischr() or m.isblk() or m.isfifo():
+        return "is a device or fifo"
+    if m.issym() or m.islnk():
+        link = m.linkname
+        if link.startswith("/"):
+            return f"links to an absolute path ({link!r})"
+        base = posixpath.dirname(m.name) if m.issym() else ""
+        resolved = posixpath.normpath(posixpath.join(base, link))
+        if resolved == ".." or resolved.startswith("../"):
+            return f"links outside the destination ({link!r})"
+    return None
+
+
+def _oneline(text: str) -> str:
+    """``text`` on one line (names from a stranger's files may hold newlines)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+_STRIPPED_KEPT = 1000
+"""At most this many stripped entries are listed in a layer's metadata (the count is exact)."""
+
+
+def _shown(fs: Path, path: str) -> str:
+    """A layer path as the sandbox sees it (``fs/@root/x`` → ``/x``, ``fs/usr/x`` → ``/usr/x``)."""
+    rel = os.path.relpath(path, fs)
+    part, _, rest = rel.partition("/")
+    return _oneline("/" + rest if part == _rootfs.ROOT_PART else "/" + rel)
+
+
+def _strip_layer(fs: Path) -> list[str]:
+    """Make a finished layer safe to keep on the host; returns what was stripped.
+
+    Layers live in the host's cache as ordinary files, so nothing in them may grant
+    privileges or act as a device there: setuid/setgid bits of files and file capabilities
+    (``security.capability``) are removed, device nodes (except overlayfs whiteouts, char
+    0/0), FIFOs and sockets are deleted. Setgid on folders (group inheritance) stays.
+    """
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(fs):
+        for name in [*dirnames, *filenames]:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            mode = st.st_mode
+            if stat.S_ISREG(mode):
+                bits = stat.S_IMODE(mode) & (stat.S_ISUID | stat.S_ISGID)
+                if bits:
+                    os.chmod(path, stat.S_IMODE(mode) & ~bits)
+                    what = "setuid" if bits & stat.S_ISUID else "setgid"
+                    if bits == stat.S_ISUID | stat.S_ISGID:
+                        what = "setuid+setgid"
+                    out.append(f"{_shown(fs, path)}: {what} bit removed")
+                try:
+                    os.removexattr(path, "security.capability", follow_symlinks=False)
+                except OSError:
+                    pass
+                else:
+                    out.append(f"{_shown(fs, path)}: file capabilities removed")
+            elif stat.S_ISCHR(mode) and st.st_rdev == 0:
+                continue  # an overlayfs whiteout: a deletion, not a device
+            elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                os.unlink(path)
+                out.append(f"{_shown(fs, path)}: device node removed")
+            elif stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+                os.unlink(path)
+                kind = "fifo" if stat.S_ISFIFO(mode) else "socket"
+                out.append(f"{_shown(fs, path)}: {kind} removed")
+    return out
+
+
+def _export_upper(upper: Path, fs: Path) -> None:
+    """Copy a build step's upper layer (on its tmpfs) into the layer being built."""
+    fs.mkdir(parents=True, exist_ok=True)
+    run = subprocess.run(
+        ["cp", "-a", "--", f"{upper}/.", f"{fs}/"],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+    )
+    if run.returncode != 0:
+        lines = run.stderr.decode(errors="replace").strip().splitlines() or ["(no output)"]
+        raise SandboxError(f"could not save the build step's files: {_oneline(lines[-1])[:300]}")
 
 
 __all__ = ["LocalSandbox", "LocalSession", "default_cache_root"]
