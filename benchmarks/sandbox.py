@@ -96,6 +96,26 @@ def cold_build(task: Path, cache: Path) -> None:
         print(f"{label:<27} {took:8.3f} s   hits {d['cache_hits']}  misses {d['cache_misses']}")
 
 
+def _starts(sb: LocalSandbox, built, spec: EnvironmentSpec, n: int) -> None:
+    """Start, first exec and close of ``n`` sessions; prints percentiles."""
+    starts, firsts, closes = [], [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        s = sb.start(built, spec)
+        t1 = time.perf_counter()
+        res = s.exec(["true"])
+        t2 = time.perf_counter()
+        s.close()
+        t3 = time.perf_counter()
+        assert res.exit_code == 0, res
+        starts.append(t2 - t0)
+        firsts.append(t1 - t0)
+        closes.append(t3 - t2)
+    print(f"start + first exec  {ms(starts)}")
+    print(f"  start only        {ms(firsts)}")
+    print(f"  close             {ms(closes)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--starts", type=int, default=50)
@@ -132,42 +152,13 @@ def main() -> None:
             print(f"{label:<20} {took:8.3f} s   hits {d['cache_hits']}  misses {d['cache_misses']}")
         built = sb.build(spec_a)
 
-        print(f"\n== trial start: fresh root + first exec, {args.starts} sessions ==")
-        starts, firsts, closes = [], [], []
-        for _ in range(args.starts):
-            t0 = time.perf_counter()
-            s = sb.start(built, spec_a)
-            t1 = time.perf_counter()
-            res = s.exec(["true"])
-            t2 = time.perf_counter()
-            s.close()
-            t3 = time.perf_counter()
-            assert res.exit_code == 0, res
-            starts.append(t2 - t0)
-            firsts.append(t1 - t0)
-            closes.append(t3 - t2)
-        print(f"start + first exec  {ms(starts)}")
-        print(f"  start only        {ms(firsts)}")
-        print(f"  close             {ms(closes)}")
-
         public = replace(spec_a, network_mode="public")
-        print(f"\n== public (networked) session: root + first exec, {args.starts} sessions ==")
-        starts, firsts, closes = [], [], []
-        for _ in range(args.starts):
-            t0 = time.perf_counter()
-            s = sb.start(built, public)
-            t1 = time.perf_counter()
-            res = s.exec(["true"])
-            t2 = time.perf_counter()
-            s.close()
-            t3 = time.perf_counter()
-            assert res.exit_code == 0, res
-            starts.append(t2 - t0)
-            firsts.append(t1 - t0)
-            closes.append(t3 - t2)
-        print(f"start + first exec  {ms(starts)}")
-        print(f"  start only        {ms(firsts)}")
-        print(f"  close             {ms(closes)}")
+        for title, spec in (
+            ("trial start: fresh root + first exec", spec_a),
+            ("public (networked) session: root + first exec", public),
+        ):
+            print(f"\n== {title}, {args.starts} sessions ==")
+            _starts(sb, built, spec, args.starts)
 
         print(f"\n== exec round trip, {args.execs} execs in one session ==")
         with sb.start(built, spec_a) as s:
