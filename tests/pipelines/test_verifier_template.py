@@ -226,7 +226,60 @@ def test_results_mode_writes_raw_results(tmp_path: Path) -> None:
         "tests.test_m.T.test_c": "PASSED",
     }
     assert result["collected"] == 3 and result["finished"] is True
+    # The observed failure before the fix: exception and first line, no test source.
+    assert result["failures"] == {"tests.test_m.T.test_b": "AssertionError: 0 != -2"}
     assert not (tmp_path / "logs" / "reward.txt").exists()
+
+
+FAKE_JEST_FAILING = """\
+import json, sys
+out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--outputFile=")]
+print("FAIL a.test.js")
+report = {"numTotalTestSuites": 1, "testResults": [{"name": "%s/a.test.js", "assertionResults": [
+    {"ancestorTitles": ["x"], "title": "t", "status": "passed"},
+    {"ancestorTitles": ["x"], "title": "u", "status": "failed", "failureMessages": [
+        "TypeError: \\u001b[31mfmt() got an unexpected keyword argument 'tz'\\u001b[39m\\n"
+        "    at Object.<anonymous> (a.test.js:3:5)"]}]}]}
+json.dump(report, open(out[0], "w"))
+"""
+GO_LOG = (
+    "=== RUN   TestAdd\n--- PASS: TestAdd (0.00s)\n=== RUN   TestSub\n"
+    "    calc_test.go:9: Sub(3, 1) = 4, want 2\n--- FAIL: TestSub (0.00s)\nFAIL\n"
+    "FAIL\texample.com/calc\t0.01s\nFAIL\n"
+)
+
+
+def test_results_mode_failure_messages_of_parsed_runners(tmp_path: Path) -> None:
+    """The JSON report branch (jest) and the stdout branch (go) give failures too."""
+    jest_dir, go_dir = tmp_path / "jest", tmp_path / "go"
+    jest_dir.mkdir()
+    go_dir.mkdir()
+    tests, work = make_task(
+        jest_dir, runner="jest", command=f"{sys.executable} {jest_dir / 'fake_jest.py'}"
+    )
+    (jest_dir / "fake_jest.py").write_text(FAKE_JEST_FAILING % work)
+    update_config(tests, json_report=True)
+    out = tmp_path / "jest.json"
+    assert (
+        run_verifier(tests, jest_dir / "logs", sys.executable, "--results", str(out)).returncode
+        == 0
+    )
+    result = json.loads(out.read_text())
+    assert result["source"] == "report"
+    assert result["tests"] == {"a.test.js > x > t": "PASSED", "a.test.js > x > u": "FAILED"}
+    assert result["failures"] == {
+        "a.test.js > x > u": "TypeError: fmt() got an unexpected keyword argument 'tz'"
+    }
+    (go_dir / "go.log").write_text(GO_LOG)
+    tests, _ = make_task(go_dir, runner="go", command=f"cat {go_dir / 'go.log'}")
+    out = tmp_path / "go.json"
+    assert (
+        run_verifier(tests, go_dir / "logs", sys.executable, "--results", str(out)).returncode == 0
+    )
+    result = json.loads(out.read_text())
+    assert result["source"] == "stdout"
+    assert result["tests"] == {"TestAdd": "PASSED", "TestSub": "FAILED"}
+    assert result["failures"] == {"TestSub": "calc_test.go:9: Sub(3, 1) = 4, want 2"}
 
 
 def test_unparsed_log_writes_no_reward(tmp_path: Path) -> None:

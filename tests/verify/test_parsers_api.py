@@ -76,6 +76,7 @@ def test_result_to_dict() -> None:
         "status": "ok",
         "tests": {"a": PASSED},
         "warnings": [],
+        "failures": {},
     }
     assert "cargo" in repr(result)
 

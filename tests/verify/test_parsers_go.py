@@ -107,3 +107,51 @@ def test_go_truncated_json_line() -> None:
 def test_go_no_test_files_is_empty() -> None:
     result = parse_log("?   \texample.com/demo/cmd\t[no test files]\n")
     assert (result.runner, result.status, result.tests) == ("go", "empty", {})
+
+
+# Failure messages: the first "file_test.go:N: ..." line a failing test logged, a panic right
+# after its "--- FAIL", a build failure's first compiler error.
+GO_FAILURES = {
+    "TestAddFail": "calc_test.go:15: about to fail",  # the first line it logged
+    "TestTable/wrong": "calc_test.go:40: got 2 want 3",
+    "TestPanics": "panic: assignment to entry in nil map [recovered]",
+    "example.com/demo/broken": "broken/broken_test.go:5:33: undefined: undefinedFunc",
+}
+
+
+@pytest.mark.parametrize("name", ["go_v.log", "go_json.log", "go_plain.log"])
+def test_go_failure_messages(name: str) -> None:
+    """-v prints a test's lines before its "--- FAIL", without -v they follow it, indented;
+    a skipped test's log line (TestSkipped: "not implemented") is no failure message."""
+    assert parse(name).failures == GO_FAILURES
+
+
+def test_go_failure_messages_with_qualified_ids_and_reruns() -> None:
+    result = parse("go_collide.log")
+    assert result.failures == {
+        "TestAddFail": "calc_test.go:15: about to fail",
+        "TestTable/wrong": "calc_test.go:40: got 2 want 3",
+    }
+    assert parse("go_count2.log").failures == {}  # failed, then passed on the rerun
+    log = (
+        "=== RUN   TestX\n"
+        "    x_test.go:3: \x1b[31mfirst\x1b[0m " + "w" * 400 + "\n"
+        "--- FAIL: TestX (0.00s)\n"
+        "FAIL\n"
+        "FAIL\texample.com/a\t0.01s\n"
+        "=== RUN   TestX\n"
+        "    x_test.go:9: from b\n"
+        "--- FAIL: TestX (0.00s)\n"
+        "FAIL\n"
+        "FAIL\texample.com/b\t0.01s\n"
+    )
+    assert parse_log(log).failures == {
+        "example.com/a::TestX": ("x_test.go:3: first " + "w" * 400)[:297] + "...",
+        "example.com/b::TestX": "x_test.go:9: from b",
+    }
+
+
+def test_go_json_build_output_message() -> None:
+    assert parse("go_json_build_fail.log").failures == {
+        "example.com/demo/broken": "broken/broken_test.go:5:33: undefined: undefinedFunc",
+    }

@@ -270,3 +270,109 @@ def test_jest_retried_test_that_passed() -> None:
         ]
     )
     assert parse_log(log).tests == {"src/net.test.js > net > flaky call": PASSED}
+
+
+# Failure messages: the first line of a JSON report's failureMessages / err.stack.
+
+
+def test_jest_json_failure_messages() -> None:
+    assert parse("jest_json.log").failures == {
+        M + "math > fails on purpose": (
+            "Error: expect(received).toBe(expected) // Object.is equality"
+        ),
+        "__tests__/other.test.js > Other suite > throws": "Error: kaboom",
+        # the suite's "● Test suite failed to run" heading is skipped; its code frame is not read
+        "__tests__/broken.test.js": (
+            "Cannot find module './does-not-exist' from '__tests__/broken.test.js'"
+        ),
+    }
+
+
+def test_jest_json_failure_messages_are_clean_and_short() -> None:
+    """Colours (jest's matcher hints), control characters and long lines are cleaned up."""
+    report = {
+        "numFailedTestSuites": 1,
+        "numRuntimeErrorTestSuites": 0,
+        "testResults": [
+            {
+                "name": "/r/a.test.js",
+                "status": "failed",
+                "assertionResults": [
+                    {
+                        "ancestorTitles": ["calc"],
+                        "title": "adds",
+                        "status": "failed",
+                        "failureMessages": [
+                            "Error: \u001b[2mexpect(\u001b[22m\u001b[31mreceived\u001b[39m"
+                            "\u001b[2m).\u001b[22mtoBe\u001b[2m(\u001b[22m\u001b[32mexpected"
+                            "\u001b[39m\u001b[2m)\u001b[22m\u0007\n\nExpected: \u001b[32m3"
+                            "\u001b[39m\n    at Object.toBe (/r/a.test.js:3:19)",
+                            "Error: a second failure",
+                        ],
+                    },
+                    {
+                        "ancestorTitles": ["calc"],
+                        "title": "long",
+                        "status": "failed",
+                        "failureMessages": ["\n\nTypeError: " + "z" * 1000],
+                    },
+                    {"ancestorTitles": ["calc"], "title": "none", "status": "failed"},
+                    {
+                        "ancestorTitles": ["calc"],
+                        "title": "ok",
+                        "status": "passed",
+                        "failureMessages": ["Error: stale"],
+                    },
+                ],
+            },
+            {
+                "name": "/r/b.test.js",
+                "status": "failed",
+                "assertionResults": [],
+                "testExecError": {"message": "SyntaxError: Unexpected token (3:5)\n> 3 | x("},
+            },
+        ],
+    }
+    result = parse_log(json.dumps(report))
+    assert result.tests == {
+        "/r/a.test.js > calc > adds": FAILED,
+        "/r/a.test.js > calc > long": FAILED,
+        "/r/a.test.js > calc > none": FAILED,
+        "/r/a.test.js > calc > ok": PASSED,
+        "/r/b.test.js": ERROR,
+    }
+    assert result.failures == {
+        "/r/a.test.js > calc > adds": "Error: expect(received).toBe(expected)",
+        "/r/a.test.js > calc > long": ("TypeError: " + "z" * 1000)[:297] + "...",
+        "/r/b.test.js": "SyntaxError: Unexpected token (3:5)",
+    }
+
+
+def test_vitest_json_failure_messages() -> None:
+    result = parse_log("\n RUN  v4.1.12 /app\n\n" + read("vitest4_json.log"))
+    assert result.failures == {
+        "src/math.test.js > math > fails on purpose": (
+            "AssertionError: expected 2 to be 3 // Object.is equality"
+        ),
+        "src/other.test.js > Other suite > throws": "Error: kaboom",
+        "src/broken.test.js": (
+            "Cannot find module './does-not-exist.js' imported from /app/src/broken.test.js"
+        ),
+    }
+
+
+def test_mocha_json_failure_messages() -> None:
+    f = "/app/test/math.spec.js > "
+    assert parse("mocha_json.log").failures == {
+        f + "math > fails on purpose": (
+            "AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"
+        ),
+        f + "math hooks": "Error: hook failed",
+        "/app/test/other.spec.js > Other suite > throws": "Error: kaboom",
+    }
+
+
+def test_text_reporters_give_no_failure_messages() -> None:
+    assert parse("jest_verbose.log").failures == {}
+    assert parse("vitest4_verbose.log").failures == {}
+    assert parse("mocha_spec.log").failures == {}

@@ -246,3 +246,75 @@ def test_pytest_old_fail_word_in_summary() -> None:
     result = parse_log(log, "pytest")
     assert result.tests == {"tests/test_old.py::test_a": FAILED}
     assert result.warnings == []
+
+
+# Failure messages: the -rA summary line after " - ", the collection error's exception line.
+RA_FAILURES = {
+    "tests/test_broken.py": "ModuleNotFoundError: No module named 'nonexistent_module_xyz'",
+    A + "test_error": "RuntimeError: fixture boom",
+    A + "test_fail": "AssertionError: numbers differ",
+    A + "test_xpass_strict": "[XPASS(strict)] strict",
+    A + "test_param[x::y]": "AssertionError: assert 'x::y' ...",  # as pytest trimmed it
+    A + "TestGroup::test_method_param[2]": "AssertionError: assert 2 == 1",
+    "tests/test_teardown.py::test_td_fail": "AssertionError: assert False",  # the call's
+    "tests/test_teardown.py::test_td_pass": "RuntimeError: teardown boom",
+}
+
+
+@pytest.mark.parametrize(
+    "name", ["pytest_rA.log", "pytest_v.log", "pytest_v_rA.log", "pytest_xdist_rA.log"]
+)
+def test_pytest_failure_messages_from_the_summary(name: str) -> None:
+    result = parse(name)
+    expected = {k: v for k, v in RA_FAILURES.items() if result.tests.get(k) in (FAILED, ERROR)}
+    assert {k: v for k, v in result.failures.items() if k in RA_FAILURES} == expected
+    assert set(result.failures) == {k for k, v in result.tests.items() if v in (FAILED, ERROR)}
+
+
+def test_pytest_failure_message_of_a_collection_error() -> None:
+    """pytest 9 prints no message on the summary line of a module that does not import: the
+    exception line of its traceback is used (not the source lines above it)."""
+    assert parse("pytest_collect_error.log").failures == {
+        "tests/test_broken.py": "ModuleNotFoundError: No module named 'nonexistent_module_xyz'"
+    }
+    log = (
+        "============================= test session starts ==============================\n"
+        "collected 0 items / 1 error\n\n"
+        "==================================== ERRORS ====================================\n"
+        "__________________________ ERROR collecting t_syn.py ___________________________\n"
+        'E     File "/w/t_syn.py", line 1\n'
+        "E       def f(:\n"
+        "E             ^\n"
+        "E   SyntaxError: invalid syntax\n"
+        "=========================== short test summary info ============================\n"
+        "ERROR t_syn.py\n"
+        "=============================== 1 error in 0.05s ===============================\n"
+    )
+    assert parse_log(log).failures == {"t_syn.py": "SyntaxError: invalid syntax"}
+
+
+def test_pytest_failure_messages_follow_the_last_session_and_worst_line() -> None:
+    # test_eventually failed in the first session and passed in the second: no message.
+    assert parse("pytest_two_sessions.log").failures == {}
+    log = (
+        "============================= test session starts ==============================\n"
+        "collected 2 items\n\n"
+        "=========================== short test summary info ============================\n"
+        "ERROR t.py::a - RuntimeError: teardown\n"
+        "FAILED t.py::a - \x1b[31massert 1 == 2\x1b[0m\n"
+        "FAILED t.py::b[x - y] - ValueError: " + "v" * 400 + "\n"
+        "FAILED t.py::c\n"
+        "FAILED m.py::m.f - 001 >>> f(secret)\n"
+        "========================= 3 failed, 1 error in 0.05s ===========================\n"
+    )
+    result = parse_log(log)
+    assert result.tests == {
+        "t.py::a": FAILED,
+        "t.py::b[x - y]": FAILED,
+        "t.py::c": FAILED,
+        "m.py::m.f": FAILED,  # a doctest's quoted source is no message
+    }
+    assert result.failures == {
+        "t.py::a": "AssertionError: assert 1 == 2",
+        "t.py::b[x - y]": ("ValueError: " + "v" * 400)[:297] + "...",
+    }

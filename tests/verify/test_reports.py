@@ -468,6 +468,223 @@ def test_pytest_xdist_controller_writes_the_report(pytest_project: Path, tmp_pat
 
 
 # --------------------------------------------------------------------------------------------
+# failure messages (pytest)
+
+CODE = {
+    "pkg/__init__.py": "",
+    "pkg/calc.py": (
+        "def add(a, b):\n    return a + b\n\n\ndef humanize(days):\n    return '%d days' % days\n"
+    ),
+    "pkg/util.py": "def other():\n    pass\n",
+}
+NOISY = "\x1b[31mred\x1b[0m\x07 tab\there " + "x" * 500
+FAILURES_PROJECT = {
+    **CODE,
+    "pytest.ini": "[pytest]\n",
+    "tests/__init__.py": "",
+    "tests/test_import.py": "from pkg.util import parse\n\n\ndef test_parse():\n    parse('x')\n",
+    "tests/test_calc.py": f"""\
+import pytest
+
+from pkg import calc
+from pkg.calc import humanize
+
+
+def test_ok():
+    assert calc.add(1, 2) == 3
+
+
+def test_keyword():
+    assert humanize(3, tz="UTC") == "3 days ago"
+
+
+def test_module_attribute():
+    assert calc.multiply(2, 3) == 6
+
+
+def test_compare():
+    assert humanize(3) == "3 days ago"
+
+
+def test_value():
+    raise ValueError("bad input\\nsecond line")
+
+
+def test_noisy():
+    raise RuntimeError({NOISY!r})
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup boom")
+
+
+def test_setup_error(broken):
+    pass
+
+
+@pytest.fixture
+def bad_teardown():
+    yield
+    raise RuntimeError("teardown boom")
+
+
+def test_fail_and_teardown_error(bad_teardown):
+    raise KeyError("call first")
+""",
+}
+C = "tests/test_calc.py::"
+PYTEST_FAILURES = {
+    "tests/test_import.py": "ImportError: cannot import name 'parse'",  # + " from ..." (3.7+)
+    C + "test_keyword": "TypeError: humanize() got an unexpected keyword argument 'tz'",
+    C + "test_module_attribute": "AttributeError: module 'pkg.calc' has no attribute 'multiply'",
+    C + "test_compare": "AssertionError: assert '3 days' == '3 days ago'",
+    C + "test_value": "ValueError: bad input",
+    C + "test_noisy": ("RuntimeError: red tab here " + "x" * 500)[:297] + "...",
+    C + "test_setup_error": "RuntimeError: setup boom",
+    C + "test_fail_and_teardown_error": "KeyError: 'call first'",  # the call, not the teardown
+}
+
+
+def pytest_interpreters() -> list[str]:
+    """The venv's pytest, pyenv's 3.11 (another pytest release, when installed), and any
+    interpreter named in REPOGYM_TEST_PYTEST_PYTHONS (os.pathsep-separated; e.g. venvs with
+    pytest 4.6 / 6.2 / 7.0, to check old releases)."""
+    extra = [p for p in os.environ.get("REPOGYM_TEST_PYTEST_PYTHONS", "").split(os.pathsep) if p]
+    pythons = [str(PYENV / "3.11.7/bin/python"), *extra]
+    return [pytest.param("venv", id="venv")] + [
+        pytest.param(p, id=Path(p).parent.parent.name) for p in pythons
+    ]
+
+
+def check_messages(failures: dict[str, str]) -> None:
+    """Messages are one clean line of at most 300 characters, with no test source in them."""
+    for message in failures.values():
+        assert len(message) <= 300 and "\n" not in message
+        assert not re.search(r"[\x00-\x1f\x7f]", message), message
+        for source in ("where", "humanize(3", "calc.multiply(", "assertEqual", "raise "):
+            assert source not in message, message
+
+
+@pytest.mark.parametrize("python", pytest_interpreters())
+def test_pytest_failure_messages(tmp_path: Path, python: str) -> None:
+    exe = sys.executable
+    if python != "venv":
+        exe = python
+        probe = subprocess.run([exe, "-c", "import pytest"], capture_output=True)
+        if probe.returncode != 0:
+            pytest.skip(f"no pytest for {python}")
+    project = write_tree(tmp_path / "proj", FAILURES_PROJECT)
+    report = tmp_path / "report.jsonl"
+    cmd = [exe, *PYTEST_BASE, *PLUGIN, "--continue-on-collection-errors", "-vv"]
+    proc = run(cmd, project, report)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    result = read_report(report)
+    assert result["problems"] == []
+    failures = result["failures"]
+    assert set(failures) == set(PYTEST_FAILURES)
+    assert {t for t, s in result["tests"].items() if s in (FAILED, ERROR)} == set(failures)
+    for tid, want in PYTEST_FAILURES.items():
+        assert failures[tid].startswith(want), (tid, failures[tid])
+    assert failures[C + "test_compare"] == PYTEST_FAILURES[C + "test_compare"]
+    check_messages(failures)
+    if python == "venv":
+        # The -rA summary (untrimmed with -vv) and the collection error's traceback in the log
+        # give the same messages.
+        assert parsers.parse_log(proc.stdout, "pytest").failures == failures
+
+
+def load_plugin_module(monkeypatch: pytest.MonkeyPatch):
+    """The plugin module itself (without REPOGYM_REPORT it opens nothing)."""
+    import importlib.util
+
+    monkeypatch.delenv("REPOGYM_REPORT", raising=False)
+    monkeypatch.syspath_prepend(str(TEMPLATES))
+    spec = importlib.util.spec_from_file_location(
+        "repogym_pytest_report_under_test", TEMPLATES / "repogym_pytest_report.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pytest_failure_message_never_reads_rendered_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Representations without a crash message (xdist sends them as text) give a message only
+    from exception lines or a plain one-line reason, never from quoted source."""
+    plugin = load_plugin_module(monkeypatch)
+
+    class Report:
+        def __init__(self, longrepr: object) -> None:
+            self.longrepr = longrepr
+
+    class Crash:
+        def __init__(self, message: str) -> None:
+            self.message = message
+
+    class Repr:
+        def __init__(self, **attrs: object) -> None:
+            self.__dict__.update(attrs)
+
+    def message(longrepr: object) -> str | None:
+        return plugin.failure_message(Report(longrepr))
+
+    crash = "assert '3 days' == '3 days ago'\n +  where '3 days' = humanize(3)"
+    assert (
+        message(Repr(reprcrash=Crash(crash))) == "AssertionError: assert '3 days' == '3 days ago'"
+    )
+    assert message(Repr(reprcrash=Crash("\x1b[1mKeyError\x1b[0m: 'k'\nmore"))) == "KeyError: 'k'"
+    doctest = (
+        "002 \n003     >>> f(secret)\nExpected:\n    2\nGot:\n    1\n\n/w/m.py:3: DocTestFailure"
+    )
+    assert message(doctest) is None
+    fixture = (
+        "file /w/test_x.py, line 1\n  def test_x(missing):\nE       fixture 'missing' not found\n"
+        ">       available fixtures: cache, capsys\n"
+    )
+    assert message(fixture) == "fixture 'missing' not found"
+    traceback = 'Traceback (most recent call last):\n  File "/w/t.py", line 3\n    secret()\n'
+    assert message(traceback) is None
+    assert message("[XPASS(strict)] flaky") == "[XPASS(strict)] flaky"
+    chained = (
+        "ImportError while importing test module '/w/t.py'.\nTraceback:\nt.py:1: in <module>\n"
+        "    import a\nE   KeyError: 'first'\n\nDuring handling of the above exception, another "
+        "exception occurred:\nt.py:1: in <module>\n    import a\n"
+        "E   ImportError: cannot import name 'b'\nE   second line\n"
+    )
+    assert message(chained) == "ImportError: cannot import name 'b'"
+    assert message(Repr(longrepr=chained)) == "ImportError: cannot import name 'b'"  # pytest >= 7
+    assert (
+        message(Repr(errorstring="fixture 'x' not found\n available fixtures: a", tblines=["src"]))
+        == "FixtureLookupError: fixture 'x' not found"
+    )
+    assert message(Repr(reprtraceback="def test_x():\n    secret()")) is None
+    assert message(None) is None
+
+
+def test_pytest_failure_message_of_a_failed_subtest(tmp_path: Path) -> None:
+    if int(pytest.__version__.split(".")[0]) < 9:
+        pytest.skip("subtests are built into pytest 9")
+    project = write_tree(
+        tmp_path / "proj",
+        {
+            "test_sub.py": (
+                "def test_fixture(subtests):\n"
+                "    for i in range(3):\n"
+                "        with subtests.test(i=i):\n"
+                "            assert i != 2\n"
+            )
+        },
+    )
+    report = tmp_path / "report.jsonl"
+    run_pytest(project, report=report)
+    assert read_report(report)["failures"] == {
+        "test_sub.py::test_fixture": "AssertionError: assert 2 != 2"
+    }
+
+
+# --------------------------------------------------------------------------------------------
 # unittest
 
 UNITTEST_PROJECT = {
@@ -590,6 +807,19 @@ UNITTEST_EXPECTED = {
     T + "test_nested_run_is_not_recorded": PASSED,
 }
 UNITTEST_SKIPS = {T + "test_skip": "not today", T + "test_skipif": "skipif reason ünï"}
+UNITTEST_FAILURES = {
+    "tests.test_broken_import": (
+        "ModuleNotFoundError: No module named 'nonexistent_module_for_repogym_tests'"
+    ),
+    "tests.test_modfix": "RuntimeError: setUpModule boom",
+    "tests.test_things.TestSetupClassFails": "RuntimeError: setUpClass boom",
+    "tests.test_things.TestTearDownClassFails": "RuntimeError: tearDownClass boom",
+    T + "test_fail": "AssertionError: 1 != 2",
+    T + "test_error": "RuntimeError: boom",
+    T + "test_subtests": "AssertionError: 1 == 1",
+    T + "test_subtest_error": "ValueError: 1",
+    # test_xpass (an unexpected success) is FAILED with no exception: no message
+}
 UNITTEST_MODES = {
     "discover": ["discover", "-v", "-s", "tests", "-t", ".", "-p", "test_*.py"],
     "names": [
@@ -639,10 +869,13 @@ def test_unittest_report_matches_the_parsed_log(
     result = read_report(report)
     assert result["tests"] == parsers.parse_log(wrapped.stdout + wrapped.stderr, "unittest").tests
     expected = dict(UNITTEST_EXPECTED)
+    failures = dict(UNITTEST_FAILURES)
     if mode == "names":  # unittest names the part of the dotted name it failed to import
         expected["test_broken_import"] = expected.pop("tests.test_broken_import")
+        failures["test_broken_import"] = failures.pop("tests.test_broken_import")
     assert result["tests"] == expected
     assert result["skips"] == UNITTEST_SKIPS
+    assert result["failures"] == failures
     assert result["runner"] == "unittest"
     assert result["collected"] == UNITTEST_COLLECTED
     assert result["finished"] is True and result["exitstatus"] == 1
@@ -721,6 +954,70 @@ def test_unittest_without_the_variable_writes_nothing(
     assert after == before
 
 
+UNITTEST_FAILURES_PROJECT = {
+    **CODE,
+    "tests/__init__.py": "",
+    "tests/test_import.py": "import unittest\n\nfrom pkg.util import parse\n",
+    "tests/test_calc.py": f"""\
+import unittest
+
+from pkg import calc
+from pkg.calc import humanize
+
+
+class Error(Exception):
+    pass
+
+
+class TestCalc(unittest.TestCase):
+    def test_ok(self):
+        self.assertEqual(calc.add(1, 2), 3)
+
+    def test_keyword(self):
+        self.assertEqual(humanize(3, tz="UTC"), "3 days ago")
+
+    def test_module_attribute(self):
+        self.assertEqual(calc.multiply(2, 3), 6)
+
+    def test_equal(self):
+        self.assertEqual(humanize(3), "3 days ago")
+
+    def test_value(self):
+        raise ValueError("bad input\\nsecond line")
+
+    def test_noisy(self):
+        raise Error({NOISY!r})
+""",
+}
+U = "tests.test_calc.TestCalc."
+UNITTEST_MESSAGES = {
+    "tests.test_import": "ImportError: cannot import name 'parse'",  # + " from ..." (3.7+)
+    U + "test_keyword": "TypeError: humanize() got an unexpected keyword argument 'tz'",
+    U + "test_module_attribute": "AttributeError: module 'pkg.calc' has no attribute 'multiply'",
+    U + "test_equal": "AssertionError: '3 days' != '3 days ago'",
+    U + "test_value": "ValueError: bad input",
+    # a user-defined exception is named with its module, as tracebacks print it
+    U + "test_noisy": ("tests.test_calc.Error: red tab here " + "x" * 500)[:297] + "...",
+}
+
+
+@pytest.mark.parametrize("python", ["venv", "3.6", "3.13"])
+def test_unittest_failure_messages(tmp_path: Path, python: str) -> None:
+    exe = interpreter(python)
+    project = write_tree(tmp_path / "proj", UNITTEST_FAILURES_PROJECT)
+    report = tmp_path / "report.jsonl"
+    proc = run([exe, str(WRAPPER), "discover", "-s", "tests", "-t", "."], project, report)
+    assert proc.returncode == 1, proc.stderr
+    result = read_report(report)
+    assert result["problems"] == []
+    failures = result["failures"]
+    assert set(failures) == set(UNITTEST_MESSAGES)
+    for tid, want in UNITTEST_MESSAGES.items():
+        assert failures[tid].startswith(want), (tid, failures[tid])
+    assert failures[U + "test_equal"] == UNITTEST_MESSAGES[U + "test_equal"]
+    check_messages(failures)
+
+
 # --------------------------------------------------------------------------------------------
 # reader
 
@@ -739,6 +1036,7 @@ def test_reader_missing_file(tmp_path: Path) -> None:
     assert read_report(tmp_path / "nope.jsonl") == {
         "tests": {},
         "skips": {},
+        "failures": {},
         "collected": None,
         "finished": False,
         "exitstatus": None,
@@ -755,13 +1053,14 @@ def test_reader_complete_report(tmp_path: Path) -> None:
             {"collected": 3},
             {"id": "t.py::a", "status": "PASSED"},
             {"id": "t.py::b[ü]", "status": "SKIPPED", "reason": "why ü"},
-            {"id": "t.py::c", "status": "FAILED"},
+            {"id": "t.py::c", "status": "FAILED", "message": "ValueError: bad ü"},
             {"finished": True, "exitstatus": 1},
         )
     )
     assert read_report(str(path)) == {
         "tests": {"t.py::a": PASSED, "t.py::b[ü]": SKIPPED, "t.py::c": FAILED},
         "skips": {"t.py::b[ü]": "why ü"},
+        "failures": {"t.py::c": "ValueError: bad ü"},
         "collected": 3,
         "finished": True,
         "exitstatus": 1,
@@ -837,6 +1136,60 @@ def test_reader_merges_an_id_to_the_worst() -> None:
     assert result["tests"] == {"a": FAILED, "b": ERROR, "c": SKIPPED, "d": PASSED}
     assert result["skips"] == {"c": ""}
     assert result["problems"] == []
+
+
+def test_reader_failure_messages_follow_the_worst_record() -> None:
+    result = parse_report(
+        lines(
+            HEADER,
+            {"id": "a", "status": "FAILED", "message": "AssertionError: assert 1 == 2"},
+            {"id": "a", "status": "ERROR", "message": "RuntimeError: teardown"},
+            {"id": "b", "status": "ERROR", "message": "RuntimeError: setup"},
+            {"id": "b", "status": "FAILED"},  # worse, without a message: b has none
+            {"id": "c", "status": "FAILED"},
+            {"id": "c", "status": "FAILED", "message": "KeyError: 'k'"},
+            {"id": "c", "status": "FAILED", "message": "KeyError: 'later'"},
+            {"id": "d", "status": "PASSED", "message": "not a failure"},
+            {"id": "e", "status": "ERROR", "message": "TypeError: f() missing 1 required"},
+            {"id": "e", "status": "PASSED", "message": "ignored"},
+            FINISHED,
+        )
+    )
+    assert result["tests"] == {"a": FAILED, "b": FAILED, "c": FAILED, "d": PASSED, "e": ERROR}
+    assert result["failures"] == {
+        "a": "AssertionError: assert 1 == 2",
+        "c": "KeyError: 'k'",
+        "e": "TypeError: f() missing 1 required",
+    }
+    assert result["problems"] == []
+
+
+def test_reader_failure_messages_are_bounded_and_clean() -> None:
+    """A message written by code under test is cut to one clean line of 300 characters, and
+    only 2000 of them are kept."""
+    many = [{"id": f"t{i}", "status": "FAILED", "message": f"E{i}"} for i in range(2100)]
+    result = parse_report(
+        lines(
+            HEADER,
+            {"id": "ansi", "status": "FAILED", "message": "\x1b[31mValueError\x1b[0m: \x07bad\tin"},
+            {"id": "long", "status": "FAILED", "message": "\n\nX: " + "y" * 5000 + "\nsecond"},
+            {"id": "blank", "status": "FAILED", "message": " \x1b[0m\n"},
+            {"id": "typed", "status": "ERROR", "message": ["not", "a", "string"]},
+            *many,
+            FINISHED,
+        )
+    )
+    failures = result["failures"]
+    assert failures["ansi"] == "ValueError: bad in"
+    assert failures["long"] == "X: " + "y" * 294 + "..." and len(failures["long"]) == 300
+    assert "blank" not in failures and "typed" not in failures
+    assert result["tests"]["blank"] == FAILED and result["tests"]["typed"] == ERROR
+    assert len(failures) == 2000
+    assert list(failures)[:3] == ["ansi", "long", "t0"]
+    assert result["problems"] == [
+        "line 4: malformed failure message, ignored",
+        "line 5: malformed failure message, ignored",
+    ]
 
 
 def test_reader_header_problems() -> None:

@@ -50,6 +50,16 @@ Several results for one id within a single run (pytest call failure plus teardow
 subtests) merge to the worst: FAILED > ERROR > PASSED > SKIPPED.  Across reruns (a second pytest
 session or unittest run, go ``-count``, retries, a repeated log) the last result wins.  For pytest
 the short test summary (``-rA``) wins over ``-v`` lines for the same id.
+
+Failure messages (``ParseResult.failures``: id -> one line, only for ids that end FAILED or
+ERROR) are read where the log states them plainly: pytest ``-rA`` summary lines (``FAILED
+id - TypeError: ...``; a rewritten ``assert`` becomes ``AssertionError: assert ...``) and the
+exception line of an ``ERROR collecting`` section; jest/vitest JSON ``failureMessages`` (first
+line; a file that fails to load: its error's first line); mocha JSON ``err.stack`` (first line);
+go ``file_test.go:12: ...`` lines that a failing test logged (the first one) or a ``panic:``
+line right after its ``--- FAIL``, and a build failure's first compiler error.  Messages have no
+ANSI codes or control characters, at most ``MAX_MESSAGE`` characters each, at most
+``MAX_FAILURES`` of them.  Other runners and formats give none.
 """
 
 import json
@@ -60,6 +70,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 __all__ = [
     "ERROR",
     "FAILED",
+    "MAX_FAILURES",
+    "MAX_MESSAGE",
     "PASSED",
     "RUNNERS",
     "SKIPPED",
@@ -78,13 +90,18 @@ ERROR = "ERROR"
 RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "go", "cargo", "nextest")
 
 _RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
+MAX_MESSAGE = 300
+"""Longest failure message kept (characters)."""
+MAX_FAILURES = 2000
+"""Most failure messages kept per log."""
 
 
 class ParseResult:
     """Outcome of parsing one log: runner, ``tests`` (id -> status), status and warnings.
 
     ``status`` is ``ok`` (at least one test), ``empty`` (runner recognised, no tests) or
-    ``unparsed`` (no parser understood the log).
+    ``unparsed`` (no parser understood the log).  ``failures`` maps FAILED/ERROR ids to the
+    short failure message the log gives for them (only where one was found).
     """
 
     def __init__(
@@ -93,11 +110,13 @@ class ParseResult:
         tests: Optional[Dict[str, str]] = None,
         status: str = "unparsed",
         warnings: Optional[List[str]] = None,
+        failures: Optional[Dict[str, str]] = None,
     ) -> None:
         self.runner = runner
         self.tests = tests if tests is not None else {}
         self.status = status
         self.warnings = warnings if warnings is not None else []
+        self.failures = failures if failures is not None else {}
 
     def to_dict(self) -> dict:
         """Plain-data form (what the CLI prints)."""
@@ -106,6 +125,7 @@ class ParseResult:
             "status": self.status,
             "tests": dict(self.tests),
             "warnings": list(self.warnings),
+            "failures": dict(self.failures),
         }
 
     def __eq__(self, other: object) -> bool:
@@ -125,6 +145,7 @@ class _Out:
         self.tests = {}  # type: Dict[str, str]
         self.recognised = False
         self.warnings = []  # type: List[str]
+        self.failures = {}  # type: Dict[str, str]  # id -> failure message
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -179,6 +200,20 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
+def short_message(text: object) -> Optional[str]:
+    """The first non-blank line of ``text`` without ANSI codes or control characters, cut to
+    MAX_MESSAGE characters; None when nothing is left (or ``text`` is not a string)."""
+    if not isinstance(text, str):
+        return None
+    for line in clean_text(text[: 64 * MAX_MESSAGE]).split("\n"):
+        line = line.replace("\t", " ").strip()
+        if line:
+            if len(line) > MAX_MESSAGE:
+                line = line[: MAX_MESSAGE - 3] + "..."
+            return line
+    return None
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
@@ -216,6 +251,23 @@ _PT_COLLECT_ERR = re.compile(r"^_+ ERROR collecting (.+?) _+$")
 _PT_COLLECTED = re.compile(
     r"^(?:collecting \.\.\. )?collected \d+ items?|^\d+ workers? \[\d+ items?\]"
 )
+# The exception line of a traceback pytest printed: "E   Name: message" (source lines, the
+# "File ..." lines of a SyntaxError and message continuations are indented further).
+_PT_E_HEADER = re.compile(r"^E   ([A-Za-z_][\w.]*(?::.*)?)$")
+# A summary message that quotes source: a doctest's numbered lines, a "> " source marker.
+_PT_QUOTED_SOURCE = re.compile(r"^(?:\d{3}(?: |$)|>)")
+
+
+def _pt_message(text: str) -> Optional[str]:
+    """A pytest crash message as the plugin reports it: ``assert ...`` (pytest drops the
+    ``AssertionError: `` of a rewritten assert) gets its exception name back.  A summary that
+    quotes source (a doctest's numbered lines, under xdist) gives none."""
+    line = short_message(text)
+    if line is not None and _PT_QUOTED_SOURCE.match(line):
+        return None
+    if line is not None and (line == "assert" or line.startswith("assert ")):
+        line = short_message("AssertionError: " + line)
+    return line
 
 
 def _nodeid_prefix(s: str, known: Optional[Dict[str, str]] = None) -> str:
@@ -254,8 +306,9 @@ def _nodeid_prefix(s: str, known: Optional[Dict[str, str]] = None) -> str:
     return s.rstrip()
 
 
-def _pytest_session(lines: List[str], out: _Out) -> Dict[str, str]:
-    """Results of one pytest session (worst-of within the session, summary over -v lines)."""
+def _pytest_session(lines: List[str], out: _Out, messages: Dict[str, str]) -> Dict[str, str]:
+    """Results of one pytest session (worst-of within the session, summary over -v lines);
+    the failure messages found go to ``messages``."""
     summary = {}  # type: Dict[str, str]
     start = None
     for idx, line in enumerate(lines):
@@ -272,10 +325,32 @@ def _pytest_session(lines: List[str], out: _Out) -> Dict[str, str]:
             word, rest = m.group(1), m.group(2)
             if word == "SKIPPED" and rest.startswith("["):
                 continue  # "SKIPPED [1] file:line: reason" names no test
-            _worst(summary, _nodeid_prefix(rest.strip()), _PT_STATUS[word])
+            rest = rest.strip()
+            tid, status = _nodeid_prefix(rest), _PT_STATUS[word]
+            old = summary.get(tid)
+            _worst(summary, tid, status)
+            if old is not None and _RANK[status] > _RANK[old]:
+                messages.pop(tid, None)  # the message goes with the worst line
+            tail = rest[len(tid) :] if rest.startswith(tid) else ""
+            # (An import error's summary, cut to the terminal's width, says less than the
+            # exception line of its "ERROR collecting" section.)
+            if (
+                status in (FAILED, ERROR)
+                and summary[tid] == status
+                and tid not in messages
+                and tail.startswith(" - ")
+                and not tail.startswith(" - ImportError while ")
+            ):
+                message = _pt_message(tail[3:])
+                if message:
+                    messages[tid] = message
     verbose = {}  # type: Dict[str, str]
     pending = None  # type: Optional[str]
     run_over = False
+    stated = set(messages)  # messages of summary lines: they win over tracebacks
+    collecting = None  # type: Optional[str]  # the module of an "ERROR collecting" section
+    header = None  # type: Optional[str]  # its exception line in the current "E" block
+    in_block = False
     end = start if start is not None else len(lines)
     for line in lines[:end]:
         if not line:
@@ -283,15 +358,31 @@ def _pytest_session(lines: List[str], out: _Out) -> Dict[str, str]:
         c = line[0]
         if c == "=" or c == "_":
             pending = None
+            collecting = None
             if c == "_":
                 m = _PT_COLLECT_ERR.match(line)
                 if m:
-                    _worst(verbose, m.group(1).strip(), ERROR)
+                    collecting = m.group(1).strip()
+                    _worst(verbose, collecting, ERROR)
             elif _PT_SESSION.match(line):
                 out.recognised = True
             elif _PT_REPORTS.match(line):
                 run_over = True  # captured output below may quote other pytest runs
             continue
+        if collecting is not None:
+            # The exception line of the last traceback in the section (of a chain: the last).
+            if c == "E" and (line == "E" or line.startswith("E ")):
+                if not in_block:
+                    in_block, header = True, None
+                m = _PT_E_HEADER.match(line.rstrip()) if header is None else None
+                if m:
+                    header = m.group(1)
+                    if collecting not in stated:
+                        message = short_message(header)
+                        if message:
+                            messages[collecting] = message
+            else:
+                in_block = False
         if run_over:
             continue
         if c == "[" and line.startswith("[gw"):
@@ -334,7 +425,13 @@ def _parse_pytest(text: str, lines: List[str]) -> _Out:
     starts.append(len(lines))
     for k in range(len(starts) - 1):
         # Sessions in order: a later pytest run in the same log overrides an earlier one.
-        _override(out.tests, _pytest_session(lines[starts[k] : starts[k + 1]], out))
+        messages = {}  # type: Dict[str, str]
+        session = _pytest_session(lines[starts[k] : starts[k + 1]], out, messages)
+        _override(out.tests, session)
+        for tid in session:
+            out.failures.pop(tid, None)
+            if tid in messages:
+                out.failures[tid] = messages[tid]
     # Completion: the last session (or -q run) must end with its "N passed in Xs" line.
     last = lines[starts[-2] :]
     has_final = any(line and _PT_FINAL.match(line) for line in last)
@@ -553,6 +650,21 @@ _JEST_JSON_STATUS = {
 }
 
 
+def _first_message(texts: object, skip: str = "") -> Optional[str]:
+    """The first line of the first string in ``texts`` (a string or a list) that has one,
+    skipping lines that contain ``skip``."""
+    for text in texts if isinstance(texts, list) else [texts]:
+        if not isinstance(text, str):
+            continue
+        for line in clean_text(text[: 64 * MAX_MESSAGE]).split("\n"):
+            if skip and skip in line:
+                continue
+            message = short_message(line)
+            if message:
+                return message
+    return None
+
+
 def _jest_json(report: dict, out: _Out, root: Optional[str], known: Iterable[str]) -> None:
     for suite in report.get("testResults") or []:
         if not isinstance(suite, dict):
@@ -569,10 +681,23 @@ def _jest_json(report: dict, out: _Out, root: Optional[str], known: Iterable[str
             parts = [fname] if fname else []
             parts.extend(str(t) for t in (a.get("ancestorTitles") or []))
             parts.append(str(a.get("title", "")))
-            out.tests[" > ".join(parts)] = status
+            tid = " > ".join(parts)
+            out.tests[tid] = status
+            out.failures.pop(tid, None)
+            if status == FAILED:
+                message = _first_message(a.get("failureMessages"))
+                if message:
+                    out.failures[tid] = message
         failed = suite.get("status") == "failed" or bool(suite.get("testExecError"))
         if fname and failed and not assertions:
             out.tests[fname] = ERROR
+            error = suite.get("testExecError")
+            message = _first_message(
+                [error.get("message") if isinstance(error, dict) else None, suite.get("message")],
+                "Test suite failed to run",
+            )
+            if message:
+                out.failures[fname] = message
 
 
 _MOCHA_HOOK = re.compile(r'^"(before|after) (all|each)" hook')
@@ -586,6 +711,13 @@ def _mocha_hook_id(parts: List[str], title: str) -> str:
         if f:
             return " > ".join(parts + [f.group(1)])
     return " > ".join(parts) if parts else title
+
+
+def _mocha_error(t: dict) -> Optional[str]:
+    err = t.get("err")
+    if not isinstance(err, dict):
+        return None
+    return _first_message([err.get("stack"), err.get("message")])
 
 
 def _mocha_json(report: dict, out: _Out) -> None:
@@ -618,11 +750,20 @@ def _mocha_json(report: dict, out: _Out) -> None:
             status = SKIPPED
         else:
             status = PASSED
-        out.tests[" > ".join(parts + [title])] = status
+        tid = " > ".join(parts + [title])
+        out.tests[tid] = status
+        out.failures.pop(tid, None)
+        message = _mocha_error(t) if status == FAILED else None
+        if message:
+            out.failures[tid] = message
     for t in report.get("failures") or []:
         if isinstance(t, dict) and _MOCHA_HOOK.match(str(t.get("title") or "")):
             parts, title = parts_of(t)
-            out.tests[_mocha_hook_id(parts, title)] = ERROR
+            tid = _mocha_hook_id(parts, title)
+            out.tests[tid] = ERROR
+            message = _mocha_error(t)
+            if message:
+                out.failures[tid] = message
 
 
 # --------------------------------------------------------------------------------------------
@@ -735,6 +876,7 @@ def _parse_jest(text: str, lines: List[str]) -> _Out:
             _jest_json(r, json_out, None, files)
         if json_out.tests:
             out.tests = json_out.tests
+            out.failures = json_out.failures
             out.recognised = True
             out.warnings = [w for w in out.warnings if w != TRUNCATED]
     return out
@@ -860,6 +1002,7 @@ def _parse_vitest(text: str, lines: List[str]) -> _Out:
             _jest_json(r, json_out, root, files)
         if json_out.tests:
             out.tests = json_out.tests
+            out.failures = json_out.failures
             out.recognised = True
             out.warnings = [w for w in out.warnings if w != TRUNCATED and "vitest result" not in w]
     return out
@@ -969,21 +1112,27 @@ _GO_PKG = re.compile(
 )
 _GO_STATUS = {"PASS": PASSED, "FAIL": FAILED, "SKIP": SKIPPED}
 _GO_ACTION = {"pass": PASSED, "fail": FAILED, "skip": SKIPPED}
+_GO_CURRENT = re.compile(r"^=== (?:RUN|CONT|NAME)\s+(\S+)")
+# What a test logged (t.Error, t.Fatal, t.Log): "    file_test.go:12: message".
+_GO_MESSAGE = re.compile(r"^(\s+)(\S+\.go:\d+: \S.*)$")
+_GO_BUILD_HEADER = re.compile(r"^# (\S+)")
 
 
-def _qualify(entries: List[Tuple[Optional[str], str, str]], sep: str) -> Dict[str, str]:
-    """Turn (qualifier, name, status) entries into ids, qualifying names that collide."""
+def _qualified_ids(entries: List[Tuple[Optional[str], str, str]], sep: str) -> List[str]:
+    """The id of each (qualifier, name, status) entry: names that collide are qualified."""
     first = {}  # type: Dict[str, str]
     shared = set()
     for q, name, _ in entries:
         if q is not None and first.setdefault(name, q) != q:
             shared.add(name)
+    return [q + sep + name if q is not None and name in shared else name for q, name, _ in entries]
+
+
+def _qualify(entries: List[Tuple[Optional[str], str, str]], sep: str) -> Dict[str, str]:
+    """Turn (qualifier, name, status) entries into ids, qualifying names that collide."""
     tests = {}  # type: Dict[str, str]
-    for q, name, status in entries:
-        if q is not None and name in shared:
-            tests[q + sep + name] = status
-        else:
-            tests[name] = status
+    for i, tid in enumerate(_qualified_ids(entries, sep)):
+        tests[tid] = entries[i][2]
     return tests
 
 
@@ -992,15 +1141,27 @@ class _GoBlock:
         self.results = {}  # type: Dict[str, str]
         self.running = {}  # type: Dict[str, bool]
         self.fallback = {}  # type: Dict[str, str]
+        self.messages = {}  # type: Dict[str, str]  # test -> first line it logged
+
+    def note(self, name: str, text: str) -> None:
+        if name not in self.messages:
+            message = short_message(text)
+            if message:
+                self.messages[name] = message
 
 
 def _parse_go(text: str, lines: List[str]) -> _Out:
     out = _Out()
     entries = []  # type: List[Tuple[Optional[str], str, str]]
+    entry_messages = []  # type: List[Optional[str]]  # aligned with entries
     errors = {}  # type: Dict[str, str]
+    build_messages = {}  # type: Dict[str, str]  # package -> first compiler error
     block = _GoBlock()  # text output of the package being printed
     packages = {}  # type: Dict[str, _GoBlock]  # -json events, by package
     lone_fail = False
+    current = None  # type: Optional[str]  # the test whose output is being printed (-v)
+    failed_at = None  # type: Optional[Tuple[str, int]]  # last "--- FAIL" line: (test, indent)
+    building = None  # type: Optional[str]  # the package of a "# pkg" build output block
 
     def finish(b: _GoBlock, pkg: Optional[str], failed: Optional[bool]) -> None:
         for name in b.running:
@@ -1013,6 +1174,7 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
             errors[pkg] = ERROR
         for name, status in b.results.items():
             entries.append((pkg, name, status))
+            entry_messages.append(b.messages.get(name))
 
     for line in lines:
         if not line:
@@ -1031,6 +1193,13 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
             if action == "build-fail" and isinstance(ev.get("ImportPath"), str):
                 errors[ev["ImportPath"].split(" ", 1)[0]] = ERROR
                 continue
+            if action == "build-output" and isinstance(ev.get("ImportPath"), str):
+                output = ev.get("Output")
+                target = ev["ImportPath"].split(" ", 1)[0]
+                message = short_message(output)
+                if message and not output.startswith("#") and target not in build_messages:
+                    build_messages[target] = message
+                continue
             pkg = ev.get("Package")
             if not isinstance(pkg, str) or not isinstance(action, str):
                 continue
@@ -1041,10 +1210,17 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
                 if isinstance(output, str) and "--- " in output:
                     for m in _GO_RESULT.finditer(output):
                         b.fallback[m.group(2)] = _GO_STATUS[m.group(1)]
+                if (
+                    isinstance(test, str)
+                    and isinstance(output, str)
+                    and (_GO_MESSAGE.match(output.rstrip("\n")) or output.startswith("panic: "))
+                ):
+                    b.note(test, output)
                 continue
             if isinstance(test, str):
                 if action == "run":
                     b.running[test] = True
+                    b.messages.pop(test, None)  # a rerun (-count) starts afresh
                 elif action in _GO_ACTION:
                     b.results[test] = _GO_ACTION[action]
                     b.running.setdefault(test, True)
@@ -1054,6 +1230,15 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
                 finish(b, pkg, action == "fail")
                 del packages[pkg]
             continue
+        if building is not None:
+            message = short_message(line)
+            if message and c != "#" and not line.startswith("FAIL"):
+                build_messages.setdefault(building, message)
+            building = None
+        if c == "#":
+            m = _GO_BUILD_HEADER.match(line)
+            building = m.group(1) if m else None
+            continue
         if "--- " in line:
             m = _GO_RESULT.search(line)
             if m:
@@ -1061,13 +1246,31 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
                 name = m.group(2)
                 block.results[name] = _GO_STATUS[m.group(1)]
                 block.running.setdefault(name, True)
+                failed_at = (name, _indent(line)) if m.group(1) == "FAIL" else None
                 continue
         if c == "=":
+            failed_at = None
             m = _GO_RUN.match(line)
             if m:
                 out.recognised = True
                 block.running[m.group(1)] = True
+                block.messages.pop(m.group(1), None)  # a rerun (-count) starts afresh
+            m = _GO_CURRENT.match(line)
+            current = m.group(1) if m else None
             continue
+        if c == " ":
+            # A test's log line: below its "--- FAIL" (without -v), or while it runs (-v).
+            m = _GO_MESSAGE.match(line)
+            if m:
+                if failed_at is not None:
+                    if len(m.group(1)) > failed_at[1]:
+                        block.note(failed_at[0], m.group(2))
+                elif current is not None:
+                    block.note(current, m.group(2))
+                continue
+        if c == "p" and failed_at is not None and line.startswith("panic: "):
+            block.note(failed_at[0], line)
+        failed_at = None
         if c in "oF?":
             if line == "FAIL":
                 lone_fail = True
@@ -1083,7 +1286,7 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
                     finish(block, m.group(4), True)
                 else:
                     finish(block, m.group(7), None)
-                block, lone_fail = _GoBlock(), False
+                block, lone_fail, current = _GoBlock(), False, None
                 continue
     if block.results or block.running:
         finish(block, None, True if lone_fail else None)
@@ -1092,9 +1295,18 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
     for pkg, b in packages.items():
         finish(b, pkg, None)
         out.warn(TRUNCATED)
-    out.tests = _qualify(entries, "::")
+    ids = _qualified_ids(entries, "::")
+    out.tests = {}
+    for i, tid in enumerate(ids):
+        out.tests[tid] = entries[i][2]
+        out.failures.pop(tid, None)
+        if entry_messages[i]:
+            out.failures[tid] = entry_messages[i]
     for pkg in errors:
         out.tests[pkg] = ERROR
+        out.failures.pop(pkg, None)
+        if build_messages.get(pkg):
+            out.failures[pkg] = build_messages[pkg]
     return out
 
 
@@ -1450,7 +1662,14 @@ def parse_log(text: str, runner: Optional[str] = None) -> ParseResult:
         return ParseResult(runner, {}, "unparsed", crashes)
     name, out = chosen
     status = "ok" if out.tests else "empty"
-    return ParseResult(name, out.tests, status, out.warnings + crashes)
+    failures = {}  # type: Dict[str, str]
+    for tid, text in out.failures.items():
+        if len(failures) >= MAX_FAILURES:
+            break
+        message = short_message(text)
+        if message and out.tests.get(tid) in (FAILED, ERROR):
+            failures[tid] = message
+    return ParseResult(name, out.tests, status, out.warnings + crashes, failures)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -13,15 +13,21 @@ environment and append one JSON object a line:
 
 * ``{"runner": "pytest" | "unittest", "version": "...", "pid": N}`` first;
 * ``{"collected": N}`` after collection;
-* ``{"id": "<test id>", "status": "PASSED|FAILED|SKIPPED|ERROR", "reason": "..."}`` once per
-  test (``reason`` only for SKIPPED), with the ids and outcome semantics of ``parsers.py``;
+* ``{"id": "<test id>", "status": "PASSED|FAILED|SKIPPED|ERROR", "reason": "...", "message":
+  "..."}`` once per test (``reason`` only for SKIPPED, ``message`` only for FAILED/ERROR: the
+  short failure message, e.g. ``TypeError: f() got an unexpected keyword argument 'tz'``), with
+  the ids and outcome semantics of ``parsers.py``;
 * ``{"finished": true, "exitstatus": N}`` last.
 
-``read_report(path)`` returns ``{"tests": {id: status}, "skips": {id: reason}, "collected": int
-| None, "finished": bool, "exitstatus": int | None, "runner": "pytest" | "unittest" | None,
-"problems": [str, ...]}``.  Several records for one id merge to the worst (FAILED > ERROR >
-PASSED > SKIPPED), as ``parsers.py`` merges results within one run, so an appended PASSED
-cannot hide a failure.  ``skips`` has every id whose status is SKIPPED.  A missing file gives
+``read_report(path)`` returns ``{"tests": {id: status}, "skips": {id: reason}, "failures": {id:
+message}, "collected": int | None, "finished": bool, "exitstatus": int | None, "runner":
+"pytest" | "unittest" | None, "problems": [str, ...]}``.  Several records for one id merge to
+the worst (FAILED > ERROR > PASSED > SKIPPED), as ``parsers.py`` merges results within one run,
+so an appended PASSED cannot hide a failure.  ``skips`` has every id whose status is SKIPPED.
+``failures`` has the ids whose merged status is FAILED or ERROR and whose record of that status
+came with a message (the first such record's); each message is one line without ANSI escapes
+or control characters, at most ``MAX_MESSAGE`` (300) characters, and at most
+``MAX_FAILURES`` (2000) ids are kept, in report order.  A missing file gives
 ``finished`` False and the problem ``no report``.  Malformed lines, a last line without its
 newline (a write cut short), unknown records, a second header and anything after the
 ``finished`` record are ignored, each noted in ``problems``.  ``finished`` False means the run
@@ -33,12 +39,15 @@ make it impossible.  Treat ``problems`` as a reason for suspicion.
 """
 
 import json
+import re
 import sys
 from typing import Any, Dict, List, Optional
 
 __all__ = [
     "ERROR",
     "FAILED",
+    "MAX_FAILURES",
+    "MAX_MESSAGE",
     "PASSED",
     "SKIPPED",
     "STATUSES",
@@ -54,12 +63,34 @@ STATUSES = (PASSED, FAILED, SKIPPED, ERROR)
 RUNNERS = ("pytest", "unittest")
 
 _RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
+MAX_MESSAGE = 300
+"""Longest failure message kept (characters)."""
+MAX_FAILURES = 2000
+"""Most failure messages kept."""
+# ANSI escapes (CSI, OSC, two-character) and control characters (C0 but tab, DEL, C1).
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])?")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def short_message(text: Any) -> Optional[str]:
+    """The first non-blank line of ``text`` without escapes or control characters, cut to
+    MAX_MESSAGE characters (None when nothing is left or ``text`` is not a string)."""
+    if not isinstance(text, str):
+        return None
+    for line in _ESCAPE.sub("", text[: 64 * MAX_MESSAGE]).splitlines():
+        line = _CONTROL.sub("", line.replace("\t", " ")).strip()
+        if line:
+            if len(line) > MAX_MESSAGE:
+                line = line[: MAX_MESSAGE - 3] + "..."
+            return line
+    return None
 
 
 def _empty() -> Dict[str, Any]:
     return {
         "tests": {},
         "skips": {},
+        "failures": {},
         "collected": None,
         "finished": False,
         "exitstatus": None,
@@ -77,6 +108,7 @@ class _Reader:
         self.result = _empty()
         self.problems = self.result["problems"]  # type: List[str]
         self.reasons = {}  # type: Dict[str, str]
+        self.messages = {}  # type: Dict[str, str]
         self.header_seen = False
         self.records = 0
 
@@ -102,6 +134,13 @@ class _Reader:
             old = result["tests"].get(tid)
             if old is None or _RANK[status] > _RANK[old]:
                 result["tests"][tid] = status
+                self.messages.pop(tid, None)  # the message goes with the worst record
+            if status in (FAILED, ERROR) and rec.get("message") is not None:
+                message = short_message(rec["message"])
+                if message is None:
+                    self.problem(lineno, "malformed failure message, ignored")
+                elif result["tests"][tid] == status and tid not in self.messages:
+                    self.messages[tid] = message
             reason = rec.get("reason")
             if status == SKIPPED and isinstance(reason, str) and tid not in self.reasons:
                 self.reasons[tid] = reason
@@ -161,6 +200,13 @@ class _Reader:
         self.result["skips"] = {
             tid: self.reasons.get(tid, "") for tid, status in tests.items() if status == SKIPPED
         }
+        failures = self.result["failures"]
+        for tid, status in tests.items():
+            if len(failures) >= MAX_FAILURES:
+                break
+            message = self.messages.get(tid)
+            if message and status in (FAILED, ERROR):
+                failures[tid] = message
         return self.result
 
 

@@ -15,7 +15,8 @@ was written.  One JSON object per line, UTF-8 (in fact ASCII: ``ensure_ascii``):
 * ``{"collected": N}`` after collection: the number of test items selected to run (under
   pytest-xdist: the number the first worker collected);
 * ``{"id": "<node id>", "status": "PASSED|FAILED|SKIPPED|ERROR"}`` once per test when its last
-  report (teardown) is in, with ``"reason"`` for SKIPPED;
+  report (teardown) is in, with ``"reason"`` for SKIPPED and ``"message"`` for FAILED/ERROR
+  when pytest gives one (see below);
 * ``{"finished": true, "exitstatus": N}`` last, from ``pytest_sessionfinish``.
 
 Ids and statuses are those ``parsers.py`` reads from ``-rA -v`` output: the node id as pytest
@@ -27,6 +28,15 @@ fails (a module that does not import) gives its node id (the module path) with E
 skipped at collection names no test and gives no record.  A failing subtest (pytest >= 9) marks
 its parent test FAILED.  Under pytest-xdist only the controller writes: workers stay silent.
 
+``message`` is the short failure message of the report that gave the test its status: the
+first line of pytest's crash message (``longrepr.reprcrash.message``, what ``-rA`` prints
+after `` - ``), such as ``TypeError: f() got an unexpected keyword argument 'tz'``; a rewritten
+``assert`` gives ``AssertionError: assert 2 == 3`` (the compared values; the ``+ where`` lines
+after it quote test source and are dropped).  For a module that fails to collect it is the
+exception line of the import traceback (``ModuleNotFoundError: No module named 'x'``).  ANSI
+escapes and control characters are removed and it is cut to 300 characters.  Test source code
+is never read: a representation that holds no crash message gives no ``message``.
+
 What it does NOT prevent: the code under test runs in the same process, so it can find the open
 file (``/proc/self/fd``, the garbage collector, this module's globals), write records of its
 own, close the file or monkeypatch this plugin.  The report only makes forgery harder than
@@ -36,6 +46,7 @@ before that are kept).  A forked child never writes (the pid must match).
 """
 
 import os
+import re
 
 import pytest
 from repogym_report_file import ReportFile  # beside this file, on PYTHONPATH
@@ -46,6 +57,20 @@ FAILED = "FAILED"
 SKIPPED = "SKIPPED"
 ERROR = "ERROR"
 _RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
+MAX_MESSAGE = 300
+# ANSI escapes (CSI, OSC, two-character) and control characters (C0 but tab, DEL, C1).
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])?")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# The exception line of a traceback pytest printed: "E   Name: message" (source lines, the
+# "File ..." lines of a SyntaxError and message continuations are indented further).
+_E_HEADER = re.compile(r"^E   ([A-Za-z_][\w.]*(?::.*)?)$")
+# A rendered representation that quotes source (xdist sends representations without a crash
+# message as text): doctest lines ("003 >>> f()"), "> " source markers, traceback frames, the
+# "file ..., line N" heading of a fixture lookup error.
+_QUOTES_SOURCE = re.compile(
+    r"^(?:\d{3}(?: |$)|>|\s+File \"|Traceback \(most recent call last\)|file .*, line \d+$)",
+    re.M,
+)
 # pytest's result categories (the first item of pytest_report_teststatus) -> outcome; others
 # ("", "rerun", "subtests passed", ...) are not results of their own.
 _CATEGORY = {
@@ -82,6 +107,76 @@ def _skip_reason(report):
     return reason
 
 
+def short_message(text):
+    """The first non-blank line of ``text`` without escapes or control characters, cut to
+    MAX_MESSAGE characters (None when nothing is left)."""
+    if not isinstance(text, str):
+        return None
+    for line in _ESCAPE.sub("", text[: 64 * MAX_MESSAGE]).splitlines():
+        line = _CONTROL.sub("", line.replace("\t", " ")).strip()
+        if line:
+            if len(line) > MAX_MESSAGE:
+                line = line[: MAX_MESSAGE - 3] + "..."
+            return line
+    return None
+
+
+def _message_of_text(text):
+    """The exception line of a traceback in text (a collection error's message), else the
+    text's first line."""
+    lines = text.splitlines()
+    found = None
+    in_block = False
+    for line in lines:
+        if line == "E" or line.startswith("E "):
+            if not in_block:
+                in_block, header = True, None
+            if header is None:
+                m = _E_HEADER.match(line.rstrip())
+                if m:
+                    header = found = m.group(1)
+        else:
+            in_block = False
+    if found is not None:
+        return short_message(found)
+    for line in lines:  # no exception line: a free-form message such as "found no collectors"
+        if line.startswith("E "):
+            return short_message(line[1:])
+    if _QUOTES_SOURCE.search(text):
+        return None  # e.g. a doctest failure: its text is the test's source
+    return short_message(text)
+
+
+def failure_message(report):
+    """The short failure message of a failed report (None when it has none).
+
+    Only pytest's own summaries of the failure are read (the crash message, a message string,
+    a fixture lookup error's text), never a rendered traceback: those quote test source."""
+    try:
+        longrepr = getattr(report, "longrepr", None)
+        if longrepr is None:
+            return None
+        crash = getattr(longrepr, "reprcrash", None)
+        message = getattr(crash, "message", None)
+        if isinstance(message, str) and message.strip():
+            line = short_message(message)
+            if line is not None and (line == "assert" or line.startswith("assert ")):
+                line = short_message("AssertionError: " + line)  # pytest's short form
+            return line
+        if isinstance(longrepr, str):  # collection errors, strict xpass, xdist-serialised
+            return _message_of_text(longrepr)
+        text = getattr(longrepr, "longrepr", None)  # CollectErrorRepr (pytest >= 7)
+        if isinstance(text, str):
+            return _message_of_text(text)
+        errorstring = getattr(longrepr, "errorstring", None)  # FixtureLookupErrorRepr
+        if isinstance(errorstring, str):
+            line = short_message(errorstring)
+            return None if line is None else short_message("FixtureLookupError: " + line)
+    except Exception:
+        return None
+    return None
+
+
 def _fallback_category(report):
     """pytest's own categories, for when no plugin answers pytest_report_teststatus."""
     if hasattr(report, "wasxfail"):
@@ -104,6 +199,7 @@ class _Recorder:
         self.report = report
         self.pending = {}  # node id -> worst status so far
         self.reasons = {}  # node id -> skip reason
+        self.messages = {}  # node id -> failure message of the report that set its status
         self.collected = False
 
     def nodeid(self, report):
@@ -132,11 +228,14 @@ class _Recorder:
     def flush(self, tid):
         status = self.pending.pop(tid, None)
         reason = self.reasons.pop(tid, "")
+        message = self.messages.pop(tid, None)
         if status is None:
             return
         record = {"id": tid, "status": status}
         if status == SKIPPED:
             record["reason"] = reason
+        elif status in (FAILED, ERROR) and message:
+            record["message"] = message
         self.report.write(record)
 
     def pytest_collection_finish(self, session):
@@ -153,7 +252,11 @@ class _Recorder:
 
     def pytest_collectreport(self, report):
         if report.failed:
-            self.report.write({"id": self.nodeid(report), "status": ERROR})
+            record = {"id": self.nodeid(report), "status": ERROR}
+            message = failure_message(report)
+            if message:
+                record["message"] = message
+            self.report.write(record)
 
     def pytest_runtest_logreport(self, report):
         tid = self.nodeid(report)
@@ -162,6 +265,15 @@ class _Recorder:
             old = self.pending.get(tid)
             if old is None or _RANK[status] > _RANK[old]:
                 self.pending[tid] = status
+                self.messages.pop(tid, None)  # the message goes with the worst report
+            if (
+                status in (FAILED, ERROR)
+                and self.pending[tid] == status
+                and tid not in self.messages
+            ):
+                message = failure_message(report)
+                if message:
+                    self.messages[tid] = message
             if status == SKIPPED and tid not in self.reasons:
                 self.reasons[tid] = _skip_reason(report)
         # Teardown is the last report of a test; any other phase (xdist's "???" for a test whose

@@ -17,7 +17,8 @@ was written.  One JSON object per line, UTF-8 (in fact ASCII: ``ensure_ascii``):
 * ``{"runner": "unittest", "version": "<Python version>", "pid": N}`` first;
 * ``{"collected": N}`` before the run: ``suite.countTestCases()``;
 * ``{"id": "<test id>", "status": "PASSED|FAILED|SKIPPED|ERROR"}`` once per test when it stops
-  (at once for class and module fixtures), with ``"reason"`` for SKIPPED;
+  (at once for class and module fixtures), with ``"reason"`` for SKIPPED and ``"message"`` for
+  FAILED/ERROR when the outcome came with an exception (see below);
 * ``{"finished": true, "exitstatus": N}`` last, when unittest exits (also on a usage error).
 
 Ids and statuses are those ``parsers.py`` reads from ``-v`` output: ``pkg.module.Class.test``;
@@ -26,6 +27,13 @@ a module that fails to import its name, all with ERROR; failing subtests mark th
 test (FAILED, or ERROR for an exception); expected failure -> PASSED, unexpected success ->
 FAILED; several results for one test merge to the worst (FAILED > ERROR > PASSED > SKIPPED).
 Only the top-level run records: suites that the tests run themselves do not.
+
+``message`` is the short failure message of the result that gave the test its status: the
+exception's type (module-qualified unless built in, as tracebacks print it) and the first line
+of ``str(exc)``, e.g. ``AssertionError: 'a' != 'b'`` or ``KeyError: 'x'``; for a module that
+fails to import, the exception line of the import traceback unittest wraps
+(``ModuleNotFoundError: No module named 'x'``).  ANSI escapes and control characters are
+removed and it is cut to 300 characters.  Tracebacks (which quote test source) are not kept.
 
 What it does NOT prevent: the code under test runs in the same process, so it can find the open
 file (``/proc/self/fd``, the garbage collector, this module), write records of its own, close
@@ -58,6 +66,11 @@ _RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
 _DESCRIPTION = re.compile(r"^([^\s()]+) \(([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\)$")
 _FIXTURES = ("setUpClass", "tearDownClass", "setUpModule", "tearDownModule")
 _FAILED_IMPORT = ("unittest.loader._FailedTest", "unittest.loader.ModuleImportFailure")
+MAX_MESSAGE = 300
+# ANSI escapes (CSI, OSC, two-character) and control characters (C0 but tab, DEL, C1).
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])?")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_TRACEBACK = "Traceback (most recent call last):"
 
 
 _report = None  # the ReportFile of this run, set by main()
@@ -83,6 +96,64 @@ def test_id(test):
         return text or repr(test)
 
 
+def short_message(text):
+    """The first non-blank line of ``text`` without escapes or control characters, cut to
+    MAX_MESSAGE characters (None when nothing is left)."""
+    if not isinstance(text, str):
+        return None
+    for line in _ESCAPE.sub("", text[: 64 * MAX_MESSAGE]).splitlines():
+        line = _CONTROL.sub("", line.replace("\t", " ")).strip()
+        if line:
+            if len(line) > MAX_MESSAGE:
+                line = line[: MAX_MESSAGE - 3] + "..."
+            return line
+    return None
+
+
+def _type_name(etype):
+    name = getattr(etype, "__qualname__", None) or getattr(etype, "__name__", None)
+    if not isinstance(name, str):
+        return "Exception"
+    module = getattr(etype, "__module__", None)
+    if isinstance(module, str) and module not in ("builtins", "__main__"):
+        name = module + "." + name
+    return name
+
+
+def _wrapped_exception(text):
+    """The exception line of the last traceback in ``text`` (what the loader's import
+    failures carry), or None."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.rstrip() == _TRACEBACK]
+    if not starts:
+        return None
+    for line in lines[starts[-1] + 1 :]:
+        if line.strip() and not line[:1].isspace():
+            return line  # frames and source lines are indented; the exception line is not
+    return None
+
+
+def failure_message(test, err):
+    """The short failure message of ``err`` (an exc_info tuple), or None."""
+    try:
+        etype, value = err[0], err[1]
+        if etype is None:
+            return None
+        try:
+            text = str(value)
+        except Exception:
+            text = "<unprintable %s object>" % _type_name(etype)
+        if type(test).__name__ in ("_FailedTest", "ModuleImportFailure"):
+            wrapped = _wrapped_exception(text)
+            if wrapped is not None:
+                return short_message(wrapped)
+        first = short_message(text)
+        name = _type_name(etype)
+        return short_message(name + ": " + first if first else name)
+    except Exception:
+        return None
+
+
 class _Result(unittest.TextTestResult):
     """TextTestResult that also records each test's worst outcome."""
 
@@ -91,12 +162,18 @@ class _Result(unittest.TextTestResult):
         self._running = {}  # id -> number of started, not yet stopped, tests with that id
         self._pending = {}  # id -> worst status so far
         self._reasons = {}  # id -> skip reason
+        self._messages = {}  # id -> failure message of the result that set its status
 
-    def _note(self, test, status, reason=None):
+    def _note(self, test, status, reason=None, err=None):
         tid = test_id(test)
         old = self._pending.get(tid)
         if old is None or _RANK[status] > _RANK[old]:
             self._pending[tid] = status
+            self._messages.pop(tid, None)  # the message goes with the worst result
+        if err is not None and self._pending[tid] == status and tid not in self._messages:
+            message = failure_message(test, err)
+            if message:
+                self._messages[tid] = message
         if reason is not None and tid not in self._reasons:
             self._reasons[tid] = reason
         if tid not in self._running:
@@ -105,11 +182,14 @@ class _Result(unittest.TextTestResult):
     def _flush(self, tid):
         status = self._pending.pop(tid, None)
         reason = self._reasons.pop(tid, "")
+        message = self._messages.pop(tid, None)
         if status is None or _report is None:
             return
         record = {"id": tid, "status": status}
         if status == SKIPPED:
             record["reason"] = reason
+        elif status in (FAILED, ERROR) and message:
+            record["message"] = message
         _report.write(record)
 
     def flush_all(self):
@@ -135,11 +215,11 @@ class _Result(unittest.TextTestResult):
 
     def addFailure(self, test, err):
         super().addFailure(test, err)
-        self._note(test, FAILED)
+        self._note(test, FAILED, err=err)
 
     def addError(self, test, err):
         super().addError(test, err)
-        self._note(test, ERROR)
+        self._note(test, ERROR, err=err)
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
@@ -158,7 +238,7 @@ class _Result(unittest.TextTestResult):
         super().addSubTest(test, subtest, err)
         if err is not None:
             failure = err[0] is not None and issubclass(err[0], test.failureException)
-            self._note(test, FAILED if failure else ERROR)
+            self._note(test, FAILED if failure else ERROR, err=err)
 
 
 class _Runner(unittest.TextTestRunner):

@@ -22,7 +22,10 @@
    ``graded`` (f2p_rate × p2p_rate). A log no parser understands writes no reward.
 
 ``--results FILE`` (used while a task is generated) runs steps 1–4 and writes the raw results
-as JSON instead of grading.
+as JSON instead of grading: ``tests`` ({id: status}), ``skips`` ({id: reason}), ``failures``
+({id: short failure message} for FAILED/ERROR ids whose runner stated one, e.g. ``TypeError:
+f() got an unexpected keyword argument 'tz'``; one line, at most 300 characters, never test
+source), ``parse_status``, ``source``, ``collected``, ``finished``, the tamper findings, ….
 """
 
 import hashlib
@@ -330,6 +333,15 @@ def hardened_command(config, report_path=None):
     return command
 
 
+def failures_of(tests, failures):
+    """The failure messages of the ids that ended FAILED or ERROR."""
+    return dict(
+        (t, m)
+        for t, m in failures.items()
+        if tests.get(t) in ("FAILED", "ERROR") and isinstance(m, str) and m
+    )
+
+
 def run_tests(config, recorded, report_path):
     json_path = report_path + ".json"
     for path in (report_path, json_path):
@@ -361,6 +373,7 @@ def run_tests(config, recorded, report_path):
             source="report",
             tests=rep["tests"],
             skips=rep["skips"],
+            failures=failures_of(rep["tests"], rep.get("failures", {})),
             collected=rep["collected"],
             finished=bool(rep["finished"]),
             problems=rep["problems"],
@@ -386,13 +399,17 @@ def run_tests(config, recorded, report_path):
             report = None
         rep = parsers.parse_log(report or "", runner)
         prefix = config["workdir"].rstrip("/") + "/"
-        tests = dict(
-            (t[len(prefix) :] if t.startswith(prefix) else t, st) for t, st in rep.tests.items()
-        )
+
+        def relative(t):
+            return t[len(prefix) :] if t.startswith(prefix) else t
+
+        tests = dict((relative(t), st) for t, st in rep.tests.items())
+        failures = dict((relative(t), m) for t, m in getattr(rep, "failures", {}).items())
         out.update(
             source="report",
             tests=tests,
             skips={},
+            failures=failures_of(tests, failures),
             collected=None,
             finished=report is not None,
             parse_status="no report" if report is None else rep.status,
@@ -403,6 +420,7 @@ def run_tests(config, recorded, report_path):
             source="stdout",
             tests=dict(parsed.tests),
             skips={},
+            failures=failures_of(parsed.tests, getattr(parsed, "failures", {})),
             collected=None,
             finished=parsed.status != "unparsed",
             parse_status=parsed.status,
