@@ -47,6 +47,17 @@ class RuntimeOptions(_Strict):
     )
     min_instruction_words: int = Field(4, ge=1, description="drop candidates with vaguer text")
     max_candidates: int | None = Field(None, ge=1, description="stop after examining this many")
+    instruction: Literal["evidence", "title", "tdd", "llm"] = Field(
+        "evidence",
+        description="evidence: the change's text plus the behaviour the failing tests prove and "
+        "the interface they need; title: the text only; tdd: evidence with the new tests visible "
+        "in the workspace; llm: evidence rewritten by --llm",
+    )
+    solvability: Literal["repair", "drop", "off"] = Field(
+        "repair",
+        description="an instruction missing a name the tests need, or short for the change: "
+        "repair it from the evidence (then drop if still short), drop it, or keep it",
+    )
 
 
 class PrDiffOptions(_Strict):

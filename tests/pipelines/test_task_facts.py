@@ -65,7 +65,16 @@ def test_release_notes_do_not_count_towards_size_or_difficulty() -> None:
     assert len(code_lines(GOLD)) == 4
     assert len(code_lines(GOLD + CHANGELOG)) == 4
     assert difficulty(GOLD + CHANGELOG) == "easy"
-    assert difficulty(GOLD + "".join(f"+x{i}\n" for i in range(70))) == "hard"
+    assert difficulty(GOLD + "".join(f"+x{i}\n" for i in range(70))) == "medium"
+    assert difficulty(GOLD + "".join(f"+x{i}\n" for i in range(80))) == "hard"
+
+
+def test_difficulty_counts_files_and_tests() -> None:
+    """points = changed lines + 10 × (files − 1) + 2 × (F2P test functions − 1)."""
+    assert difficulty(GOLD) == "easy"  # 4 points
+    assert difficulty(GOLD, f2p=7) == "medium"  # 4 + 12
+    second = GOLD.replace("pkg/mod.py", "pkg/other.py")
+    assert difficulty(GOLD + second) == "medium"  # 8 + 10
 
 
 def test_change_hash_ignores_blob_ids_headers_and_release_notes() -> None:

@@ -6,6 +6,7 @@ any problem of severity ``error``. Nothing here writes to disk.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -17,6 +18,12 @@ from typing import Any
 
 from repogym import dockerfile
 from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files, read_bytes
+from repogym.harbor.instruction_checks import (
+    NGRAM,
+    leaked_ngrams,
+    statement,
+    underspecified,
+)
 from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
 from repogym.harbor.trust import (
     HostLimits,
@@ -147,6 +154,7 @@ def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
     report.problems.extend(_check_trust(task))
     report.problems.extend(_check_provenance(task, files))
     report.problems.extend(_check_leak(files))
+    report.problems.extend(_check_solvable(task, files))
     if deep:
         report.problems.extend(_check_deep(files))
     return report
@@ -387,6 +395,51 @@ def _check_leak(files: TaskFiles) -> Iterator[Problem]:
             INSTRUCTION,
             f"{len(leaks)} added line(s) of solution/patch.diff appear verbatim, e.g. {sample!r}",
         )
+
+
+def _test_text(files: TaskFiles, limit: int = 4_000_000) -> str:
+    """The hidden tests' text (what naming is specification, not a leak), bounded."""
+    out, size = [], 0
+    for rel in files.under("tests/", ""):
+        if size >= limit or not files.is_file(rel):
+            continue
+        with contextlib.suppress(OSError):
+            data = files.read(rel)[: limit - size]
+            size += len(data)
+            out.append(data.decode("utf-8", errors="replace"))
+    return "\n".join(out)
+
+
+def _check_solvable(task: Task, files: TaskFiles) -> Iterator[Problem]:
+    """``leak-ngram``: the instruction paraphrases the fix; ``underspecified``: it misses a
+    name the hidden tests need (as recorded by the generator) or is short for the change."""
+    if not files.is_file(INSTRUCTION):
+        return
+    try:
+        instruction = files.read(INSTRUCTION).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    diff_text = None
+    if files.is_file("solution/patch.diff"):
+        with contextlib.suppress(OSError):
+            diff_text = files.read("solution/patch.diff").decode("utf-8", errors="replace")
+    meta = (task.config.metadata or {}).get("repogym") or {}
+    spec = meta.get("instruction") if isinstance(meta, dict) else None
+    required = spec.get("required", []) if isinstance(spec, dict) else []
+    if diff_text:
+        runs = leaked_ngrams(statement(instruction), diff_text, exempt=_test_text(files))
+        if runs:
+            yield _warn(
+                "leak-ngram",
+                INSTRUCTION,
+                f"{len(runs)} run(s) of {NGRAM} words repeat added lines of solution/patch.diff, "
+                f"e.g. {runs[0][:60]!r}",
+            )
+    # The names come from the generator's record (repogym's runtime tasks); the length rule
+    # applies wherever a gold patch shows the size of the change.
+    names = [str(n) for n in required] if isinstance(required, list) else []
+    for reason in underspecified(instruction, diff_text, names):
+        yield _warn("underspecified", INSTRUCTION, "the instruction " + reason)
 
 
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

@@ -194,6 +194,8 @@ def generate(
     module = importlib.import_module(PIPELINES[inp.pipeline])
     arg = resolve_repo(inp.repo, module)
     rewriter = _rewriter(inp, module)
+    if getattr(options, "instruction", None) == "llm" and rewriter is None:
+        raise GenerateError("--opt instruction=llm needs --llm provider/model")
     try:
         backend = get_backend(inp.sandbox)
     except SandboxError as exc:

@@ -155,6 +155,21 @@ class EmitInput:
     skipped: int = 0
     skip_reasons: dict[str, int] = field(default_factory=dict)
     collected: int | None = None
+    instruction_record: dict[str, Any] | None = None
+    """How the instruction was made (mode, spec_coverage, required names, …)."""
+
+
+def summary(title: str, f2p: list[str], test_files: list[str], required: int) -> str:
+    """One paragraph for curators and the explorer: the request, and what proves it."""
+    from repogym.pipelines._instruction import clean_title
+
+    head = clean_title(title) or "A change"
+    files = ", ".join(sorted(test_files)[:3]) + (" …" if len(test_files) > 3 else "")
+    text = f"{head}. Proven by {len(f2p)} fail-to-pass test(s)"
+    text += f" in {files}" if files else ""
+    if required:
+        text += f"; the tests need {required} name(s) that do not exist yet"
+    return text + "."
 
 
 def write_task(dest: Path, inp: EmitInput) -> None:
@@ -209,7 +224,9 @@ def write_task(dest: Path, inp: EmitInput) -> None:
             "keywords": [inp.pipeline, recipe.language, recipe.runner],
         },
         "metadata": {
-            "difficulty": difficulty(cand.source_patch),
+            "difficulty": difficulty(
+                cand.source_patch, f2p=len({t.split("[", 1)[0] for t in inp.f2p})
+            ),
             "category": category(cand.title, cand.body, cand.source_patch),
             "language": recipe.language,
             "repo2env": {
@@ -231,6 +248,13 @@ def write_task(dest: Path, inp: EmitInput) -> None:
                 "generator": f"repogym {__version__}",
                 "recipe_hash": recipe.hash,
                 "change_hash": change_hash(cand.source_patch, cand.test_patch),
+                "summary": summary(
+                    cand.title,
+                    inp.f2p,
+                    inp.test_files,
+                    len((inp.instruction_record or {}).get("required", [])),
+                ),
+                **({"instruction": inp.instruction_record} if inp.instruction_record else {}),
             },
         },
         "agent": {"timeout_sec": inp.options.agent_timeout},
@@ -268,10 +292,19 @@ def code_lines(source_patch: str) -> list[str]:
     return out
 
 
-def difficulty(source_patch: str) -> str:
-    """easy / medium / hard by changed code lines (release notes and changelogs not counted)."""
-    changed = len(code_lines(source_patch))
-    return "easy" if changed <= 10 else "medium" if changed <= 60 else "hard"
+def difficulty(source_patch: str, *, f2p: int = 1) -> str:
+    """easy / medium / hard from the size of the change and how much the tests check:
+    ``points = changed code lines + 10 × (source files − 1) + 2 × (F2P test functions − 1)``
+    (release notes and changelogs not counted); easy ≤ 15 < medium ≤ 80 < hard."""
+    lines = code_lines(source_patch)
+    files = sum(
+        1
+        for line in source_patch.splitlines()
+        if line.startswith("+++ ") or line.startswith("--- /dev/null")
+    )
+    files = max(1, files)
+    points = len(lines) + 10 * (files - 1) + 2 * max(0, f2p - 1)
+    return "easy" if points <= 15 else "medium" if points <= 80 else "hard"
 
 
 _CONVENTIONAL = re.compile(r"^\s*(\w+)(?:\([^)]*\))?!?:\s")

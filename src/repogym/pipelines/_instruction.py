@@ -4,8 +4,12 @@ The deterministic instruction needs no LLM; :class:`InstructionRewriter` optiona
 with one and keeps the deterministic text whenever the rewrite fails or leaks the fix.
 
 Removed: commit SHAs, URLs, issue and PR references, trailers (Signed-off-by, Co-authored-by,
-Change-Id, …), cherry-pick notes, diff blocks and fenced code that looks like a patch, and any
-line that repeats an added line of the gold patch.
+Change-Id, …), cherry-pick notes, squash-merge residue and PR-template sections, diff blocks and
+fenced code that looks like a patch, and any line that repeats an added line of the gold patch.
+
+:func:`compose` then states the task from evidence (``_evidence``): the cleaned text without
+the sentences that describe the implementation, the expected behaviour the fail-to-pass tests
+prove, and the interface they need (``_interface``).
 """
 
 from __future__ import annotations
@@ -14,11 +18,18 @@ import os
 import re
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from repogym._secrets import redact
+from repogym.harbor.instruction_checks import FOOTER_MARK, sentence_leaks, spec_coverage
 from repogym.harbor.validate import leaked_lines
+from repogym.pipelines._evidence import (
+    TestGroup,
+    behaviour_section,
+    drop_how,
+    strip_residue,
+)
 
 _SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
 _URL = re.compile(r"(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
@@ -88,7 +99,7 @@ def _scrub_line(line: str) -> str:
 
 def clean_text(text: str) -> str:
     """Scrub one piece of commit/PR text (see module docstring)."""
-    text = text.replace("\r\n", "\n")
+    text = strip_residue(text.replace("\r\n", "\n"))
     text = _drop_patchy_fences(text)
     text = _TRAILER.sub("", text)
     text = _CHERRY.sub("", text)
@@ -109,8 +120,17 @@ def clean_title(title: str) -> str:
 
 def _footer(workdir: str) -> list[str]:
     return [
-        f"The repository is checked out at `{workdir}`. Make the change described above in the",
+        f"{FOOTER_MARK} `{workdir}`. Make the change described above in the",
         "source code. Hidden tests will check the behaviour; do not rely on editing tests.",
+        "",
+    ]
+
+
+def _tdd_footer(workdir: str) -> list[str]:
+    return [
+        f"{FOOTER_MARK} `{workdir}`. Change the source code so that the tests",
+        "named above pass. The test files are restored to their given content before grading,",
+        "so editing them does not help.",
         "",
     ]
 
@@ -136,6 +156,151 @@ def build_instruction(
     if leaked_lines(instruction, gold_patch):
         return None, "instruction leaks the fix"
     return instruction, None
+
+
+# ------------------------------------------------------------------------- evidence
+
+
+@dataclass
+class Evidence:
+    """What the task proves, for :func:`compose`."""
+
+    groups: list[TestGroup]
+    """The fail-to-pass tests, grouped by test function."""
+    interface: str = ""
+    """The rendered required-interface section (``_interface.render_interface``)."""
+    required: list[str] = field(default_factory=list)
+    """The names that section gives (what ``spec_coverage`` counts)."""
+    visible: str = ""
+    """Text naming is allowed to repeat: the tests' source, the rendered interface."""
+    test_files: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Composed:
+    """An instruction and what went into it (recorded in ``[metadata.repogym.instruction]``)."""
+
+    text: str
+    mode: str
+    spec_coverage: float
+    missing: list[str]
+    removed: list[str] = field(default_factory=list)
+    """Sentences of the human text dropped as describing the implementation."""
+
+    def record(self, required: list[str]) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "spec_coverage": self.spec_coverage,
+            "required": required,
+            "missing": self.missing,
+            "removed_sentences": len(self.removed),
+            "words": len(re.findall(r"\w+", self.text.split(FOOTER_MARK, 1)[0])),
+        }
+
+
+def _statement(title: str, body: str, gold_patch: str, visible: str) -> tuple[str, str, list]:
+    """Cleaned title and body without implementation sentences or word runs of the fix."""
+    head = clean_title(title)
+    text = clean_text(body)
+    leaks = set(leaked_lines(f"{head}\n{text}", gold_patch))
+    if leaks:
+        text = "\n".join(ln for ln in text.splitlines() if ln.strip() not in leaks)
+        head = "" if head.strip() in leaks else head
+    text, removed = drop_how(text, gold_patch, visible)
+    kept_head, removed_head = drop_how(head, gold_patch, visible)
+    if removed_head or sentence_leaks(head, gold_patch, exempt=visible):
+        removed += removed_head or [head]
+        head = ""
+    else:
+        head = kept_head
+    paragraphs = []
+    for para in text.split("\n"):
+        if para.strip() and sentence_leaks(para, gold_patch, exempt=visible):
+            removed.append(para)
+            continue
+        paragraphs.append(para)
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(paragraphs)).strip()
+    return head, text, removed
+
+
+def _without_echoes(text: str, head: str) -> str:
+    """Drop lines that only repeat the title (a squash merge lists the first commit's subject
+    as a bullet under the pull request's title)."""
+    norm = re.sub(r"\W+", " ", head).strip().lower()
+    if not norm:
+        return text
+    kept = []
+    for line in text.split("\n"):
+        probe = re.sub(r"\W+", " ", line.lstrip(" *+-")).strip().lower()
+        if probe and probe in norm:
+            continue
+        kept.append(line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+
+
+def compose(
+    title: str,
+    body: str,
+    *,
+    workdir: str,
+    gold_patch: str,
+    evidence: Evidence,
+    mode: str = "evidence",
+) -> Composed:
+    """The instruction of a runtime task in ``mode``:
+
+    * ``title`` — the cleaned commit/PR text only (the required interface is appended by the
+      solvability gate when it is missing);
+    * ``evidence`` — the text without implementation sentences, the expected behaviour of each
+      fail-to-pass test group and the required interface;
+    * ``tdd`` — as ``evidence``, pointing at the test files the workspace now holds;
+    * ``llm`` — the ``evidence`` text, which the caller hands to the rewriter.
+    """
+    if mode == "title":
+        text, why = build_instruction(title, body, workdir=workdir, gold_patch=gold_patch)
+        text = text or "\n".join(["# Change requested", "", *_footer(workdir)])
+        cov, missing = spec_coverage(text, evidence.required)
+        return Composed(text, mode, cov, missing)
+    head, text, removed = _statement(title, body, gold_patch, evidence.visible)
+    text = _without_echoes(text, head)
+    if not head and evidence.groups:
+        head = f"Make {evidence.groups[0].name} work"
+    parts = [f"# {head}" if head else "# Change requested", ""]
+    if text:
+        parts += [text, ""]
+    if mode == "tdd" and evidence.test_files:
+        names = ", ".join(f"`{f}`" for f in evidence.test_files[:10])
+        parts += [
+            "## Tests to make pass",
+            "",
+            f"The workspace holds new or changed tests in {names}. They fail on the current",
+            "code; the behaviour they check is summarised below.",
+            "",
+        ]
+    section = behaviour_section(evidence.groups)
+    if section:
+        parts += [section.rstrip("\n"), ""]
+    if evidence.interface:
+        parts += [evidence.interface.rstrip("\n"), ""]
+    parts += _tdd_footer(workdir) if mode == "tdd" else _footer(workdir)
+    final = "\n".join(parts)
+    cov, missing = spec_coverage(final, evidence.required)
+    return Composed(final, mode, cov, missing, removed)
+
+
+def repair(composed: Composed, evidence: Evidence, workdir: str) -> Composed:
+    """Add the evidence a ``title`` instruction lacks (required interface, expected behaviour)
+    before its closing paragraph."""
+    body = composed.text.split(FOOTER_MARK, 1)[0].rstrip()
+    extra = []
+    if composed.missing and evidence.interface:
+        extra.append(evidence.interface.rstrip("\n"))
+    section = behaviour_section(evidence.groups)
+    if section:
+        extra.append(section.rstrip("\n"))
+    text = "\n\n".join([body, *extra]) + "\n\n" + "\n".join(_footer(workdir))
+    cov, missing = spec_coverage(text, evidence.required)
+    return Composed(text, composed.mode, cov, missing, composed.removed)
 
 
 # ------------------------------------------------------------------------- linked issues
@@ -165,6 +330,8 @@ REWRITE_SYSTEM = (
     "who will work in the repository. Say what is wrong or missing and what the expected "
     "behaviour is, with any names, inputs and outputs the report gives. Never describe the "
     "solution: no code of a fix, no patch, no diff, no hint about which lines to change. "
+    "Keep every name, signature, option and message the input lists as required, spelled "
+    "exactly, and the expected behaviour it gives. "
     "Reply with the task statement only, in Markdown, starting with a one-line '# ' title."
 )
 SECRET_ENV = (
@@ -247,9 +414,18 @@ class InstructionRewriter:
         return [v for v in [*values, key] if v and len(v) >= 8 and v != "not-needed"]
 
     def rewrite(
-        self, instruction: str, *, gold_patch: str, workdir: str, min_words: int = 4
+        self,
+        instruction: str,
+        *,
+        gold_patch: str,
+        workdir: str,
+        min_words: int = 4,
+        required: list[str] | None = None,
+        visible: str = "",
     ) -> Rewrite:
-        """Ask for a rewrite of ``instruction`` (already cleaned; the LLM never sees the patch)."""
+        """Ask for a rewrite of ``instruction`` (already cleaned; the LLM never sees the patch).
+        A rewrite that drops a ``required`` name or repeats a run of the fix's words (other
+        than ``visible`` text, e.g. the tests) is rejected."""
         from repogym.llm import LLMError
 
         statement = instruction.split("\nThe repository is checked out at", 1)[0].strip()
@@ -266,14 +442,26 @@ class InstructionRewriter:
             result.input_tokens, result.output_tokens = reply.input_tokens, reply.output_tokens
             result.cost_usd = reply.cost_usd
             result.status, result.reason, result.instruction = self._check(
-                reply.text, gold_patch=gold_patch, workdir=workdir, min_words=min_words
+                reply.text,
+                gold_patch=gold_patch,
+                workdir=workdir,
+                min_words=min_words,
+                required=required or [],
+                visible=visible,
             )
         with self._lock:
             self.counts[result.status] += 1
         return result
 
     def _check(
-        self, text: str, *, gold_patch: str, workdir: str, min_words: int
+        self,
+        text: str,
+        *,
+        gold_patch: str,
+        workdir: str,
+        min_words: int,
+        required: list[str] | None = None,
+        visible: str = "",
     ) -> tuple[str, str | None, str | None]:
         raw = text.replace("\r\n", "\n").strip()
         if redact(raw, self._secrets()) != raw:
@@ -296,6 +484,11 @@ class InstructionRewriter:
         final = "\n".join(parts)
         if rewrite_leaks(final, gold_patch):
             return "rejected", "the rewrite repeats an added line of the fix", None
+        if sentence_leaks(final.split(FOOTER_MARK, 1)[0], gold_patch, exempt=visible):
+            return "rejected", "the rewrite repeats a run of words of the fix", None
+        _, missing = spec_coverage(final, required or [])
+        if missing:
+            return "rejected", "the rewrite drops required name(s): " + ", ".join(missing[:5]), None
         return "accepted", None, final
 
     def summary(self) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from repogym.bootstrap.pin import (
     pinned_dockerfile,
 )
 from repogym.harbor import load_task, publish_task_dir, set_content_hash
+from repogym.harbor.instruction_checks import underspecified
 from repogym.pipelines._emit import (
     EmitInput,
     VerifierInput,
@@ -48,7 +49,17 @@ from repogym.pipelines._emit import (
     write_environment,
     write_task,
 )
-from repogym.pipelines._instruction import InstructionRewriter, Rewrite, build_instruction
+from repogym.pipelines._evidence import group_tests
+from repogym.pipelines._instruction import (
+    Composed,
+    Evidence,
+    InstructionRewriter,
+    Rewrite,
+    build_instruction,
+    compose,
+    repair,
+)
+from repogym.pipelines._interface import render_interface, required_interface
 from repogym.pipelines._selection import (
     JS_TEST_FILE,
     PY_TEST_FILE,
@@ -195,6 +206,13 @@ class RuntimeHarness:
         test_changes = parse_patch(cand.test_patch)
         source_changes = parse_patch(cand.source_patch)
         test_files = [p.path for p in test_changes if p.status != "D"]
+        if opts.instruction == "tdd":
+            # A test-driven task: the new and changed tests are in the workspace (the hidden
+            # copy still restores over them before grading).
+            for rel in test_files:
+                target = base / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(self.source.read_file(cand.head, rel))
         ids = target_ids(recipe.runner, test_files)
         if ids is None:
             return self._drop(outcome, "no runnable test file changed")
@@ -205,12 +223,17 @@ class RuntimeHarness:
         delete += [p.path for p in infra_changes if p.status == "D"]
         selected: list[str] = []
 
+        def head_snapshot() -> Path:
+            head = work / "head"
+            if not head.exists():
+                self.source.export_snapshot(cand.head, head)
+            return head
+
         def targeted() -> str:
             """The changed test files plus every test file whose imports reach the changed
             source (computed only when the whole suite does not fit the budget)."""
             if not selected:
-                head = work / "head"
-                self.source.export_snapshot(cand.head, head)
+                head = head_snapshot()
                 found = find_test_files(head, recipe.runner)
                 reach = tests_exercising(head, changed_sources, found)
                 selected.extend(sorted(set(test_files) | set(reach)))
@@ -293,9 +316,21 @@ class RuntimeHarness:
             collected=first.get("collected"),
         )
 
+        evidence = self._evidence(base, head_snapshot(), test_files, f2p, restore, before_results)
+        composed, why = self._instruct(cand, evidence)
+        if composed is None:
+            return self._drop(outcome, "underspecified", why)
         instruction, rewrite = self._rewrite(
-            cand, instruction, gold_patch=cand.source_patch, workdir="/workspace"
+            cand,
+            composed.text,
+            gold_patch=cand.source_patch,
+            workdir="/workspace",
+            required=evidence.required,
+            visible=evidence.visible,
         )
+        record = composed.record(evidence.required)
+        if rewrite is not None and rewrite.instruction is not None:
+            record["mode"] = "llm"
 
         staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
         shutil.rmtree(staging, ignore_errors=True)
@@ -321,12 +356,62 @@ class RuntimeHarness:
                 skipped=len(skipped),
                 skip_reasons=dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:10]),
                 collected=first.get("collected"),
+                instruction_record=record,
             ),
         )
         if self._gate_and_publish(staging, cand, outcome, rewrite):
             outcome.f2p, outcome.p2p = len(f2p), len(p2p)
 
     # -------------------------------------------------------------------------------- helpers
+
+    @staticmethod
+    def _evidence(
+        base: Path,
+        head: Path,
+        test_files: list[str],
+        f2p: list[str],
+        restore: dict[str, bytes],
+        before_results: list[dict[str, Any]],
+    ) -> Evidence:
+        """What the task proves: the F2P tests with their failures before the fix, and the
+        names they need that the base does not have."""
+        failures: dict[str, str] = {}
+        for result in before_results:
+            for test_id, message in (result.get("failures") or {}).items():
+                failures.setdefault(test_id, message)
+        items = required_interface(base, head, test_files, f2p)
+        interface = render_interface(items)
+        tests_text = "\n".join(data.decode("utf-8", "replace") for data in restore.values())
+        return Evidence(
+            groups=group_tests(f2p, head, failures),
+            interface=interface,
+            required=list(dict.fromkeys(item.name for item in items)),
+            visible=tests_text + "\n" + interface,
+            test_files=sorted(test_files),
+        )
+
+    def _instruct(self, cand: Candidate, evidence: Evidence) -> tuple[Composed | None, str]:
+        """The instruction in the chosen mode, through the solvability gate: (composed, "")
+        or (None, why the task is underspecified)."""
+        opts = self.options
+        mode = "evidence" if opts.instruction == "llm" else opts.instruction
+        composed = compose(
+            cand.title,
+            cand.body,
+            workdir="/workspace",
+            gold_patch=cand.source_patch,
+            evidence=evidence,
+            mode=mode,
+        )
+        if opts.solvability == "off":
+            return composed, ""
+        reasons = underspecified(composed.text, cand.source_patch, evidence.required)
+        if reasons and opts.solvability == "repair":
+            composed = repair(composed, evidence, "/workspace")
+            reasons = underspecified(composed.text, cand.source_patch, evidence.required)
+        if reasons:
+            return None, "the instruction " + "; ".join(reasons)
+        return composed, ""
 
     def _rewrite(
         self,
@@ -336,6 +421,8 @@ class RuntimeHarness:
         gold_patch: str,
         workdir: str,
         finish: Callable[[str], str] = lambda text: text,
+        required: list[str] | None = None,
+        visible: str = "",
     ) -> tuple[str, Rewrite | None]:
         """``generate --llm``: the rewritten instruction (``finish`` adds a pipeline's footer)
         when the rewrite is accepted, else ``instruction``; the outcome is kept for the report."""
@@ -346,6 +433,8 @@ class RuntimeHarness:
             gold_patch=gold_patch,
             workdir=workdir,
             min_words=self.options.min_instruction_words,
+            required=required,
+            visible=visible,
         )
         self.rewrites[cand.task_id] = rewrite.to_json()
         if rewrite.instruction is None:

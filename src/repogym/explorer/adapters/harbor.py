@@ -408,7 +408,8 @@ class HarborReader:
 
         title = (cfg.task.description or "").strip().splitlines()[0:1]
         title_text = title[0][:160] if title else (cfg.task.name or task_id)
-        summary = _first_paragraph(instruction) or title_text
+        own = meta.get("repogym") if isinstance(meta.get("repogym"), dict) else {}
+        summary = str(own.get("summary") or "") or _first_paragraph(instruction) or title_text
 
         sections = [Section("instruction", "Instruction", instruction, "markdown")]
         env_lines = [f"- Runs in: **{environment}**"]
