@@ -78,6 +78,24 @@ def test_squash_residue_is_removed() -> None:
         assert residue not in text
 
 
+def test_process_bullets_of_a_squash_list_are_removed() -> None:
+    body = (
+        "* Allow $ref when the schema is not a dict\n\n* Run right version of black\n\n"
+        "* Force recreate tox env for CI\n\n* Fix PR comments\n\n* Add prepend test\n\n"
+        "* - Add docstring to prepend()\n"
+    )
+    assert strip_residue(body) == "* Allow $ref when the schema is not a dict"
+
+
+def test_many_groups_with_one_failure_are_condensed() -> None:
+    ids = [f"tests/test_m.py::TestCache::test_case_{i}" for i in range(9)]
+    failure = "TypeError: cached() got an unexpected keyword argument 'info'"
+    section = behaviour_section(group_tests(ids, failures=dict.fromkeys(ids, failure)))
+    assert section.count(failure) == 1
+    assert "- 9 tests in `tests/test_m.py` (Cache: case 0, " in section
+    assert "and 1 more). Now each fails with" in section
+
+
 def test_pr_template_sections_and_checklists_are_removed() -> None:
     text = strip_residue(TEMPLATE)
     assert 'Sizes such as "10 KB" could not be read.' in text
@@ -167,10 +185,10 @@ def test_spec_coverage_and_mentions() -> None:
 
 
 def test_underspecified_names_the_missing_and_the_size() -> None:
-    assert min_words(0) == 8 and min_words(10) == 13 and min_words(1000) == 60
+    assert min_words(0) == 6 and min_words(10) == 8 and min_words(1000) == 40
     reasons = underspecified("# Fix sizes\n\nThe repository is checked out at", GOLD, ["unit"])
     assert reasons[0] == "does not name unit, which the hidden tests need"
-    assert reasons[1].startswith("states the change in 2 word(s); a 3-line change needs 9")
+    assert reasons[1].startswith("states the change in 2 word(s); a 3-line change needs 6")
     assert underspecified("# Fix\n\n" + "word " * 20, GOLD, []) == []
 
 
@@ -205,6 +223,9 @@ def test_compose_evidence_title_and_tdd() -> None:
     fixed = repair(title, ev, "/w")
     assert fixed.spec_coverage == 1.0 and "## Expected behaviour" in fixed.text
     assert fixed.text.rstrip().endswith("do not rely on editing tests.")
+    again = repair(fixed, ev, "/w")  # nothing to add twice
+    assert again.text.count("## Expected behaviour") == 1
+    assert again.text.count("## Required interface") == 1
 
     ev.test_files = ["tests/test_size.py"]
     tdd = compose("Support units", "", workdir="/w", gold_patch=GOLD, evidence=ev, mode="tdd")

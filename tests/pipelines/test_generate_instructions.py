@@ -261,3 +261,59 @@ def test_llm_mode_needs_llm(sizes_repo, tmp_path) -> None:
     repo, _ = sizes_repo
     with pytest.raises(GenerateError, match="instruction=llm needs --llm"):
         _generate(repo, tmp_path / "x", instruction="llm")
+
+
+NAMES_ALL = (
+    "# Sizes need units and a parser\n\n"
+    "`fmt(n, unit=...)` must append the `unit` to the number. A new `parse_size(text)` reads "
+    "sizes such as 2 KB in bytes and refuses negative sizes with ValueError('size must be "
+    "positive'). An empty string is not a size and must be refused with an error."
+)
+NAMES_NONE = "# Sizes need work\n\nMake the size helpers behave the way the tests expect them to."
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_llm_mode_keeps_rewrites_that_name_the_interface(
+    sizes_repo, tmp_path, monkeypatch, provider
+) -> None:
+    """instruction=llm: the model gets the evidence (never the patch); a rewrite naming every
+    required name is kept and the model recorded; one that drops them is rejected and the
+    evidence text stays."""
+    from tests.llm.stub_servers import anthropic_ok, anthropic_stub, openai_ok, openai_stub
+
+    repo, shas = sizes_repo
+    monkeypatch.setenv("REPOGYM_LLM_API_KEY", "sk-test-0123456789abcdef")
+    ok, stub_of = (
+        (openai_ok, openai_stub) if provider == "openai" else (anthropic_ok, anthropic_stub)
+    )
+    # Newest first: "how" (no required names), "function", then "kwarg".
+    script = [ok(NAMES_NONE), ok(NAMES_ALL), ok(NAMES_NONE)]
+    with stub_of(*script) as stub:
+        endpoint = stub.base_url + ("/v1" if provider == "openai" else "")
+        inp = GenerationInput(
+            repo=str(repo),
+            pipeline="commit_runtime",
+            out=tmp_path / "out",
+            options={**OPTS, "instruction": "llm", "max_candidates": 3},
+            llm=f"{provider}/stub-writer",
+            llm_endpoint=endpoint,
+        )
+        report = json.loads(generate(inp).report.read_text())
+    assert len(stub.requests) == 3
+    sent = json.dumps([r["json"] for r in stub.requests])
+    assert "## Expected behaviour" in sent and "## Required interface" in sent
+    assert 'return f\\"{n}{unit}\\"' not in sent and "raise ValueError" not in sent  # no gold
+    out = tmp_path / "out"
+    how, function, kwarg = (_task(out, shas[k]) for k in ("how", "function", "kwarg"))
+    # No required names: the rewrite stands.
+    assert how.instruction().startswith("# Sizes need work")
+    assert how.config.metadata["repogym"]["instruction"]["mode"] == "llm"
+    assert how.config.metadata["repo2env"]["synthesis_llm"] == f"{provider}/stub-writer"
+    # Names everything: kept.
+    assert function.instruction().startswith("# Sizes need units and a parser")
+    # Drops `unit`: rejected, the evidence instruction stays.
+    assert "## Required interface" in kwarg.instruction()
+    assert kwarg.config.metadata["repogym"]["instruction"]["mode"] == "evidence"
+    rewrite = kwarg.config.metadata["repogym"]["instruction_rewrite"]
+    assert rewrite["status"] == "rejected" and "unit" in rewrite["reason"]
+    assert report["llm"]["accepted"] == 2 and report["llm"]["rejected"] == 1

@@ -14,6 +14,9 @@ def test_title_keeps_calls_and_drops_references() -> None:
         == "Fix and document cache_key handling"
     )
     assert clean_title("Merge pull request #5 from ada/fix") == ""
+    # Conventional-commit types are for changelogs, not for the agent.
+    assert clean_title("fix: JSON Schema: allow $ref (#41)") == "JSON Schema: allow $ref"
+    assert clean_title("feat(parser)!: read sizes") == "read sizes"
 
 
 def test_body_scrubbed() -> None:

@@ -89,9 +89,9 @@ def statement(instruction: str) -> str:
 
 def min_words(changed_lines: int) -> int:
     """Words an instruction's statement needs for a change of ``changed_lines`` code lines:
-    ``min(60, 8 + changed_lines // 2)`` — a one-line fix can be stated in a sentence, a
+    ``min(40, 6 + changed_lines // 4)`` — a one-line fix can be stated in a sentence, a
     hundred-line change cannot."""
-    return min(60, 8 + max(0, changed_lines) // 2)
+    return min(40, 6 + max(0, changed_lines) // 4)
 
 
 def changed_code_lines(diff_text: str) -> int:

@@ -45,6 +45,13 @@ _RESIDUE_LINE = re.compile(
     r")\s*$",
     re.IGNORECASE,
 )
+# A bullet of a squash merge's commit list that is about the process, not the change.
+_PROCESS_BULLET = re.compile(
+    r"^\s*[*-]\s+(?:[-*]\s+)?.*\b(?:black|ruff|flake8|isort|mypy|pylint|prettier|eslint|lint(?:er|ing)?"
+    r"|pre-commit|tox|ci|typos?|rebased?|merged?|review(?:er|ers)?|pr comments?|docstrings?"
+    r"|changelog|re-?format(?:ted|ting)?|formatting|tests?|wip)\b",
+    re.IGNORECASE,
+)
 _RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,}|={3,})\s*$")
 _CHECKBOX = re.compile(r"^\s*[-*+]\s*\[[ xX]?\]\s*.*$")
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
@@ -80,6 +87,7 @@ def strip_residue(text: str) -> str:
             _RULE.match(line)
             or _CHECKBOX.match(line)
             or _RESIDUE_LINE.match(line)
+            or _PROCESS_BULLET.match(line)
             or _TEMPLATE_LINES.match(line)
         ):
             continue
@@ -262,7 +270,8 @@ def behaviour_section(groups: list[TestGroup]) -> str:
 _BACKTICK = re.compile(r"`([^`\n]{2,80})`")
 _QUOTED = re.compile(r"(?<![\w])(['\"])([^'\"\n]{2,60})\1(?![\w])")
 _IDENT = re.compile(
-    r"\b(?:[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Za-z_]\w*\(\)"
+    r"\b(?:[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*"
+    r"|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Za-z_]\w*\(\)"
     r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)"
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`'\"(])")

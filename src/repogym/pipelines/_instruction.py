@@ -111,10 +111,19 @@ def clean_text(text: str) -> str:
     return text.strip()
 
 
+# A conventional-commit type prefix ("fix: ", "feat(parser)!: "): for changelogs, not agents.
+_TYPE_PREFIX = re.compile(
+    r"^(?:fix|feat|feature|bugfix|hotfix|refactor|perf|chore|docs?|style|test|build|ci)"
+    r"(?:\([^)]*\))?!?:\s+",
+    re.IGNORECASE,
+)
+
+
 def clean_title(title: str) -> str:
     title = _PR_SUFFIX.sub("", title.strip())
     if _MERGE_SUBJECT.match(title):
         return ""
+    title = _TYPE_PREFIX.sub("", title)
     return clean_text(title).strip(" .:;,-\u2013\u2014")
 
 
@@ -207,12 +216,10 @@ def _statement(title: str, body: str, gold_patch: str, visible: str) -> tuple[st
         text = "\n".join(ln for ln in text.splitlines() if ln.strip() not in leaks)
         head = "" if head.strip() in leaks else head
     text, removed = drop_how(text, gold_patch, visible)
-    kept_head, removed_head = drop_how(head, gold_patch, visible)
-    if removed_head or sentence_leaks(head, gold_patch, exempt=visible):
-        removed += removed_head or [head]
+    # The title names the change; it goes only when it repeats the fix's words.
+    if sentence_leaks(head, gold_patch, exempt=visible):
+        removed.append(head)
         head = ""
-    else:
-        head = kept_head
     paragraphs = []
     for para in text.split("\n"):
         if para.strip() and sentence_leaks(para, gold_patch, exempt=visible):
@@ -293,10 +300,10 @@ def repair(composed: Composed, evidence: Evidence, workdir: str) -> Composed:
     before its closing paragraph."""
     body = composed.text.split(FOOTER_MARK, 1)[0].rstrip()
     extra = []
-    if composed.missing and evidence.interface:
+    if composed.missing and evidence.interface and evidence.interface not in body:
         extra.append(evidence.interface.rstrip("\n"))
     section = behaviour_section(evidence.groups)
-    if section:
+    if section and section.rstrip("\n") not in body:
         extra.append(section.rstrip("\n"))
     text = "\n\n".join([body, *extra]) + "\n\n" + "\n".join(_footer(workdir))
     cov, missing = spec_coverage(text, evidence.required)
