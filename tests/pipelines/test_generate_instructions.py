@@ -217,6 +217,13 @@ def test_implementation_sentence_removed(evidence) -> None:
     meta = task.config.metadata
     assert meta["difficulty"] == "easy" and meta["category"] in ("bugfix", "feature")
     assert "1 fail-to-pass test(s)" in meta["repogym"]["summary"]
+    # The explorer shows that summary, and nothing of the answer.
+    from repogym.explorer import withhold
+    from repogym.explorer.adapters.harbor import HarborAdapter
+
+    doc = withhold.apply(HarborAdapter().open(str(out)).task(task.path.name))
+    assert doc.summary == meta["repogym"]["summary"]
+    assert "is None" not in doc.summary
 
 
 def test_validate_agrees_with_the_generator(evidence) -> None:
