@@ -49,7 +49,7 @@ import os
 import re
 
 import pytest
-from repogym_report_file import ReportFile  # beside this file, on PYTHONPATH
+from repogym_report_file import ReportFile, short_message  # beside this file, on PYTHONPATH
 
 ENV = "REPOGYM_REPORT"
 PASSED = "PASSED"
@@ -57,10 +57,6 @@ FAILED = "FAILED"
 SKIPPED = "SKIPPED"
 ERROR = "ERROR"
 _RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
-MAX_MESSAGE = 300
-# ANSI escapes (CSI, OSC, two-character) and control characters (C0 but tab, DEL, C1).
-_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])?")
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 # The exception line of a traceback pytest printed: "E   Name: message" (source lines, the
 # "File ..." lines of a SyntaxError and message continuations are indented further).
 _E_HEADER = re.compile(r"^E   ([A-Za-z_][\w.]*(?::.*)?)$")
@@ -105,20 +101,6 @@ def _skip_reason(report):
     elif reason == "Skipped":
         reason = ""
     return reason
-
-
-def short_message(text):
-    """The first non-blank line of ``text`` without escapes or control characters, cut to
-    MAX_MESSAGE characters (None when nothing is left)."""
-    if not isinstance(text, str):
-        return None
-    for line in _ESCAPE.sub("", text[: 64 * MAX_MESSAGE]).splitlines():
-        line = _CONTROL.sub("", line.replace("\t", " ")).strip()
-        if line:
-            if len(line) > MAX_MESSAGE:
-                line = line[: MAX_MESSAGE - 3] + "..."
-            return line
-    return None
 
 
 def _message_of_text(text):

@@ -10,7 +10,28 @@ and its reader are described in ``repogym/verify/reports.py``.
 import contextlib
 import json
 import os
+import re
 import sys
+
+MAX_MESSAGE = 300
+"""Characters of a failure message kept in a record."""
+# ANSI escapes (CSI, OSC, two-character) and control characters (C0 but tab, DEL, C1).
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])?")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def short_message(text):
+    """The first non-blank line of ``text`` without escapes or control characters, cut to
+    MAX_MESSAGE characters (None when nothing is left)."""
+    if not isinstance(text, str):
+        return None
+    for line in _ESCAPE.sub("", text[: 64 * MAX_MESSAGE]).splitlines():
+        line = _CONTROL.sub("", line.replace("\t", " ")).strip()
+        if line:
+            if len(line) > MAX_MESSAGE:
+                line = line[: MAX_MESSAGE - 3] + "..."
+            return line
+    return None
 
 
 class ReportFile:

@@ -55,7 +55,7 @@ import unittest  # noqa: E402
 import unittest.case  # noqa: E402
 import unittest.main  # noqa: E402
 
-from repogym_report_file import ReportFile  # noqa: E402  (beside this file)
+from repogym_report_file import ReportFile, short_message  # noqa: E402  (beside this file)
 
 PASSED = "PASSED"
 FAILED = "FAILED"
@@ -66,10 +66,6 @@ _RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
 _DESCRIPTION = re.compile(r"^([^\s()]+) \(([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\)$")
 _FIXTURES = ("setUpClass", "tearDownClass", "setUpModule", "tearDownModule")
 _FAILED_IMPORT = ("unittest.loader._FailedTest", "unittest.loader.ModuleImportFailure")
-MAX_MESSAGE = 300
-# ANSI escapes (CSI, OSC, two-character) and control characters (C0 but tab, DEL, C1).
-_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])?")
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 _TRACEBACK = "Traceback (most recent call last):"
 
 
@@ -94,20 +90,6 @@ def test_id(test):
         return str(test.id())
     except Exception:
         return text or repr(test)
-
-
-def short_message(text):
-    """The first non-blank line of ``text`` without escapes or control characters, cut to
-    MAX_MESSAGE characters (None when nothing is left)."""
-    if not isinstance(text, str):
-        return None
-    for line in _ESCAPE.sub("", text[: 64 * MAX_MESSAGE]).splitlines():
-        line = _CONTROL.sub("", line.replace("\t", " ")).strip()
-        if line:
-            if len(line) > MAX_MESSAGE:
-                line = line[: MAX_MESSAGE - 3] + "..."
-            return line
-    return None
 
 
 def _type_name(etype):
