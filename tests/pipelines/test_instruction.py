@@ -47,3 +47,12 @@ def test_too_vague() -> None:
         None,
         "instruction too vague",
     )
+
+
+def test_spacing_before_method_names_is_kept() -> None:
+    assert clean_title("Make .configureOutput() write to stderr") == (
+        "Make .configureOutput() write to stderr"
+    )
+    assert clean_text("Load the .env file, then call .run() .") == (
+        "Load the .env file, then call .run()."
+    )

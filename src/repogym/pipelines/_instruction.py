@@ -73,7 +73,9 @@ def _scrub(text: str) -> str:
     text = _ISSUE.sub("", text)
     text = _SHA.sub("", text)
     text = _EMPTY_REF.sub("", text)
-    text = re.sub(r"\s+([.,;:!?])", r"\1", text)
+    # Space left before punctuation by a removal ("in #12 .") — never before a method name
+    # (".configureOutput()") or a path (".env").
+    text = re.sub(r"[ \t]+([.,;:!?])(?=\s|$)", r"\1", text)
     return re.sub(r"[ \t]{2,}", " ", text)
 
 
