@@ -82,7 +82,9 @@ def test_process_bullets_of_a_squash_list_are_removed() -> None:
     body = (
         "* Allow $ref when the schema is not a dict\n\n* Run right version of black\n\n"
         "* Force recreate tox env for CI\n\n* Fix PR comments\n\n* Add prepend test\n\n"
-        "* - Add docstring to prepend()\n"
+        "* - Add docstring to prepend()\n\n* maintain 100% coverage\n\n"
+        "* [pre-commit.ci] auto fixes from pre-commit.com hooks\n\n"
+        "for more information, see https://pre-commit.ci\n"
     )
     assert strip_residue(body) == "* Allow $ref when the schema is not a dict"
 

@@ -41,7 +41,7 @@ _RESIDUE_LINE = re.compile(
     r"(?:fix(?:ed)? |run |apply )?(?:lint(?:ing|er)?|flake8|black|ruff|isort|mypy|prettier|eslint|"
     r"formatting|format|style|typos?|whitespace|tests?|ci|changelog|docs?)(?: fix(?:es)?)?\.?|"
     r"(?:wip|tmp|temp|oops|cleanup|clean up|nit|nits|minor|more|again|fixup!?.*|squash!?.*)\.?|"
-    r"co-?authored-?by:?.*"
+    r"co-?authored-?by:?.*|for more information,? see:?.*"
     r")\s*$",
     re.IGNORECASE,
 )
@@ -49,7 +49,7 @@ _RESIDUE_LINE = re.compile(
 _PROCESS_BULLET = re.compile(
     r"^\s*[*-]\s+(?:[-*]\s+)?.*\b(?:black|ruff|flake8|isort|mypy|pylint|prettier|eslint|lint(?:er|ing)?"
     r"|pre-commit|tox|ci|typos?|rebased?|merged?|review(?:er|ers)?|pr comments?|docstrings?"
-    r"|changelog|re-?format(?:ted|ting)?|formatting|tests?|wip)\b",
+    r"|changelog|re-?format(?:ted|ting)?|formatting|tests?|coverage|wip)\b",
     re.IGNORECASE,
 )
 _RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,}|={3,})\s*$")
