@@ -613,10 +613,46 @@ def example_repo(
 
 @app.command()
 def bootstrap(
-    repo: Annotated[Path, typer.Option("--repo", help="The repository folder.")],
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="The repository folder (one repository).")
+    ] = None,
+    repos: Annotated[
+        Path | None,
+        typer.Option(
+            "--repos",
+            help="A file listing repositories, one a line (local paths or what generate's "
+            "--repo accepts; # comments): check them all and print the success rate.",
+        ),
+    ] = None,
     ref: Annotated[
         str | None, typer.Option("--ref", help="A git ref to export (default: the work tree).")
     ] = None,
+    at: Annotated[
+        str, typer.Option("--at", help="With --repos: the ref checked in each repository.")
+    ] = "HEAD",
+    years_back: Annotated[
+        float | None,
+        typer.Option(
+            "--years-back",
+            min=0,
+            help="With --repos: check the last commit at least N years before --at.",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, help="With --repos: repositories in parallel.")
+    ] = 1,
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--results",
+            help="With --repos: JSON-lines file each result is appended to as it finishes "
+            "(default: FILE.survey.jsonl beside the list).",
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="With --repos: skip repositories --results already has."),
+    ] = False,
     check: Annotated[
         bool, typer.Option("--check/--no-check", help="Build the recipe and collect its tests.")
     ] = True,
@@ -628,13 +664,39 @@ def bootstrap(
 ) -> None:
     """Detect a repository's environment, print its recipe, and check it collects tests.
 
-    Exit 0 when the recipe works (or --no-check), 1 when the check fails, 2 for bad input.
+    With --repos FILE: check every listed repository and print the success rate and the
+    failure causes grouped. Exit 0 when the recipe works (every recipe, with --repos; or
+    --no-check), 1 when a check fails, 2 for bad input.
     """
     from repogym.bootstrap import ExportError, UnsupportedRepo, bootstrap_ref
     from repogym.bootstrap import bootstrap as run_bootstrap
     from repogym.bootstrap.render import render_result
     from repogym.sandbox import SandboxError
 
+    if (repo is None) == (repos is None):
+        fail("give one of --repo PATH or --repos FILE")
+        raise typer.Exit(2)
+    if repos is not None:
+        _bootstrap_survey(
+            repos,
+            ref=ref,
+            at=at,
+            years_back=years_back,
+            jobs=jobs,
+            results=results,
+            resume=resume,
+            check=check,
+            sandbox=sandbox,
+            refresh=refresh,
+            json_out=json_out,
+        )
+    assert repo is not None
+    survey_only = {"--at": at != "HEAD", "--years-back": years_back is not None}
+    survey_only.update({"--results": results is not None, "--resume": resume, "--jobs": jobs > 1})
+    if any(survey_only.values()):
+        given = ", ".join(k for k, v in survey_only.items() if v)
+        fail(f"{given}: only with --repos (for one repository use --ref)")
+        raise typer.Exit(2)
     if not repo.is_dir():
         fail(f"{repo}: not a directory")
         raise typer.Exit(2)
@@ -650,6 +712,76 @@ def bootstrap(
     else:
         render_result(result, out)
     raise typer.Exit(code)
+
+
+def _bootstrap_survey(
+    repos: Path,
+    *,
+    ref: str | None,
+    at: str,
+    years_back: float | None,
+    jobs: int,
+    results: Path | None,
+    resume: bool,
+    check: bool,
+    sandbox: str,
+    refresh: bool,
+    json_out: bool,
+) -> None:
+    """``repogym bootstrap --repos FILE``: flags → :func:`repogym.bootstrap.survey.run_survey`."""
+    from repogym.bootstrap.survey import (
+        At,
+        RepoResult,
+        read_repo_list,
+        render_line,
+        render_survey,
+        run_survey,
+    )
+    from repogym.sandbox import SandboxError, get_backend
+    from repogym.ui import progress
+
+    if ref is not None:
+        fail("--ref is for one repository; with --repos use --at REF")
+        raise typer.Exit(2)
+    if not check:
+        fail("--repos always checks (build + collect); --no-check is for one repository")
+        raise typer.Exit(2)
+    try:
+        specs = read_repo_list(repos)
+        where = At(ref=at, years_back=years_back)
+        get_backend(sandbox)
+    except (OSError, UnicodeDecodeError, ValueError, SandboxError) as exc:
+        fail(f"{repos}: {exc}" if isinstance(exc, OSError | UnicodeDecodeError) else str(exc))
+        raise typer.Exit(2) from None
+    if not specs:
+        fail(f"{repos}: no repositories listed")
+        raise typer.Exit(2)
+    results = results or repos.with_name(repos.name + ".survey.jsonl")
+    with progress(f"bootstrap {where.label}", len(specs)) as bar:
+
+        def on_result(result: RepoResult, finished: int, total: int) -> None:
+            bar.console.print(render_line(result, finished, total))
+            bar.advance(bar.task_ids[0])
+
+        try:
+            report = run_survey(
+                specs,
+                where,
+                jobs=jobs,
+                sandbox=sandbox,
+                refresh=refresh,
+                results_file=results,
+                resume=resume,
+                on_result=on_result,
+            )
+        except KeyboardInterrupt:
+            fail(f"interrupted: finished repositories are in {results}; rerun with --resume")
+            raise typer.Exit(130) from None
+    if json_out:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        render_survey(report, out)
+    raise typer.Exit(0 if report.totals["failed"] == 0 else 1)
 
 
 @app.command()

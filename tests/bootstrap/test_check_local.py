@@ -114,14 +114,14 @@ def test_unittest_project_builds_and_collects(make_repo: MakeRepo) -> None:
 
 
 def test_failing_build_names_the_step(make_repo: MakeRepo) -> None:
-    # An unparseable requirement makes pip fail without touching the network.
+    # An unparseable requirement makes the installer fail without touching the index.
     repo = make_repo({**UNITTEST_PROJECT, "requirements.txt": "not a valid requirement !!\n"})
     recipe = make_recipe(repo, detect(repo))
     result = check_recipe(repo, recipe)
     assert not result.ok
-    assert result.failed_step.startswith("build: RUN python -m pip install -r requirements.txt")
-    assert "exit 1" in result.failed_step
-    assert "Invalid requirement" in result.reason or "invalid" in result.reason.lower()
+    assert result.failed_step.startswith("build: RUN uv pip install --system -r requirements.txt")
+    assert "exit 2" in result.failed_step
+    assert "parse requirement" in result.reason
     assert result.log_tail
     assert result.tests_collected == 0
 

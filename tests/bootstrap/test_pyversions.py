@@ -117,9 +117,12 @@ def test_choose_prefers_capped_version() -> None:
     choice = choose_python(">=3.8", FAKE_PYTHONS, prefer_at_most=(3, 10), prefer_reason="why")
     assert choice.install is not None and choice.install.minor == "3.10"
     assert any("why" in n for n in choice.notes)
-    # The cap never overrides requires-python.
+    # The cap never overrides requires-python: the fitting interpreter closest to it is taken.
     choice = choose_python(">=3.12", FAKE_PYTHONS, prefer_at_most=(3, 10))
-    assert choice.install is not None and choice.install.minor == "3.13"
+    assert choice.install is not None and choice.install.minor == "3.12"
+    choice = choose_python(None, FAKE_PYTHONS, prefer_at_most=(3, 7), prefer_reason="old")
+    assert choice.install is not None and choice.install.minor == "3.8"
+    assert any("no fitting interpreter as old as 3.7 (old)" in n for n in choice.notes)
 
 
 def test_choose_ignores_unreadable_spec() -> None:

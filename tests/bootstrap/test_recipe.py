@@ -51,8 +51,8 @@ def test_dependency_steps_come_before_the_source(
         "ENV",
     ]
     manifest = lines.index("COPY repo/requirements.txt ./")
-    install = next(i for i, ln in enumerate(lines) if ln.startswith("RUN python -m pip install"))
-    editable = next(i for i, ln in enumerate(lines) if "--no-build-isolation -e" in ln)
+    install = next(i for i, ln in enumerate(lines) if ln.startswith("RUN uv pip install"))
+    editable = next(i for i, ln in enumerate(lines) if "--no-build-isolation-package" in ln)
     assert manifest < install < source < editable
     assert "attrs" in "\n".join(lines[install:source]) and "pytest" in "\n".join(
         lines[install:source]
@@ -67,7 +67,8 @@ def test_dockerfile_parses_as_a_dockerfile(
     recipe = _recipe(make_repo, pythons)
     parsed = _dockerfile.parse(recipe.dockerfile)
     keywords = [ins.keyword for ins in parsed.instructions]
-    assert keywords == ["FROM", "WORKDIR", "ENV", "COPY", "RUN", "COPY", "RUN"]
+    # The installer (uv) comes right after the environment: shared by every recipe.
+    assert keywords == ["FROM", "WORKDIR", "ENV", "RUN", "COPY", "RUN", "COPY", "RUN"]
     assert parsed.instructions[0].args == "python:3.13-slim"
 
 

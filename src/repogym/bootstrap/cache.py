@@ -23,7 +23,8 @@ from typing import Any
 from repogym.bootstrap.check import CheckResult
 from repogym.bootstrap.model import BOOTSTRAP_VERSION, Recipe
 
-_GENERATOR_MODULES = ("detect", "model", "native", "node", "python", "pyversions")
+_NOT_GENERATORS = frozenset({"__init__", "cache", "check", "render", "service", "survey"})
+"""Modules of this package that do not shape recipes; every other one enters generator_id."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -33,10 +34,10 @@ def generator_id() -> str:
     Entries written by other code are ignored, so a changed detector never serves stale recipes.
     """
     digest = hashlib.sha256()
-    here = Path(__file__).parent
-    for name in _GENERATOR_MODULES:
-        with contextlib.suppress(OSError):
-            digest.update((here / f"{name}.py").read_bytes())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        if path.stem not in _NOT_GENERATORS:
+            with contextlib.suppress(OSError):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return f"{BOOTSTRAP_VERSION}+{digest.hexdigest()[:12]}"
 
 

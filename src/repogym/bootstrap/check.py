@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from repogym.bootstrap._files import snapshot_repo
-from repogym.bootstrap.model import Recipe
+from repogym.bootstrap.model import COLLECT_MARK, Recipe, collect_summary
 
 COLLECT_TIMEOUT_S = 600.0
 LOG_TAIL_LINES = 40
+LOG_TAIL_CHARS = 8000
+LINE_CHARS = 300
 _ERROR_LINE = re.compile(
     r"(^ERROR\b|^E\s|Error:|error:|error\[|No matching distribution|Could not find|"
     r"ModuleNotFoundError|ImportError|SyntaxError|npm ERR!|npm error|FAILED|cannot find)",
@@ -56,34 +58,67 @@ def write_build_context(repo_dir: Path, recipe: Recipe, dest: Path) -> Path:
     return dest
 
 
-def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+def _tail(text: str, lines: int = LOG_TAIL_LINES, chars: int = LOG_TAIL_CHARS) -> str:
+    """The last ``lines`` lines, each cut to 1,000 characters, at most ``chars`` in all."""
+    kept = [
+        ln if len(ln) <= 1000 else ln[:1000] + " …"
+        for ln in text.rstrip().splitlines()[-lines:]
+        if not ln.startswith(COLLECT_MARK)
+    ]
+    out = "\n".join(kept)
+    return out if len(out) <= chars else "…" + out[-chars:]
 
 
-_EXCEPTION_LINE = re.compile(r"^(E\s+)?([\w.]*(Error|Exception)|error\[E\d+\]): ")
+_EXCEPTION_LINE = re.compile(r"^(E\s+)?([\w.]*(Error|Exception|Warning)|error\[E\d+\]): ")
 _COLLECT_ERROR = re.compile(r"_ ERROR collecting (\S+) _")
+# A test id or a collected item (pytest ``-v`` / tree output): names, never reasons.
+_TEST_ID = re.compile(r"^(\S+::\S+( PASSED| FAILED| SKIPPED| ERROR)?|<\w+ [^>]*>)$")
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
+
+
+def _summary_reason(summary: dict[str, Any] | None) -> str:
+    """``error collecting <file>: <exception line>`` from a collect summary's errors."""
+    errors = [e for e in (summary or {}).get("errors") or [] if isinstance(e, dict)]
+    if not errors:
+        return ""
+    first = errors[0]
+    where = str(first.get("nodeid") or "") or "the session"
+    message = str(first.get("message") or "").strip()
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return _short(f"error collecting {where}{more}" + (f": {message}" if message else ""))
 
 
 def _reason_from(text: str, fallback: str) -> str:
-    """The most telling line of a failure's output.
+    """The most telling line of a failure's output (one line, at most 300 characters).
 
-    Preference: a pytest collection error with its exception, the last exception line
-    (``ModuleNotFoundError: …``), the last error-looking line (pip ``ERROR:``, ``npm ERR!``…).
+    Preference: the collect summary's first error, a pytest collection error with its
+    exception, the last exception line (``ModuleNotFoundError: …``), the last error-looking
+    line (pip ``ERROR:``, ``npm ERR!``…). Test ids and collected items are never the reason.
     """
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    from_summary = _summary_reason(collect_summary(text))
+    if from_summary:
+        return from_summary
+    lines = [
+        ln.strip()
+        for ln in text.splitlines()
+        if ln.strip() and not ln.startswith(COLLECT_MARK) and not _TEST_ID.match(ln.strip())
+    ]
     for i, line in enumerate(lines):
         m = _COLLECT_ERROR.search(line)
         if m:
             exc = next((ln for ln in lines[i + 1 :] if ln.startswith("E ")), "")
             detail = f": {exc[1:].strip()}" if exc else ""
-            return f"error collecting {m[1]}{detail}"[:300]
+            return _short(f"error collecting {m[1]}{detail}")
     for line in reversed(lines):
         if _EXCEPTION_LINE.match(line):
-            return line.removeprefix("E").strip()[:300]
+            return _short(line.removeprefix("E").strip())
     for line in reversed(lines):
         if _ERROR_LINE.search(line) and not line.startswith("---"):
-            return line[:300]
-    return (lines[-1][:300] if lines else "") or fallback
+            return _short(line)
+    return (_short(lines[-1]) if lines else "") or fallback
 
 
 def _build_failure(message: str, log_text: str) -> tuple[str, str, str]:
@@ -92,11 +127,12 @@ def _build_failure(message: str, log_text: str) -> tuple[str, str, str]:
     head = head.strip()
     m = re.match(r"^(?P<where>.*?): RUN failed with exit code (?P<code>\S+) \((?P<ins>.*)\)$", head)
     if m:
-        step = f"build: {m['ins']} (exit {m['code']}; {m['where']})"
+        step = f"build: {_short(m['ins'])} (exit {m['code']}; {m['where']})"
     else:
-        step = f"build: {head.splitlines()[0] if head else 'failed'}"
+        step = f"build: {_short(head.splitlines()[0]) if head else 'failed'}"
     if not output:  # not a failing command: the message itself is the reason
-        return step, head.splitlines()[0] if head else "build failed", _tail(log_text or head)
+        reason = _short(head.splitlines()[0]) if head else "build failed"
+        return step, reason, _tail(log_text or head)
     return step, _reason_from(output, head), _tail(output)
 
 
@@ -153,7 +189,8 @@ def check_recipe(
                     network=False,
                 )
         except SandboxError as exc:
-            result.failed_step, result.reason = "collect: sandbox error", str(exc)
+            result.failed_step = "collect: sandbox error"
+            result.reason = _short(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
             return result
         timings["collect_s"] = round(time.monotonic() - t2, 3)
         output = res.stdout + ("\n" + res.stderr if res.stderr else "")
@@ -180,6 +217,10 @@ def check_recipe(
 
 def _sample_ids(recipe: Recipe, stdout: str, limit: int = 10) -> list[str]:
     lines = [ln.strip() for ln in stdout.splitlines() if ln.strip()]
+    marked = [ln.removeprefix(f"{COLLECT_MARK}-ID ") for ln in lines]
+    marked = [m for m, ln in zip(marked, lines, strict=True) if m != ln]
+    if marked:
+        return marked[:limit]
     if recipe.runner == "pytest":
         ids = [ln for ln in lines if "::" in ln and not ln.startswith("ERROR")]
     elif recipe.runner == "unittest":

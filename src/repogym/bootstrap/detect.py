@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.model import Recipe
 from repogym.bootstrap.native import NativeProject, detect_go, detect_rust, go_recipe, rust_recipe
 from repogym.bootstrap.node import NodeProject, detect_node, node_recipe
-from repogym.bootstrap.python import PythonProject, detect_python, python_recipe
+from repogym.bootstrap.pyrecipe import python_recipe
+from repogym.bootstrap.python import PythonProject, detect_python
 from repogym.bootstrap.pyversions import PythonInstall
 
 LANGUAGES = ("python", "node", "rust", "go")
@@ -85,10 +87,12 @@ def detect(
     *,
     language: str | None = None,
     pythons: list[PythonInstall] | None = None,
+    commit: CommitInfo | None = None,
 ) -> Detection:
     """Detect a repository's language, toolchain and test runner (no code is run).
 
-    ``language`` forces one of :data:`LANGUAGES`; ``pythons`` replaces interpreter discovery.
+    ``language`` forces one of :data:`LANGUAGES`; ``pythons`` replaces interpreter discovery;
+    ``commit`` says what the files do not (the commit's date, missing submodules).
     """
     repo_dir = Path(repo_dir)
     if not repo_dir.is_dir():
@@ -109,7 +113,7 @@ def detect(
             "(pyproject.toml, setup.py, package.json, Cargo.toml, go.mod, *.py)",
         )
     if language == "python":
-        py = detect_python(repo_dir, pythons)
+        py = detect_python(repo_dir, pythons, commit)
         inst = py.install
         return Detection(
             "python",

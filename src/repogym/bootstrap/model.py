@@ -15,7 +15,7 @@ from typing import Any
 
 WORKDIR = "/workspace"
 RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "node", "go", "cargo")
-BOOTSTRAP_VERSION = "3"
+BOOTSTRAP_VERSION = "4"
 """Bumped whenever recipe generation changes in a way cached recipes should not survive."""
 
 _HASHED = (
@@ -28,7 +28,11 @@ _HASHED = (
     "select_command",
     "workdir",
     "env",
+    "commit_date",
 )
+COLLECT_MARK = "REPOGYM-COLLECT"
+"""Prefix of the summary line a collect command may print: ``REPOGYM-COLLECT {"collected": N,
+"errors": [{"nodeid": …, "message": …}], …}``; sample ids follow ``REPOGYM-COLLECT-ID ``."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,10 @@ class Recipe:
     """The command prefix that :meth:`test_command_for` appends selected test ids to."""
     workdir: str = WORKDIR
     env: dict[str, str] = field(default_factory=dict)
+    commit_date: str = ""
+    """The commit's date (UTC RFC 3339): dependency installs are capped at it, or at the date
+    the chosen interpreter became usable when that is later (the Dockerfile's header says which);
+    empty: unknown, installs not capped."""
     notes: list[str] = field(default_factory=list)
     hash: str = field(default="", compare=False)
 
@@ -147,8 +155,26 @@ _TAP_TESTS = re.compile(r"^# tests (\d+)\s*$", re.M)
 _JSON_TOTAL = re.compile(r'"numTotalTests"\s*:\s*(\d+)')
 
 
+def collect_summary(output: str) -> dict[str, Any] | None:
+    """The last ``REPOGYM-COLLECT {json}`` line of a collect command's output (None: none)."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(COLLECT_MARK + " "):
+            try:
+                data = json.loads(line[len(COLLECT_MARK) + 1 :])
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
 def count_collected(runner: str, output: str) -> int:
-    """Count the tests listed by a recipe's collect command (per-runner output formats)."""
+    """Count the tests listed by a recipe's collect command (per-runner output formats).
+
+    A ``REPOGYM-COLLECT`` summary line (see :data:`COLLECT_MARK`) wins over the listing.
+    """
+    summary = collect_summary(output)
+    if summary is not None and isinstance(summary.get("collected"), int):
+        return int(summary["collected"])
     lines = output.splitlines()
     if runner == "pytest":
         return sum(1 for ln in lines if "::" in ln and not ln.startswith(("ERROR", "  ")))

@@ -14,7 +14,9 @@ from typing import Any
 
 from repogym.bootstrap._files import read_text
 from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
-from repogym.bootstrap.pyversions import SpecifierError, parse_version, satisfies
+from repogym.bootstrap.node_install import date_flag, plan_install
+from repogym.bootstrap.node_runner import imports_node_test, reporter_flags, resolve_script
+from repogym.bootstrap.node_versions import choose_node, declared_node
 
 NPX = "npx --no-install"
 NO_MATCH = "'(?!)'"
@@ -28,7 +30,15 @@ NODE_ENV = {
 INSTALL_SCRIPTS = ("preinstall", "install", "postinstall")
 HOOK_TOOLS = re.compile(r"\b(husky|lefthook|simple-git-hooks|is-ci|pre-commit)\b")
 UNSUPPORTED_RUNNERS = ("ava", "tap", "tape", "uvu", "jasmine", "karma", "playwright", "cypress")
-_DROP_ARGS = re.compile(r"^(--watch\w*|--coverage|--silent|--color|--colors|--no-color)$")
+_DROP_ARGS = re.compile(
+    r"^(--watch\w*|--coverage|--silent|--color|--colors|--no-color"
+    r"|--(?:experimental-)?test-coverage|--(?:experimental-)?test-isolation=none)$"
+)
+_VALUE_FLAGS = ("--reporter", "-R", "--test-reporter", "--reporters", "--test-reporter-destination")
+_GLOB_WORD = re.compile(r"^[\w@%+=:,./*?{}\[\]-]+$")
+PYTHON_IN_IMAGE = True
+"""Whether Node recipes install python3: generation still runs the tamper baseline with Python
+(``pipelines/_runtime.py``); the task's Node verifier (``verifier.mjs``) itself needs none."""
 
 
 @lru_cache(maxsize=1)
@@ -44,6 +54,14 @@ def host_node() -> str | None:
     return out.stdout.strip().lstrip("v") or None
 
 
+def host_nodes() -> list[str]:
+    """Node versions the local sandbox can map ``node:*`` onto (the default first)."""
+    from repogym.sandbox._toolchains import host_node_installs
+
+    default = host_node()
+    return list(dict.fromkeys([v for v in (default, *host_node_installs()) if v]))
+
+
 @dataclass
 class NodeProject:
     """What a Node repository declares and what bootstrapping decided from it."""
@@ -55,7 +73,17 @@ class NodeProject:
     test_script: str | None = None
     runner: str | None = None
     runner_args: list[str] = field(default_factory=list)
+    runner_globs: list[str] = field(default_factory=list)
+    """Arguments that are unquoted globs in the test script (left for the shell to expand)."""
     node_version: str | None = None
+    """The host Node that runs the tests on the local backend."""
+    image_major: str | None = None
+    """The major of the recipe's ``FROM node:<major>-slim`` (what the project asks for)."""
+    node_reason: str = ""
+    pinned: bool = True
+    """False when no lockfile fixes the dependency versions."""
+    before: str | None = None
+    """An ISO date capping an unpinned npm install (``npm install --before``)."""
     copy_files: list[str] = field(default_factory=list)
     rebuild_after_source: bool = False
     prepare_after_source: bool = False
@@ -67,8 +95,14 @@ class NodeProject:
         return dict(self.__dict__)
 
 
-def _script_runner(script: str) -> tuple[str | None, list[str]]:
-    """The runner a ``test`` script calls, with its arguments when it is one simple command."""
+def _unquoted_in(script: str, word: str) -> bool:
+    """Whether ``word`` stands unquoted in ``script`` (so npm's shell expands a glob in it)."""
+    return re.search(r"(^|\s)" + re.escape(word) + r"(\s|$)", script) is not None
+
+
+def _script_runner(script: str) -> tuple[str | None, list[str], list[str]]:
+    """The runner a ``test`` script calls, with its arguments when it is one simple command,
+    and the arguments that are unquoted globs there (npm's shell expands them)."""
     simple = not re.search(r"&&|\|\||;|\|", script)
     try:
         words = shlex.split(script)
@@ -82,12 +116,13 @@ def _script_runner(script: str) -> tuple[str | None, list[str]]:
         ("vitest", r"\bvitest\b"),
         ("jest", r"\b(jest|react-scripts test|craco test)\b"),
         ("mocha", r"\b(mocha|_mocha|nyc mocha)\b"),
-        ("node", r"\bnode\s+(.*\s)?--test\b"),
+        ("node", r"\bnode\s+(.*\s)?--test(?![\w-])"),
     ):
         if re.search(pattern, text):
             found = runner
             break
     args: list[str] = []
+    globs: list[str] = []
     if found and simple and words and words[0] in ("vitest", "jest", "mocha", "node"):
         rest = words[1:]
         if found == "vitest" and rest[:1] in (["run"], ["watch"]):
@@ -97,71 +132,45 @@ def _script_runner(script: str) -> tuple[str | None, list[str]]:
             if skip:
                 skip = False
                 continue
-            if word in ("--reporter", "-R", "--test-reporter", "--reporters"):
+            if word in _VALUE_FLAGS:
                 skip = True
                 continue
-            if word == "--test" or word.startswith(("--reporter=", "--test-reporter=")):
+            if word == "--test" or word.startswith(
+                ("--reporter=", "--test-reporter=", "--test-reporter-destination=")
+            ):
                 continue
             if not _DROP_ARGS.match(word):
                 args.append(word)
-    return found, args
-
-
-def _pnpm_major(pkg: dict[str, Any], lock_text: str) -> str:
-    manager = str(pkg.get("packageManager", ""))
-    m = re.match(r"pnpm@(\d+)", manager)
-    if m:
-        return m[1]
-    m = re.search(r"^lockfileVersion:\s*'?(\d+)", lock_text, re.M)
-    version = int(m[1]) if m else 9
-    return {5: "7", 6: "8"}.get(version, "9")
+                if found == "node" and re.search(r"[*?{\[]", word) and _unquoted_in(script, word):
+                    globs.append(word)
+    return found, args, globs
 
 
 def _workspace_manifests(repo: Path, pkg: dict[str, Any]) -> list[str]:
+    """``package.json`` of the workspace members (npm/yarn ``workspaces``, pnpm's
+    ``pnpm-workspace.yaml`` ``packages``)."""
     spaces = pkg.get("workspaces")
     if isinstance(spaces, dict):
         spaces = spaces.get("packages")
+    patterns = [str(p) for p in spaces] if isinstance(spaces, list) else []
+    pnpm = read_text(repo / "pnpm-workspace.yaml", 65536) or ""
+    block = re.search(r"^packages:\s*\n((?:\s+-.*\n?)+)", pnpm, re.M)
+    if block:
+        patterns += re.findall(r"^\s+-\s*['\"]?([^'\"\n#]+?)['\"]?\s*$", block[1], re.M)
     out = []
-    for pattern in spaces if isinstance(spaces, list) else []:
-        for path in sorted(repo.glob(str(pattern).rstrip("/"))):
+    for pattern in patterns:
+        if pattern.startswith("!"):
+            continue
+        for path in sorted(repo.glob(pattern.rstrip("/"))):
             manifest = path / "package.json"
-            if manifest.is_file():
+            if manifest.is_file() and path != repo:
                 out.append(manifest.relative_to(repo).as_posix())
     return out
 
 
-def detect_node(repo: Path) -> NodeProject:
-    """Read ``package.json`` and lockfiles; decide install command and runner."""
-    project = NodeProject()
+def _install_scripts(project: NodeProject, scripts: dict[str, Any]) -> tuple[str, str]:
+    """``(ignore flag, rebuild command)`` for lifecycle scripts that need the source."""
     notes = project.notes
-    try:
-        pkg = json.loads(read_text(repo / "package.json") or "")
-    except ValueError as exc:
-        project.problem = f"package.json is not valid JSON ({exc})"
-        return project
-    if not isinstance(pkg, dict):
-        project.problem = "package.json does not hold an object"
-        return project
-    project.name = pkg.get("name") if isinstance(pkg.get("name"), str) else None
-    project.manifests.append("package.json")
-    copy = ["package.json"]
-    scripts = pkg.get("scripts") if isinstance(pkg.get("scripts"), dict) else {}
-
-    # --- package manager -------------------------------------------------------------------
-    version = host_node()
-    project.node_version = version
-    if version is None:
-        project.problem = "Node.js is not installed on this host (the local sandbox maps node:*)"
-    engines = pkg.get("engines", {}).get("node") if isinstance(pkg.get("engines"), dict) else None
-    if version and isinstance(engines, str):
-        try:
-            if not satisfies(parse_version(version), engines.replace(".x", ".*")):
-                notes.append(f"engines.node {engines!r} excludes the host's Node {version}")
-        except SpecifierError:
-            pass
-    for name in (".npmrc",):
-        if (repo / name).is_file():
-            copy.append(name)
     ignore = ""
     if any(s in scripts for s in INSTALL_SCRIPTS):
         ignore = " --ignore-scripts"
@@ -179,71 +188,59 @@ def detect_node(repo: Path) -> NodeProject:
     elif prepare:
         notes.append(f"prepare script ({prepare}) installs git hooks: skipped")
     rebuild = " && npm rebuild" if ignore and not project.rebuild_after_source else ""
-    if (repo / "package-lock.json").is_file() or (repo / "npm-shrinkwrap.json").is_file():
-        lock = (
-            "package-lock.json" if (repo / "package-lock.json").is_file() else "npm-shrinkwrap.json"
-        )
-        project.lockfile = lock
-        project.install_command = f"npm ci{ignore}{rebuild}"
-        notes.append(f"{lock}: `npm ci` installs exactly the locked versions")
-    elif (repo / "pnpm-lock.yaml").is_file():
-        project.manager, project.lockfile = "pnpm", "pnpm-lock.yaml"
-        major = _pnpm_major(pkg, read_text(repo / "pnpm-lock.yaml") or "")
-        project.install_command = f"npx --yes pnpm@{major} install --frozen-lockfile{ignore}"
-        if rebuild:
-            project.install_command += f" && npx --yes pnpm@{major} rebuild"
-        for name in ("pnpm-workspace.yaml",):
-            if (repo / name).is_file():
-                copy.append(name)
-        notes.append(f"pnpm-lock.yaml: pnpm {major} (fetched from npm with npx) installs it")
-    elif (repo / "yarn.lock").is_file():
-        project.lockfile = "yarn.lock"
-        lock_text = read_text(repo / "yarn.lock", 4096) or ""
-        if "yarn lockfile v1" in lock_text:
-            project.manager = "yarn"
-            project.install_command = (
-                f"npx --yes yarn@1 install --frozen-lockfile --non-interactive{ignore}"
-            )
-            if rebuild:
-                project.install_command += " && npm rebuild"
-            notes.append("yarn.lock (v1): yarn 1 (fetched from npm with npx) installs it")
-        else:
-            project.install_command = f"npm install --no-package-lock{ignore}{rebuild}"
-            notes.append(
-                "yarn.lock of yarn ≥2 is not supported here: npm resolves package.json ranges"
-                " instead (versions may differ from the lockfile)"
-            )
-    else:
-        project.install_command = f"npm install --no-package-lock{ignore}{rebuild}"
-        notes.append("no lockfile: npm resolves package.json ranges at build time")
-    if project.lockfile:
-        copy.append(project.lockfile)
-        project.manifests.append(project.lockfile)
-    if (repo / "bun.lockb").is_file() or (repo / "bun.lock").is_file():
-        notes.append("bun lockfile ignored: bun is not available here")
-    workspaces = _workspace_manifests(repo, pkg)
-    if workspaces:
-        notes.append(f"npm workspaces: {len(workspaces)} member package.json copied before install")
-    project.copy_files = list(dict.fromkeys(copy + workspaces))
+    return ignore, rebuild
 
-    # --- runner ----------------------------------------------------------------------------
-    script = scripts.get("test")
-    project.test_script = script if isinstance(script, str) else None
+
+def _choose_version(project: NodeProject, repo: Path, pkg: dict[str, Any]) -> None:
+    """The image major and the host Node (from ``engines``/``.nvmrc``/``.node-version``/volta)."""
+    declared = declared_node(repo, pkg)
+    default = host_node()
+    choice = choose_node(declared, host_nodes() if default else [], default)
+    project.notes.extend(choice.notes)
+    if choice.problem:
+        if default is None:
+            project.problem = (
+                "Node.js is not installed on this host (the local sandbox maps node:*)"
+            )
+        else:
+            project.problem = choice.problem
+        return
+    project.node_version = choice.host
+    project.image_major = str(choice.major)
+    project.node_reason = choice.reason
+    if declared.pin or declared.engines:
+        project.notes.append(
+            f"node:{choice.major} from {choice.reason}; runs on Node {choice.host}"
+        )
+
+
+def _choose_runner(project: NodeProject, repo: Path, pkg: dict[str, Any]) -> None:
+    notes = project.notes
+    scripts = pkg.get("scripts") if isinstance(pkg.get("scripts"), dict) else {}
+    script = resolve_script(scripts) if scripts else None
+    raw = scripts.get("test")
+    project.test_script = raw if isinstance(raw, str) else None
     deps: dict[str, Any] = {}
     for key in ("dependencies", "devDependencies"):
         if isinstance(pkg.get(key), dict):
             deps.update(pkg[key])
-    runner, args = (None, [])
-    if project.test_script and "no test specified" not in project.test_script:
-        runner, args = _script_runner(project.test_script)
+    runner, args, globs = (None, [], [])
+    if script and "no test specified" not in script:
+        runner, args, globs = _script_runner(script)
         if runner:
-            notes.append(f"runner {runner}: the test script runs it ({project.test_script!r})")
+            shown = project.test_script if script == raw else f"{raw} → {script}"
+            notes.append(f"runner {runner}: the test script runs it ({shown!r})")
     if runner is None:
-        for name, cand in (("vitest", "vitest"), ("jest", "jest"), ("mocha", "mocha")):
+        for name in ("vitest", "jest", "mocha"):
             if name in deps:
-                runner = cand
-                notes.append(f"runner {cand}: {name} is a declared dependency")
+                runner = name
+                notes.append(f"runner {name}: {name} is a declared dependency")
                 break
+    if runner is None:
+        found = imports_node_test(repo)
+        if found:
+            runner = "node"
+            notes.append(f"runner node: {found} imports node:test")
     if runner is None and not project.problem:
         other = [r for r in UNSUPPORTED_RUNNERS if r in deps or r in (project.test_script or "")]
         shown = f"test script {project.test_script!r}" if project.test_script else "no test script"
@@ -252,32 +249,90 @@ def detect_node(repo: Path) -> NodeProject:
             + (f"; uses {', '.join(other)}" if other else "")
             + ")"
         )
-    if runner == "node":
-        notes.append("node --test output has no repogym log parser yet (ids: test names)")
     project.runner = runner
     project.runner_args = args
+    project.runner_globs = globs
     if args:
         notes.append(f"test script arguments kept: {' '.join(args)}")
+
+
+def detect_node(repo: Path, *, before: str | None = None) -> NodeProject:
+    """Read ``package.json``, lockfiles and version files; decide Node, install and runner.
+
+    ``before`` (an ISO date, e.g. the commit's) caps an install without a lockfile
+    (``npm install --before``); :func:`node_recipe` accepts it too.
+    """
+    project = NodeProject(before=before)
+    try:
+        pkg = json.loads(read_text(repo / "package.json") or "")
+    except ValueError as exc:
+        project.problem = f"package.json is not valid JSON ({exc})"
+        return project
+    if not isinstance(pkg, dict):
+        project.problem = "package.json does not hold an object"
+        return project
+    project.name = pkg.get("name") if isinstance(pkg.get("name"), str) else None
+    project.manifests.append("package.json")
+    copy = ["package.json"]
+    scripts = pkg.get("scripts") if isinstance(pkg.get("scripts"), dict) else {}
+    _choose_version(project, repo, pkg)
+    for name in (".npmrc",):
+        if (repo / name).is_file():
+            copy.append(name)
+    ignore, rebuild = _install_scripts(project, scripts)
+    plan = plan_install(repo, pkg, ignore=ignore, rebuild=rebuild)
+    project.manager, project.lockfile = plan.manager, plan.lockfile
+    project.install_command, project.pinned = plan.command, plan.pinned
+    project.notes.extend(plan.notes)
+    copy += plan.copy
+    if project.lockfile:
+        project.manifests.append(project.lockfile)
+    if (repo / "bun.lockb").is_file() or (repo / "bun.lock").is_file():
+        project.notes.append("bun lockfile ignored: bun is not available here")
+    workspaces = _workspace_manifests(repo, pkg)
+    if workspaces:
+        project.notes.append(
+            f"workspaces: {len(workspaces)} member package.json copied before install"
+        )
+    project.copy_files = list(dict.fromkeys(copy + workspaces))
+    _choose_runner(project, repo, pkg)
     return project
 
 
-def node_recipe(project: NodeProject) -> Recipe:
-    """The Dockerfile and test commands for a detected Node project."""
+def _install_words(project: NodeProject, before: str | None) -> list[str]:
+    command = project.install_command
+    if before and not project.pinned and "npm install --no-package-lock" in command:
+        flag = date_flag(before)
+        if flag.strip() not in command:
+            command = command.replace(
+                "npm install --no-package-lock", "npm install --no-package-lock" + flag, 1
+            )
+    return command.split()
+
+
+def node_recipe(project: NodeProject, *, before: str | None = None) -> Recipe:
+    """The Dockerfile and test commands for a detected Node project.
+
+    ``before`` (ISO date) caps an unpinned install with ``npm install --before``.
+    """
     if project.problem or not project.runner:
         raise ValueError(project.problem or "no runner detected")
-    major = (project.node_version or "20").split(".")[0]
+    before = before or project.before
+    major = project.image_major or (project.node_version or "20").split(".")[0]
     image = f"node:{major}-slim"
     df = DockerfileWriter(
         f"repogym bootstrap recipe: node {major}, {project.runner}.\n"
         "Dependency layers come before the source snapshot so tasks of one repository share them."
     )
     df.from_(image)
-    # The task's verifier is Python (standard library): slim Node images lack python3.
-    df.comment("the verifier needs python3 (a no-op where the image has it)")
-    df.lines.append(
-        "RUN command -v python3 >/dev/null || (apt-get update && apt-get install -y "
-        "--no-install-recommends python3 && rm -rf /var/lib/apt/lists/*)"
-    )
+    if PYTHON_IN_IMAGE:
+        # Generation still runs Python in the image (tamper baseline); tasks of JavaScript
+        # runners are graded by verifier.mjs where python3 is missing.
+        df.comment("generation runs python3 in the image (a no-op where the image has it)")
+        df.lines.append(
+            "RUN command -v python3 >/dev/null || (apt-get update && apt-get install -y "
+            "--no-install-recommends python3 && rm -rf /var/lib/apt/lists/*)"
+        )
     df.workdir(WORKDIR)
     df.env(NODE_ENV)
     by_dir: dict[str, list[str]] = {}
@@ -286,15 +341,24 @@ def node_recipe(project: NodeProject) -> Recipe:
         by_dir.setdefault(parent, []).append(f"repo/{rel}")
     for parent, sources in sorted(by_dir.items()):
         df.copy(sources, "./" if parent == "." else f"./{parent}/")
-    df.run(project.install_command.split())
+    df.run(_install_words(project, before))
     df.copy(["repo/"], f"{WORKDIR}/")
     if project.rebuild_after_source:
         df.run(["npm", "rebuild"])
     if project.prepare_after_source:
         df.run(["npm", "run", "prepare"])
-    extra = " ".join(shlex.quote(a) for a in project.runner_args)
+    globs = set(project.runner_globs) if project.runner == "node" else set()
+    extra = " ".join(
+        a if a in globs and _GLOB_WORD.match(a) else shlex.quote(a) for a in project.runner_args
+    )
     extra = f" {extra}" if extra else ""
     runner = project.runner
+    notes = list(project.notes)
+    if not project.pinned:
+        notes.append(
+            "dependencies unpinned"
+            + (f" (npm --before={before})" if before else ": rebuilding later may differ")
+        )
     # jest/vitest list tests by loading every test file with a name filter matching nothing:
     # the JSON report then counts all tests as skipped (works on every version, unlike `list`).
     if runner == "jest":
@@ -308,9 +372,13 @@ def node_recipe(project: NodeProject) -> Recipe:
         select = f"{NPX} mocha --reporter spec{extra}"
         test, collect = select, f"{select} --dry-run"
     else:
-        select = f"node --test --test-reporter=spec{extra}"
+        reporter = reporter_flags(project.node_version)
+        reporter = f" {reporter}" if reporter else ""
+        select = f"node --test{reporter}{extra}"
         test = select
-        collect = f"node --test --test-reporter=tap --test-name-pattern={NO_MATCH}{extra}"
+        collect = f"node --test{reporter} --test-name-pattern={NO_MATCH}{extra}"
+    # Recipe.commit_date (when this version of the model has it) records the cap.
+    dated = {"commit_date": before} if before and _HAS_DATE and not project.pinned else {}
     return Recipe(
         language="node",
         runner=runner,
@@ -321,5 +389,9 @@ def node_recipe(project: NodeProject) -> Recipe:
         select_command=select,
         workdir=WORKDIR,
         env=dict(NODE_ENV),
-        notes=list(project.notes),
+        notes=notes,
+        **dated,
     )
+
+
+_HAS_DATE = "commit_date" in getattr(Recipe, "__dataclass_fields__", {})

@@ -143,7 +143,9 @@ def _clause_matches(version: Version, op: str, release: Version, wildcard: bool)
     raise SpecifierError(f"unknown operator {op!r}")  # pragma: no cover - regex limits ops
 
 
-def _clauses(group: str) -> list[tuple[str, Version, bool]]:
+def _clauses(group: str) -> list[tuple[str, Version, bool, str]]:
+    """``(operator, release, wildcard, version text)`` of each clause; the text keeps a
+    pre/post/dev suffix (``20.8b1``) that comparisons of interpreters never need."""
     out = []
     # PEP 440 separates with commas; Poetry also with spaces (">=3.8 <4").
     text = re.sub(r"(===|~=|==|!=|<=|>=|<|>|\^|~)\s+", r"\1", group.strip())
@@ -155,7 +157,8 @@ def _clauses(group: str) -> list[tuple[str, Version, bool]]:
         if not m or not re.fullmatch(r"[a-zA-Z0-9.+!-]*", raw[m.end() :]):
             raise SpecifierError(f"cannot read version constraint {raw!r}")
         release = tuple(int(x) for x in m[2].split("."))
-        out.append((m[1] or "", release, bool(m[3])))
+        suffix = "" if m[3] else raw[m.end() :]
+        out.append((m[1] or "", release, bool(m[3]), m[2] + suffix))
     return out
 
 
@@ -167,7 +170,7 @@ def satisfies(version: Version, spec: str | None) -> bool:
     if not spec or not spec.strip():
         return True
     for alternative in spec.split("||"):
-        if all(_clause_matches(version, *c) for c in _clauses(alternative)):
+        if all(_clause_matches(version, *c[:3]) for c in _clauses(alternative)):
             return True
     return False
 
@@ -180,22 +183,71 @@ def poetry_to_pep440(constraint: str) -> str | None:
     if "||" in text:
         return None
     parts = []
-    for op, release, wildcard in _clauses(text):
+    for op, release, wildcard, exact in _clauses(text):
         rel = ".".join(map(str, release))
         if wildcard:
             parts.append(f"{'!=' if op == '!=' else '=='}{rel}.*")
         elif op == "^":
             nonzero = next((i for i, x in enumerate(release) if x), len(release) - 1)
             upper = ".".join(map(str, _bump(release, nonzero)))
-            parts += [f">={rel}", f"<{upper}"]
+            parts += [f">={exact}", f"<{upper}"]
         elif op == "~":
             upper = ".".join(map(str, _bump(release, 0 if len(release) == 1 else 1)))
-            parts += [f">={rel}", f"<{upper}"]
+            parts += [f">={exact}", f"<{upper}"]
         elif op in ("", "="):
-            parts.append(f"=={rel}")
+            parts.append(f"=={exact}")
         else:
-            parts.append(f"{op}{rel}")
+            parts.append(f"{op}{exact}")
     return ",".join(parts)
+
+
+PYTHON_RELEASES = {
+    (3, 8): "2019-10-14",
+    (3, 9): "2020-10-05",
+    (3, 10): "2021-10-04",
+    (3, 11): "2022-10-24",
+    (3, 12): "2023-10-02",
+    (3, 13): "2024-10-07",
+    (3, 14): "2025-10-07",
+}
+"""Release dates of CPython 3.X.0 (python.org)."""
+RELEASE_LAG_DAYS = 60
+"""How long after a Python release its wheels are taken to be common (numpy, lxml, …)."""
+
+
+def python_usable_from(minor: tuple[int, int]) -> str | None:
+    """When a Python minor became usable: its release plus :data:`RELEASE_LAG_DAYS` (UTC RFC
+    3339); None for a minor not in :data:`PYTHON_RELEASES`."""
+    from datetime import date as _date
+    from datetime import timedelta
+
+    released = PYTHON_RELEASES.get(minor)
+    if released is None:
+        return None
+    day = _date.fromisoformat(released) + timedelta(days=RELEASE_LAG_DAYS)
+    return f"{day.isoformat()}T00:00:00Z"
+
+
+def newest_python_at(date: str) -> tuple[int, int] | None:
+    """The newest Python minor released :data:`RELEASE_LAG_DAYS` before ``date`` (ISO 8601).
+
+    A commit's CI ran on Pythons of its day; a newer interpreter often lacks wheels for the
+    versions resolved at that date (and building them from source fails). Dates before that
+    give the oldest listed minor; None for an unreadable date.
+    """
+    from datetime import date as _date
+    from datetime import timedelta
+
+    try:
+        day = _date.fromisoformat(date[:10])
+    except ValueError:
+        return None
+    fitting = [
+        minor
+        for minor, released in PYTHON_RELEASES.items()
+        if _date.fromisoformat(released) + timedelta(days=RELEASE_LAG_DAYS) <= day
+    ]
+    return max(fitting) if fitting else min(PYTHON_RELEASES)
 
 
 @dataclass(frozen=True)
@@ -217,7 +269,8 @@ def choose_python(
     """The newest installed interpreter meeting ``requires``.
 
     ``prefer_at_most`` (from classifiers, tox envs, distutils use) steers the choice to the newest
-    fitting interpreter not newer than that minor version, when one exists.
+    fitting interpreter not newer than that minor version, or to the oldest fitting one when
+    none is that old.
     """
     notes: list[str] = []
     if not installs:
@@ -244,12 +297,17 @@ def choose_python(
     chosen = fitting[-1]
     if prefer_at_most is not None:
         capped = [p for p in fitting if p.version[:2] <= prefer_at_most]
+        why = f" ({prefer_reason})" if prefer_reason else ""
+        cap = f"{prefer_at_most[0]}.{prefer_at_most[1]}"
         if capped and capped[-1] is not chosen:
             chosen = capped[-1]
-            why = f" ({prefer_reason})" if prefer_reason else ""
             notes.append(
-                f"python {chosen.minor}: newest fitting interpreter not newer than "
-                f"{prefer_at_most[0]}.{prefer_at_most[1]}{why}"
+                f"python {chosen.minor}: newest fitting interpreter not newer than {cap}{why}"
+            )
+        elif not capped and fitting[0] is not chosen:
+            chosen = fitting[0]  # none that old: the closest one
+            notes.append(
+                f"python {chosen.minor}: no fitting interpreter as old as {cap}{why}; the oldest"
             )
     if requires and not notes:
         notes.append(f"python {chosen.minor}: newest installed interpreter meeting {requires!r}")

@@ -25,6 +25,9 @@ def render_result(result: BootstrapResult, console: Console) -> None:
     first, _, more = recipe.collect_command.partition("\n")
     console.print(f"[bold]collect command[/] {escape(first)}" + (" …" if more else ""))
     console.print(f"[bold]recipe hash[/]     {recipe.hash}")
+    if recipe.language == "python":
+        as_of = recipe.commit_date or "not capped (no commit date)"
+        console.print(f"[bold]dependencies as of[/] {escape(as_of)}")
     if recipe.notes:
         console.print("\n[bold]notes[/]")
         for note in recipe.notes:

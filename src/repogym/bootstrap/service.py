@@ -10,8 +10,10 @@ from typing import Any
 from repogym.bootstrap._files import export_ref, head_commit, repo_identity
 from repogym.bootstrap.cache import RecipeCache
 from repogym.bootstrap.check import CheckResult, check_recipe
+from repogym.bootstrap.commit import CommitInfo, git_commit_date, git_version, normalize_date
 from repogym.bootstrap.detect import Detection, UnsupportedRepo, detect, make_recipe
 from repogym.bootstrap.model import Recipe
+from repogym.bootstrap.submodules import populate as populate_submodules
 
 
 @dataclass
@@ -45,24 +47,39 @@ def bootstrap(
     cache: RecipeCache | None = None,
     use_cache: bool = True,
     refresh: bool = False,
+    commit_date: str | None = None,
+    submodule_problems: dict[str, str] | None = None,
+    version: str | None = None,
 ) -> BootstrapResult:
     """Detect, make the recipe and (optionally) check it, reusing cached outcomes.
 
     ``ref`` should be the commit the files of ``repo_dir`` come from; without it a clean git
-    work tree uses its HEAD commit and anything else is not cached. Raises
-    :class:`UnsupportedRepo` when no recipe fits.
+    work tree uses its HEAD commit and anything else is not cached. ``commit_date`` (ISO 8601)
+    caps dependency versions at that date; by default it is the committer date of ``ref`` when
+    ``repo_dir`` is a git repository that has it (a snapshot without ``.git`` needs it passed).
+    ``submodule_problems`` (path → why) explains submodule folders the caller could not fill;
+    ``version`` is the release the commit builds on (default: ``git describe`` of ``ref``), the
+    version a project versioned by git tags is built as.
+    Raises :class:`UnsupportedRepo` when no recipe fits.
     """
     repo_dir = Path(repo_dir)
     repo_id = repo_id or repo_identity(repo_dir)
     if ref is None:
         head, clean = head_commit(repo_dir)
         ref = head if clean else None
+    if commit_date is not None:
+        commit_date = normalize_date(commit_date)
+    elif ref is not None:
+        commit_date = git_commit_date(repo_dir, ref)
+    if version is None and ref is not None:
+        version = git_version(repo_dir, ref)
+    commit = CommitInfo(commit_date, dict(submodule_problems or {}), version)
     store = (cache or RecipeCache()) if use_cache and ref else None
     if store is not None and not refresh:
         hit = store.find(repo_id, ref)  # type: ignore[arg-type]
         if hit and (not check or (hit.check and hit.check.sandbox == sandbox)):
             return BootstrapResult(hit.recipe, None, hit.check, True, repo_id, ref)
-    detection = detect(repo_dir)
+    detection = detect(repo_dir, commit=commit)
     if not detection.supported:
         raise UnsupportedRepo(detection.reason)
     recipe = make_recipe(repo_dir, detection)
@@ -79,10 +96,15 @@ def bootstrap(
 def bootstrap_ref(repo_dir: Path, ref: str, **kwargs: Any) -> BootstrapResult:
     """:func:`bootstrap` of a git ref, exported with ``git archive`` into a temporary folder.
 
+    Submodules are filled in from the repository's git data where it has their commits (see
+    :func:`repogym.bootstrap.submodules.populate`); the commit date caps dependency versions.
     Raises :class:`~repogym.bootstrap.ExportError` for an unknown ref or a non-git folder.
     """
     repo_dir = Path(repo_dir)
     kwargs.setdefault("repo_id", repo_identity(repo_dir))
     with tempfile.TemporaryDirectory(prefix="repogym-ref-") as tmp:
         sha = export_ref(repo_dir, ref, Path(tmp))
+        kwargs.setdefault("commit_date", git_commit_date(repo_dir, sha))
+        kwargs.setdefault("version", git_version(repo_dir, sha))
+        kwargs.setdefault("submodule_problems", populate_submodules(repo_dir, sha, Path(tmp)))
         return bootstrap(Path(tmp), ref=sha, **kwargs)

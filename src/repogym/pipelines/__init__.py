@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from repogym.harbor import atomic_write, discover
 from repogym.harbor.dataset import write_dataset_index
+from repogym.pipelines._errors import INTERNAL_ERROR, ErrorLog, describe, log_error
 from repogym.pipelines.base import Candidate, Outcome, YieldStats
 from repogym.spec import GenerationInput
 
@@ -181,11 +182,9 @@ def generate(
     on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
     on_drop: Callable[[str, str, YieldStats], None] | None = None,
 ) -> GenerateResult:
-    from repogym.pipelines._emit import change_hash
     from repogym.pipelines._runtime import RuntimeHarness
     from repogym.sandbox import SandboxError, get_backend
     from repogym.sources import LocalGitSource, SourceError
-    from repogym.sources.local import redact_url
 
     try:
         options = inp.pipeline_options()
@@ -223,24 +222,123 @@ def generate(
     out = inp.out
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     state = _State(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
-    # A pipeline with its own task content provides make_harness(); others use the runtime one.
-    make_harness = getattr(module, "make_harness", RuntimeHarness)
-    runtime = make_harness is RuntimeHarness
-    """Runtime tasks of one change are one task, whichever pipeline mined it."""
-    harness = make_harness(
-        source,
-        backend,
-        options,  # type: ignore[arg-type]
-        pipeline=module.NAME,
-        pipeline_version=module.VERSION,
-        repo_label=repo_id,
-        out_dir=out,
-    )
-    harness.source_access = "local" if remote is None else remote.access
-    harness.rewriter = rewriter
+    errors = ErrorLog(out / STATE_DIR / f"{inp.pipeline}-errors.log")
     stats = YieldStats()
     outcomes: list[Outcome] = []
+    run = _Run()
+    slug = slug_for(repo_id)
+    context = _ReportContext(inp, options, repo_id, repo_path, remote, rewriter, errors)
+    # From here on the report is written however the run ends (done, error, Ctrl-C).
+    try:
+        # A pipeline with its own task content provides make_harness(); others use the
+        # runtime one.
+        make_harness = getattr(module, "make_harness", RuntimeHarness)
+        runtime = make_harness is RuntimeHarness
+        harness = make_harness(
+            source,
+            backend,
+            options,  # type: ignore[arg-type]
+            pipeline=module.NAME,
+            pipeline_version=module.VERSION,
+            repo_label=repo_id,
+            out_dir=out,
+        )
+        harness.source_access = "local" if remote is None else remote.access
+        harness.rewriter = rewriter
+        harness.error_log = errors
+        context.harness = harness
+        _run_candidates(
+            inp,
+            options,
+            harness=harness,
+            items=_chain(first, items),
+            runtime=runtime,
+            state=state,
+            stats=stats,
+            outcomes=outcomes,
+            run=run,
+            errors=errors,
+            on_outcome=on_outcome,
+            on_drop=on_drop,
+        )
+    except BaseException as exc:
+        run.error = exc
+        if isinstance(exc, GenerateError):
+            run.status = "stopped"
+        elif isinstance(exc, KeyboardInterrupt):
+            run.status = "interrupted"
+        else:
+            run.status = "error"
+            log_error(errors, "generate", exc)
+        raise
+    finally:
+        report = _write_report(context, stats, outcomes, run, index_name=f"{slug}-{inp.pipeline}")
+    return GenerateResult(stats, outcomes, out, report)
+
+
+@dataclass
+class _Run:
+    """How the run ended, for the report."""
+
+    status: str = "complete"
+    """``complete``, ``stopped`` (a source error: ``--resume`` continues), ``interrupted``
+    (Ctrl-C) or ``error`` (an unexpected exception outside any one candidate)."""
+    error: BaseException | None = None
+    in_flight: list[str] | None = None
+    """Keys of candidates still being evaluated when the run ended abnormally."""
+
+
+@dataclass
+class _ReportContext:
+    """What the report says about the run besides the outcomes."""
+
+    inp: GenerationInput
+    options: Any
+    repo_id: str
+    repo_path: Path
+    remote: Any
+    rewriter: InstructionRewriter | None
+    errors: ErrorLog
+    harness: Any = None
+
+
+def _crashed(cand: Candidate, exc: BaseException, out: Path, errors: ErrorLog) -> Outcome:
+    """The outcome of a candidate whose evaluation raised out of the harness itself."""
+    import shutil
+
+    log_error(errors, f"candidate {cand.key} ({cand.task_id})", exc)
+    shutil.rmtree(out / "tasks" / f".{cand.task_id}.staging", ignore_errors=True)
+    return Outcome(cand, kept=False, reason=INTERNAL_ERROR, detail=describe(exc))
+
+
+def _run_candidates(
+    inp: GenerationInput,
+    options: Any,
+    *,
+    harness: Any,
+    items: Iterator[Any],
+    runtime: bool,
+    state: _State,
+    stats: YieldStats,
+    outcomes: list[Outcome],
+    run: _Run,
+    errors: ErrorLog,
+    on_outcome: Callable[[Outcome, YieldStats], None] | None,
+    on_drop: Callable[[str, str, YieldStats], None] | None,
+) -> None:
+    """Walk the candidates, evaluate them ``inp.jobs`` at a time and record every outcome.
+
+    A candidate whose evaluation raises is dropped as ``internal error``; the run goes on. A
+    source error (:class:`GenerateError`) stops the walk after the candidates in flight
+    finish. Any other exception (Ctrl-C included) leaves at once: candidates not started are
+    cancelled, those in flight are listed in ``run.in_flight``.
+    """
+    from repogym.pipelines._emit import change_hash
+
+    out = inp.out
     max_candidates = getattr(options, "max_candidates", None)
+    futures: dict[Future[Outcome], Candidate] = {}
+    """Submitted evaluations whose outcome is not recorded yet."""
 
     def dropped(key: str, reason: str) -> None:
         stats.drop(reason)
@@ -248,29 +346,34 @@ def generate(
         if on_drop:
             on_drop(key, reason, stats)
 
-    def finished(fut: Future[Outcome]) -> None:
-        outcome = fut.result()
+    def finished(fut: Future[Outcome], *, notify: bool = True) -> None:
+        cand = futures.pop(fut)
+        try:
+            outcome = fut.result()
+        except Exception as exc:  # a harness without the runtime one's safety net
+            outcome = _crashed(cand, exc, out, errors)
         outcomes.append(outcome)
         stats.record(outcome)
         with stats.lock:
             stats.running -= 1
-        cand = outcome.candidate
-        state.put(
-            cand.key,
-            {"status": "kept", "task_id": cand.task_id}
-            if outcome.kept
-            else {"status": "dropped", "reason": outcome.reason, "detail": outcome.detail},
-        )
-        if on_outcome:
+        if outcome.kept:
+            entry: dict[str, Any] = {"status": "kept", "task_id": cand.task_id}
+        else:
+            # An internal error is retried by --resume: the crash may be fixed by then.
+            status = "error" if outcome.reason == INTERNAL_ERROR else "dropped"
+            entry = {"status": status, "reason": outcome.reason, "detail": outcome.detail}
+        state.put(cand.key, entry)
+        if on_outcome and notify:
             on_outcome(outcome, stats)
 
-    slug = slug_for(repo_id)
     changes = _known_changes(out / "tasks")
     pending: set[Future[Outcome]] = set()
     stopped: GenerateError | None = None
-    with ThreadPoolExecutor(max_workers=inp.jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=inp.jobs)
+    clean = False
+    try:
         try:
-            for item in _chain(first, items):
+            for item in items:
                 if max_candidates is not None and stats.seen >= max_candidates:
                     break
                 if inp.limit is not None and stats.kept >= inp.limit:
@@ -284,7 +387,7 @@ def generate(
                 if (out / "tasks" / cand.task_id).exists():
                     stats.drop("already emitted")
                     continue
-                if cand.key in state.done:
+                if state.done.get(cand.key, {}).get("status") not in (None, "error"):
                     continue  # --resume: examined by an earlier run
                 digest = (
                     change_hash(cand.source_patch, cand.test_patch)
@@ -309,24 +412,55 @@ def generate(
                 with stats.lock:
                     stats.seen += 1
                     stats.running += 1
-                pending.add(pool.submit(harness.evaluate, cand))
+                fut = pool.submit(harness.evaluate, cand)
+                futures[fut] = cand
+                pending.add(fut)
         except GenerateError as exc:
             stopped = exc  # candidates in flight still finish and are recorded
-        for fut in pending:  # the pool waits for each in turn
+        for fut in list(futures):  # in submission order; each waits for its outcome
             finished(fut)
+        clean = True
+    finally:
+        pool.shutdown(wait=clean, cancel_futures=True)
+        if not clean:
+            # Record what finished meanwhile (quietly: the run is ending), list the rest.
+            for fut in [f for f in futures if f.done() and not f.cancelled()]:
+                try:
+                    finished(fut, notify=False)
+                except Exception:  # the report must still be written
+                    futures.pop(fut, None)
+            run.in_flight = [c.key for f, c in futures.items() if not f.cancelled()]
     if stopped is not None:
         raise stopped
-    found = discover(out / "tasks")
-    write_dataset_index(out, found.tasks, name=f"{slug}-{inp.pipeline}")
+
+
+def _write_report(
+    ctx: _ReportContext, stats: YieldStats, outcomes: list[Outcome], run: _Run, *, index_name: str
+) -> Path:
+    """Write ``registry.json``, ``manifest.json`` and ``generate-report.json`` for the tasks
+    published so far (also after an error or Ctrl-C: never raises on that path)."""
+    from repogym.sources.local import redact_url
+
+    inp, out, remote = ctx.inp, ctx.inp.out, ctx.remote
+    try:
+        found = discover(out / "tasks")
+        write_dataset_index(out, found.tasks, name=index_name)
+    except Exception as exc:
+        if run.error is None:
+            raise
+        log_error(ctx.errors, "dataset index", exc)
     report = out / "generate-report.json"
+    harness = ctx.harness
     rewrites = getattr(harness, "rewrites", {})
-    payload = {
-        "repo": redact_url(inp.repo) if remote is not None else str(repo_path),
-        "repo_id": repo_id,
+    payload: dict[str, Any] = {
+        "repo": redact_url(inp.repo) if remote is not None else str(ctx.repo_path),
+        "repo_id": ctx.repo_id,
         "source": remote.describe() if remote is not None else {"kind": "local"},
-        "source_access": harness.source_access,
+        "source_access": getattr(harness, "source_access", None)
+        or ("local" if remote is None else remote.access),
         "pipeline": inp.pipeline,
-        "options": options.model_dump(),
+        "options": ctx.options.model_dump(),
+        "status": run.status,
         "yield": stats.to_json(),
         "overhead_ratio": round(stats.elapsed / stats.test_seconds, 3)
         if stats.test_seconds
@@ -351,7 +485,15 @@ def generate(
             for o in outcomes
         ],
     }
-    if rewriter is not None:
-        payload["llm"] = rewriter.summary()
+    if run.error is not None:
+        payload["error"] = (
+            "KeyboardInterrupt" if isinstance(run.error, KeyboardInterrupt) else describe(run.error)
+        )
+    if run.in_flight:
+        payload["in_flight"] = run.in_flight
+    if ctx.errors.count:
+        payload["errors_log"] = str(ctx.errors.path)
+    if ctx.rewriter is not None:
+        payload["llm"] = ctx.rewriter.summary()
     atomic_write(report, json.dumps(payload, indent=2) + "\n")
-    return GenerateResult(stats, outcomes, out, report)
+    return report

@@ -29,7 +29,11 @@ from repogym.verify.mutants import is_release_notes
 
 SPEC_VERSION = "0.2.0"
 RECORD_SCRIPT = "repogym_record.py"
+NODE_RECORD_SCRIPT = "repogym_record.mjs"
 RECORD_DIR = "/usr/lib/repogym"
+JS_RUNNERS = ("jest", "vitest", "mocha", "node")
+"""Runners whose tasks also get the Node verifier (``verifier.mjs``) and recorder: an image
+without Python is then still recorded and graded (``test.sh`` picks the verifier)."""
 _VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
 _RUNNER_TEMPLATES = ("repogym_pytest_report.py", "repogym_unittest.py", "repogym_report_file.py")
 
@@ -54,12 +58,20 @@ def _write(path: Path, data: bytes | str, mode: int = 0o644) -> None:
 def record_step(workdir: str, key: str, runner: str) -> str:
     """The Dockerfile lines that record, at build time, what the verifier checks (see
     ``_templates/repogym_record.py``); they come last so they see the finished image."""
-    return (
+    head = (
         "\n# repogym: record the interpreter, standard library and test-runner files the\n"
         "# verifier checks before it trusts them (the key is known only to the hidden tests).\n"
         f"COPY {RECORD_SCRIPT} {RECORD_DIR}/record.py\n"
-        f"RUN python3 {RECORD_DIR}/record.py --record {key} {workdir} {runner}\n"
     )
+    if runner in JS_RUNNERS:
+        # Python records where the image has it; the Node recorder where it does not.
+        args = f"--record {key} {workdir} {runner}"
+        return head + (
+            f"COPY {NODE_RECORD_SCRIPT} {RECORD_DIR}/record.mjs\n"
+            f"RUN if command -v python3 >/dev/null 2>&1; then python3 {RECORD_DIR}/record.py"
+            f" {args}; else node {RECORD_DIR}/record.mjs {args}; fi\n"
+        )
+    return head + f"RUN python3 {RECORD_DIR}/record.py --record {key} {workdir} {runner}\n"
 
 
 def write_environment(
@@ -70,6 +82,8 @@ def write_environment(
     text = (dockerfile or recipe.dockerfile).rstrip("\n") + "\n"
     _write(context / "Dockerfile", text + record_step(recipe.workdir, key, recipe.runner))
     _write(context / RECORD_SCRIPT, _template(RECORD_SCRIPT))
+    if recipe.runner in JS_RUNNERS:
+        _write(context / NODE_RECORD_SCRIPT, _template(NODE_RECORD_SCRIPT))
 
 
 # ------------------------------------------------------------------------------ verifier
@@ -96,6 +110,8 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
     """Write the verifier folder ``tests`` (without f2p.json / p2p.json)."""
     _write(tests / "test.sh", _template("test.sh"), 0o755)
     _write(tests / "verifier.py", _template("verifier.py"))
+    if inp.recipe.runner in JS_RUNNERS:
+        _write(tests / "verifier.mjs", _template("verifier.mjs"))
     for name in _VERIFY_MODULES:
         _write(tests / name, _verify_module(name))
     for name in _RUNNER_TEMPLATES:

@@ -31,6 +31,7 @@ from typing import Any
 import tomli_w
 
 from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap, cache_root
+from repogym.bootstrap.node_testfiles import computed_f2p
 from repogym.bootstrap.pin import (
     CONSTRAINTS_NAME,
     FREEZE,
@@ -49,6 +50,7 @@ from repogym.pipelines._emit import (
     write_environment,
     write_task,
 )
+from repogym.pipelines._errors import INTERNAL_ERROR, ErrorLog, describe, log_error
 from repogym.pipelines._evidence import group_tests
 from repogym.pipelines._instruction import (
     Composed,
@@ -162,10 +164,15 @@ class RuntimeHarness:
         """Optional LLM rewrite of instructions (``generate --llm``)."""
         self.rewrites: dict[str, dict[str, Any]] = {}
         """task id → what the rewrite came to (for the report)."""
+        self.error_log: ErrorLog | None = None
+        """Where tracebacks of candidates that crashed go (``generate`` sets it)."""
 
     # -------------------------------------------------------------------------------- evaluate
 
     def evaluate(self, cand: Candidate) -> Outcome:
+        """Evaluate one candidate; never raises for it: an unexpected exception becomes the
+        drop reason ``internal error`` (traceback in :attr:`error_log`), and neither its
+        temporary folder nor its staging folder survives."""
         start = time.monotonic()
         work = Path(tempfile.mkdtemp(prefix=f"repogym-{cand.task_id}-"))
         outcome = Outcome(cand, kept=False)
@@ -175,8 +182,12 @@ class RuntimeHarness:
             outcome.reason, outcome.detail = exc.reason, exc.detail
         except (BuildError, SandboxError) as exc:
             outcome.reason, outcome.detail = "sandbox error", str(exc).splitlines()[0][:300]
+        except Exception as exc:  # a bug met by this candidate: it costs the candidate only
+            outcome.kept, outcome.reason, outcome.detail = False, INTERNAL_ERROR, describe(exc)
+            log_error(self.error_log, f"candidate {cand.key} ({cand.task_id})", exc)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(self.out_dir / "tasks" / f".{cand.task_id}.staging", ignore_errors=True)
             outcome.seconds = time.monotonic() - start
         return outcome
 
@@ -295,6 +306,12 @@ class RuntimeHarness:
         f2p = sorted(
             t for t, s in a.items() if s == PASSED and b.get(t) != PASSED and t not in flaky
         )
+        if recipe.language == "node":
+            # A title that embeds computed output (a generated regex, say) is a new name for
+            # an old test: it pays only for byte-identical output, so it is not fail-to-pass.
+            computed = computed_f2p(f2p, [r["tests"] for r in before_results], restore)
+            f2p = [t for t in f2p if t not in computed]
+            flaky |= set(computed)
         p2p = sorted(
             t for t, s in a.items() if s == PASSED and b.get(t) == PASSED and t not in flaky
         )

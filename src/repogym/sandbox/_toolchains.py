@@ -2,13 +2,16 @@
 
 ``python:3.X*`` → host CPython 3.X (pyenv), relocated into ``/usr/local`` like the official
 image (only the standard library and pip/setuptools/wheel — never the host's other packages);
-``node:*`` → host node/npm; ``rust:*`` → host rustup toolchain under ``/usr/local/{cargo,rustup}``;
-``golang:*`` → host go; ``debian``/``ubuntu``/``buildpack-deps`` → the host base itself.
-"""
+``node:<version>`` → the host node/npm install with that version prefix, else the one whose
+major is closest (the substitution is noted in the mapping; installs on ``PATH`` and under
+``/opt/*/bin``, ``/usr/local/lib/nodejs/*/bin`` and ``/usr/local/n/versions/node/*/bin`` count);
+``rust:*`` → host rustup toolchain under ``/usr/local/{cargo,rustup}``; ``golang:*`` → host go;
+``debian``/``ubuntu``/``buildpack-deps`` → the host base itself."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import hashlib
 import os
@@ -299,6 +302,78 @@ def _visible(path: str) -> bool:
     return path.startswith(_BASE_DIRS)
 
 
+NODE_GLOBS = (
+    "/opt/*/bin/node",
+    "/opt/*/*/bin/node",
+    "/usr/local/lib/nodejs/*/bin/node",
+    "/usr/local/n/versions/node/*/bin/node",
+)
+"""Where Node installs besides the one on ``PATH`` are looked for (only ``/usr`` and ``/opt`` are
+visible inside sandboxes; nvm's ``~/.nvm`` is not)."""
+
+
+@functools.lru_cache(maxsize=1)
+def host_node_installs() -> dict[str, str]:
+    """Node installs the sandbox can map ``node:*`` onto: version → real path of ``node``.
+
+    The one on ``PATH`` comes first; a version found twice keeps its first path.
+    """
+    found: dict[str, str] = {}
+    candidates = [shutil.which("node") or ""]
+    for pattern in NODE_GLOBS:
+        candidates += sorted(glob.glob(pattern))
+    for path in candidates:
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if not _visible(real) or not os.access(real, os.X_OK):
+            continue
+        version = _tool_version([real, "--version"]).lstrip("v")
+        if re.fullmatch(r"\d+\.\d+\.\d+", version) and version not in found:
+            found[version] = real
+    return found
+
+
+def default_node() -> str | None:
+    """The version of the ``node`` on ``PATH`` (None without one)."""
+    node = shutil.which("node")
+    if not node:
+        return None
+    real = os.path.realpath(node)
+    return next((v for v, p in host_node_installs().items() if p == real), None)
+
+
+def choose_node_install(tag: str) -> tuple[str, str, str | None]:
+    """The host install for a ``node:<tag>`` image: ``(version, node path, note)``.
+
+    A tag naming a version (``22``, ``22.12``, ``22.12.0-slim``) maps onto the newest install
+    with that prefix, else onto the install whose major is closest (a newer one wins a tie) and
+    the note says so; other tags (``latest``, ``slim``, ``lts``, ``current``) take the one on
+    ``PATH``. Raises :class:`UnsupportedBase` without any install.
+    """
+    installs = host_node_installs()
+    if not installs:
+        raise UnsupportedBase(f"node:{tag} needs node, which is not installed on this host")
+    default = default_node() or next(iter(installs))
+    m = re.match(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?", tag)
+    if not m:
+        return default, installs[default], None
+    want = tuple(int(x) for x in m.groups() if x is not None)
+    exact = [v for v in installs if _vkey(v)[: len(want)] == want]
+    if exact:
+        version = max(exact, key=_vkey)
+        return version, installs[version], None
+    major = want[0]
+    version = min(
+        installs,
+        key=lambda v: (abs(_vkey(v)[0] - major), _vkey(v)[0] < major, [-x for x in _vkey(v)]),
+    )
+    have = ", ".join(sorted(installs, key=_vkey))
+    wanted = ".".join(map(str, want))
+    note = f"requested node {wanted}, host has {have}: mapped to the closest, {version}"
+    return version, installs[version], note
+
+
 def opt_toolchain_dirs() -> list[str]:
     """Names of the ``/opt`` entries the ``FROM`` mapping needs inside sandboxes.
 
@@ -307,6 +382,7 @@ def opt_toolchain_dirs() -> list[str]:
     """
     names: set[str] = set()
     paths = [os.path.realpath(p) for t in ("node", "npm", "go") if (p := shutil.which(t))]
+    paths += list(host_node_installs().values())
     roots = list(PYENV_ROOTS)
     if os.environ.get("PYENV_ROOT"):
         roots.append(os.path.join(os.environ["PYENV_ROOT"], "versions"))
@@ -319,25 +395,25 @@ def opt_toolchain_dirs() -> list[str]:
 
 
 def _node(image: str, tag: str, host: str) -> BaseImage:
-    node = shutil.which("node")
-    if not node:
+    if not host_node_installs():
+        node = shutil.which("node")
+        if node:
+            raise UnsupportedBase(
+                f"{image}: host node lives at {os.path.realpath(node)}, outside the directories"
+                " the sandbox sees (/usr, /opt); install node system-wide"
+            )
         raise UnsupportedBase(f"{image} needs node, which is not installed on this host")
-    real = os.path.realpath(node)
-    if not _visible(real):
-        raise UnsupportedBase(
-            f"{image}: host node lives at {real}, outside the directories the sandbox sees "
-            "(/usr, /opt); install node system-wide"
-        )
-    version = _tool_version([node, "--version"]).lstrip("v")
+    version, real, note = choose_node_install(tag)
     mapping = {"from": image, "host": real, "node": version, "base": f"host base ({host})"}
-    want = re.match(r"^(\d+)", tag)
-    if want and version and want.group(1) != version.split(".")[0]:
-        mapping["note"] = f"requested node {want.group(1)}, host has {version}"
+    if note:
+        mapping["note"] = note
+    bindir = os.path.dirname(real)
+    path = DEFAULT_PATH if bindir in DEFAULT_PATH.split(":") else f"{bindir}:{DEFAULT_PATH}"
     return BaseImage(
         image=image,
         kind="node",
         mapping=mapping,
-        env={"PATH": DEFAULT_PATH, "NODE_VERSION": version},
+        env={"PATH": path, "NODE_VERSION": version},
         fingerprint=_fingerprint("node", real, version, host),
     )
 

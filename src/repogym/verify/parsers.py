@@ -7,10 +7,12 @@ pipelines copy it into each generated task's ``tests/`` folder, where it runs un
 Python the repository uses.  ``python parsers.py [--runner R] LOGFILE`` (``-`` for stdin) prints
 the result as JSON.
 
-Runners: pytest, unittest, jest, vitest, mocha, go, cargo, nextest -- auto-detected when not
+Runners: pytest, unittest, jest, vitest, mocha, node, go, cargo, nextest -- auto-detected when not
 given, but pipelines that know the runner should pass it.  ANSI codes, CRLF, test output mixed
 into result lines and truncated logs are tolerated; a log without its end-of-run summary gets the
-``TRUNCATED`` warning.
+``TRUNCATED`` warning; a JavaScript log that ends early (jest's ``process.exit called with``, a
+mocha or ``node --test`` run without its summary) also gets a ``CUT_SHORT`` warning saying why,
+and is parsed up to the cut.
 
 Test ids (stable, and in the form the runner uses to select tests):
 
@@ -31,6 +33,13 @@ Test ids (stable, and in the form the runner uses to select tests):
   has the file but does not separate nested describe titles, so its ids are
   ``<file> > <describe titles joined by spaces, as mocha's fullTitle> > <test>``.  A failing
   ``before all``/``after all`` hook marks its suite ERROR, an ``each`` hook the named test.
+* node (``node --test``) -- ``<file> > <suite> > ... > <test>`` from the lines of repogym's
+  reporter (``node:test {"s": ..., "id": [...]}``, see ``repogym/bootstrap/node_runner.py``), the
+  file relative to the working directory; a file that fails to load is ``<file>`` with ERROR (its
+  message: the first ``Error:`` line it wrote to stderr), a suite whose hook fails is the suite's
+  id with ERROR, cancelled tests are FAILED, todo tests SKIPPED.  Node's own TAP and spec
+  reporters name no file for passing tests, so their ids are ``<suite> > ... > <test>`` (Node 18's
+  TAP wraps each file in a subtest named by its path, which then comes first).
 * go -- ``TestX/sub_case`` as ``go test`` names it.  When the same name occurs in more than one
   package of the log it is qualified as ``<import path>::TestX/sub_case``.  A package that fails to
   build (or fails with no test reported) is ``<import path>`` with ERROR.
@@ -76,6 +85,7 @@ __all__ = [
     "RUNNERS",
     "SKIPPED",
     "TRUNCATED",
+    "CUT_SHORT",
     "ParseResult",
     "clean_text",
     "detect_runner",
@@ -87,7 +97,7 @@ FAILED = "FAILED"
 SKIPPED = "SKIPPED"
 ERROR = "ERROR"
 
-RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "go", "cargo", "nextest")
+RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "node", "go", "cargo", "nextest")
 
 _RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
 MAX_MESSAGE = 300
@@ -164,6 +174,9 @@ def _override(into: Dict[str, str], new: Dict[str, str]) -> None:
 
 
 TRUNCATED = "log looks truncated: no end-of-run summary after the last results"
+CUT_SHORT = "log cut short"
+"""Prefix of the warning that says why a JavaScript runner's log ends early (results up to the
+cut are kept): ``log cut short: process.exit called with "1" (jest stops the whole run)``."""
 
 # --------------------------------------------------------------------------------------------
 # Cleaning
@@ -830,7 +843,7 @@ def _jest_text(lines: List[str], out: _Out) -> List[str]:
                 title = m.group(1).strip()
                 if title == "Test suite failed to run":
                     out.tests[fname] = ERROR
-                elif title != "Console":
+                elif title != "Console" and not title.startswith("process.exit called with"):
                     # The tree (verbose) is authoritative: a detail block can be an error from
                     # an attempt that a retry then passed.
                     tid = " > ".join([fname] + title.split(" › "))
@@ -879,6 +892,8 @@ def _parse_jest(text: str, lines: List[str]) -> _Out:
             out.failures = json_out.failures
             out.recognised = True
             out.warnings = [w for w in out.warnings if w != TRUNCATED]
+    ended = bool(reports) or TRUNCATED not in out.warnings
+    _cut_short(out, text, "jest", ended)
     return out
 
 
@@ -1005,6 +1020,7 @@ def _parse_vitest(text: str, lines: List[str]) -> _Out:
             out.failures = json_out.failures
             out.recognised = True
             out.warnings = [w for w in out.warnings if w != TRUNCATED and "vitest result" not in w]
+    _cut_short(out, text, "vitest", bool(reports) or TRUNCATED not in out.warnings)
     return out
 
 
@@ -1097,7 +1113,272 @@ def _parse_mocha(text: str, lines: List[str]) -> _Out:
         out.recognised = True
         if end is None:
             out.warn(TRUNCATED)
+            _cut_short(out, text, "mocha", False)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Early exits of JavaScript runners (process.exit, a crash, a kill)
+
+_JEST_EXIT = re.compile(r'process\.exit called with "([^"\n]*)"')
+_VITEST_EXIT = re.compile(r'process\.exit unexpectedly called with "([^"\n]*)"')
+
+
+def _cut_short(out: _Out, text: str, runner: str, ended: bool) -> None:
+    """Say why a JavaScript run ended early (``ended``: the runner's summary was seen)."""
+    if runner == "jest":
+        m = _JEST_EXIT.search(text) if "process.exit" in text else None
+        if m:
+            out.recognised = True
+            out.warn(
+                f'{CUT_SHORT}: process.exit called with "{m.group(1)}" (jest stops the whole'
+                " run; results up to the cut are kept, the rest did not run)"
+            )
+            return
+    if runner == "vitest" and "process.exit" in text:
+        m = _VITEST_EXIT.search(text)
+        if m:
+            out.warn(f'a test called process.exit("{m.group(1)}"): vitest reports it as a failure')
+    if not ended and out.tests:
+        out.warn(
+            f"{CUT_SHORT}: no {runner} summary after the last result (the process exited early:"
+            " process.exit, a crash or a kill); results up to the cut are kept"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# node --test (repogym's reporter lines, TAP, spec)
+
+_NODE_LINE = re.compile(r"^node:test (\{.*\})\s*$")
+_NODE_STATUS = {
+    "pass": PASSED,
+    "fail": FAILED,
+    "cancelled": FAILED,
+    "skip": SKIPPED,
+    "todo": SKIPPED,
+    "error": ERROR,
+}
+_NODE_STDERR = re.compile(r"^# stderr (\S+): (.*)$")
+_NODE_ERROR_LINE = re.compile(r"^\s*(?:[A-Z]\w*(?:Error|Exception)|Error)(?: \[\w+\])?: \S")
+_TAP_SUBTEST = re.compile(r"^(\s*)# Subtest: (.*)$")
+_TAP_RESULT = re.compile(r"^(\s*)(not ok|ok) \d+(?: - (.*?))?(?: # (SKIP|TODO)\b.*)?$")
+_TAP_SUMMARY = re.compile(r"^# (?:tests|pass) \d+\s*$")
+_SPEC_MARK = {"✔": PASSED, "✖": FAILED, "﹣": SKIPPED}
+_SPEC_LINE = re.compile(r"^(\s*)([✔✖﹣▶]) (.+?)\s*$")
+_SPEC_TAIL = re.compile(r"\s*\(\d+(?:\.\d+)?m?s\)(?:\s*# (SKIP|TODO)\b.*)?$|\s*# (SKIP|TODO)\b.*$")
+_SPEC_SUMMARY = re.compile(r"^ℹ tests \d+\s*$")
+
+
+def _node_file_errors(lines: List[str]) -> Dict[str, str]:
+    """For each file, the first error line it wrote to stderr (``# stderr file: Error: …``)."""
+    found = {}  # type: Dict[str, str]
+    for line in lines:
+        if line.startswith("# stderr "):
+            m = _NODE_STDERR.match(line)
+            if m and m.group(1) not in found and _NODE_ERROR_LINE.match(m.group(2)):
+                found[m.group(1)] = m.group(2).strip()
+    return found
+
+
+def _node_reporter(lines: List[str], out: _Out) -> bool:
+    """Lines of repogym's reporter; True when any was found."""
+    seen = ended = False
+    errors = None  # type: Optional[Dict[str, str]]
+    for line in lines:
+        if not line.startswith("node:test {"):
+            continue
+        m = _NODE_LINE.match(line)
+        if not m:
+            continue
+        try:
+            rec = json.loads(m.group(1))
+        except ValueError:
+            out.warn("a node:test result line is malformed")
+            continue
+        if not isinstance(rec, dict):
+            continue
+        seen = out.recognised = True
+        kind = rec.get("s")
+        if kind == "end":
+            ended = True
+            continue
+        ident = rec.get("id")
+        if not isinstance(ident, list) or not ident:
+            continue
+        tid = " > ".join(str(p) for p in ident)
+        if kind == "empty":
+            out.warn(f"{tid} reported no test: it has none, or it exited early (process.exit)")
+            continue
+        status = _NODE_STATUS.get(str(kind))
+        if status is None:
+            continue
+        _worst(out.tests, tid, status)
+        message = rec.get("m")
+        if status == ERROR and len(ident) == 1 and message in (None, "", "test failed"):
+            if errors is None:
+                errors = _node_file_errors(lines)
+            message = errors.get(tid, message)
+        if status in (FAILED, ERROR) and isinstance(message, str) and message:
+            out.failures[tid] = message
+    if seen and not ended:
+        out.warn(TRUNCATED)
+        _cut_short(out, "", "node", False)
+    return seen
+
+
+def _tap_error(block: List[str]) -> Optional[str]:
+    """The first line of the ``error:`` field of a TAP YAML block."""
+    for i, line in enumerate(block):
+        s = line.strip()
+        if s.startswith("error:"):
+            value = s[6:].strip()
+            if value in ("|-", "|", ">-", ">"):
+                for nxt in block[i + 1 :]:
+                    if nxt.strip():
+                        return nxt.strip()
+                return None
+            return value.strip("'\"") or None
+    return None
+
+
+def _node_tap(lines: List[str], out: _Out) -> None:
+    """Node's TAP (``--test-reporter=tap``, and the default before Node 20): nested
+    ``# Subtest:`` blocks closed by their ``ok``/``not ok`` line; ids ``suite > name`` (Node 18
+    wraps each file's tests in a subtest named by the file: ``file > …``)."""
+    stack = []  # type: List[Tuple[int, str]]  # open subtests (indent, name)
+    pending = None  # type: Optional[Tuple[List[str], str, str, List[str]]]
+    ended = False
+    last_indent = -1  # of the previous result line
+
+    def settle() -> None:
+        if pending is None:
+            return
+        parts, name, status, block = pending
+        yaml = "\n".join(block)
+        tid = " > ".join(parts + [name])
+        if not parts and status == PASSED and name.startswith("/") and _looks_like_file(name):
+            if not had_children:
+                out.warn(f"{name} reported no test: it has none, or it exited early")
+            return
+        failure = re.search(r"failureType: '(\w+)'", yaml)
+        kind = failure.group(1) if failure else ""
+        if "type: 'suite'" in yaml:
+            if status == FAILED and kind not in ("subtestsFailed", ""):
+                out.tests[tid] = ERROR  # a hook of the suite failed
+                message = _tap_error(block)
+                if message:
+                    out.failures[tid] = message
+            return
+        if status == FAILED and not parts and _looks_like_file(name) and kind == "testCodeFailure":
+            status = ERROR  # a file that failed to load
+        _worst(out.tests, tid, status)
+        message = _tap_error(block) if status in (FAILED, ERROR) else None
+        if message:
+            out.failures[tid] = message
+
+    had_children = False
+    for line in lines:
+        result = _TAP_RESULT.match(line) if "ok" in line else None
+        subtest = _TAP_SUBTEST.match(line) if "# Subtest:" in line else None
+        if pending is not None and not result and not subtest and line.startswith(" "):
+            pending[3].append(line)  # the result's YAML block
+            continue
+        settle()
+        pending = None
+        if subtest:
+            ind = len(subtest.group(1))
+            while stack and stack[-1][0] >= ind:
+                stack.pop()
+            stack.append((ind, subtest.group(2).replace("\\#", "#").replace("\\\\", "\\")))
+            out.recognised = True
+        elif result:
+            ind = len(result.group(1))
+            had_children = last_indent > ind
+            last_indent = ind
+            while stack and stack[-1][0] > ind:
+                stack.pop()
+            if stack and stack[-1][0] == ind:
+                stack.pop()  # the subtest this line closes
+            name = (result.group(3) or "").replace("\\#", "#").replace("\\\\", "\\")
+            status = PASSED if result.group(2) == "ok" else FAILED
+            if result.group(4):
+                status = SKIPPED
+            pending = ([n for _i, n in stack], name, status, [])
+            out.recognised = True
+        elif line.startswith("# ") and _TAP_SUMMARY.match(line):
+            ended = True
+    settle()
+    if out.tests and not ended:
+        out.warn(TRUNCATED)
+        _cut_short(out, "", "node", False)
+
+
+def _node_spec(lines: List[str], out: _Out) -> None:
+    """Node's spec reporter: ``▶ suite`` opens a group, ``✔``/``✖``/``﹣`` lines are results
+    (ids ``suite > name``: spec output names no files); a group's own line after its children
+    is not a result unless it failed with no failing child (a hook: ERROR); the ``failing
+    tests:`` recap is skipped."""
+    stack = []  # type: List[list]  # [indent, name, a child failed]
+    ended = False
+    for line in lines:
+        if "failing tests:" in line and line.lstrip().startswith("✖ failing tests:"):
+            break
+        if line.startswith("ℹ") and _SPEC_SUMMARY.match(line):
+            ended = out.recognised = True
+            continue
+        m = _SPEC_LINE.match(line)
+        if not m:
+            continue
+        ind, mark, body = len(m.group(1)), m.group(2), m.group(3)
+        tail = _SPEC_TAIL.search(body)
+        flag = (tail.group(1) or tail.group(2)) if tail else None
+        title = body[: tail.start()] if tail else body
+        if mark == "▶":
+            while stack and stack[-1][0] >= ind:
+                stack.pop()
+            stack.append([ind, title, False])
+            continue
+        closing = stack[-1] if stack and stack[-1][:2] == [ind, title] else None
+        while stack and stack[-1][0] >= ind:
+            stack.pop()
+        status = SKIPPED if flag else _SPEC_MARK[mark]
+        tid = " > ".join([g[1] for g in stack] + [title])
+        out.recognised = True
+        if closing is not None:
+            if status == FAILED and not closing[2]:
+                _worst(out.tests, tid, ERROR)  # its hook failed
+            if status == FAILED and stack:
+                stack[-1][2] = True
+            continue
+        if status == FAILED:
+            for group in stack:
+                group[2] = True
+            if not stack and name_is_file(title):
+                status = ERROR  # a file that failed to load
+        elif status == PASSED and not stack and name_is_file(title):
+            out.warn(f"{title} reported no test: it has none, or it exited early")
+            continue
+        _worst(out.tests, tid, status)
+    if out.tests and not ended:
+        out.warn(TRUNCATED)
+        _cut_short(out, "", "node", False)
+
+
+def name_is_file(name: str) -> bool:
+    return name.startswith("/") and _looks_like_file(name)
+
+
+def _parse_node(text: str, lines: List[str]) -> _Out:
+    out = _Out()
+    if "node:test {" in text and _node_reporter(lines, out):
+        return out
+    if "# Subtest:" in text or re.search(r"^TAP version \d+", text, re.M):
+        _node_tap(lines, out)
+        if out.tests:
+            return out
+    spec = _Out()
+    _node_spec(lines, spec)
+    return spec if spec.tests else out
 
 
 # --------------------------------------------------------------------------------------------
@@ -1513,6 +1794,7 @@ _PARSERS = {
     "jest": _parse_jest,
     "vitest": _parse_vitest,
     "mocha": _parse_mocha,
+    "node": _parse_node,
     "go": _parse_go,
     "cargo": _parse_cargo,
     "nextest": _parse_nextest,
@@ -1566,6 +1848,12 @@ _SIGNATURES = [
     ("mocha", "failing", re.compile(r"^\s+\d+ failing\s*$", _M), 2),
     ("mocha", "✔", re.compile(r"^\s{2,}✔ \S", _M), 2),
     ("mocha", '"stats"', re.compile(r'"stats"\s*:\s*\{\s*"suites"'), 5),
+    ("node", "node:test {", re.compile(r'^node:test \{"s":"', _M), 8),
+    ("node", "# Subtest:", re.compile(r"^\s*# Subtest: \S", _M), 3),
+    ("node", "# cancelled", re.compile(r"^# cancelled \d+\s*$", _M), 3),
+    ("node", "ℹ tests", re.compile(r"^ℹ tests \d+\s*$", _M), 5),
+    ("node", "ms)", re.compile(r"^\s*[✔✖] \S.* \(\d+\.\d+ms\)$", _M), 2),
+    ("jest", "process.exit called", re.compile(r'^\s*●\s+process\.exit called with "', _M), 4),
     ("go", "=== RUN", re.compile(r"^=== RUN\s+\S", _M), 4),
     (
         "go",

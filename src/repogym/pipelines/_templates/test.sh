@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Entry point of a repogym runtime task's verifier (verifier.py does the work).
+# Entry point of a repogym runtime task's verifier (verifier.py does the work; for JavaScript
+# runners in an image without Python, verifier.mjs: see below).
 #
 # Before any Python runs, check what was recorded at build time (/usr/lib/repogym/record.txt):
 # the record's MAC (its key lives only here, in the hidden tests) and the sha256 of every
@@ -26,6 +27,7 @@ deny() {
 }
 
 PY=python3
+NODE=node
 CHECKED=
 if [ -f "$HERE/integrity.key" ]; then
   [ -f "$REC" ] || deny "the integrity record ($REC) is missing"
@@ -43,5 +45,20 @@ if [ -f "$HERE/integrity.key" ]; then
   fi
   RECORDED=$(sed -n 's/^# python //p' "$REC" | head -n 1)
   [ -n "$RECORDED" ] && [ -x "$RECORDED" ] && PY=$RECORDED
+  # The recorded node (checked above): the record's "# node" line, else its file named node.
+  RECORDED=$(sed -n -e 's/^# node //p' -e 's/^[0-9a-f]\{64\}  \(\/.*\/node\)$/\1/p' "$REC" | head -n 1)
+  [ -n "$RECORDED" ] && [ -x "$RECORDED" ] && NODE=$RECORDED
+fi
+# JavaScript tasks also ship verifier.mjs (Node, no Python): it runs when the image has no
+# Python, or when REPOGYM_VERIFIER=node asks for it (REPOGYM_VERIFIER=python: never).
+if [ -f "$HERE/verifier.mjs" ]; then
+  case "${REPOGYM_VERIFIER:-auto}" in
+    node) USE_NODE=1 ;;
+    python) USE_NODE= ;;
+    *) command -v "$PY" >/dev/null 2>&1 && USE_NODE= || USE_NODE=1 ;;
+  esac
+  if [ -n "$USE_NODE" ]; then
+    exec env -u NODE_OPTIONS -u NODE_PATH "$NODE" "$HERE/verifier.mjs" ${CHECKED:-} "$@"
+  fi
 fi
 exec "$PY" -I -S "$HERE/verifier.py" ${CHECKED:-} "$@"
