@@ -6,7 +6,6 @@ solvability modes; validate agrees with the generator."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from repogym.harbor import load_task
 from repogym.harbor.validate import validate_task
 from repogym.pipelines import GenerateError, generate
 from repogym.spec import GenerationInput
-from tests.sources.conftest import BASE_EPOCH, GitRepo
+from tests.sources.conftest import GitRepo, pin_git_env
 
 pytestmark = pytest.mark.slow
 
@@ -111,12 +110,7 @@ OPTS = {"mutants": 0, "reruns": 0, "verify_reruns": 0}
 @pytest.fixture(scope="module")
 def sizes_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     mp = pytest.MonkeyPatch()
-    mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for who in ("AUTHOR", "COMMITTER"):
-        mp.setenv(f"GIT_{who}_NAME", "Ada Tester")
-        mp.setenv(f"GIT_{who}_EMAIL", "ada@example.com")
-        mp.setenv(f"GIT_{who}_DATE", f"{BASE_EPOCH} +0000")
+    pin_git_env(mp)
     repo = GitRepo(tmp_path_factory.mktemp("repos") / "sizes")
     shas = {}
     repo.write("pyproject.toml", PYPROJECT)
