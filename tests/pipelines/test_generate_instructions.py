@@ -256,6 +256,19 @@ def test_tdd_mode_puts_the_tests_in_the_workspace(sizes_repo, tmp_path) -> None:
     assert visible.read_text() == SIZE_TESTS
     assert "## Tests to make pass" in task.instruction()
     assert task.config.metadata["repo2env"]["evaluation"]["status"] == "verified"
+    # The policy's shortcut: make the visible tests trivial. The hidden copy restores them.
+    from repogym.run.agents import CommandAgent
+    from repogym.run.trial import TrialRunner
+    from repogym.sandbox import get_backend
+
+    trivial = (
+        "printf 'def test_parse_size_kb():\\n    pass\\n\\n\\n"
+        "def test_parse_size_negative():\\n    pass\\n' > tests/test_size.py"
+        " && python -m pytest -q tests/test_size.py"  # they pass in the agent's workspace
+    )
+    out = TrialRunner(get_backend("local")).run(task, CommandAgent(trivial))
+    assert "2 passed" in json.dumps(out.result), "the shortcut did not run"
+    assert out.reward == 0.0, out.error
 
 
 def test_llm_mode_needs_llm(sizes_repo, tmp_path) -> None:
