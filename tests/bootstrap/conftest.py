@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,22 @@ def make_repo(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture
 def pythons() -> list[PythonInstall]:
     return list(FAKE_PYTHONS)
+
+
+def local_backend_with_private_cache(
+    tmp_path_factory: pytest.TempPathFactory, name: str
+) -> Iterator[None]:
+    """Skip without the local sandbox backend; point ``REPOGYM_CACHE`` at a fresh folder for
+    the duration (module-scoped fixtures of build tests delegate here)."""
+    from repogym.sandbox.local import LocalSandbox
+
+    ok, why = LocalSandbox.available()
+    if not ok:
+        pytest.skip(why)
+    old = os.environ.get("REPOGYM_CACHE")
+    os.environ["REPOGYM_CACHE"] = str(tmp_path_factory.mktemp(name))
+    yield
+    if old is None:
+        os.environ.pop("REPOGYM_CACHE", None)
+    else:
+        os.environ["REPOGYM_CACHE"] = old

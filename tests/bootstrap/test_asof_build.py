@@ -18,7 +18,7 @@ import pytest
 from repogym.bootstrap import bootstrap_ref, check_recipe, detect, make_recipe
 from repogym.bootstrap.commit import CommitInfo
 
-from .conftest import write_tree
+from .conftest import local_backend_with_private_cache, write_tree
 
 pytestmark = pytest.mark.slow
 
@@ -26,19 +26,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module", autouse=True)
 def local_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Skip without the local backend; give the module a private sandbox cache."""
-    from repogym.sandbox.local import LocalSandbox
-
-    ok, why = LocalSandbox.available()
-    if not ok:
-        pytest.skip(why)
-    cache = tmp_path_factory.mktemp("asof-sandbox-cache")
-    old = os.environ.get("REPOGYM_CACHE")
-    os.environ["REPOGYM_CACHE"] = str(cache)
-    yield
-    if old is None:
-        os.environ.pop("REPOGYM_CACHE", None)
-    else:
-        os.environ["REPOGYM_CACHE"] = old
+    yield from local_backend_with_private_cache(tmp_path_factory, "asof-sandbox-cache")
 
 
 PYPROJECT = """

@@ -6,7 +6,6 @@ private layer cache, so a run never depends on (or pollutes) the user's cache.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from repogym.bootstrap import check_recipe, detect, make_recipe, native
+
+from .conftest import local_backend_with_private_cache
 
 MakeRepo = Callable[..., Path]
 
@@ -23,21 +24,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module", autouse=True)
 def local_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Skip without the local backend; give the module a private sandbox cache."""
-    try:
-        from repogym.sandbox.local import LocalSandbox
-    except ImportError as exc:  # pragma: no cover - the backend is part of the package
-        pytest.skip(f"local sandbox backend not importable: {exc}")
-    ok, why = LocalSandbox.available()
-    if not ok:
-        pytest.skip(why)
-    cache = tmp_path_factory.mktemp("bootstrap-sandbox-cache")
-    old = os.environ.get("REPOGYM_CACHE")
-    os.environ["REPOGYM_CACHE"] = str(cache)
-    yield
-    if old is None:
-        os.environ.pop("REPOGYM_CACHE", None)
-    else:
-        os.environ["REPOGYM_CACHE"] = old
+    yield from local_backend_with_private_cache(tmp_path_factory, "bootstrap-sandbox-cache")
 
 
 PYTEST_PROJECT = {
