@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import bootstrap, bootstrap_ref, detect, make_recipe
+from repogym.bootstrap import bootstrap, bootstrap_ref, detect, export_ref, make_recipe
 from repogym.bootstrap.commit import (
     CommitInfo,
     changelog_version,
     git_commit_date,
     git_version,
     normalize_date,
+    read_commit,
 )
 from repogym.bootstrap.locks import (
     parse_pdm_lock,
@@ -357,3 +358,31 @@ def test_version_of_a_project_versioned_by_tags(tmp_path: Path) -> None:
     (snapshot / "CHANGES.rst").unlink()
     project = detect(snapshot).python
     assert project is not None and project.scm_pretend == "0.0.0"
+
+
+def test_read_commit_gives_a_snapshot_what_git_knew(tmp_path: Path) -> None:
+    """Generation bootstraps an export without .git: date, release tag and submodules come
+    from the repository through read_commit, and the recipe is the one of the checkout."""
+    pyproject = PYPROJECT.replace('version = "0.1.0"', 'dynamic = ["version"]').replace(
+        'requires = ["setuptools>=61"]', 'requires = ["setuptools>=61", "setuptools-scm>=7"]'
+    )
+    repo = write_tree(
+        tmp_path / "repo", {"pyproject.toml": pyproject, "tests/test_t.py": "x = 1\n"}
+    )
+    _commit_at(repo, "2024-02-01T00:00:00Z")
+    subprocess.run(["git", "-C", str(repo), "tag", "v3.1.0"], check=True)
+    sha = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    snapshot = tmp_path / "snapshot"
+    export_ref(repo, sha, snapshot)
+    bare = detect(snapshot).python
+    assert bare is not None and bare.commit_date is None and bare.scm_pretend == "0.0.0"
+    commit = read_commit(repo, sha, snapshot)
+    assert commit == CommitInfo("2024-02-01T00:00:00Z", {}, "3.1.0")
+    recipe = bootstrap(snapshot, ref=sha, check=False, use_cache=False, commit=commit).recipe
+    assert recipe.commit_date == "2024-02-01T00:00:00Z"
+    assert recipe.env["SETUPTOOLS_SCM_PRETEND_VERSION"] == "3.1.0"
+    assert recipe == bootstrap(repo, ref=sha, check=False, use_cache=False).recipe
+    with pytest.raises(TypeError):
+        bootstrap(snapshot, check=False, use_cache=False, commit=commit, version="1.0")

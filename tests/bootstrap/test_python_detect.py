@@ -409,6 +409,44 @@ def test_scm_versioning(make_repo: MakeRepo, pythons: list[PythonInstall]) -> No
     assert "SETUPTOOLS_SCM_PRETEND_VERSION=0.0.0" in recipe.dockerfile
 
 
+def test_scm_table_without_the_build_requirement(
+    make_repo: MakeRepo, pythons: list[PythonInstall]
+) -> None:
+    # setuptools-scm comes from the CI's install list, not from build-system.requires: once
+    # installed it still takes the version over because of the [tool.setuptools_scm] table.
+    repo = make_repo(
+        {
+            "pyproject.toml": """
+                [build-system]
+                requires = ["setuptools>=61"]
+                build-backend = "setuptools.build_meta"
+                [project]
+                name = "scmtable"
+                dynamic = ["version"]
+                [tool.setuptools_scm]
+                version_scheme = "post-release"
+            """,
+            "test_s.py": PYTEST_TEST,
+        }
+    )
+    recipe = make_recipe(repo, detect(repo, pythons=pythons))
+    assert recipe.env["SETUPTOOLS_SCM_PRETEND_VERSION"] == "0.0.0"
+    plain = make_repo(
+        {
+            "pyproject.toml": """
+                [build-system]
+                requires = ["setuptools>=61"]
+                build-backend = "setuptools.build_meta"
+                [project]
+                name = "plain"
+                version = "1.0"
+            """,
+            "test_s.py": PYTEST_TEST,
+        }
+    )
+    assert "SETUPTOOLS_SCM_PRETEND_VERSION" not in make_recipe(plain, detect(plain)).env
+
+
 def test_setuptools_dynamic_dependencies(make_repo: MakeRepo, pythons: list[PythonInstall]) -> None:
     repo = make_repo(
         {

@@ -424,3 +424,41 @@ def test_a_generated_node_test_task_grades_without_python(make_repo, tmp_path: P
     nop = runner.run(task, NopAgent())
     assert nop.reward == 0.0, (nop.error, nop.verifier_stdout[-2000:])
     assert nop.reading and nop.reading.details and nop.reading.details["f2p_failing"] == F2P
+
+
+@pytest.mark.slow
+def test_generation_needs_no_python_in_a_node_image(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A node:*-slim image has no Python: generation itself (tamper baseline, before/after
+    runs, the verify gate) must not need it either."""
+    from repogym.pipelines import _runtime
+
+    real = _runtime.bootstrap
+
+    def no_python(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = real(*args, **kwargs)
+        gone = (
+            "RUN rm -f /usr/bin/python3* /usr/bin/python /usr/local/bin/python3*"
+            " /usr/local/bin/python && ! command -v python3\n"
+        )
+        recipe = dataclasses.replace(result.recipe, dockerfile=result.recipe.dockerfile + gone)
+        return dataclasses.replace(result, recipe=recipe)
+
+    monkeypatch.setattr(_runtime, "bootstrap", no_python)
+    repo, fix = words_repo(make_repo("words"))
+    result = generate(
+        GenerationInput(
+            repo=str(repo.path),
+            pipeline="commit_runtime",
+            out=tmp_path / "out",
+            options={"mutants": 0, "reruns": 0, "verify_reruns": 0},
+        )
+    )
+    report = json.loads(result.report.read_text())
+    assert report["yield"]["kept"] == 1, report["outcomes"]
+    task_dir = tmp_path / "out" / "tasks" / f"local__words-{fix[:12]}"
+    assert "! command -v python3" in (task_dir / "environment" / "Dockerfile").read_text()
+    sub = load_task(task_dir).config.metadata["repo2env"]["commit_runtime"]
+    assert sub["fail_to_pass"] == F2P and sub["pass_to_pass"] == P2P
+    assert json.loads((task_dir / "tests" / "tamper_baseline.json").read_text()) == {}

@@ -25,6 +25,17 @@ class CommitInfo:
             object.__setattr__(self, "date", normalize_date(self.date))
 
 
+def read_commit(repo: Path, sha: str, snapshot: Path | None = None) -> CommitInfo:
+    """What bootstrap needs to know about commit ``sha`` of the git repository ``repo`` (a
+    work tree, ``.git`` folder or bare repository): its date and release tag; with
+    ``snapshot`` (an export of ``sha`` without history) its submodule folders are filled in
+    too and the ones that could not be are reported (see :mod:`.submodules`)."""
+    from repogym.bootstrap.submodules import populate
+
+    problems = populate(repo, sha, snapshot) if snapshot is not None else {}
+    return CommitInfo(git_commit_date(repo, sha), problems, git_version(repo, sha))
+
+
 def normalize_date(text: str) -> str:
     """An ISO 8601 / RFC 3339 timestamp (or a Unix time) as UTC ``YYYY-MM-DDTHH:MM:SSZ``.
 

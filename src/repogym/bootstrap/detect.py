@@ -127,8 +127,8 @@ def detect(
             python=py,
         )
     if language == "node":
-        nd = detect_node(repo_dir)
-        major = (nd.node_version or "").split(".")[0]
+        nd = detect_node(repo_dir, before=commit.date if commit else None)
+        major = nd.image_major or (nd.node_version or "").split(".")[0]
         return Detection(
             "node",
             runner=nd.runner,

@@ -335,6 +335,9 @@ class _Reader(GroupsMixin, SourcesMixin):
         p.scm_version = bool(
             names & {"setuptools-scm", "hatch-vcs", "versioningit", "poetry-dynamic-versioning"}
             or (p.backend == "pdm.backend" and pdm_source == "scm")
+            # setuptools-scm installed by the CI or a lock file (not a build requirement)
+            # still takes over the version of a project with this table
+            or (p.backend.startswith("setuptools") and "setuptools_scm" in self.tool)
         )
         if p.scm_version:
             found = changelog_version(self.repo)

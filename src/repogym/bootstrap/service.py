@@ -10,10 +10,15 @@ from typing import Any
 from repogym.bootstrap._files import export_ref, head_commit, repo_identity
 from repogym.bootstrap.cache import RecipeCache
 from repogym.bootstrap.check import CheckResult, check_recipe
-from repogym.bootstrap.commit import CommitInfo, git_commit_date, git_version, normalize_date
+from repogym.bootstrap.commit import (
+    CommitInfo,
+    git_commit_date,
+    git_version,
+    normalize_date,
+    read_commit,
+)
 from repogym.bootstrap.detect import Detection, UnsupportedRepo, detect, make_recipe
 from repogym.bootstrap.model import Recipe
-from repogym.bootstrap.submodules import populate as populate_submodules
 
 
 @dataclass
@@ -50,6 +55,7 @@ def bootstrap(
     commit_date: str | None = None,
     submodule_problems: dict[str, str] | None = None,
     version: str | None = None,
+    commit: CommitInfo | None = None,
 ) -> BootstrapResult:
     """Detect, make the recipe and (optionally) check it, reusing cached outcomes.
 
@@ -59,7 +65,8 @@ def bootstrap(
     ``repo_dir`` is a git repository that has it (a snapshot without ``.git`` needs it passed).
     ``submodule_problems`` (path → why) explains submodule folders the caller could not fill;
     ``version`` is the release the commit builds on (default: ``git describe`` of ``ref``), the
-    version a project versioned by git tags is built as.
+    version a project versioned by git tags is built as. ``commit`` gives all three at once
+    (see :func:`repogym.bootstrap.commit.read_commit`); the other three then must not be given.
     Raises :class:`UnsupportedRepo` when no recipe fits.
     """
     repo_dir = Path(repo_dir)
@@ -67,13 +74,17 @@ def bootstrap(
     if ref is None:
         head, clean = head_commit(repo_dir)
         ref = head if clean else None
-    if commit_date is not None:
-        commit_date = normalize_date(commit_date)
-    elif ref is not None:
-        commit_date = git_commit_date(repo_dir, ref)
-    if version is None and ref is not None:
-        version = git_version(repo_dir, ref)
-    commit = CommitInfo(commit_date, dict(submodule_problems or {}), version)
+    if commit is not None:
+        if commit_date is not None or submodule_problems is not None or version is not None:
+            raise TypeError("bootstrap(): give commit or its parts, not both")
+    else:
+        if commit_date is not None:
+            commit_date = normalize_date(commit_date)
+        elif ref is not None:
+            commit_date = git_commit_date(repo_dir, ref)
+        if version is None and ref is not None:
+            version = git_version(repo_dir, ref)
+        commit = CommitInfo(commit_date, dict(submodule_problems or {}), version)
     store = (cache or RecipeCache()) if use_cache and ref else None
     if store is not None and not refresh:
         hit = store.find(repo_id, ref)  # type: ignore[arg-type]
@@ -104,7 +115,6 @@ def bootstrap_ref(repo_dir: Path, ref: str, **kwargs: Any) -> BootstrapResult:
     kwargs.setdefault("repo_id", repo_identity(repo_dir))
     with tempfile.TemporaryDirectory(prefix="repogym-ref-") as tmp:
         sha = export_ref(repo_dir, ref, Path(tmp))
-        kwargs.setdefault("commit_date", git_commit_date(repo_dir, sha))
-        kwargs.setdefault("version", git_version(repo_dir, sha))
-        kwargs.setdefault("submodule_problems", populate_submodules(repo_dir, sha, Path(tmp)))
+        if not {"commit", "commit_date", "version", "submodule_problems"} & kwargs.keys():
+            kwargs["commit"] = read_commit(repo_dir, sha, Path(tmp))
         return bootstrap(Path(tmp), ref=sha, **kwargs)

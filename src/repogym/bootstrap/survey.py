@@ -44,6 +44,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from repogym.bootstrap.commit import CommitInfo, read_commit
 from repogym.bootstrap.detect import UnsupportedRepo
 from repogym.bootstrap.service import BootstrapResult, bootstrap
 
@@ -406,7 +407,16 @@ def _survey(spec: str, at: At, result: RepoResult, *, sandbox: str, refresh: boo
         with tempfile.TemporaryDirectory(prefix="repogym-survey-") as tmp:
             snapshot = Path(tmp) / "repo"
             source.export_snapshot(sha, snapshot)
-            _check(snapshot, result, repo_id=repo_id, ref=sha, sandbox=sandbox, refresh=refresh)
+            commit = read_commit(source.path, sha, snapshot)  # the snapshot has no .git
+            _check(
+                snapshot,
+                result,
+                repo_id=repo_id,
+                ref=sha,
+                sandbox=sandbox,
+                refresh=refresh,
+                commit=commit,
+            )
     except SandboxError as exc:  # the backend cannot run here at all
         result.fail("sandbox", _reason_class(str(exc)) or _template(str(exc)), str(exc))
     finally:
@@ -436,6 +446,7 @@ def _check(
     ref: str | None,
     sandbox: str,
     refresh: bool,
+    commit: CommitInfo | None = None,
 ) -> None:
     try:
         boot: BootstrapResult = bootstrap(
@@ -445,7 +456,7 @@ def _check(
             check=True,
             sandbox=sandbox,
             refresh=refresh,
-            commit_date=result.commit_date,  # the snapshot has no .git to read it from
+            commit=commit,
         )
     except UnsupportedRepo as exc:
         result.fail("detect", UNSUPPORTED, str(exc))

@@ -31,6 +31,7 @@ from typing import Any
 import tomli_w
 
 from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap, cache_root
+from repogym.bootstrap.commit import read_commit
 from repogym.bootstrap.node_testfiles import computed_f2p
 from repogym.bootstrap.pin import (
     CONSTRAINTS_NAME,
@@ -209,8 +210,13 @@ class RuntimeHarness:
         context.mkdir()
         base = context / "repo"
         self.source.export_snapshot(cand.base, base)
+        # The snapshot has no .git: the commit's date (dependencies resolve as of it), release
+        # tag (versions from git tags) and submodules come from the repository itself.
+        commit = read_commit(self.source.path, cand.base, base)
         try:
-            recipe = bootstrap(base, repo_id=self.repo_label, ref=cand.base, check=False).recipe
+            recipe = bootstrap(
+                base, repo_id=self.repo_label, ref=cand.base, check=False, commit=commit
+            ).recipe
         except UnsupportedRepo as exc:
             return self._drop(outcome, "unsupported repository", str(exc))
 
@@ -281,7 +287,7 @@ class RuntimeHarness:
         )
         with self.backend.start(built, spec) as before:
             before.mount(tests, "/tests")
-            self._probe(before, recipe, tests)
+            self._probe(before, recipe, tests, base)
             with self.backend.start(built, spec) as after:
                 after.mount(tests, "/tests")
                 self._apply(
@@ -519,7 +525,7 @@ class RuntimeHarness:
         write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
         return self.backend.build(spec, log=log)
 
-    def _probe(self, session: Session, recipe: Recipe, tests: Path) -> None:
+    def _probe(self, session: Session, recipe: Recipe, tests: Path, snapshot: Path) -> None:
         """In a pristine session: the pytest plugins the verifier must load explicitly, and the
         base's tamper-rule hits (which the agent's change is compared with)."""
         fields: dict[str, Any] = {}
@@ -537,26 +543,31 @@ class RuntimeHarness:
                     "verifier self-check failed", f"plugin probe: {res.stderr.strip()[:200]}"
                 ) from None
         # Only the non-test source files are ever scanned (tests are reset, not scanned).
-        sources = json.loads((tests / "sources.json").read_text())
-        session.write("/tmp/repogym-sources.txt", "\n".join(sorted(sources)) + "\n")
-        res = session.exec(
-            [
-                "python3",
-                "/tests/tamper.py",
-                "baseline",
-                recipe.workdir,
-                "--files",
-                "/tmp/repogym-sources.txt",
-            ],
-            timeout_s=1800,
-            network=False,
-        )
-        try:
-            baseline = json.loads(res.stdout)
-        except json.JSONDecodeError:
-            raise _RunFailed(
-                "verifier self-check failed", f"tamper baseline: {res.stderr.strip()[:200]}"
-            ) from None
+        sources = sorted(json.loads((tests / "sources.json").read_text()))
+        if recipe.language == "python" or _on_path(session, "python3"):
+            session.write("/tmp/repogym-sources.txt", "\n".join(sources) + "\n")
+            res = session.exec(
+                [
+                    "python3",
+                    "/tests/tamper.py",
+                    "baseline",
+                    recipe.workdir,
+                    "--files",
+                    "/tmp/repogym-sources.txt",
+                ],
+                timeout_s=1800,
+                network=False,
+            )
+            try:
+                baseline = json.loads(res.stdout)
+            except json.JSONDecodeError:
+                raise _RunFailed(
+                    "verifier self-check failed", f"tamper baseline: {res.stderr.strip()[:200]}"
+                ) from None
+        else:
+            # An image without Python (node:*-slim): the same scan (tamper.py is plain Python)
+            # over the snapshot the image was built from.
+            baseline = tamper.baseline(str(snapshot), sources)
         (tests / "tamper_baseline.json").write_text(json.dumps(baseline, sort_keys=True) + "\n")
         ancestors = []
         parent = recipe.workdir.rstrip("/").rsplit("/", 1)[0] or "/"
@@ -670,6 +681,11 @@ def _scanned_source(rel: str) -> bool:
 
 def _exists(session: Session, path: str) -> bool:
     res = session.exec(["test", "-e", path], timeout_s=30, network=False)
+    return res.exit_code == 0
+
+
+def _on_path(session: Session, program: str) -> bool:
+    res = session.exec(["sh", "-c", f"command -v {program}"], timeout_s=30, network=False)
     return res.exit_code == 0
 
 
