@@ -75,6 +75,14 @@ _COLLECT_ERROR = re.compile(r"_ ERROR collecting (\S+) _")
 _TEST_ID = re.compile(r"^(\S+::\S+( PASSED| FAILED| SKIPPED| ERROR)?|<\w+ [^>]*>)$")
 
 
+_JSON_LINE = re.compile(r"^\s*(\{\"|\[\{)")
+"""A line holding a JSON document (a runner's report): never a reason by itself."""
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_JEST_HEADING = re.compile(r"^\s*● (.+?):?\s*$")
+_REPORT_START = re.compile(r'\{\s*"num')
+_NODE_TEST_LINE = re.compile(r"^node:test (\{.*\})$")
+
+
 def _short(line: str) -> str:
     return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
 
@@ -104,7 +112,10 @@ def _reason_from(text: str, fallback: str) -> str:
     lines = [
         ln.strip()
         for ln in text.splitlines()
-        if ln.strip() and not ln.startswith(COLLECT_MARK) and not _TEST_ID.match(ln.strip())
+        if ln.strip()
+        and not ln.startswith(COLLECT_MARK)
+        and not _TEST_ID.match(ln.strip())
+        and not _JSON_LINE.match(ln)
     ]
     for i, line in enumerate(lines):
         m = _COLLECT_ERROR.search(line)
@@ -203,16 +214,83 @@ def check_recipe(
             result.reason = "the collect command did not finish"
         elif count == 0:
             result.failed_step = "collect: no tests collected"
-            result.reason = _reason_from(output, f"exit {res.exit_code}, no test ids in the output")
+            result.reason = _collect_reason(
+                recipe, res.stdout, output, f"exit {res.exit_code}, no test ids in the output"
+            )
         elif res.exit_code != 0:
             result.failed_step = f"collect: exit {res.exit_code} ({count} tests collected)"
-            result.reason = _reason_from(output, "the collect command reported errors")
+            result.reason = _collect_reason(
+                recipe, res.stdout, output, "the collect command reported errors"
+            )
         else:
             result.ok = True
         return result
     finally:
         timings["total_s"] = round(time.monotonic() - t0, 3)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _collect_reason(recipe: Recipe, stdout: str, output: str, fallback: str) -> str:
+    """Why a collect command failed: for jest/vitest the first failing file of the JSON report
+    (``error collecting <file>: <first line of its error>``), then jest's ``● Heading`` block,
+    then :func:`_reason_from`."""
+    if recipe.runner in ("jest", "vitest"):
+        reason = _js_report_reason(stdout, recipe.workdir)
+        if reason:
+            return reason
+    if recipe.runner == "jest":
+        reason = _jest_block_reason(output)
+        if reason:
+            return reason
+    return _reason_from(output, fallback)
+
+
+def _js_report(stdout: str) -> dict[str, Any] | None:
+    """The jest/vitest JSON report in ``stdout`` (None: none)."""
+    m = _REPORT_START.search(stdout)  # vitest < 1 pretty-prints it
+    if m is None:
+        return None
+    try:
+        report, _ = json.JSONDecoder().raw_decode(stdout[m.start() :])
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def _first_message_line(message: str) -> str:
+    """The first line of a suite's error that is not a ``● Heading`` (jest)."""
+    lines = [ln for ln in (_ANSI.sub("", x).strip() for x in message.splitlines()) if ln]
+    body = [ln for ln in lines if not ln.startswith("●")]
+    return (body or [ln.lstrip("● ") for ln in lines] or [""])[0]
+
+
+def _js_report_reason(stdout: str, workdir: str) -> str:
+    """``error collecting <file> (+N more): <first error line>`` from a JSON report."""
+    report = _js_report(stdout)
+    failed = [
+        suite
+        for suite in (report or {}).get("testResults") or []
+        if isinstance(suite, dict) and suite.get("status") == "failed"
+    ]
+    if not failed:
+        return ""
+    first = failed[0]
+    name = str(first.get("name", "")).removeprefix(workdir.rstrip("/") + "/")
+    message = _first_message_line(str(first.get("message") or ""))
+    more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+    return _short(f"error collecting {name}{more}" + (f": {message}" if message else ""))
+
+
+def _jest_block_reason(output: str) -> str:
+    """``Heading: first line`` of jest's first ``● Heading`` block (CLI and config errors)."""
+    lines = [_ANSI.sub("", ln) for ln in output.splitlines()]
+    for i, line in enumerate(lines):
+        m = _JEST_HEADING.match(line)
+        if not m:
+            continue
+        detail = next((ln.strip() for ln in lines[i + 1 : i + 6] if ln.strip()), "")
+        return _short(f"{m[1]}: {detail}" if detail else m[1])
+    return ""
 
 
 def _sample_ids(recipe: Recipe, stdout: str, limit: int = 10) -> list[str]:
@@ -231,19 +309,34 @@ def _sample_ids(recipe: Recipe, stdout: str, limit: int = 10) -> list[str]:
         ids = [ln for ln in lines if re.fullmatch(r"(Test|Example|Fuzz)\w*", ln)]
     elif recipe.runner in ("jest", "vitest"):
         ids = _js_report_ids(stdout, recipe.workdir)
+    elif recipe.runner == "node":
+        ids = _node_test_ids(lines)
     else:
         ids = [ln.lstrip("✔✓ ").strip() for ln in lines if ln.startswith(("✔", "✓"))]
     return ids[:limit]
 
 
+def _node_test_ids(lines: list[str]) -> list[str]:
+    """``file > suite > test`` ids from the result lines of repogym's ``node --test`` reporter."""
+    ids = []
+    for line in lines:
+        m = _NODE_TEST_LINE.match(line)
+        if not m:
+            continue
+        try:
+            event = json.loads(m[1])
+        except ValueError:
+            continue
+        parts = event.get("id") if isinstance(event, dict) else None
+        if isinstance(parts, list) and event.get("s") in ("pass", "fail", "skip", "todo"):
+            ids.append(" > ".join(str(p) for p in parts))
+    return ids
+
+
 def _js_report_ids(stdout: str, workdir: str) -> list[str]:
     """``file > describe > test`` ids from a jest/vitest JSON report, as the parsers name them."""
-    start = stdout.find('{"num')
-    if start < 0:
-        return []
-    try:
-        report, _ = json.JSONDecoder().raw_decode(stdout[start:])
-    except ValueError:
+    report = _js_report(stdout)
+    if report is None:
         return []
     ids = []
     for suite in report.get("testResults") or []:

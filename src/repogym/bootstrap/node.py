@@ -14,8 +14,15 @@ from typing import Any
 
 from repogym.bootstrap._files import read_text
 from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
+from repogym.bootstrap.node_collect import fixture_modules, mocha_collect, vitest_exclude
 from repogym.bootstrap.node_install import date_flag, plan_install
 from repogym.bootstrap.node_runner import imports_node_test, reporter_flags, resolve_script
+from repogym.bootstrap.node_scripts import (
+    locked_version,
+    pretest_replay,
+    split_invocation,
+    wrapped_runner,
+)
 from repogym.bootstrap.node_versions import choose_node, declared_node
 
 NPX = "npx --no-install"
@@ -75,6 +82,15 @@ class NodeProject:
     runner_args: list[str] = field(default_factory=list)
     runner_globs: list[str] = field(default_factory=list)
     """Arguments that are unquoted globs in the test script (left for the shell to expand)."""
+    runner_env: list[str] = field(default_factory=list)
+    """``NAME=value`` assignments the test script puts before the runner."""
+    launcher: str | None = None
+    """How the test script starts the runner when not by name (``node --flag path/to/jest``)."""
+    pretest: str = ""
+    """The command replaying the test script's ``pre`` hooks (a build), run before the tests."""
+    pretest_sources: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    """Files named like tests that define none (fixture modules), left out of vitest runs."""
     node_version: str | None = None
     """The host Node that runs the tests on the local backend."""
     image_major: str | None = None
@@ -100,16 +116,18 @@ def _unquoted_in(script: str, word: str) -> bool:
     return re.search(r"(^|\s)" + re.escape(word) + r"(\s|$)", script) is not None
 
 
-def _script_runner(script: str) -> tuple[str | None, list[str], list[str]]:
+def _script_runner(
+    script: str,
+) -> tuple[str | None, list[str], list[str], list[str], str | None]:
     """The runner a ``test`` script calls, with its arguments when it is one simple command,
-    and the arguments that are unquoted globs there (npm's shell expands them)."""
+    the arguments that are unquoted globs there (npm's shell expands them), the ``NAME=value``
+    assignments before the runner and its launcher when not started by name (see
+    :func:`~repogym.bootstrap.node_scripts.split_invocation`)."""
     simple = not re.search(r"&&|\|\||;|\|", script)
     try:
         words = shlex.split(script)
     except ValueError:
         words, simple = script.split(), False
-    while words and (re.match(r"^\w+=", words[0]) or words[0] in ("cross-env", "npx", "env")):
-        words = words[1:]
     text = " " + script + " "
     found = None
     for runner, pattern in (
@@ -123,27 +141,29 @@ def _script_runner(script: str) -> tuple[str | None, list[str], list[str]]:
             break
     args: list[str] = []
     globs: list[str] = []
-    if found and simple and words and words[0] in ("vitest", "jest", "mocha", "node"):
-        rest = words[1:]
-        if found == "vitest" and rest[:1] in (["run"], ["watch"]):
-            rest = rest[1:]
-        skip = False
-        for word in rest:
-            if skip:
-                skip = False
-                continue
-            if word in _VALUE_FLAGS:
-                skip = True
-                continue
-            if word == "--test" or word.startswith(
-                ("--reporter=", "--test-reporter=", "--test-reporter-destination=")
-            ):
-                continue
-            if not _DROP_ARGS.match(word):
-                args.append(word)
-                if found == "node" and re.search(r"[*?{\[]", word) and _unquoted_in(script, word):
-                    globs.append(word)
-    return found, args, globs
+    inv = split_invocation(words) if found and simple else None
+    if inv is None or inv.runner != found:
+        return found, args, globs, [], None
+    rest = inv.args
+    if found == "vitest" and rest[:1] in (["run"], ["watch"]):
+        rest = rest[1:]
+    skip = False
+    for word in rest:
+        if skip:
+            skip = False
+            continue
+        if word in _VALUE_FLAGS:
+            skip = True
+            continue
+        if word == "--test" or word.startswith(
+            ("--reporter=", "--test-reporter=", "--test-reporter-destination=")
+        ):
+            continue
+        if not _DROP_ARGS.match(word):
+            args.append(word)
+            if found == "node" and re.search(r"[*?{\[]", word) and _unquoted_in(script, word):
+                globs.append(word)
+    return found, args, globs, inv.env, inv.launcher
 
 
 def _workspace_manifests(repo: Path, pkg: dict[str, Any]) -> list[str]:
@@ -224,12 +244,17 @@ def _choose_runner(project: NodeProject, repo: Path, pkg: dict[str, Any]) -> Non
     for key in ("dependencies", "devDependencies"):
         if isinstance(pkg.get(key), dict):
             deps.update(pkg[key])
-    runner, args, globs = (None, [], [])
+    runner, args, globs, env, launcher = (None, [], [], [], None)
     if script and "no test specified" not in script:
-        runner, args, globs = _script_runner(script)
+        runner, args, globs, env, launcher = _script_runner(script)
         if runner:
             shown = project.test_script if script == raw else f"{raw} → {script}"
             notes.append(f"runner {runner}: the test script runs it ({shown!r})")
+        else:
+            wrapped = wrapped_runner(repo, pkg, script)
+            if wrapped:
+                runner = wrapped[0]
+                notes.append(f"runner {runner}: {wrapped[1]}")
     if runner is None:
         for name in ("vitest", "jest", "mocha"):
             if name in deps:
@@ -252,8 +277,61 @@ def _choose_runner(project: NodeProject, repo: Path, pkg: dict[str, Any]) -> Non
     project.runner = runner
     project.runner_args = args
     project.runner_globs = globs
+    project.runner_env = env
+    project.launcher = launcher
+    if env:
+        notes.append(f"test script environment kept: {' '.join(env)}")
+    if launcher:
+        notes.append(f"the runner starts as the test script starts it: {launcher}")
     if args:
         notes.append(f"test script arguments kept: {' '.join(args)}")
+    if runner:
+        _choose_pretest(project, scripts)
+    if runner == "vitest":
+        _choose_exclude(project, repo)
+
+
+def _choose_pretest(project: NodeProject, scripts: dict[str, Any]) -> None:
+    """Replay the ``pre`` hooks ``npm test`` runs (a build the tests read, usually).
+
+    When ``prepare`` installs git hooks, the replay runs with npm's ``ignore-scripts``: a build
+    that packs the package (``npm pack`` runs ``prepare``) would otherwise fail without a git
+    repository. Scripts run by name still run then; their own ``pre``/``post`` hooks do not.
+    """
+    prepare = scripts.get("prepare")
+    hooks = isinstance(prepare, str) and bool(HOOK_TOOLS.search(prepare))
+    replay = pretest_replay(scripts, env="npm_config_ignore_scripts=true " if hooks else "")
+    if replay.dropped:
+        project.notes.append(
+            "pre-test checks not replayed (they lint, format or type-check): "
+            + "; ".join(replay.dropped)
+        )
+    if not replay.command:
+        return
+    project.pretest = replay.command
+    project.pretest_sources = replay.sources
+    project.notes.append(
+        f"npm runs {', '.join(replay.sources)} before the tests: the image builds it and every"
+        f" test command re-runs it first (`{replay.command}`)"
+        + ("; lifecycle scripts off there (prepare installs git hooks)" if hooks else "")
+    )
+
+
+def _choose_exclude(project: NodeProject, repo: Path) -> None:
+    """Leave fixture modules (named like tests, defining none) out of vitest runs."""
+    files = fixture_modules(repo)
+    if not files:
+        return
+    version = locked_version(repo, "vitest")
+    major = re.match(r"^(\d+)", version or "")
+    shown = ", ".join(files[:5]) + (f" (+{len(files) - 5} more)" if len(files) > 5 else "")
+    if major and int(major[1]) < 1:
+        project.notes.append(
+            f"files named like tests define no test ({shown}); vitest {version} has no --exclude"
+        )
+        return
+    project.exclude = files
+    project.notes.append(f"excluded from vitest runs (named like tests, define none): {shown}")
 
 
 def detect_node(repo: Path, *, before: str | None = None) -> NodeProject:
@@ -300,13 +378,17 @@ def detect_node(repo: Path, *, before: str | None = None) -> NodeProject:
 
 
 def _install_words(project: NodeProject, before: str | None) -> list[str]:
+    """The install command; a date cap falls back to an uncapped install when npm finds no
+    version old enough (``ENOVERSIONS``/``ETARGET``: packages without publish times, or a
+    registry mirror that records its own copy dates as publish times)."""
     command = project.install_command
-    if before and not project.pinned and "npm install --no-package-lock" in command:
+    plain = "npm install --no-package-lock"
+    if before and not project.pinned and plain in command:
         flag = date_flag(before)
         if flag.strip() not in command:
-            command = command.replace(
-                "npm install --no-package-lock", "npm install --no-package-lock" + flag, 1
-            )
+            head, sep, tail = command.partition(" && ")
+            capped = head.replace(plain, plain + flag, 1)
+            command = f"( {capped} || {head} ){sep}{tail}" if plain in head else command
     return command.split()
 
 
@@ -347,6 +429,12 @@ def node_recipe(project: NodeProject, *, before: str | None = None) -> Recipe:
         df.run(["npm", "rebuild"])
     if project.prepare_after_source:
         df.run(["npm", "run", "prepare"])
+    if project.pretest:
+        df.comment(
+            f"package.json {', '.join(project.pretest_sources)}: npm runs it before the tests"
+            " (the test commands re-run it)"
+        )
+        df.run(project.pretest.split())
     globs = set(project.runner_globs) if project.runner == "node" else set()
     extra = " ".join(
         a if a in globs and _GLOB_WORD.match(a) else shlex.quote(a) for a in project.runner_args
@@ -357,26 +445,39 @@ def node_recipe(project: NodeProject, *, before: str | None = None) -> Recipe:
     if not project.pinned:
         notes.append(
             "dependencies unpinned"
-            + (f" (npm --before={before})" if before else ": rebuilding later may differ")
+            + (
+                f" (npm --before={before}; without the cap when npm finds no version that old)"
+                if before
+                else ": rebuilding later may differ"
+            )
         )
+    env = "".join(
+        f"{name}={shlex.quote(value)} "
+        for name, _, value in (e.partition("=") for e in project.runner_env)
+    )
+    pre = f"{project.pretest} >&2 && " if project.pretest else ""
+    exe = f"{pre}{env}{project.launcher or f'{NPX} {runner}'}"
     # jest/vitest list tests by loading every test file with a name filter matching nothing:
     # the JSON report then counts all tests as skipped (works on every version, unlike `list`).
     if runner == "jest":
-        select = f"{NPX} jest --ci --verbose{extra}"
-        test, collect = select, f"{NPX} jest --ci --json --testNamePattern={NO_MATCH}{extra}"
+        select = f"{exe} --ci --verbose{extra}"
+        test, collect = select, f"{exe} --ci --json --testNamePattern={NO_MATCH}{extra}"
     elif runner == "vitest":
-        select = f"{NPX} vitest run --reporter=verbose{extra}"
+        if project.exclude:
+            extra = f" {vitest_exclude(project.exclude)}{extra}"
+        select = f"{exe} run --reporter=verbose{extra}"
         test = select
-        collect = f"{NPX} vitest run --reporter=json --testNamePattern={NO_MATCH}{extra}"
+        collect = f"{exe} run --reporter=json --testNamePattern={NO_MATCH}{extra}"
     elif runner == "mocha":
-        select = f"{NPX} mocha --reporter spec{extra}"
-        test, collect = select, f"{select} --dry-run"
+        select = f"{exe} --reporter spec{extra}"
+        test, collect = select, mocha_collect(select)
     else:
         reporter = reporter_flags(project.node_version)
         reporter = f" {reporter}" if reporter else ""
-        select = f"node --test{reporter}{extra}"
+        node_exe = f"{pre}{env}{project.launcher or 'node'}"
+        select = f"{node_exe} --test{reporter}{extra}"
         test = select
-        collect = f"node --test{reporter} --test-name-pattern={NO_MATCH}{extra}"
+        collect = f"{node_exe} --test{reporter} --test-name-pattern={NO_MATCH}{extra}"
     # Recipe.commit_date (when this version of the model has it) records the cap.
     dated = {"commit_date": before} if before and _HAS_DATE and not project.pinned else {}
     return Recipe(
