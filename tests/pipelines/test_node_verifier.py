@@ -231,6 +231,10 @@ def test_infra_rule_matches_infra_py(tmp_path: Path) -> None:
         "README.md",
         "setupTests.ts",
         "babel.config.cjs",
+        "tsconfig.json",
+        "tsconfig.build.json",
+        "rollup.config.mjs",
+        "src/tsconfig-paths.ts",
     ]
     script = (
         "import(process.argv[2]).then(m => console.log(JSON.stringify("
@@ -244,6 +248,9 @@ def test_infra_rule_matches_infra_py(tmp_path: Path) -> None:
         check=True,
     )
     assert json.loads(out.stdout) == [[infra.is_test_path(p), infra.is_infra(p)] for p in paths]
+    # A replayed pre-test build reads its configs: the agent's versions never rebuild the tests.
+    assert all(infra.is_infra(p) for p in ("tsconfig.build.json", "rollup.config.mjs"))
+    assert not infra.is_infra("src/tsconfig-paths.ts")
 
 
 FAKE_RUNNER = """\

@@ -13,7 +13,9 @@ reset what an agent did to the tests. Test infrastructure is:
   ``*_spec.rb`` …);
 * runner configuration: ``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``pyproject.toml``,
   ``noxfile.py``, ``package.json``, jest/vitest/vite/babel/karma configs, jest setup files,
-  ``.mocharc*``, ``.babelrc*``, ``.cargo/``;
+  ``.mocharc*``, ``.babelrc*``, ``.cargo/``; build configs a replayed pre-test build reads
+  (``tsconfig*.json``, rollup/webpack/tsup/esbuild configs, ``.swcrc``): tests that run from a
+  build's output must not be rebuilt by the agent's own build rules;
 * interpreter start-up hooks: ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``, installed
   metadata (``*.egg-info``, ``*.dist-info``, ``*.egg-link``), and modules at the top of the tree
   (or of ``src/``) named like the test runner (``pytest``, ``_pytest``, ``pluggy``, ``py``,
@@ -62,7 +64,8 @@ CONFIG_NAMES = frozenset(
     }
 )
 CONFIG_RE = re.compile(
-    r"^(?:(?:jest|vitest|vite|vitest\.workspace|babel|karma)\.config\..+"
+    r"^(?:(?:jest|vitest|vite|vitest\.workspace|babel|karma|rollup|webpack|tsup|esbuild)\.config\..+"
+    r"|tsconfig(?:\.[\w-]+)*\.json|\.swcrc"
     r"|(?:jest|vitest|test)\.setup\..+|(?:jest|test)-setup\..+|\.mocharc.*|\.babelrc.*"
     r"|.+\.pth|.+\.egg-link)$"
 )

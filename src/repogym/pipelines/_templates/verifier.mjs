@@ -178,7 +178,7 @@ const CONFIG_NAMES = new Set([
   "package.json", "setupTests.js", "setupTests.ts", "sitecustomize.py", "usercustomize.py",
 ]);
 const CONFIG_RE =
-  /^(?:(?:jest|vitest|vite|vitest\.workspace|babel|karma)\.config\..+|(?:jest|vitest|test)\.setup\..+|(?:jest|test)-setup\..+|\.mocharc.*|\.babelrc.*|.+\.pth|.+\.egg-link)$/s;
+  /^(?:(?:jest|vitest|vite|vitest\.workspace|babel|karma|rollup|webpack|tsup|esbuild)\.config\..+|tsconfig(?:\.[\w-]+)*\.json|\.swcrc|(?:jest|vitest|test)\.setup\..+|(?:jest|test)-setup\..+|\.mocharc.*|\.babelrc.*|.+\.pth|.+\.egg-link)$/s;
 const META_DIR_RE = /^.+\.(?:egg-info|dist-info)$/s;
 const SHADOW_NAMES = new Set(["pytest", "_pytest", "pluggy", "py", "unittest", "site"]);
 const SKIP_DIRS = new Set([
