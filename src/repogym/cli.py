@@ -66,11 +66,24 @@ def validate(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Worker processes (0 = two per core).")
     ] = 0,
+    runnable: Annotated[
+        bool,
+        typer.Option(
+            "--runnable",
+            help="Instead: what `run` would refuse on --sandbox and why (no building); one "
+            "line per refusal.",
+        ),
+    ] = False,
+    sandbox: Annotated[
+        str, typer.Option("--sandbox", help="Backend for --runnable: local or docker.")
+    ] = "local",
     json_out: JsonOpt = False,
 ) -> None:
     """Static checks of task directories. Exit 1 if any task fails, 2 for unusable input."""
     from repogym.harbor.validate import default_jobs, validate_many
 
+    if runnable:
+        _validate_runnable(path, sandbox, json_out)
     dirs = _task_dirs_or_exit(path)
     jobs = jobs or default_jobs()
     reports = list(
@@ -118,6 +131,48 @@ def validate(
             checks.add_row(severity, check, str(count))
         out.print(checks)
     raise typer.Exit(1 if failed else 0)
+
+
+def _validate_runnable(path: Path, sandbox: str, json_out: bool) -> None:
+    """``validate --runnable``: the backend's preflight over every task; exits."""
+    from repogym.harbor.trust import check_task, load_limits
+    from repogym.run.preflight import load_backend, preflight
+
+    dirs = _task_dirs_or_exit(path)
+    backend, why = load_backend(sandbox)
+    try:
+        limits = load_limits()
+    except ValueError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    rows = []
+    for d in dirs:
+        trust = check_task(d, limits)
+        reasons = list(trust.problems)
+        if trust.error is not None:
+            reasons.append(f"{trust.error.file}: {trust.error}")
+        if trust.task is not None and not reasons:
+            reasons = preflight(trust.task, backend=backend, limits=limits)
+        if why:
+            reasons.insert(0, why)
+        rows.append(
+            {"task_id": d.name, "path": str(d), "runnable": not reasons, "refusals": reasons}
+        )
+    refused = [r for r in rows if not r["runnable"]]
+    if json_out:
+        summary = {
+            "tasks": len(rows),
+            "runnable": len(rows) - len(refused),
+            "refused": len(refused),
+        }
+        payload = {"path": str(path), "sandbox": sandbox, "summary": summary, "tasks": rows}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        for r in refused:
+            for reason in r["refusals"]:
+                out.print(f"[red]refused[/] {escape(r['task_id'])}: {escape(reason)}")
+        out.print(f"{len(rows) - len(refused)} of {len(rows)} task(s) would run on {sandbox}")
+    raise typer.Exit(1 if refused else 0)
 
 
 LimitOpt = Annotated[

@@ -32,8 +32,22 @@ def test_single_named_value_is_primary() -> None:
 
 
 def test_several_unnamed_values_have_no_primary() -> None:
+    # Harbor's metrics take a one-key dict or its 'reward' key; with neither there is no
+    # single reward: None with an explicit error, every key kept.
     r = reading(reward_json=b'{"a": 1, "b": 0}')
-    assert r.reward is None and r.rewards == {"a": 1.0, "b": 0.0} and r.warnings
+    assert r.reward is None and r.rewards == {"a": 1.0, "b": 0.0}
+    assert r.error and "none named 'reward'" in r.error and "a, b" in r.error
+
+
+def test_step_rewards_mean_and_final() -> None:
+    from repogym.run.rewards import step_rewards
+
+    steps = [{"reward": 1.0, "lint": 1.0}, None, {"reward": 0.0}]
+    mean, how = step_rewards(steps, None)
+    assert mean == {"lint": 0.5, "reward": 0.5} and "2 of 3" in how
+    assert step_rewards(steps, "final")[0] == {"reward": 0.0}
+    assert step_rewards([{"a": 1.0}, None], "final")[0] is None
+    assert step_rewards([None, None], "mean")[0] is None
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_VERSION = "1.4"
 NETWORK_MODES = ("public", "no-network", "allowlist")
 NetworkMode = Literal["public", "no-network", "allowlist"]
+VerifierEnvironmentMode = Literal["shared", "separate"]
+MultiStepRewardStrategy = Literal["mean", "final"]
+STEP_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 
 
 class _Table(BaseModel):
@@ -76,14 +79,6 @@ class AgentConfig(_Table):
     allowed_hosts: list[str] | None = None
 
 
-class VerifierConfig(_Table):
-    timeout_sec: float = Field(default=600.0, gt=0)
-    env: dict[str, str] = Field(default_factory=dict)
-    user: str | None = None
-    network_mode: NetworkMode | None = None
-    allowed_hosts: list[str] | None = None
-
-
 class EnvironmentConfig(_Table):
     build_timeout_sec: float = Field(default=600.0, gt=0)
     docker_image: str | None = None
@@ -96,6 +91,92 @@ class EnvironmentConfig(_Table):
     allowed_hosts: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     workdir: str | None = None
+    type: str | None = None
+    """Harbor's environment type (``docker`` when absent); others are refused (see preflight)."""
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    """``[[environment.mcp_servers]]``: MCP servers offered to the agent (not supported yet)."""
+    healthcheck: dict[str, Any] | None = None
+
+
+class VerifierConfig(_Table):
+    """``[verifier]``; ``environment_mode``/``environment`` choose where it runs (Harbor's
+    shared vs separate verifier environments)."""
+
+    timeout_sec: float = Field(default=600.0, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+    user: str | None = None
+    network_mode: NetworkMode | None = None
+    allowed_hosts: list[str] | None = None
+    environment_mode: VerifierEnvironmentMode | None = None
+    environment: EnvironmentConfig | None = None
+
+    @model_validator(mode="after")
+    def _mode_matches_environment(self) -> VerifierConfig:
+        if self.environment_mode == "shared" and self.environment is not None:
+            raise ValueError(
+                "environment_mode = 'shared' cannot have a [verifier.environment] table"
+            )
+        return self
+
+
+def verifier_mode(
+    verifier: VerifierConfig | StepVerifierConfig, fallback: VerifierConfig | None = None
+) -> VerifierEnvironmentMode:
+    """Harbor's rule: an explicit mode wins; else a verifier environment table means
+    ``separate``; else the task's own mode (for a step), else ``shared``."""
+    if verifier.environment_mode is not None:
+        return verifier.environment_mode
+    if verifier.environment is not None:
+        return "separate"
+    return verifier_mode(fallback) if fallback is not None else "shared"
+
+
+class ArtifactSpec(_Table):
+    """One ``artifacts`` entry written as a table: a path copied out of the agent's sandbox."""
+
+    source: str
+    destination: str | None = None
+    exclude: list[str] = Field(default_factory=list)
+
+
+Artifact = str | ArtifactSpec
+
+
+class StepAgentConfig(_Table):
+    """``[steps.agent]``: unset values fall back to the task's ``[agent]``."""
+
+    timeout_sec: float | None = Field(default=None, gt=0)
+    user: str | None = None
+
+
+class StepVerifierConfig(_Table):
+    """``[steps.verifier]``: unset values fall back to the task's ``[verifier]``."""
+
+    timeout_sec: float | None = Field(default=None, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+    user: str | None = None
+    environment_mode: VerifierEnvironmentMode | None = None
+    environment: EnvironmentConfig | None = None
+
+
+class StepConfig(_Table):
+    """One ``[[steps]]`` entry: its files live in ``steps/<name>/`` (``instruction.md``,
+    optional ``tests/``, ``solution/``, ``workdir/`` with ``setup.sh``)."""
+
+    name: str
+    agent: StepAgentConfig = Field(default_factory=StepAgentConfig)
+    verifier: StepVerifierConfig = Field(default_factory=StepVerifierConfig)
+    min_reward: float | dict[str, float] | None = None
+    """Stop after this step when its rewards miss the threshold (a number gates ``reward``)."""
+    artifacts: list[Artifact] = Field(default_factory=list)
+    healthcheck: dict[str, Any] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        if not STEP_NAME_RE.fullmatch(v) or v in (".", ".."):
+            raise ValueError(f"step name {v!r} must be one path component (letters, digits, ._-)")
+        return v
 
 
 class SolutionConfig(_Table):
@@ -112,6 +193,19 @@ class TaskConfig(_Table):
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     solution: SolutionConfig = Field(default_factory=SolutionConfig)
+    steps: list[StepConfig] | None = None
+    multi_step_reward_strategy: MultiStepRewardStrategy | None = None
+    artifacts: list[Artifact] = Field(default_factory=list)
+    """Paths copied out of the agent's sandbox into a separate verifier's."""
+
+    @field_validator("steps")
+    @classmethod
+    def _unique_steps(cls, v: list[StepConfig] | None) -> list[StepConfig] | None:
+        names = [s.name for s in v or []]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"step names must be unique ({', '.join(dupes)} repeated)")
+        return v
 
     @field_validator("schema_version", mode="before")
     @classmethod
@@ -167,25 +261,49 @@ def normalize_legacy(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         warnings.append(f"legacy key 'version' read as schema_version = {out['schema_version']!r}")
     # With both present, schema_version wins (as in Harbor) and `version` stays, unwarned, as a
     # key kept for older readers of the format.
-    env = out.get("environment")
-    if isinstance(env, dict):
-        env = dict(env)
-        if "allow_internet" in env:
-            allow = env.pop("allow_internet")
-            if "network_mode" not in env:
-                env["network_mode"] = "public" if allow else "no-network"
-            warnings.append(
-                f"legacy key 'environment.allow_internet = {str(allow).lower()}' read as "
-                f"network_mode = {env['network_mode']!r}"
-            )
-        for legacy_key, new_key in (("memory", "memory_mb"), ("storage", "storage_mb")):
-            if legacy_key in env:
-                raw = env.pop(legacy_key)
-                if new_key not in env:
-                    env[new_key] = parse_size_mb(raw)
-                warnings.append(
-                    f"legacy key 'environment.{legacy_key} = {raw!r}' read as "
-                    f"{new_key} = {env[new_key]}"
-                )
-        out["environment"] = env
+    if isinstance(out.get("environment"), dict):
+        out["environment"] = _normalize_env(out["environment"], "environment", warnings)
+    verifier = out.get("verifier")
+    if isinstance(verifier, dict) and isinstance(verifier.get("environment"), dict):
+        out["verifier"] = {
+            **verifier,
+            "environment": _normalize_env(
+                verifier["environment"], "verifier.environment", warnings
+            ),
+        }
+    steps = out.get("steps")
+    if isinstance(steps, list):
+        out["steps"] = [_normalize_step(step, warnings) for step in steps]
     return out, warnings
+
+
+def _normalize_step(step: Any, warnings: list[str]) -> Any:
+    verifier = step.get("verifier") if isinstance(step, dict) else None
+    if not isinstance(verifier, dict) or not isinstance(verifier.get("environment"), dict):
+        return step
+    where = f"steps.{step.get('name', '?')}.verifier.environment"
+    env = _normalize_env(verifier["environment"], where, warnings)
+    return {**step, "verifier": {**verifier, "environment": env}}
+
+
+def _normalize_env(raw: dict[str, Any], where: str, warnings: list[str]) -> dict[str, Any]:
+    """One environment table with ``allow_internet``/``memory``/``storage`` translated."""
+    env = dict(raw)
+    if "allow_internet" in env:
+        allow = env.pop("allow_internet")
+        if "network_mode" not in env:
+            env["network_mode"] = "public" if allow else "no-network"
+        warnings.append(
+            f"legacy key '{where}.allow_internet = {str(allow).lower()}' read as "
+            f"network_mode = {env['network_mode']!r}"
+        )
+    for legacy_key, new_key in (("memory", "memory_mb"), ("storage", "storage_mb")):
+        if legacy_key in env:
+            raw_value = env.pop(legacy_key)
+            if new_key not in env:
+                env[new_key] = parse_size_mb(raw_value)
+            warnings.append(
+                f"legacy key '{where}.{legacy_key} = {raw_value!r}' read as "
+                f"{new_key} = {env[new_key]}"
+            )
+    return env

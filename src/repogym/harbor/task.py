@@ -126,21 +126,45 @@ class Task:
     def repo2env(self) -> dict[str, Any] | None:
         return self.config.repo2env
 
+    @property
+    def is_multi_step(self) -> bool:
+        """Whether ``task.toml`` declares ``[[steps]]``."""
+        return bool(self.config.steps)
+
+    def step_dir(self, name: str) -> Path:
+        """``steps/<name>/``: the step's instruction, tests, solution and workdir."""
+        return self.path / "steps" / name
+
     def instruction(self) -> str:
-        try:
-            data = read_bytes(str(self.instruction_path), follow=False)
-            return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-        except FileNotFoundError:
-            raise TaskError("instruction.md is missing", INSTRUCTION) from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise TaskError("instruction.md is a symlink", INSTRUCTION) from None
-            raise TaskError(f"cannot read instruction.md: {exc.strerror}", INSTRUCTION) from None
-        except UnicodeDecodeError as exc:
-            raise TaskError(f"instruction.md is not UTF-8 ({exc.reason})", INSTRUCTION) from None
+        """``instruction.md``; a multi-step task without one shows its steps' instructions."""
+        if self.is_multi_step and not self.instruction_path.exists():
+            return "\n\n".join(
+                f"## Step {i}: {step.name}\n\n{self.step_instruction(step.name)}"
+                for i, step in enumerate(self.config.steps or [], start=1)
+            )
+        return _read_text(self.instruction_path, INSTRUCTION)
+
+    def step_instruction(self, name: str) -> str:
+        """``steps/<name>/instruction.md``: what the agent is told in that step."""
+        return _read_text(self.step_dir(name) / INSTRUCTION, f"steps/{name}/{INSTRUCTION}")
 
     def compute_hash(self) -> str:
         return content_hash(self.path, self.raw or None)
+
+
+def _read_text(path: Path, rel: str) -> str:
+    """A task's text file (no symlinks, UTF-8, newlines normalised); TaskError naming ``rel``."""
+    try:
+        data = read_bytes(str(path), follow=False)
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except FileNotFoundError:
+        raise TaskError(f"{rel} is missing", rel) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TaskError(f"{rel} is a symlink", rel) from None
+        raise TaskError(f"cannot read {rel}: {exc.strerror}", rel) from None
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{rel} is not UTF-8 ({exc.reason})", rel) from None
 
 
 def load_task(path: Path | str) -> Task:

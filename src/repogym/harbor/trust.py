@@ -262,6 +262,18 @@ def check_limits(task: Task, limits: HostLimits) -> list[str]:
                 f"[{table}] {key} = {asked:g} exceeds this host's maximum {most:g} "
                 f"(raise it with --max {limit_key}=… or in {limits_file()})"
             )
+    for step in task.config.steps or []:
+        for phase, limit_key in (
+            ("agent", "agent_timeout_sec"),
+            ("verifier", "verifier_timeout_sec"),
+        ):
+            asked = getattr(step, phase).timeout_sec
+            most = getattr(limits, limit_key)
+            if asked is not None and asked > most:
+                problems.append(
+                    f"[steps.{phase}] timeout_sec = {asked:g} of step {step.name!r} exceeds "
+                    f"this host's maximum {most:g} (raise it with --max {limit_key}=…)"
+                )
     return problems
 
 

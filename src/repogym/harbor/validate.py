@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym import dockerfile
+from repogym.harbor.config import verifier_mode
 from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files, read_bytes
 from repogym.harbor.instruction_checks import (
     NGRAM,
@@ -24,6 +25,7 @@ from repogym.harbor.instruction_checks import (
     statement,
     underspecified,
 )
+from repogym.harbor.runnable import environment_type_refusal, separate_verifier_refusals
 from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
 from repogym.harbor.trust import (
     HostLimits,
@@ -147,9 +149,14 @@ def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
         return report
     for warning in task.warnings:
         report.problems.append(_warn("legacy", TASK_TOML, warning))
-    report.problems.extend(_check_instruction(files))
+    if task.is_multi_step:
+        report.problems.extend(_check_steps(task, files))
+    else:
+        report.problems.extend(_check_instruction(files))
+        report.problems.extend(_check_tests(files))
     report.problems.extend(_check_environment(task, files, deep=deep))
-    report.problems.extend(_check_tests(files))
+    for reason in separate_verifier_refusals(task.config, task.path):
+        report.problems.append(_err("verifier", "tests/Dockerfile", reason))
     report.problems.extend(_check_paths(files))
     report.problems.extend(_check_trust(task))
     report.problems.extend(_check_provenance(task, files))
@@ -160,20 +167,38 @@ def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
     return report
 
 
-def _check_instruction(files: TaskFiles) -> Iterator[Problem]:
-    if not files.is_file(INSTRUCTION):
-        yield _err("instruction", INSTRUCTION, "instruction.md is missing")
+def _check_instruction(files: TaskFiles, rel: str = INSTRUCTION) -> Iterator[Problem]:
+    if not files.is_file(rel):
+        yield _err("instruction", rel, f"{rel} is missing")
         return
     try:
-        text = files.read(INSTRUCTION).decode("utf-8")
+        text = files.read(rel).decode("utf-8")
     except UnicodeDecodeError as exc:
-        yield _err("instruction", INSTRUCTION, f"not UTF-8 (byte {exc.start}: {exc.reason})")
+        yield _err("instruction", rel, f"not UTF-8 (byte {exc.start}: {exc.reason})")
         return
     if not text.strip():
-        yield _err("instruction", INSTRUCTION, "instruction.md is empty")
+        yield _err("instruction", rel, f"{rel} is empty")
+
+
+def _check_steps(task: Task, files: TaskFiles) -> Iterator[Problem]:
+    """A multi-step task: each step has its instruction and a test script (its own, or the
+    task's ``tests/test.sh``); the task-level ``instruction.md`` is optional."""
+    shared_tests = files.is_file("tests/test.sh")
+    for step in task.config.steps or []:
+        base = f"steps/{step.name}"
+        yield from _check_instruction(files, f"{base}/{INSTRUCTION}")
+        separate = verifier_mode(step.verifier, task.config.verifier) == "separate"
+        if not separate and not shared_tests and not files.is_file(f"{base}/tests/test.sh"):
+            yield _err("tests", f"{base}/tests/test.sh", f"step {step.name!r} has no test script")
+    if files.is_file(INSTRUCTION):
+        yield from _check_instruction(files)
 
 
 def _check_environment(task: Task, files: TaskFiles, *, deep: bool) -> Iterator[Problem]:
+    kind = environment_type_refusal(task.config)
+    if kind is not None:
+        yield _err("environment", TASK_TOML, kind)
+        return
     has_def = any(files.is_file(f"environment/{name}") for name in ENVIRONMENT_FILES)
     if not has_def and not task.config.environment.docker_image:
         yield _err(

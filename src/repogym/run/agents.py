@@ -36,6 +36,8 @@ class AgentContext:
     user: str | None
     network: bool
     instruction: str
+    solution_dir: Path | None = None
+    """The oracle's ``/solution`` when not the task's ``solution/`` (a step's own)."""
 
 
 class Agent(Protocol):
@@ -95,10 +97,12 @@ class OracleAgent:
         return task.solution_dir
 
     def run(self, session: Session, task: Task, ctx: AgentContext) -> AgentOutcome:
-        solve = task.solution_dir / "solve.sh"
-        if not solve.is_file():
+        own = ctx.solution_dir is not None and (ctx.solution_dir / "solve.sh").is_file()
+        folder = ctx.solution_dir if own else task.solution_dir
+        assert folder is not None
+        if not (folder / "solve.sh").is_file():
             raise FileNotFoundError(f"{task.id}: solution/solve.sh is missing: no oracle to run")
-        session.upload(self.solution(task), "/solution")
+        session.upload(folder if own else self.solution(task), "/solution")
         try:
             res = session.exec(
                 ["bash", "/solution/solve.sh"],

@@ -25,9 +25,10 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from repogym.harbor.verification import Matcher
 from repogym.sandbox import Change, ChangeSet, SandboxError, Session
@@ -35,6 +36,7 @@ from repogym.sandbox import Change, ChangeSet, SandboxError, Session
 MAX_LISTED = 500
 """Paths listed per kind in a trial's result (the counts are always complete)."""
 _SHADOW_ROOTS = ("", "src/")
+T = TypeVar("T")
 
 
 @dataclass
@@ -230,6 +232,27 @@ def carry_over(
     return report
 
 
+def handoff_session(
+    backend: Any,
+    built: Any,
+    spec: Any,
+    fill: Callable[[Session, Path], T],
+) -> tuple[Session, T]:
+    """A fresh session of ``built`` that ``fill(fresh, staging)`` stocks from the agent's
+    session (through a private host folder, removed afterwards). The caller closes the session;
+    it is closed here when ``fill`` fails. Clean-room and separate verifiers both start so."""
+    staging = Path(tempfile.mkdtemp(prefix="repogym-change-"))
+    fresh = backend.start(built, spec)
+    try:
+        report = fill(fresh, staging)
+    except BaseException:
+        fresh.close()
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return fresh, report
+
+
 def clean_room_session(
     backend: Any,
     built: Any,
@@ -239,13 +262,9 @@ def clean_room_session(
     matcher: Matcher,
 ) -> tuple[Session, CarryReport]:
     """A fresh session of ``built`` holding the agent's kept change (the caller closes it)."""
-    staging = Path(tempfile.mkdtemp(prefix="repogym-change-"))
-    fresh = backend.start(built, spec)
-    try:
-        report = carry_over(agent, fresh, root, matcher, staging / "tree")
-    except BaseException:
-        fresh.close()
-        raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return fresh, report
+    return handoff_session(
+        backend,
+        built,
+        spec,
+        lambda fresh, staging: carry_over(agent, fresh, root, matcher, staging / "tree"),
+    )

@@ -18,7 +18,8 @@ class RewardReading:
     rewards: dict[str, float] | None
     """All named rewards, or None when the verifier produced no usable reward."""
     reward: float | None
-    """The primary reward: ``reward`` when named so, else the only value; None otherwise."""
+    """The primary reward: ``reward`` when named so, else the only value; None otherwise
+    (then ``error`` says why, and ``rewards`` still holds every key)."""
     source: str | None = None
     """Which file the rewards came from (``reward.json`` / ``reward.txt``)."""
     error: str | None = None
@@ -69,6 +70,24 @@ def parse_reward_txt(data: bytes) -> tuple[float | None, str | None]:
     return value, None
 
 
+def primary_reward(
+    rewards: dict[str, float], where: str = "reward.json"
+) -> tuple[float | None, str | None]:
+    """The trial's one reward from named rewards, as Harbor's metrics take it: the ``reward``
+    key, else the only value. Several keys and none named ``reward``: no single reward (Harbor's
+    mean/min/max/sum refuse such a dict), so (None, why); every key stays in the result."""
+    if "reward" in rewards:
+        return rewards["reward"], None
+    if len(rewards) == 1:
+        return next(iter(rewards.values())), None
+    keys = ", ".join(sorted(rewards)[:6]) + (", …" if len(rewards) > 6 else "")
+    return None, (
+        f"{where} has {len(rewards)} keys ({keys}) and none named 'reward': no single trial "
+        "reward (Harbor's metrics take a one-key dict or its 'reward' key); all keys are kept "
+        "in verifier_result.rewards"
+    )
+
+
 def read_rewards(files: dict[str, bytes | None]) -> RewardReading:
     """Decide the trial's reward from the verifier's files (name → bytes, None when absent)."""
     details = None
@@ -86,12 +105,8 @@ def read_rewards(files: dict[str, bytes | None]) -> RewardReading:
         if error:
             return RewardReading(None, None, "reward.json", error, details, warnings)
         assert rewards is not None
-        primary = rewards.get("reward")
-        if primary is None and len(rewards) == 1:
-            primary = next(iter(rewards.values()))
-        if primary is None:
-            warnings.append("reward.json has several values and none named 'reward'")
-        return RewardReading(rewards, primary, "reward.json", None, details, warnings)
+        primary, error = primary_reward(rewards, "reward.json")
+        return RewardReading(rewards, primary, "reward.json", error, details, warnings)
     if raw_txt is not None:
         value, error = parse_reward_txt(raw_txt)
         if error:
@@ -101,3 +116,20 @@ def read_rewards(files: dict[str, bytes | None]) -> RewardReading:
     if details and details.get("parse_status") not in (None, "ok"):
         why += f"; reward-details.json says parse_status={details.get('parse_status')!r}"
     return RewardReading(None, None, None, why, details, warnings)
+
+
+def step_rewards(
+    steps: list[dict[str, float] | None], strategy: str | None
+) -> tuple[dict[str, float] | None, str]:
+    """A multi-step trial's rewards from its steps' (None: the step's verifier gave none),
+    as Harbor rolls them up: ``final`` takes the last step run as it is; ``mean`` (the default)
+    takes each key's mean over the steps that have rewards, a key a step lacks counting 0.
+    Returns (rewards, how they were made)."""
+    if strategy == "final":
+        return (steps[-1] if steps else None), "final: the last step's rewards"
+    valid = [r for r in steps if r is not None]
+    keys = sorted({k for r in valid for k in r})
+    if not keys:
+        return None, "mean: no step produced rewards"
+    mean = {k: math.fsum(r.get(k, 0.0) for r in valid) / len(valid) for k in keys}
+    return mean, f"mean over {len(valid)} of {len(steps)} step(s) with rewards"

@@ -17,15 +17,25 @@ from typing import Any
 
 from repogym import __version__
 from repogym.harbor import Task, atomic_write
-from repogym.harbor.trust import expand_env
+from repogym.harbor.config import Artifact, EnvironmentConfig, verifier_mode
 from repogym.harbor.verification import Matcher, read_verification
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.cleanroom import clean_room_session
-from repogym.run.rewards import RewardReading, read_rewards
+from repogym.run.preflight import require_runnable
+from repogym.run.rewards import RewardReading
+from repogym.run.separate import (
+    Build,
+    separate_session,
+    verifier_context,
+    verifier_environment_spec,
+)
+from repogym.run.verifier import (
+    VerifierPhase,
+    phase_network,
+    run_verifier,
+)
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, SandboxError, Session
 
-VERIFIER_LOGS = "/logs/verifier"
-REWARD_FILES = ("reward.json", "reward.txt", "reward-details.json")
 DEFAULT_WORKDIR = "/"
 
 
@@ -49,17 +59,6 @@ def environment_spec(task: Task) -> EnvironmentSpec:
         allowed_hosts=tuple(env.allowed_hosts),
         build_timeout_sec=env.build_timeout_sec,
     )
-
-
-def phase_network(task: Task, phase: str) -> bool:
-    """Whether a phase (``agent``/``verifier``) may use the network, per the task's config."""
-    override = getattr(task.config, phase).network_mode
-    mode = override or task.config.environment.network_mode
-    if mode == "allowlist":
-        raise SandboxError(
-            f"network_mode 'allowlist' ({phase} phase) is not supported by repogym's sandboxes yet"
-        )
-    return mode == "public"
 
 
 _phase_network = phase_network
@@ -108,10 +107,22 @@ class TrialRunner:
         self._built: dict[str, BuiltEnvironment] = {}
 
     def build(self, task: Task, log: Path | None = None) -> BuiltEnvironment:
+        """The task's agent environment, built once; a task the runner cannot run is refused
+        here (:class:`~repogym.run.preflight.UnsupportedTask`), before any build work."""
         key = str(task.path.resolve())
         built = self._built.get(key)
         if built is None:
+            require_runnable(task, backend=self.backend)
             built = self.backend.build(environment_spec(task), log=log)
+            self._built[key] = built
+        return built
+
+    def build_spec(self, spec: EnvironmentSpec) -> BuiltEnvironment:
+        """Any other environment (a separate verifier's), built once per context folder."""
+        key = f"spec:{spec.context_dir}:{spec.docker_image}"
+        built = self._built.get(key)
+        if built is None:
+            built = self.backend.build(spec)
             self._built[key] = built
         return built
 
@@ -135,6 +146,7 @@ class TrialRunner:
         built: BuiltEnvironment | None = None
         session = None
         verification: dict[str, Any] | None = None
+        step_results: list[dict[str, Any]] | None = None
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -144,6 +156,21 @@ class TrialRunner:
             session = self.backend.start(built, spec)
             timings["environment_setup"].stop()
             workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
+            if task.is_multi_step:
+                from repogym.run.steps import run_steps
+
+                timings["agent_execution"].start()
+                timings["verifier"].start()
+                steps = run_steps(self, task, agent, session, workdir, verifier_timeout)
+                timings["agent_execution"].stop()
+                timings["verifier"].stop()
+                reading, step_results = steps.reading, steps.results
+                verifier_stdout, verifier_exit = steps.stdout, steps.exit_code
+                agent_result = {"steps": len(step_results)}
+                verification = {"mode": "steps", "strategy": steps.strategy}
+                if reading.error:
+                    exception = _exception("RewardFileError", reading.error)
+                raise _Done
 
             timings["agent_execution"].start()
             ctx = AgentContext(
@@ -180,6 +207,7 @@ class TrialRunner:
                 workdir,
                 mode=self.verification,
                 verifier_timeout=verifier_timeout,
+                build=self.build_spec,
             )
             session = checked.session
             verification = checked.verification
@@ -191,6 +219,8 @@ class TrialRunner:
                     exception = _exception("RewardFileError", reading.error)
                 else:  # e.g. the agent timed out and then the verifier wrote no reward
                     exception["exception_message"] += f"; then: {reading.error}"
+        except _Done:
+            pass
         except Exception as exc:  # noqa: BLE001 - every failure becomes the trial's exception_info
             exception = _exception(type(exc).__name__, str(exc), traceback.format_exc())
         finally:
@@ -222,6 +252,7 @@ class TrialRunner:
                 "warnings": reading.warnings if reading else [],
             },
             "verification": verification,
+            **({"step_results": step_results} if step_results is not None else {}),
             "exception_info": exception,
             "started_at": started,
             "finished_at": _now(),
@@ -240,6 +271,10 @@ class TrialRunner:
             atomic_write(path, json.dumps(result, indent=2, default=str) + "\n")
             atomic_write(out_dir / "verifier-stdout.txt", verifier_stdout)
         return TrialOutcome(result, reading, path, verifier_stdout, timings)
+
+
+class _Done(Exception):
+    """Internal: a multi-step trial finished its steps (skips the single-step path)."""
 
 
 @dataclass
@@ -270,14 +305,29 @@ def verify_after_agent(
     *,
     mode: str | None = None,
     verifier_timeout: float | None = None,
+    build: Build | None = None,
 ) -> Checked:
     """Run the task's verifier the way its ``[metadata.repo2env.verification]`` asks (or as
     ``mode`` overrides).
 
-    ``in_place``: in the agent's session. ``clean_room``: the agent's change to ``workdir``
-    (minus protected paths) is carried onto a fresh session of ``built`` and the verifier runs
-    there; the agent's session is closed. The caller has killed the agent's processes.
+    A separate verifier (``[verifier] environment_mode = "separate"``) runs in its own
+    environment, built with ``build``, holding only the task's artifacts; the agent's session
+    is closed. ``in_place``: in the agent's session. ``clean_room``: the agent's change to
+    ``workdir`` (minus protected paths) is carried onto a fresh session of ``built`` and the
+    verifier runs there; the agent's session is closed. The caller has killed the agent's processes.
     """
+    if verifier_mode(task.config.verifier) == "separate":
+        return verify_separately(
+            backend,
+            build or backend.build,
+            session,
+            task,
+            task.config.verifier.environment,
+            verifier_context(task),
+            task.config.artifacts,
+            VerifierPhase.for_task(task),
+            verifier_timeout=verifier_timeout,
+        )
     try:
         verification = read_verification(task.repo2env)
     except ValueError as exc:
@@ -297,49 +347,34 @@ def verify_after_agent(
     return Checked(fresh, stdout, code, reading, carry.to_json())
 
 
-def run_verifier(
-    session: Any, task: Task, workdir: str, *, timeout_s: float | None = None
-) -> tuple[str, int | None, RewardReading]:
-    """Run the task's verifier in a session: fresh /logs/verifier, /tests mounted, rewards read
-    strictly. Returns (verifier output, exit code, reading). Callers kill_all() first.
-
-    ``timeout_s`` shortens the task's own verifier timeout (never lengthens it)."""
-    limit = task.config.verifier.timeout_sec
-    if timeout_s is not None:
-        limit = min(limit, timeout_s)
-    # A fresh, empty /logs/verifier right before the verifier: nothing planted survives.
-    session.exec(
-        f"rm -rf /logs/verifier && mkdir -p {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
-        timeout_s=60,
-        user="root",
-        network=False,
-    )
-    # Mounted, not copied where the backend can: an agent that filled its disk cannot
-    # keep the verifier's files out.
-    session.mount(task.tests_dir, "/tests", read_only=True)
-    res = session.exec(
-        ["bash", "/tests/test.sh"],
-        timeout_s=limit,
-        cwd=workdir,
-        user=task.config.verifier.user,
-        # Host variables only when the user passed them (--pass-env); else nothing.
-        env=expand_env(task.config.verifier.env, task.host_env)[0],
-        network=_phase_network(task, "verifier"),
-    )
-    stdout = res.stdout + (("\n--- stderr ---\n" + res.stderr) if res.stderr else "")
-    files: dict[str, bytes | None] = {}
-    for name in REWARD_FILES:
-        try:
-            files[name] = session.read(f"{VERIFIER_LOGS}/{name}")
-        except (FileNotFoundError, IsADirectoryError, PermissionError):
-            files[name] = None
-    reading = read_rewards(files)
-    last_err = [line for line in res.stderr.splitlines() if line.strip()][-1:]
-    if reading.error and last_err:
-        reading.error += f" (verifier's last stderr line: {last_err[0].strip()[:200]})"
-    if res.timed_out and reading.error:
-        reading.error = f"verifier did not finish within {limit:g} s; " + reading.error
-    return stdout, res.exit_code, reading
+def verify_separately(
+    backend: Sandbox,
+    build: Build,
+    agent: Session,
+    task: Task,
+    env: EnvironmentConfig | None,
+    context: Path,
+    artifacts: list[Artifact],
+    phase: VerifierPhase,
+    *,
+    verifier_timeout: float | None = None,
+    close_agent: bool = True,
+) -> Checked:
+    """Run the verifier in a separate environment built from ``context`` that holds only the
+    agent's artifacts. Its own image has ``/tests``: nothing is mounted there."""
+    vspec = verifier_environment_spec(task, env, context)
+    fresh, report, workdir = separate_session(backend, build, vspec, agent, artifacts)
+    if close_agent:
+        agent.close()
+    phase = dataclasses.replace(phase, tests=None, network=vspec.network_mode == "public")
+    try:
+        stdout, code, reading = run_verifier(
+            fresh, task, workdir, timeout_s=verifier_timeout, phase=phase
+        )
+    except BaseException:
+        fresh.close()
+        raise
+    return Checked(fresh, stdout, code, reading, report.to_json())
 
 
 def _exception(kind: str, message: str, tb: str | None = None) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from repogym.explorer.adapters._safefs import (
 )
 from repogym.explorer.adapters.base import AdapterError, stat_fingerprint
 from repogym.explorer.model import EnvDoc, FileDoc, Section, TaskDoc
+from repogym.harbor.runnable import task_refusals
 from repogym.harbor.trust import requested_env
 
 __all__ = ["HarborAdapter", "HarborReader", "MAX_FILE_BYTES", "MAX_TASK_BYTES"]
@@ -502,7 +503,7 @@ class HarborReader:
             grading=grading,
             environment=environment,
             network=network,
-            runnable=dockerfile is not None,
+            runnable=dockerfile is not None and not task_refusals(cfg, path),
             sections=sections,
             files=self._files(path),
             aliases=aliases,

@@ -1,0 +1,85 @@
+"""What repogym's runners cannot run yet, decided from a task's files alone (no backend).
+
+Each reason is one line. ``repogym run`` refuses a task with any reason before building it,
+``repogym validate --runnable`` lists them, and the explorer's "runs here" flag is false for
+such a task. :func:`unsupported_features` holds the features left out on purpose (sidecars, MCP
+servers, healthchecks): relax it there when a runner learns one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repogym.harbor.config import TaskConfig, verifier_mode
+
+DOCKER_TYPES = frozenset({"docker"})
+"""Harbor environment types repogym runs (a Dockerfile or an image); absent means docker."""
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+
+
+def _is_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
+def environment_type_refusal(config: TaskConfig) -> str | None:
+    """The reason a task asking for a non-Docker environment type cannot run, if it does."""
+    kind = config.environment.type
+    if kind is None or kind.lower() in DOCKER_TYPES:
+        return None
+    return (
+        f"[environment] type = {kind!r} is not supported: repogym runs Docker-format "
+        "environments (a Dockerfile or docker_image) on its own sandboxes"
+    )
+
+
+def unsupported_features(config: TaskConfig, path: Path) -> list[str]:
+    """Harbor features repogym does not run yet: refused rather than silently ignored."""
+    reasons = []
+    compose = [n for n in COMPOSE_FILES if _is_file(path / "environment" / n)]
+    if compose:
+        reasons.append(f"docker-compose sidecars (environment/{compose[0]}) are not supported yet")
+    if config.environment.mcp_servers:
+        names = ", ".join(str(s.get("name", "?")) for s in config.environment.mcp_servers)
+        reasons.append(f"[[environment.mcp_servers]] ({names}) are not supported yet")
+    if config.environment.healthcheck is not None:
+        reasons.append("[environment.healthcheck] is not supported yet")
+    for step in config.steps or []:
+        if step.healthcheck is not None:
+            reasons.append(f"[steps.healthcheck] of step {step.name!r} is not supported yet")
+    return reasons
+
+
+def separate_verifier_refusals(config: TaskConfig, path: Path) -> list[str]:
+    """A separate verifier needs an image to run in: ``tests/Dockerfile`` (Harbor builds the
+    verifier's environment from ``tests/``) or ``[verifier.environment].docker_image``."""
+    reasons = []
+    phases = [("[verifier]", config.verifier, path / "tests")]
+    if config.steps:
+        phases = [
+            (f"step {s.name!r}", s.verifier, path / "steps" / s.name / "tests")
+            for s in config.steps
+        ]
+    for label, verifier, own_tests in phases:
+        if verifier_mode(verifier, config.verifier if config.steps else None) != "separate":
+            continue
+        env = verifier.environment or config.verifier.environment
+        if env is not None and env.docker_image:
+            continue
+        if _is_file(own_tests / "Dockerfile") or _is_file(path / "tests" / "Dockerfile"):
+            continue
+        reasons.append(
+            f"{label}: environment_mode = 'separate' needs tests/Dockerfile (the verifier's "
+            "image, holding /tests/test.sh) or [verifier.environment].docker_image"
+        )
+    return reasons
+
+
+def task_refusals(config: TaskConfig, path: Path) -> list[str]:
+    """Every reason, known without a backend, that repogym cannot run this task."""
+    reasons = []
+    kind = environment_type_refusal(config)
+    if kind:
+        reasons.append(kind)
+    reasons += unsupported_features(config, path)
+    reasons += separate_verifier_refusals(config, path)
+    return reasons

@@ -1,0 +1,82 @@
+"""Preflight: what ``repogym run`` would refuse for a task on a backend, and why, without
+building anything.
+
+The task-level reasons come from :mod:`repogym.harbor.runnable`; this adds the host's limits,
+the Dockerfile's syntax, an ``allowlist`` network mode, and whatever the backend itself says.
+A backend may offer ``preflight(spec) -> list[str]`` (the constructs it cannot replay); the
+reasons it returns are added as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from repogym import dockerfile
+from repogym.harbor import Task
+from repogym.harbor.runnable import environment_type_refusal, task_refusals
+from repogym.harbor.trust import HostLimits, check_limits
+from repogym.sandbox import EnvironmentSpec, SandboxError
+
+
+class UnsupportedTask(SandboxError):
+    """A task the runner refuses before building it; the message is the reasons, joined."""
+
+
+def _environment_refusals(task: Task) -> list[str]:
+    env = task.config.environment
+    dockerfile_path = task.environment_dir / "Dockerfile"
+    if environment_type_refusal(task.config) is not None:
+        return []  # the type already says why; "no Dockerfile" would only mislead
+    reasons = []
+    if not dockerfile_path.is_file() and not env.docker_image:
+        reasons.append("no environment: add environment/Dockerfile or [environment].docker_image")
+    elif dockerfile_path.is_file() and not dockerfile_path.is_symlink():
+        try:
+            dockerfile.parse(dockerfile_path.read_text(encoding="utf-8", errors="replace"))
+        except dockerfile.DockerfileError as exc:
+            reasons.append(f"environment/Dockerfile: {exc}")
+    phases = [("environment", env.network_mode)]
+    phases += [(p, getattr(task.config, p).network_mode) for p in ("agent", "verifier")]
+    for phase, mode in phases:
+        if mode == "allowlist":
+            reasons.append(f"[{phase}] network_mode = 'allowlist' is not supported yet")
+            break
+    return reasons
+
+
+def _backend_refusals(backend: Any, task: Task) -> list[str]:
+    hook = getattr(backend, "preflight", None)
+    if hook is None or task.config.environment.type not in (None, "docker"):
+        return []
+    from repogym.run.trial import environment_spec
+
+    spec: EnvironmentSpec = environment_spec(task)
+    return [str(r) for r in hook(spec)]
+
+
+def preflight(task: Task, *, backend: Any = None, limits: HostLimits | None = None) -> list[str]:
+    """Every reason ``run`` would refuse ``task`` (one line each); [] when it would run it."""
+    reasons = task_refusals(task.config, task.path)
+    reasons += _environment_refusals(task)
+    if limits is not None:
+        reasons += check_limits(task, limits)
+    if backend is not None:
+        reasons += _backend_refusals(backend, task)
+    return reasons
+
+
+def require_runnable(task: Task, *, backend: Any = None) -> None:
+    """Raise :class:`UnsupportedTask` naming every reason the task cannot run."""
+    reasons = preflight(task, backend=backend)
+    if reasons:
+        raise UnsupportedTask("; ".join(reasons))
+
+
+def load_backend(name: str) -> tuple[Any, str | None]:
+    """(backend, None), or (None, why the named backend cannot run here)."""
+    from repogym.sandbox import get_backend
+
+    try:
+        return get_backend(name), None
+    except (SandboxError, ImportError) as exc:
+        return None, f"sandbox {name!r} is not available here: {exc}"
