@@ -9,6 +9,10 @@ example-repo`` (one task, ``--limit 1``, in a throwaway cache: ~30 s) unless ``-
 names a task folder; its environment (``pip install pytest`` from PyPI, the repository, an
 editable install) is then built in another fresh cache. Pass the same ``--example-task`` to
 compare two versions of repogym on the same task.
+
+``--pull`` (or ``--pull-only``) adds the pull path: a ``docker-registry`` on 127.0.0.1 (Debian
+package), a small busybox image pushed to it, its first pull + build in a fresh cache, the
+cached rebuild, and session starts on the pulled root.
 """
 
 from __future__ import annotations
@@ -116,6 +120,41 @@ def _starts(sb: LocalSandbox, built, spec: EnvironmentSpec, n: int) -> None:
     print(f"  close             {ms(closes)}")
 
 
+def pull_path(work: Path, n: int) -> None:
+    """First pull and cached start of a small image from a registry on 127.0.0.1."""
+    from tests.sandbox import _oci
+
+    if _oci.ensure_registry_binary() is None or not Path(_oci.BUSYBOX).is_file():
+        print("\n== pull path: skipped (needs docker-registry and busybox-static) ==")
+        return
+    reg = _oci.start_registry(work / "registry")
+    try:
+        layers = [_oci.busybox_layer(), _oci.layer([("etc/motd", "file", "bench")])]
+        pushed = _oci.push_image(reg.url, "bench/bb", "1", layers, index=True)
+        host = reg.url.removeprefix("http://")
+        ctx = work / "pull-ctx"
+        ctx.mkdir(parents=True)
+        (ctx / "Dockerfile").write_text(f"FROM {host}/bench/bb:1\nRUN echo built > /built\n")
+        spec = EnvironmentSpec(context_dir=ctx, network_mode="no-network")
+        sb = LocalSandbox(work / "pull-cache", registries={host: reg.url})
+        print(f"\n== pull path: {host}/bench/bb:1 ({pushed.manifest_digest[:19]}) ==")
+        for label in ("first pull + build", "cached rebuild"):
+            t = time.perf_counter()
+            built = sb.build(spec)
+            took = time.perf_counter() - t
+            d = built.details
+            print(f"{label:<27} {took:8.3f} s   hits {d['cache_hits']}  misses {d['cache_misses']}")
+        m = built.base_mapping
+        print(
+            f"image size                  {int(m['size']) / 1e6:8.2f} MB unpacked, "
+            f"{int(m['compressed_size']) / 1e6:.2f} MB compressed"
+        )
+        print(f"== sessions on the pulled root, {n} sessions ==")
+        _starts(sb, built, spec, n)
+    finally:
+        reg.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--starts", type=int, default=50)
@@ -124,11 +163,16 @@ def main() -> None:
     ap.add_argument("--keep-cache", action="store_true")
     ap.add_argument("--example-task", type=Path, default=None, help="task folder to cold-build")
     ap.add_argument("--no-example", action="store_true", help="skip the example task's build")
+    ap.add_argument("--pull", action="store_true", help="also measure the pull path")
+    ap.add_argument("--pull-only", action="store_true", help="only measure the pull path")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="repogym-bench-"))
     cache = args.cache or work / "cache"
     os.environ["REPOGYM_CACHE"] = str(cache)
     try:
+        if args.pull_only:
+            pull_path(work, args.starts)
+            return
         sb = LocalSandbox()
         print(f"cache: {cache}   limits: {sb.cgroups.describe()}")
         a = context(work / "a", "RUN echo variant-a > /app/variant")
@@ -180,6 +224,8 @@ def main() -> None:
         if not args.no_example:
             task = args.example_task or example_task(work / "example")
             cold_build(task.resolve(), work / "example-cache")
+        if args.pull:
+            pull_path(work, args.starts)
     finally:
         if not args.keep_cache and args.cache is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -36,7 +36,9 @@ KNOWN = {
 }
 _FLAG_INSTRUCTIONS = {"ADD", "COPY", "FROM", "HEALTHCHECK", "RUN"}
 _HEREDOC_INSTRUCTIONS = {"ADD", "COPY", "RUN"}
-_HEREDOC_RE = re.compile(r"<<(-?)(?:\"([^\"\s]+)\"|'([^'\s]+)'|([A-Za-z_][A-Za-z0-9_]*))")
+# A heredoc word as BuildKit reads it: optional fd, ``<<``, optional ``-``, optional blanks
+# (``<< 'EOF'`` is one word), then the delimiter (quotes anywhere in it: no expansion).
+_HEREDOC_WORD = re.compile(r"^(\d*)<<(-?)[ \t]*([^<]+)$")
 _DIRECTIVE_RE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9_]*)\s*=\s*(.+?)\s*$")
 
 
@@ -71,6 +73,8 @@ class Instruction:
     json: list[str] | None = None
     """The exec (JSON array) form, when used."""
     heredocs: list[Heredoc] = field(default_factory=list)
+    args_without_heredocs: str = ""
+    """``args`` with the heredoc words (``<<EOF``, ``<< 'EOF'``) removed (``COPY`` sources)."""
 
     @property
     def text(self) -> str:
@@ -137,18 +141,91 @@ def parse(text: str) -> Dockerfile:
         keyword = keyword.upper()
         raw = raw.strip()
         ins = Instruction(lineno=lineno, keyword=keyword, raw=raw)
-        if keyword in _HEREDOC_INSTRUCTIONS and "<<" in raw:
-            i = _collect_heredocs(ins, lines, i)
         _split_flags(ins, escape)
+        ins.args_without_heredocs = ins.args
+        if keyword in _HEREDOC_INSTRUCTIONS and ins.json is None and "<<" in ins.args:
+            i = _collect_heredocs(ins, lines, i)
         out.append(ins)
     return Dockerfile(out, directives, escape)
 
 
+def _heredoc_words(text: str) -> list[tuple[str, int, int]]:
+    """Shell words of ``text`` with quotes kept, as ``(word, start, end)``; ``<<`` (and a
+    ``-``) followed by blanks joins the next word, as BuildKit's lexer does."""
+    words: list[tuple[str, int, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] in " \t\r\n":
+            i += 1
+            continue
+        start = i
+        quote = ""
+        while i < n:
+            ch = text[i]
+            if quote:
+                if ch == "\\" and quote == '"' and i + 1 < n:
+                    i += 2
+                    continue
+                if ch == quote:
+                    quote = ""
+                i += 1
+            elif ch in "'\"":
+                quote = ch
+                i += 1
+            elif ch == "\\" and i + 1 < n:
+                i += 2
+            elif ch in " \t\r\n":
+                break
+            elif text.startswith("<<", i):
+                i += 2
+                if i < n and text[i] == "-":
+                    i += 1
+                while i < n and text[i] in " \t":
+                    i += 1
+            else:
+                i += 1
+        words.append((text[start:i], start, i))
+    return words
+
+
+def _heredoc_name(rest: str) -> tuple[str, bool] | None:
+    """The delimiter of a heredoc word's tail and whether its body expands (no quotes)."""
+    out: list[str] = []
+    quoted = False
+    quote = ""
+    i = 0
+    while i < len(rest):
+        ch = rest[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+            else:
+                out.append(ch)
+        elif ch in "'\"":
+            quote, quoted = ch, True
+        elif ch == "\\" and i + 1 < len(rest):
+            quoted = True
+            i += 1
+            out.append(rest[i])
+        elif ch in " \t":
+            return None  # two words: not a heredoc
+        else:
+            out.append(ch)
+        i += 1
+    name = "".join(out)
+    return (name, not quoted) if name and not quote else None
+
+
 def _collect_heredocs(ins: Instruction, lines: list[str], i: int) -> int:
-    for m in _HEREDOC_RE.finditer(ins.raw):
-        strip_tabs = m.group(1) == "-"
-        name = m.group(2) or m.group(3) or m.group(4)
-        quoted = m.group(4) is None
+    kept: list[str] = []
+    last = 0
+    for word, start, end in _heredoc_words(ins.args):
+        m = _HEREDOC_WORD.match(word)
+        found = _heredoc_name(m.group(3)) if m else None
+        if m is None or found is None:
+            continue
+        name, expand = found
+        strip_tabs = m.group(2) == "-"
         body: list[str] = []
         while True:
             if i >= len(lines):
@@ -159,7 +236,11 @@ def _collect_heredocs(ins: Instruction, lines: list[str], i: int) -> int:
             if check == name:
                 break
             body.append(check)
-        ins.heredocs.append(Heredoc(name, "\n".join(body) + "\n", expand=not quoted))
+        ins.heredocs.append(Heredoc(name, "\n".join(body) + "\n" if body else "", expand=expand))
+        kept.append(ins.args[last:start])
+        last = end
+    kept.append(ins.args[last:])
+    ins.args_without_heredocs = " ".join(p.strip() for p in kept if p.strip())
     return i
 
 

@@ -621,6 +621,7 @@ def plan_mounts(
     rootless: bool = False,
     bases: dict[str, Path] | None = None,
     binds: list[str] | None = None,
+    image: list[Path] | None = None,
 ) -> MountPlan:
     """Plan the overlays of a root.
 
@@ -629,6 +630,8 @@ def plan_mounts(
     live on a tmpfs of ``storage_bytes`` mounted at ``mountpoint`` (a session). ``bases``
     replaces the host directory under a part (the minimal root, :func:`ensure_root`); ``binds``
     are absolute host directories shown read-only at the same path (toolchains under /opt).
+    ``image`` (top→bottom folders: runtime files, a pulled image's root) replaces the host base
+    altogether: one overlay for the whole root, whose layers hold only the ``@root`` part.
     """
     if upper_dir is not None:
         up_base, work_base, root = upper_dir / "fs", upper_dir / "work", upper_dir / "merged"
@@ -639,9 +642,11 @@ def plan_mounts(
         tmpfs = {"path": str(mountpoint), "options": f"{size},mode=755"}
     mkdirs = [str(root)]
     overlays: list[tuple[str, str]] = []
-    for part in all_parts():
+    for part in [ROOT_PART] if image else all_parts():
         lowers = [f"{key}/fs/{part}" for key, parts in reversed(layers) if part in parts]
-        if part == ROOT_PART:
+        if image:
+            lowers += [str(p) for p in image]
+        elif part == ROOT_PART:
             lowers.append(str(skeleton))
         else:
             lowers.append(str(bases[part]) if bases and part in bases else f"/{part}")
@@ -660,7 +665,7 @@ def plan_mounts(
                 "merge RUN steps in the Dockerfile"
             )
         overlays.append((str(target), options))
-    bind_plan = [(src, str(root / src.lstrip("/"))) for src in binds or ()]
+    bind_plan = [] if image else [(src, str(root / src.lstrip("/"))) for src in binds or ()]
     return MountPlan(str(root), tmpfs, mkdirs, overlays, str(layers_dir), rootless, bind_plan)
 
 

@@ -6,7 +6,10 @@ image (only the standard library and pip/setuptools/wheel — never the host's o
 major is closest (the substitution is noted in the mapping; installs on ``PATH`` and under
 ``/opt/*/bin``, ``/usr/local/lib/nodejs/*/bin`` and ``/usr/local/n/versions/node/*/bin`` count);
 ``rust:*`` → host rustup toolchain under ``/usr/local/{cargo,rustup}``; ``golang:*`` → host go;
-``debian``/``ubuntu``/``buildpack-deps`` → the host base itself."""
+``debian``/``ubuntu``/``buildpack-deps`` → the host base itself (noting where the release it
+stands for differs, e.g. ``ubuntu:24.04``'s Python 3.12 on a Debian 12 host's 3.11). Image
+names are normalised first (:mod:`._images`: registries, mirrors, digests), and well-known
+derived images (:data:`._images.DERIVED`) map like the official image they build on."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repogym.sandbox import _images
 from repogym.sandbox._rootfs import ROOT_VERSION
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -47,19 +51,24 @@ class BaseImage:
     """Fills a fresh layer's ``fs/`` with the toolchain (None: nothing to add)."""
     post_commands: list[str] = field(default_factory=list)
     """Commands run in the sandbox after ``populate`` (same layer), e.g. ``ldconfig``."""
+    rootfs: Path | None = None
+    """A pulled image's root (:mod:`._pull`): the base instead of the host's ``/usr``."""
+    lowers: list[Path] = field(default_factory=list)
+    """With ``rootfs``: every read-only folder under the layers, top→bottom."""
+
+    @property
+    def host_mapped(self) -> bool:
+        """True when the base is this host's system (``apt-get`` installs the host's
+        distribution's packages)."""
+        return self.rootfs is None
 
 
 def _split_image(image: str) -> tuple[str, str]:
-    ref = image.split("@", 1)[0]
-    name, tag = ref, "latest"
-    last = ref.rsplit("/", 1)[-1]
-    if ":" in last:
-        name, tag = ref.rsplit(":", 1)
-    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/", "library/"):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-            break
-    return name.lower(), tag
+    try:
+        ref = _images.parse(image)
+    except _images.ImageRefError as exc:
+        raise UnsupportedBase(str(exc)) from None
+    return ref.short, ref.tag_or_latest
 
 
 def _fingerprint(*parts: object) -> str:
@@ -78,7 +87,28 @@ def _os_release() -> str:
 
 def resolve(image: str) -> BaseImage:
     """Map a ``FROM`` image onto the host; raises :class:`UnsupportedBase`."""
-    name, tag = _split_image(image)
+    try:
+        ref = _images.parse(image)
+    except _images.ImageRefError as exc:
+        raise UnsupportedBase(str(exc)) from None
+    found = _images.derived(ref)
+    if found is not None:
+        official, entry = found
+        base = _resolve(image, official)
+        base.mapping["stands_for"] = official.familiar
+        notes = [f"{ref.short} is {official.familiar} + {entry.adds}"]
+        missing = [t for t in entry.adds_tools if not shutil.which(t, path="/usr/bin:/bin")]
+        if missing:
+            notes.append(f"the host base lacks {', '.join(missing)}")
+        if base.mapping.get("note"):
+            notes.append(base.mapping["note"])
+        base.mapping["note"] = "; ".join(notes)
+        return base
+    return _resolve(image, ref)
+
+
+def _resolve(image: str, ref: _images.ImageRef) -> BaseImage:
+    name, tag = ref.short, ref.tag_or_latest
     host = _os_release()
     if name == "python":
         return _python(image, tag, host)
@@ -89,17 +119,66 @@ def resolve(image: str) -> BaseImage:
     if name == "golang":
         return _golang(image, tag, host)
     if name in ("debian", "ubuntu", "buildpack-deps") or name.startswith(("debian", "ubuntu")):
+        mapping = {"from": image, "host": f"host base ({host})"}
+        note = distro_note(name, tag, host)
+        if note:
+            mapping["note"] = note
         return BaseImage(
             image=image,
             kind="host",
-            mapping={"from": image, "host": f"host base ({host})"},
+            mapping=mapping,
             env={"PATH": DEFAULT_PATH},
             fingerprint=_fingerprint("host", host),
         )
     raise UnsupportedBase(
         f"cannot map base image {image!r} onto this host (supported: python:3.X, node, rust, "
-        "golang, debian, ubuntu, buildpack-deps)"
+        "golang, debian, ubuntu, buildpack-deps, and the derived images in docs/sandbox.md)"
     )
+
+
+# Releases an image tag stands for, with the python3 they ship (what tasks notice first).
+DISTROS: dict[tuple[str, str], tuple[str, str]] = {
+    ("ubuntu", "20.04"): ("Ubuntu 20.04", "3.8"),
+    ("ubuntu", "focal"): ("Ubuntu 20.04", "3.8"),
+    ("ubuntu", "22.04"): ("Ubuntu 22.04", "3.10"),
+    ("ubuntu", "jammy"): ("Ubuntu 22.04", "3.10"),
+    ("ubuntu", "24.04"): ("Ubuntu 24.04", "3.12"),
+    ("ubuntu", "noble"): ("Ubuntu 24.04", "3.12"),
+    ("ubuntu", "latest"): ("Ubuntu 24.04", "3.12"),
+    ("debian", "11"): ("Debian 11", "3.9"),
+    ("debian", "bullseye"): ("Debian 11", "3.9"),
+    ("debian", "12"): ("Debian 12", "3.11"),
+    ("debian", "bookworm"): ("Debian 12", "3.11"),
+    ("debian", "13"): ("Debian 13", "3.13"),
+    ("debian", "trixie"): ("Debian 13", "3.13"),
+    ("debian", "latest"): ("Debian 12", "3.11"),
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _host_python3() -> str:
+    exists = os.path.exists("/usr/bin/python3")
+    out = _tool_version(["/usr/bin/python3", "--version"]) if exists else ""
+    m = re.search(r"(\d+\.\d+)", out)
+    return m.group(1) if m else ""
+
+
+def distro_note(name: str, tag: str, host: str) -> str | None:
+    """How the host base differs from the release ``name:tag`` stands for (None: same)."""
+    release = tag.split("-")[0]
+    if name == "debian" and release in ("stable", "stable-slim"):
+        release = "latest"
+    wanted = DISTROS.get((name, release))
+    if wanted is None:
+        return None
+    label, py = wanted
+    number = label.split()[-1]
+    if label.split()[0].lower() in host.lower() and f" {number}" in f" {host}":
+        return None
+    have = _host_python3()
+    py_part = f" (python3 {py})" if py else ""
+    host_py = f" (python3 {have})" if have else ""
+    return f"{name}:{tag} stands for {label}{py_part}; mapped onto the host base {host}{host_py}"
 
 
 # ---------------------------------------------------------------------------------- python

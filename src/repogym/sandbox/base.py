@@ -43,6 +43,9 @@ class EnvironmentSpec:
     network_mode: NetworkMode = "public"
     allowed_hosts: tuple[str, ...] = ()
     build_timeout_sec: float = 1800.0
+    target: str | None = None
+    """The build stage to build (``docker build --target``): a stage name or index; None for
+    the last stage."""
 
 
 @dataclass

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import lzma
 import os
@@ -35,15 +36,24 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
 from repogym import dockerfile as _dockerfile
-from repogym.sandbox import _context, _rootfs, _toolchains
+from repogym.sandbox import (
+    _context,
+    _images,
+    _pull,
+    _registry,
+    _rootfs,
+    _toolchains,
+    _unpack,
+)
 from repogym.sandbox._cgroups import SessionCgroups, cleanup_stale, detect
 from repogym.sandbox._layers import LayerStore, step_key
+from repogym.sandbox._pull import ImageStore, registries_from_env, runtime_dir
 from repogym.sandbox._runtime import ForkServer, RawResult, SandboxProcess
 from repogym.sandbox.base import (
     BuildError,
@@ -240,7 +250,11 @@ class LocalSandbox(Sandbox):
         default_memory_mb: int | None = DEFAULT_MEMORY_MB,
         exec_timeout_s: float = DEFAULT_EXEC_TIMEOUT_S,
         max_file_mb: int | None = None,
+        registries: Mapping[str, str] | None = None,
     ) -> None:
+        """``registries`` maps registry hosts (``docker.io``, ``ghcr.io``, ``*`` for all) to
+        endpoints images are pulled from (default: ``$REPOGYM_REGISTRY_MIRROR``, see
+        :mod:`._pull`); images without one are mapped onto the host."""
         ok, why = self.available()
         if not ok:
             raise SandboxError(why)
@@ -277,6 +291,8 @@ class LocalSandbox(Sandbox):
         self.default_memory_mb = min(default_memory_mb, mem_cap) if default_memory_mb else None
         self.exec_timeout_s = exec_timeout_s
         self.max_file_mb = max_file_mb
+        self.registries = dict(registries if registries is not None else registries_from_env())
+        self.oci = ImageStore(self.cache_root / "oci")
 
     @classmethod
     def available(cls, *, install: bool = True) -> tuple[bool, str]:
@@ -342,8 +358,13 @@ class LocalSandbox(Sandbox):
         memory_mb: int | None = None,
         cpus: float | None = None,
         pids_max: int | None = None,
+        rootfs: Path | None = None,
     ) -> SandboxProcess:
         storage_bytes = (storage_mb or self.default_storage_mb) << 20
+        image = None
+        if rootfs is not None:
+            runtime = runtime_dir(self.oci.root, _rootfs.SANDBOX_HOSTNAME, _rootfs.SANDBOX_DNS)
+            image = [runtime, rootfs]
         try:
             plan = _rootfs.plan_mounts(
                 layers_dir=self.store.root,
@@ -355,6 +376,7 @@ class LocalSandbox(Sandbox):
                 rootless=self.rootless,
                 bases=self.bases,
                 binds=self.opt_binds,
+                image=image,
             )
         except ValueError as exc:
             raise SandboxError(str(exc)) from exc
@@ -443,6 +465,20 @@ class LocalSandbox(Sandbox):
 
     # ------------------------------------------------------------------------------ start
 
+    def _rootfs_of(self, built: BuiltEnvironment) -> Path | None:
+        """The pulled image root a build stands on (None: the host base)."""
+        raw = built.details.get("rootfs")
+        if raw is None and "layers" not in built.details:
+            manifest = self.images / f"{built.key}.json"
+            if manifest.is_file():
+                raw = json.loads(manifest.read_text()).get("rootfs")
+        if not raw:
+            return None
+        path = Path(str(raw))
+        if not path.is_dir():
+            raise SandboxError(f"pulled image root {path} is missing from the cache; rebuild")
+        return path
+
     def _layers_of(self, built: BuiltEnvironment) -> list[tuple[str, list[str]]]:
         raw = built.details.get("layers")
         if raw is None:
@@ -471,6 +507,7 @@ class LocalSandbox(Sandbox):
             storage_mb=storage_mb,
             memory_mb=memory_mb,
             cpus=spec.cpus,
+            rootfs=self._rootfs_of(built),
         )
         session = LocalSession(self, proc, built, spec, storage_mb=storage_mb, memory_mb=memory_mb)
         if spec.workdir:
@@ -649,7 +686,7 @@ class LocalSession(Session):
         first, _, rest = norm.strip("/").partition("/")
         if not first:
             raise SandboxError("changes can only be exported for a folder below /, not / itself")
-        if first in _rootfs.base_dirs():
+        if first in _rootfs.base_dirs() and not self.built.details.get("rootfs"):
             part, rel = first, rest
         else:
             part, rel = _rootfs.ROOT_PART, norm.strip("/")
@@ -809,13 +846,15 @@ class _Builder:
             f"timeout {float(lim['timeout_s']):.0f}s"  # type: ignore[arg-type]
         )
         self._states: dict[int, _State] = {}
-        needed = self._needed(len(stages) - 1)
-        for idx in needed:
+        self._current = 0
+        target = self._target_index()
+        for idx in self._needed(target):
             for ins in stages[idx].body:
                 self._preflight(ins)
-        final = self._build_stage(len(stages) - 1)
+        final = self._build_stage(target)
         cfg = final.config
         layers = [[k, p] for k, p in final.layers]
+        rootfs = str(final.base.rootfs) if final.base.rootfs is not None else None
         manifest = {
             "key": final.key,
             "layers": layers,
@@ -823,6 +862,7 @@ class _Builder:
             "workdir": cfg.workdir,
             "user": cfg.user,
             "base_mapping": final.base.mapping,
+            "rootfs": rootfs,
         }
         tmp = self.sb.images / f".{final.key}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(json.dumps(manifest, indent=1))
@@ -855,11 +895,26 @@ class _Builder:
                 "limits": self.sb.cgroups.describe(),
                 "build_limits": dict(self.limits),
                 "dockerfile": str(self.dockerfile),
+                "rootfs": rootfs,
+                "target": self.stages[target].name or str(target),
             },
         )
 
     def _stage(self, ins: _dockerfile.Instruction, global_args: dict[str, str]) -> _Stage:
-        words = _dockerfile.expand_words(ins.args, global_args, self.escape)
+        # FROM sees the global ARGs and the automatic platform ARGs ($BUILDPLATFORM, …).
+        env = {**_platform_args(), **global_args}
+        for flag in ins.flags:
+            if flag != "platform":
+                raise self._fail(ins, f"FROM --{flag} is not supported")
+        if "platform" in ins.flags:
+            platform = _dockerfile.expand(ins.flags["platform"], env, self.escape)
+            if not _images.platform_ok(platform):
+                raise self._fail(
+                    ins,
+                    f"FROM --platform={platform}: this host runs {_images.host_platform()} "
+                    "and the local backend does not emulate other platforms",
+                )
+        words = _dockerfile.expand_words(ins.args, env, self.escape)
         name = None
         if len(words) == 3 and words[1].lower() == "as":
             name = words[2].lower()
@@ -868,36 +923,56 @@ class _Builder:
         ins.args = words[0]
         return _Stage(name, ins, [])
 
-    def _needed(self, idx: int) -> list[int]:
-        chain = [idx]
-        seen = {idx}
-        while True:
-            image = self.stages[chain[-1]].from_ins.args.lower()
-            parent = next(
-                (j for j in range(chain[-1]) if self.stages[j].name == image),
-                None,
+    def _stage_ref(self, name: str, before: int) -> int | None:
+        """The stage a ``FROM``/``COPY --from`` name or index refers to (only earlier ones)."""
+        if name.isdigit():
+            return int(name) if int(name) < before else None
+        low = name.lower()
+        return next((j for j in range(before) if self.stages[j].name == low), None)
+
+    def _target_index(self) -> int:
+        target = self.spec.target
+        if not target:
+            return len(self.stages) - 1
+        idx = self._stage_ref(target, len(self.stages))
+        if idx is None:
+            names = ", ".join(st.name for st in self.stages if st.name) or "none"
+            raise BuildError(
+                f"{self.dockerfile.name}: target stage {target!r} not found (stages: {names})"
             )
-            if parent is None or parent in seen:
-                break
-            chain.append(parent)
-            seen.add(parent)
-        return list(reversed(chain))
+        return idx
+
+    def _needed(self, idx: int) -> list[int]:
+        """Stages ``idx`` builds on (``FROM <stage>``, ``COPY --from=<stage>``), in order."""
+        out: list[int] = []
+
+        def visit(j: int) -> None:
+            if j in out:
+                return
+            parent = self._stage_ref(self.stages[j].from_ins.args, j)
+            if parent is not None and not self.stages[j].from_ins.args.isdigit():
+                visit(parent)
+            for ins in self.stages[j].body:
+                src = ins.flags.get("from") if ins.keyword == "COPY" else None
+                ref = self._stage_ref(src, j) if src else None
+                if ref is not None:
+                    visit(ref)
+            out.append(j)
+
+        visit(idx)
+        return out
 
     def _preflight(self, ins: _dockerfile.Instruction) -> None:
         """Refuse what the local backend cannot honour before doing any work."""
         kw = ins.keyword
         if kw in ("COPY", "ADD"):
-            if "from" in ins.flags:
-                raise self._fail(
-                    ins,
-                    f"{kw} --from (copying out of another stage or image) is not supported by "
-                    "the local backend; use --sandbox docker",
-                )
+            if kw == "ADD" and "from" in ins.flags:
+                raise self._fail(ins, "ADD has no --from (Docker's neither); use COPY --from")
             for flag in ins.flags:
-                if flag not in ("chown", "chmod", "link"):
+                if flag not in ("chown", "chmod", "link", "from"):
                     raise self._fail(ins, f"{kw} --{flag} is not supported by the local backend")
             srcs = ins.json[:-1] if ins.json else ins.args.split()[:-1]
-            for s in srcs:
+            for s in srcs if "from" not in ins.flags else ():
                 if "://" in s or s.startswith("git@"):
                     raise self._fail(
                         ins,
@@ -921,10 +996,7 @@ class _Builder:
             return self._states[idx]
         stage = self.stages[idx]
         image = stage.from_ins.args
-        parent = next(
-            (j for j in range(idx) if self.stages[j].name == image.lower()),
-            None,
-        )
+        parent = None if image.isdigit() else self._stage_ref(image, idx)
         if parent is not None:
             prev = self._build_stage(parent)
             state = _State(prev.key, list(prev.layers), prev.config.copy(), prev.base)
@@ -932,21 +1004,45 @@ class _Builder:
         else:
             state = self._base(stage.from_ins, image)
         # Global ARGs are visible to a stage only once redeclared.
-        for ins in stage.body:
-            self._step(state, ins)
+        outer, self._current = self._current, idx
+        try:
+            for ins in stage.body:
+                self._step(state, ins)
+        finally:
+            self._current = outer
         self._states[idx] = state
         return state
 
     def _base(self, ins: _dockerfile.Instruction, image: str) -> _State:
         if image.lower() == "scratch":
             raise self._fail(ins, "FROM scratch is not supported by the local backend")
-        try:
-            base = _toolchains.resolve(image)
-        except _toolchains.UnsupportedBase as exc:
-            raise self._fail(ins, str(exc)) from None
+        pulled, why = self._pull(ins, image)
+        if pulled is not None:
+            base = self._pulled_base(ins, image, pulled)
+        else:
+            try:
+                base = _toolchains.resolve(image)
+            except _toolchains.UnsupportedBase as exc:
+                raise self._fail(ins, str(exc) + (f"; {why}" if why else "")) from None
+            if why:
+                note = base.mapping.get("note")
+                base.mapping["note"] = f"{why}; {note}" if note else why
         self._log(f"#{ins.lineno} FROM {image} -> {base.mapping.get('host')}")
+        if base.mapping.get("note"):
+            self._log(f"#{ins.lineno} note: {base.mapping['note']}")
         key = step_key("", "FROM", base.kind, base.fingerprint, "rootless" * self.sb.rootless)
         state = _State(key, [], _Config(env=dict(base.env), workdir=base.workdir), base)
+        if pulled is not None and pulled.image_config.get("User"):
+            state.config.user = str(pulled.image_config["User"])
+        if pulled is not None and base.workdir != "/":
+            workdir = base.workdir
+
+            def mkdir(proc: SandboxProcess) -> None:
+                # Like BuildKit: the image's WorkingDir exists for the steps that run in it.
+                proc.file_op("mkdir", path=workdir, owner=None)
+
+            wd_key = step_key(key, "WORKDIR", workdir, "")
+            self._fs_step(state, ins, wd_key, action=mkdir, label=f"(base) WORKDIR {workdir}")
         if base.populate is not None:
 
             def populate(tmp: Path) -> None:
@@ -974,6 +1070,77 @@ class _Builder:
 
             self._fs_step(state, ins, post_key, action=run_post, label=f"(base) {cmd}")
         return state
+
+    def _pull(
+        self, ins: _dockerfile.Instruction, image: str
+    ) -> tuple[_pull.PulledImage | None, str]:
+        """Pull ``image`` when a registry endpoint is configured for it.
+
+        Returns ``(pulled, "")``, or ``(None, why)`` when the host mapping should be used
+        (``why`` is empty when no endpoint is configured). A registry that answers with
+        something broken (digest mismatch, unsafe layer) fails the build.
+        """
+        try:
+            ref = _images.parse(image)
+        except _images.ImageRefError as exc:
+            raise self._fail(ins, str(exc)) from None
+        endpoint = _pull.endpoint_for(ref, self.sb.registries)
+        if endpoint is None:
+            return None, ""
+        if self.sb.rootless:
+            return None, "pulled images need root: mapped onto the host instead"
+        scratch = self.sb.cache_root / "run"
+        try:
+            pulled = self.sb.oci.pull(ref, endpoint, scratch=scratch)
+        except (_registry.Unreachable, _registry.NotFound) as exc:
+            return None, f"not pulled ({_oneline(str(exc))}): mapped onto the host instead"
+        except (_registry.RegistryError, _unpack.UnpackError) as exc:
+            raise self._fail(ins, f"pulling {ref.familiar}: {_oneline(str(exc))}") from None
+        verb = "cached" if pulled.cached else "pulled"
+        self._log(
+            f"#{ins.lineno} {verb} {ref.canonical} from {endpoint}: {pulled.digest} "
+            f"({pulled.size / 1e6:.1f} MB, {pulled.seconds:.2f}s)"
+        )
+        return pulled, ""
+
+    def _pulled_base(
+        self, ins: _dockerfile.Instruction, image: str, pulled: _pull.PulledImage
+    ) -> _toolchains.BaseImage:
+        cfg = pulled.image_config
+        env: dict[str, str] = {}
+        for item in cfg.get("Env") or []:  # type: ignore[attr-defined]
+            k, _, v = str(item).partition("=")
+            env[k] = v
+        env.setdefault("PATH", _toolchains.DEFAULT_PATH)
+        if not any(
+            _unpack.scoped(pulled.rootfs, [d, "sleep"], follow_last=True).exists()
+            for d in ("bin", "usr/bin", "usr/local/bin", "sbin", "usr/sbin")
+        ):
+            raise self._fail(
+                ins,
+                f"{pulled.ref.familiar} has no `sleep` program, which the local backend runs as "
+                "the sandbox's init; use a base image with coreutils or busybox",
+            )
+        mapping = {
+            "from": image,
+            "host": f"pulled {pulled.ref.canonical}",
+            "pulled": pulled.ref.canonical,
+            "registry": pulled.endpoint,
+            "digest": pulled.digest,
+            "size": str(pulled.size),
+            "compressed_size": str(pulled.compressed),
+        }
+        if pulled.notes:
+            mapping["note"] = "; ".join(pulled.notes)
+        return _toolchains.BaseImage(
+            image=image,
+            kind="oci",
+            mapping=mapping,
+            env=env,
+            workdir=str(cfg.get("WorkingDir") or "/"),
+            fingerprint=pulled.digest,
+            rootfs=pulled.rootfs,
+        )
 
     # -- steps
 
@@ -1086,6 +1253,7 @@ class _Builder:
         memory = lim["memory_mb"]
         proc = self.sb._start_process(
             state.layers,
+            rootfs=state.base.rootfs,
             network=network,
             storage_mb=storage,
             memory_mb=int(memory) + storage if memory else None,  # type: ignore[call-overload]
@@ -1247,8 +1415,7 @@ class _Builder:
         cfg = state.config
         script: str | None = None
         if ins.heredocs:
-            only = ins.args.strip()
-            if _HEREDOC_ONLY.match(only) and len(ins.heredocs) == 1:
+            if not ins.args_without_heredocs.strip() and len(ins.heredocs) == 1:
                 body = ins.heredocs[0].body
                 if body.startswith("#!"):
                     script = body
@@ -1309,6 +1476,16 @@ class _Builder:
                 raise self._fail(ins, f"RUN could not start: {res.error}")
             if res.exit_code != 0:
                 code = res.exit_code if res.exit_code is not None else f"signal {res.signal}"
+                missing = _apt_missing("".join(tail)) if state.base.host_mapped else None
+                if missing:
+                    m = state.base.mapping
+                    raise self._fail(
+                        ins,
+                        f"apt-get cannot install {missing}: the base image {m.get('from')} is "
+                        f"mapped onto the {m.get('base') or m.get('host')}, whose package archive "
+                        "does not provide it (see base_mapping; a registry mirror gives the real "
+                        "image, docs/sandbox.md)",
+                    )
                 out = "".join(tail).splitlines()[-25:]
                 detail = "\n".join(out)
                 raise BuildError(
@@ -1321,12 +1498,18 @@ class _Builder:
     # -- COPY / ADD
 
     def _copy(self, state: _State, ins: _dockerfile.Instruction) -> None:
+        if ins.flags.get("from"):
+            self._copy_from(state, ins)
+            return
         cfg = state.config
         words = self._words(ins, cfg)
         heredocs = {h.name: h for h in ins.heredocs}
         if heredocs:
-            words = [w for w in words if not w.startswith("<<")]
-            words = [*[f"<<{n}" for n in heredocs], *words]
+            try:
+                rest = _dockerfile.expand_words(ins.args_without_heredocs, cfg.vars(), self.escape)
+            except _dockerfile.DockerfileError as exc:
+                raise self._fail(ins, str(exc)) from None
+            words = [*[f"<<{n}" for n in heredocs], *rest]
         if len(words) < 2:
             raise self._fail(ins, f"{ins.keyword} requires at least two arguments")
         *srcs, dest = words
@@ -1407,11 +1590,158 @@ class _Builder:
                 raise
             raise self._fail(ins, str(exc)) from None
 
+    # -- COPY --from
 
-_HEREDOC_ONLY = re.compile(r"^<<-?(\"[^\"]+\"|'[^']+'|\w+)$")
+    def _copy_from(self, state: _State, ins: _dockerfile.Instruction) -> None:
+        """``COPY --from=<stage|index|image>``: copy out of another stage's file system, a
+        pulled image's root, or a tool image's stand-in (:mod:`._toolimages`)."""
+        cfg = state.config
+        source = self._expand(ins, ins.flags["from"], cfg)
+        words = self._words(ins, cfg)
+        if len(words) < 2:
+            raise self._fail(ins, "COPY requires at least two arguments")
+        *srcs, dest = words
+        dest_abs = _context.posix_join(cfg.workdir, dest)
+        dest_is_dir = dest.endswith("/") or dest in (".", "..")
+        chown = self._expand(ins, ins.flags["chown"], cfg) if ins.flags.get("chown") else None
+        chmod = None
+        if ins.flags.get("chmod"):
+            try:
+                chmod = int(ins.flags["chmod"], 8)
+            except ValueError:
+                raise self._fail(ins, f"invalid --chmod {ins.flags['chmod']!r}") from None
+        stage_idx = self._stage_ref(source, self._current)
+        with contextlib.ExitStack() as stack:
+            if stage_idx is not None:
+                src_state = self._build_stage(stage_idx)
+                origin = f"stage:{src_state.key}"
+                root = stack.enter_context(self._stage_root(src_state))
+            else:
+                root, origin = self._image_root(ins, source)
+            matches = self._from_sources(ins, root, srcs, source)
+            if len(matches) > 1 and not dest_is_dir:
+                raise self._fail(
+                    ins,
+                    "when using COPY with more than one source file, the destination must be a "
+                    "directory and end with a /",
+                )
+            key = step_key(
+                state.key,
+                "COPY",
+                json.dumps([source, srcs, dest_abs, dest_is_dir, chown, chmod]),
+                origin,
+            )
+
+            def action(proc: SandboxProcess) -> None:
+                st = proc.file_op("stat", path=dest_abs)
+                into_dir = dest_is_dir or bool(st and st["is_dir"])  # type: ignore[index]
+                for path in matches:
+                    if path.is_dir():
+                        _copy_in(proc, path, dest_abs, include=None, owner=chown, chmod=chmod)
+                    else:
+                        target = _context.posix_join(dest_abs, path.name) if into_dir else dest_abs
+                        _copy_in(proc, path, target, include=None, owner=chown, chmod=chmod)
+
+            try:
+                self._fs_step(state, ins, key, action=action)
+            except SandboxError as exc:
+                if isinstance(exc, BuildError):
+                    raise
+                raise self._fail(ins, str(exc)) from None
+
+    @contextlib.contextmanager
+    def _stage_root(self, src: _State) -> Iterator[Path]:
+        """The merged root of a built stage, seen from the host (a sandbox with nothing
+        running in it holds the mounts while files are copied out)."""
+        proc = self.sb._start_process(
+            src.layers, network=False, storage_mb=64, rootfs=src.base.rootfs
+        )
+        try:
+            yield (
+                Path(f"/proc/{proc.bwrap_pid}/root") / self.sb.mountpoint.relative_to("/") / "root"
+            )
+        finally:
+            proc.close()
+
+    def _image_root(self, ins: _dockerfile.Instruction, source: str) -> tuple[Path, str]:
+        """The root of an image named by ``COPY --from``: pulled, or a tool image's stand-in."""
+        try:
+            ref = _images.parse(source)
+        except _images.ImageRefError:
+            msg = f"COPY --from={source}: no such stage, and not an image name"
+            raise self._fail(ins, msg) from None
+        pulled, why = self._pull(ins, source)
+        if pulled is not None:
+            return pulled.rootfs, f"image:{pulled.digest}"
+        tool = _images.tool_image(ref)
+        if tool is not None:
+            from repogym.sandbox import _toolimages
+
+            try:
+                root, version = _toolimages.tool_root(ref, tool, self.sb.cache_root)
+            except _toolimages.ToolImageError as exc:
+                raise self._fail(ins, f"COPY --from={source}: {_oneline(str(exc))}") from None
+            self._log(f"#{ins.lineno} COPY --from={source} -> {tool.pypi} {version} from PyPI")
+            return root, f"tool:{tool.pypi}:{version}"
+        reason = why or (
+            f"no registry endpoint is configured for {ref.registry} "
+            f"({_pull.ENV_VAR}, see docs/sandbox.md)"
+        )
+        raise self._fail(
+            ins,
+            f"COPY --from={source}: not a build stage of this Dockerfile, {reason}, and it is "
+            "not a known tool image",
+        )
+
+    def _from_sources(
+        self, ins: _dockerfile.Instruction, root: Path, srcs: list[str], source: str
+    ) -> list[Path]:
+        """Resolve source paths inside ``root`` (symlinks followed, never out of it)."""
+        out: list[Path] = []
+        for src in srcs:
+            parts = [p for p in src.split("/") if p not in ("", ".")]
+            try:
+                if parts and any(c in parts[-1] for c in "*?["):
+                    folder = _unpack.scoped(root, parts[:-1], follow_last=True)
+                    names = sorted(os.listdir(folder)) if folder.is_dir() else []
+                    found = [folder / n for n in names if fnmatch.fnmatchcase(n, parts[-1])]
+                    found = [
+                        _unpack.scoped(root, [*parts[:-1], p.name], follow_last=True) for p in found
+                    ]
+                else:
+                    found = [_unpack.scoped(root, parts, follow_last=True)]
+            except _unpack.UnpackError as exc:
+                raise self._fail(ins, f"COPY --from={source} {src}: {exc}") from None
+            found = [p for p in found if p.exists() and not p.is_symlink()]
+            if not found:
+                raise self._fail(ins, f"COPY --from={source}: {src} not found")
+            out += found
+        return out
+
+
+_APT_MISSING = (
+    re.compile(r"^E: Unable to locate package (\S+)", re.M),
+    re.compile(r"^E: Package '([^']+)' has no installation candidate", re.M),
+    re.compile(r"^E: Version '[^']+' for '([^']+)' was not found", re.M),
+    re.compile(r"^E: Couldn't find any package by (?:glob|regex) '([^']+)'", re.M),
+)
+
+
+def _apt_missing(output: str) -> str | None:
+    """The packages an ``apt-get install`` could not find, as ``'a', 'b'`` (None: other
+    failure)."""
+    names: list[str] = []
+    for pattern in _APT_MISSING:
+        names += [n for n in pattern.findall(output) if n not in names]
+    return ", ".join(f"package {n!r}" for n in names) if names else None
 
 
 def _platform_arg(name: str) -> str | None:
+    return _platform_args().get(name)
+
+
+def _platform_args() -> dict[str, str]:
+    """The automatic platform ARGs (``TARGETPLATFORM``, ``BUILDPLATFORM``, …) of this host."""
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
     return {
         "TARGETPLATFORM": f"linux/{arch}",
@@ -1422,7 +1752,7 @@ def _platform_arg(name: str) -> str | None:
         "BUILDARCH": arch,
         "TARGETVARIANT": "",
         "BUILDVARIANT": "",
-    }.get(name)
+    }
 
 
 def _copy_in(

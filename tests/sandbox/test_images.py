@@ -1,0 +1,247 @@
+"""Image references, the derived-image table, platforms, layer unpacking and heredoc rules."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from repogym import dockerfile
+from repogym.sandbox import _images, _registry, _toolchains, _unpack
+from tests.sandbox._oci import layer, sha
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "debian:bookworm-slim",
+        "library/debian:bookworm-slim",
+        "docker.io/debian:bookworm-slim",
+        "docker.io/library/debian:bookworm-slim",
+        "index.docker.io/library/debian:bookworm-slim",
+        "registry-1.docker.io/library/debian:bookworm-slim",
+        "public.ecr.aws/docker/library/debian:bookworm-slim",
+        "mirror.gcr.io/debian:bookworm-slim",
+        f"public.ecr.aws/docker/library/debian:bookworm-slim@{DIGEST}",
+    ],
+)
+def test_hub_names_and_mirrors_normalise_to_one_reference(text: str) -> None:
+    ref = _images.parse(text)
+    assert (ref.registry, ref.repository, ref.tag) == (
+        "docker.io",
+        "library/debian",
+        "bookworm-slim",
+    )
+    assert ref.short == "debian"
+    assert ref.familiar == "debian:bookworm-slim"
+    assert _toolchains.resolve(text).kind == "host"
+
+
+def test_other_registries_tags_and_digests() -> None:
+    ref = _images.parse(f"ghcr.io/Owner/Tool@{DIGEST}")
+    assert (ref.registry, ref.repository, ref.tag, ref.digest) == (
+        "ghcr.io",
+        "owner/tool",
+        None,
+        DIGEST,
+    )
+    assert ref.reference == DIGEST and ref.tag_or_latest == "latest"
+    ref = _images.parse("localhost:5000/a/b:1.2")
+    assert (ref.registry, ref.repository, ref.tag) == ("localhost:5000", "a/b", "1.2")
+    assert _images.parse("quay.io/pypa/manylinux2014_x86_64").short == (
+        "quay.io/pypa/manylinux2014_x86_64"
+    )
+    assert _images.parse("owner/name").canonical == "docker.io/owner/name:latest"
+    for bad in ("", "a b", "debian@sha256:xyz", "debian:-bad", "x/../y"):
+        with pytest.raises(_images.ImageRefError):
+            _images.parse(bad)
+
+
+def test_terminal_bench_bases_map_like_the_official_images() -> None:
+    ubuntu = _toolchains.resolve("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624")
+    assert ubuntu.kind == "host"
+    assert ubuntu.mapping["stands_for"] == "ubuntu:24.04"
+    assert "tmux and asciinema" in ubuntu.mapping["note"]
+    python = _toolchains.resolve("ghcr.io/laude-institute/t-bench/python-3-13:20250620")
+    assert python.kind == "python" and python.mapping["python"].startswith("3.13")
+    assert python.mapping["stands_for"] == "python:3.13"
+
+
+def test_a_distro_release_that_differs_from_the_host_is_noted() -> None:
+    host = _toolchains._os_release()
+    note = _toolchains.distro_note("ubuntu", "24.04", host)
+    assert note is not None and "Ubuntu 24.04 (python3 3.12)" in note and host in note
+    if "Debian GNU/Linux 12" in host:
+        assert _toolchains.distro_note("debian", "bookworm-slim", host) is None
+        assert "python3 3.11" in note
+
+
+def test_platforms() -> None:
+    assert _images.platform_ok(_images.host_platform())
+    assert not _images.platform_ok("linux/s390x")
+    assert not _images.platform_ok("windows/amd64")
+
+
+# --------------------------------------------------------------------------- unpacking
+
+
+def _apply(root: Path, *layers: bytes) -> _unpack.Budget:
+    budget = _unpack.Budget(max_bytes=1 << 30)
+    for i, data in enumerate(layers):
+        blob = root.parent / f"layer{i}"
+        blob.write_bytes(data)
+        _unpack.apply_layer(blob, root, budget)
+    return budget
+
+
+def test_whiteouts_and_opaque_folders(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _apply(
+        root,
+        layer([("a", "dir", None), ("a/old", "file", "1"), ("b", "file", "b"), ("c", "dir", None)]),
+        layer(
+            [
+                ("a", "opaque", None),
+                ("a/new", "file", "2"),
+                ("b", "whiteout", None),
+                ("c/d", "file", "d"),
+                ("h", "hard", "c/d"),
+            ],
+            compress=False,
+        ),
+    )
+    assert sorted(p.name for p in (root / "a").iterdir()) == ["new"]
+    assert not (root / "b").exists()
+    assert (root / "h").read_text() == "d" and (root / "h").stat().st_nlink == 2
+
+
+def test_layers_never_write_outside_the_root(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    # An absolute symlink is resolved inside the root, like a chroot would.
+    _apply(root, layer([("etc", "link", str(outside))]), layer([("etc/x", "file", "x")]))
+    assert not (outside / "x").exists()
+    assert (root / outside.relative_to("/") / "x").read_text() == "x"
+    with pytest.raises(_unpack.UnpackError, match=r"'\.\.'"):
+        _apply(root, layer([("../escape", "file", "x")]))
+    with pytest.raises(_unpack.UnpackError, match="not a file"):
+        _apply(root, layer([("hl", "hard", "/etc/passwd-not-there")]))
+    setuid = layer([("su", "file", ("x", 0o4755))])
+    _apply(root, setuid)
+    assert (root / "su").stat().st_mode & 0o7777 == 0o755
+    with pytest.raises(_unpack.UnpackError, match="larger than the limit"):
+        blob = tmp_path / "big"
+        blob.write_bytes(layer([("big", "file", "x" * 2048)]))
+        _unpack.apply_layer(blob, root, _unpack.Budget(max_bytes=1024))
+
+
+# ------------------------------------------------------------------- registry protocol
+
+
+def test_bearer_token_auth_and_digest_checks() -> None:
+    """Anonymous request → 401 Bearer challenge → token from the realm → retried."""
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": _registry.OCI_MANIFEST,
+            "config": {"digest": sha(b"{}"), "size": 2},
+            "layers": [],
+        }
+    ).encode()
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.url.path} {request.headers.get('authorization', '-')}")
+        if request.url.path == "/token":
+            assert request.url.params["scope"] == "repository:o/img:pull"
+            assert request.url.params["service"] == "reg"
+            return httpx.Response(200, json={"token": "T0K"})
+        if request.headers.get("authorization") != "Bearer T0K":
+            return httpx.Response(
+                401,
+                headers={
+                    "WWW-Authenticate": 'Bearer realm="https://reg.test/token",service="reg",'
+                    'scope="repository:o/img:pull"'
+                },
+            )
+        if request.url.path.endswith("/manifests/good"):
+            return httpx.Response(
+                200, content=manifest, headers={"Docker-Content-Digest": sha(manifest)}
+            )
+        if request.url.path.endswith("/manifests/bad"):
+            return httpx.Response(200, content=manifest, headers={"Docker-Content-Digest": DIGEST})
+        if request.url.path.endswith(f"/blobs/{sha(b'{}')}"):
+            return httpx.Response(200, content=gzip.decompress(gzip.compress(b"{}")))
+        return httpx.Response(404)
+
+    client = _registry.RegistryClient("https://reg.test", transport=httpx.MockTransport(handler))
+    resolved = client.resolve("o/img", "good")
+    assert resolved.digest == sha(manifest)
+    assert client.config("o/img", resolved) == {}
+    assert seen[:3] == [
+        "/v2/o/img/manifests/good -",
+        "/token -",
+        "/v2/o/img/manifests/good Bearer T0K",
+    ]
+    with pytest.raises(_registry.RegistryError, match="does not match its digest"):
+        client.resolve("o/img", "bad")
+    with pytest.raises(_registry.NotFound):
+        client.resolve("o/img", "missing")
+
+    def basic(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, headers={"WWW-Authenticate": 'Basic realm="x"'})
+
+    client = _registry.RegistryClient("https://reg.test", transport=httpx.MockTransport(basic))
+    with pytest.raises(_registry.RegistryError, match="credentials"):
+        client.resolve("o/img", "x")
+
+
+# ------------------------------------------------------------------------------ heredocs
+
+
+def test_buildkit_heredoc_forms() -> None:
+    text = (
+        "FROM x\n"
+        "RUN cat > /f << 'EOF'\na $HOME\nEOF\n"
+        "RUN <<-EOT\n\techo tab\n\tEOT\n"
+        'COPY <<A <<"B" /dir/\none\nA\ntwo\nB\n'
+        "COPY << X /p\nx\nX\n"
+        'RUN ["echo", "<<EOF"]\n'
+        'RUN echo "<<NOHEREDOC"\n'
+        "RUN python3 <<PY | cat\nprint(1)\nPY\n"
+        "RUN <<EMPTY\nEMPTY\n"
+        "RUN 3<<E1 cat <&3\nfd\nE1\n"
+    )
+    ins = dockerfile.parse(text).instructions[1:]
+    assert [(h.name, h.body, h.expand) for h in ins[0].heredocs] == [("EOF", "a $HOME\n", False)]
+    assert ins[0].args_without_heredocs == "cat > /f"
+    assert [(h.name, h.body) for h in ins[1].heredocs] == [("EOT", "echo tab\n")]
+    assert [(h.name, h.body, h.expand) for h in ins[2].heredocs] == [
+        ("A", "one\n", True),
+        ("B", "two\n", False),
+    ]
+    assert ins[2].args_without_heredocs == "/dir/"
+    assert [h.name for h in ins[3].heredocs] == ["X"] and ins[3].args_without_heredocs == "/p"
+    assert ins[4].heredocs == [] and ins[5].heredocs == []
+    assert ins[6].heredocs[0].body == "print(1)\n"
+    assert ins[7].heredocs[0].body == ""
+    assert ins[8].heredocs[0].name == "E1"
+    assert [i.keyword for i in ins] == [
+        "RUN",
+        "RUN",
+        "COPY",
+        "COPY",
+        "RUN",
+        "RUN",
+        "RUN",
+        "RUN",
+        "RUN",
+    ]
