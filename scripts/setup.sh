@@ -20,6 +20,11 @@ if [[ ",$extras," == *",test,"* ]] && [ ! -x /usr/bin/chromium ]; then
     echo "setup: no /usr/bin/chromium: the browser tests will be skipped" >&2
   fi
 fi
+# The image-pull tests (test extras) run a registry on 127.0.0.1 and build images from busybox.
+if [[ ",$extras," == *",test,"* ]] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  [ -x /usr/bin/docker-registry ] || need_pkgs+=(docker-registry)
+  [ -x /bin/busybox ] || need_pkgs+=(busybox-static)
+fi
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need_pkgs[*]} with apt-get" >&2
