@@ -222,10 +222,48 @@ def test_refusals_name_the_line(
     assert dockerfile.splitlines()[line - 1].split()[0] in msg  # the offending text is quoted
 
 
-def test_prebuilt_image_only_is_refused(sandbox: LocalSandbox) -> None:
+def test_prebuilt_image_only(sandbox: LocalSandbox) -> None:
+    # No Dockerfile, only docker_image: built as FROM <image> (pulled, or mapped).
     spec = EnvironmentSpec(context_dir=None, docker_image="ghcr.io/acme/env:1")
-    with pytest.raises(BuildError, match="cannot pull prebuilt images.*--sandbox docker"):
+    assert any("ghcr.io/acme/env:1" in r for r in sandbox.preflight(spec))
+    with pytest.raises(BuildError, match="cannot map base image 'ghcr.io/acme/env:1'"):
         sandbox.build(spec)
+    mapped = EnvironmentSpec(context_dir=None, docker_image="debian:bookworm-slim")
+    assert sandbox.preflight(mapped) == []
+    built = sandbox.build(mapped)
+    with sandbox.start(built, mapped) as session:
+        assert session.exec("echo ok", timeout_s=30).stdout.strip() == "ok"
+
+
+def test_preflight_names_what_build_would_refuse_without_building(
+    sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    assert not list(sandbox.store.root.glob("*/meta.json"))
+    ctx = make_context(
+        tmp_path / "ctx",
+        """\
+        FROM python:3.11-slim AS tools
+        RUN touch /never-built
+        FROM acme.example/private/base:7
+        COPY --from=tools /never-built /x
+        RUN --security=insecure true
+        """,
+        {},
+    )
+    reasons = sandbox.preflight(_spec(ctx))
+    assert len(reasons) == 1 and "RUN --security=insecure" in reasons[0], reasons
+    ctx2 = make_context(
+        tmp_path / "ctx2",
+        "FROM python:3.11-slim AS tools\nFROM acme.example/private/base:7\nCOPY --from=tools / /t\n",
+        {},
+    )
+    reasons = sandbox.preflight(_spec(ctx2))
+    assert len(reasons) == 1 and "acme.example/private/base:7" in reasons[0], reasons
+    assert "line 2" in reasons[0]
+    ctx3 = make_context(tmp_path / "ctx3", "FROM debian:bookworm\nRUN true\n", {})
+    assert sandbox.preflight(_spec(ctx3)) == []
+    # Nothing was built: the step cache holds no layer.
+    assert not list(sandbox.store.root.glob("*/meta.json"))
 
 
 def test_failing_run_reports_step_exit_code_and_tail(sandbox: LocalSandbox, tmp_path: Path) -> None:

@@ -315,30 +315,56 @@ class LocalSandbox(Sandbox):
 
     # ------------------------------------------------------------------------------ build
 
-    def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment:
-        """Replay the Dockerfile of ``spec`` into cached layers."""
+    def preflight(self, spec: EnvironmentSpec) -> list[str]:
+        """What :meth:`build` would refuse for ``spec`` and why (one line each), found without
+        building or pulling: Dockerfile constructs it cannot replay and base images that
+        neither a configured registry nor the host mapping can provide."""
+        try:
+            with self._dockerfile_of(spec) as (ctx, dockerfile):
+                return _Builder(self, spec, ctx, dockerfile, None).refusals()
+        except BuildError as exc:
+            return [str(exc)]
+
+    @contextlib.contextmanager
+    def _dockerfile_of(self, spec: EnvironmentSpec) -> Iterator[tuple[Path, Path]]:
+        """``(context, Dockerfile)`` of ``spec``; a prebuilt image alone (``docker_image``)
+        becomes a one-line ``FROM`` in an empty context (pulled, or mapped onto the host)."""
         ctx = spec.context_dir
         dockerfile = Path(ctx, spec.dockerfile) if ctx is not None else None
         if dockerfile is None or not dockerfile.is_file():
-            if spec.docker_image:
-                raise BuildError(
-                    f"the local backend cannot pull prebuilt images ({spec.docker_image}); "
-                    "it needs a Dockerfile — use --sandbox docker"
-                )
-            raise BuildError(f"no Dockerfile found at {dockerfile or '(no context dir)'}")
+            if not spec.docker_image:
+                raise BuildError(f"no Dockerfile found at {dockerfile or '(no context dir)'}")
+            if "\n" in spec.docker_image or not spec.docker_image.strip():
+                raise BuildError(f"invalid docker_image {spec.docker_image!r}")
+            with tempfile.TemporaryDirectory(prefix="repogym-image-") as tmp:
+                path = Path(tmp, "Dockerfile")
+                path.write_text(f"FROM {spec.docker_image.strip()}\n", encoding="utf-8")
+                yield Path(tmp), path
+            return
         assert ctx is not None
         try:
             _context.inside(Path(ctx), spec.dockerfile)
         except _context.ContextError as exc:
             # Never read it: a parse error would quote a host file's lines in the log.
             raise BuildError(f"{spec.dockerfile}: {exc}") from None
+        yield Path(ctx), dockerfile
+
+    def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment:
+        """Replay the Dockerfile of ``spec`` into cached layers (a prebuilt ``docker_image``
+        alone is built as ``FROM <image>``)."""
+        with self._dockerfile_of(spec) as (ctx, dockerfile):
+            return self._build(spec, ctx, dockerfile, log)
+
+    def _build(
+        self, spec: EnvironmentSpec, ctx: Path, dockerfile: Path, log: Path | None
+    ) -> BuiltEnvironment:
         self.store.prune_tmp()
         log_fh: IO[str] | None = None
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
             log_fh = open(log, "a", encoding="utf-8")  # noqa: SIM115 - closed below
         try:
-            builder = _Builder(self, spec, Path(ctx), dockerfile, log_fh)
+            builder = _Builder(self, spec, ctx, dockerfile, log_fh)
             return builder.run()
         except BuildError as exc:
             if log_fh is not None:
@@ -813,8 +839,9 @@ class _Builder:
 
     # -- driver
 
-    def run(self) -> BuiltEnvironment:
-        started = time.monotonic()
+    def plan(self) -> int:
+        """Parse the Dockerfile into stages and refuse, before any work, what cannot be
+        replayed in the stages the target needs; returns the target stage's index."""
         try:
             df = _dockerfile.parse(self.dockerfile.read_text(encoding="utf-8", errors="replace"))
         except _dockerfile.DockerfileError as exc:
@@ -839,6 +866,46 @@ class _Builder:
             raise BuildError(f"{self.dockerfile.name}: no FROM instruction")
         self.global_args = global_args
         self.stages = stages
+        self._current = 0
+        target = self._target_index()
+        for idx in self._needed(target):
+            for ins in stages[idx].body:
+                self._preflight(ins)
+        return target
+
+    def refusals(self) -> list[str]:
+        """What :meth:`run` would refuse, found without building or pulling: the plan's
+        refusals, then base images that neither a registry endpoint nor the host mapping
+        can provide (one line each)."""
+        try:
+            target = self.plan()
+        except BuildError as exc:
+            return [str(exc)]
+        reasons = []
+        for idx in self._needed(target):
+            ins = self.stages[idx].from_ins
+            image = ins.args
+            if self._stage_ref(image, idx) is not None:
+                continue
+            if image.lower() == "scratch":
+                reasons.append(str(self._fail(ins, "FROM scratch is not supported")))
+                continue
+            try:
+                ref = _images.parse(image)
+            except _images.ImageRefError as exc:
+                reasons.append(str(self._fail(ins, str(exc))))
+                continue
+            if _pull.endpoint_for(ref, self.sb.registries) is not None and not self.sb.rootless:
+                continue  # pulled at build time (or mapped when the registry is down)
+            try:
+                _toolchains.resolve(image)
+            except _toolchains.UnsupportedBase as exc:
+                reasons.append(str(self._fail(ins, str(exc))))
+        return reasons
+
+    def run(self) -> BuiltEnvironment:
+        started = time.monotonic()
+        target = self.plan()
         lim = self.limits
         self._log(
             f"build limits: memory {lim['memory_mb'] or 'unlimited'} MB, storage "
@@ -846,11 +913,6 @@ class _Builder:
             f"timeout {float(lim['timeout_s']):.0f}s"  # type: ignore[arg-type]
         )
         self._states: dict[int, _State] = {}
-        self._current = 0
-        target = self._target_index()
-        for idx in self._needed(target):
-            for ins in stages[idx].body:
-                self._preflight(ins)
         final = self._build_stage(target)
         cfg = final.config
         layers = [[k, p] for k, p in final.layers]
