@@ -41,17 +41,17 @@ def test_non_docker_environment_type_is_refused_with_its_name(tmp_path: Path, ki
     assert len(reasons) == 1 and kind in reasons[0]
 
 
-def test_sidecars_and_mcp_servers_are_refused_not_ignored(tmp_path: Path) -> None:
+def test_unsupported_sidecars_and_mcp_servers_are_refused_not_ignored(tmp_path: Path) -> None:
     toml = (
         HEAD.format(name="t")
-        + '[[environment.mcp_servers]]\nname = "db"\ntransport = "stdio"\ncommand = "x"\n'
+        + '[[environment.mcp_servers]]\nname = "db"\ntransport = "sse"\n'
+        + 'url = "http://db.example.com/sse"\n'
     )
-    path = write_task(
-        tmp_path, "t", toml=toml, files={"environment/docker-compose.yaml": "services: {}\n"}
-    )
+    compose = "services:\n  cache:\n    image: redis:7\n    network_mode: host\n"
+    path = write_task(tmp_path, "t", toml=toml, files={"environment/docker-compose.yaml": compose})
     reasons = preflight(load_task(path))
-    assert any("docker-compose sidecars" in r for r in reasons)
-    assert any("mcp_servers" in r and "db" in r for r in reasons)
+    assert any("docker-compose.yaml" in r and "network_mode" in r for r in reasons), reasons
+    assert any("mcp_servers" in r and "'db'" in r for r in reasons)
 
 
 def test_run_refuses_before_building(runner: TrialRunner, tmp_path: Path) -> None:

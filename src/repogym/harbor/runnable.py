@@ -2,19 +2,21 @@
 
 Each reason is one line. ``repogym run`` refuses a task with any reason before building it,
 ``repogym validate --runnable`` lists them, and the explorer's "runs here" flag is false for
-such a task. :func:`unsupported_features` holds the features left out on purpose (sidecars, MCP
-servers, healthchecks): relax it there when a runner learns one.
+such a task. :func:`unsupported_features` holds the features left out on purpose (parts of a
+compose file, MCP servers outside the task, healthchecks in task.toml): relax it there when a
+runner learns one.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from repogym.harbor.compose import ComposeError, compose_refusals, task_compose
 from repogym.harbor.config import TaskConfig, verifier_mode
+from repogym.harbor.mcp_servers import mcp_refusals, parse_mcp_servers
 
 DOCKER_TYPES = frozenset({"docker"})
 """Harbor environment types repogym runs (a Dockerfile or an image); absent means docker."""
-COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 
 
 def _is_file(path: Path) -> bool:
@@ -33,14 +35,25 @@ def environment_type_refusal(config: TaskConfig) -> str | None:
 
 
 def unsupported_features(config: TaskConfig, path: Path) -> list[str]:
-    """Harbor features repogym does not run yet: refused rather than silently ignored."""
+    """Harbor features repogym does not run (yet): refused rather than silently ignored.
+
+    Compose sidecars run (:mod:`repogym.harbor.compose` lists what of a compose file cannot),
+    and so do MCP servers that are the task's own services (:mod:`repogym.harbor.mcp_servers`).
+    """
     reasons = []
-    compose = [n for n in COMPOSE_FILES if _is_file(path / "environment" / n)]
-    if compose:
-        reasons.append(f"docker-compose sidecars (environment/{compose[0]}) are not supported yet")
-    if config.environment.mcp_servers:
-        names = ", ".join(str(s.get("name", "?")) for s in config.environment.mcp_servers)
-        reasons.append(f"[[environment.mcp_servers]] ({names}) are not supported yet")
+    services: list[str] = []
+    try:
+        compose = task_compose(config, path)
+    except ComposeError as exc:
+        reasons.append(f"environment/{exc}")
+    else:
+        if compose is not None:
+            services = list(compose.services)
+            name = compose.path.name
+            reasons += [f"environment/{name}: {r}" for r in compose_refusals(compose)]
+    servers, problems = parse_mcp_servers(config.environment.mcp_servers)
+    reasons += problems
+    reasons += mcp_refusals(servers, services)
     if config.environment.healthcheck is not None:
         reasons.append("[environment.healthcheck] is not supported yet")
     for step in config.steps or []:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from repogym.harbor import Task
+from repogym.harbor.mcp_servers import McpServer
 from repogym.sandbox import Session
 
 
@@ -38,6 +39,10 @@ class AgentContext:
     instruction: str
     solution_dir: Path | None = None
     """The oracle's ``/solution`` when not the task's ``solution/`` (a step's own)."""
+    mcp_servers: list[McpServer] = field(default_factory=list)
+    """The task's ``[[environment.mcp_servers]]``: an HTTP server's URL names one of the task's
+    services (reachable from the agent's session by that name); a ``stdio`` server is a command
+    the agent starts in its session. The built-in agents do not use them yet."""
 
 
 class Agent(Protocol):

@@ -45,13 +45,18 @@ def _environment_refusals(task: Task) -> list[str]:
 
 
 def _backend_refusals(backend: Any, task: Task) -> list[str]:
-    hook = getattr(backend, "preflight", None)
-    if hook is None or task.config.environment.type not in (None, "docker"):
+    if task.config.environment.type not in (None, "docker"):
         return []
+    from repogym.run.services import sidecar_refusals
+
+    reasons = sidecar_refusals(backend, task)
+    hook = getattr(backend, "preflight", None)
+    if hook is None:
+        return reasons
     from repogym.run.trial import environment_spec
 
     spec: EnvironmentSpec = environment_spec(task)
-    return [str(r) for r in hook(spec)]
+    return [str(r) for r in hook(spec)] + reasons
 
 
 def preflight(task: Task, *, backend: Any = None, limits: HostLimits | None = None) -> list[str]:

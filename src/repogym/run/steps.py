@@ -24,6 +24,7 @@ from repogym.harbor.config import StepConfig, verifier_mode
 from repogym.harbor.trust import expand_env
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.rewards import RewardReading, primary_reward, step_rewards
+from repogym.run.services import task_mcp_servers
 from repogym.run.verifier import VerifierPhase, phase_network, run_verifier
 from repogym.sandbox import Session
 
@@ -116,6 +117,7 @@ def run_step(
             network=phase_network(task, "agent"),
             instruction=task.step_instruction(step.name),
             solution_dir=task.step_dir(step.name) / "solution",
+            mcp_servers=task_mcp_servers(task),
         )
         outcome = agent.run(session, task, ctx)
         row["agent_result"] = {

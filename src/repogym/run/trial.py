@@ -29,6 +29,7 @@ from repogym.run.separate import (
     verifier_context,
     verifier_environment_spec,
 )
+from repogym.run.services import Services, start_services
 from repogym.run.verifier import (
     VerifierPhase,
     phase_network,
@@ -145,6 +146,7 @@ class TrialRunner:
         verifier_exit: int | None = None
         built: BuiltEnvironment | None = None
         session = None
+        services: Services | None = None
         verification: dict[str, Any] | None = None
         step_results: list[dict[str, Any]] | None = None
         if out_dir is not None:
@@ -153,7 +155,8 @@ class TrialRunner:
             spec = environment_spec(task)
             timings["environment_setup"].start()
             built = self.build(task, log=out_dir / "build.log" if out_dir else None)
-            session = self.backend.start(built, spec)
+            # The main session, with the task's compose sidecars (if any) on a shared network.
+            session, services = start_services(self.backend, task, built, spec, out_dir=out_dir)
             timings["environment_setup"].stop()
             workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
             if task.is_multi_step:
@@ -179,6 +182,7 @@ class TrialRunner:
                 user=task.config.agent.user,
                 network=_phase_network(task, "agent"),
                 instruction=task.instruction(),
+                mcp_servers=services.mcp_servers,
             )
             outcome = agent.run(session, task, ctx)
             timings["agent_execution"].stop()
@@ -199,7 +203,7 @@ class TrialRunner:
             # Nothing the agent left running may touch the verifier's files.
             session.kill_all()
             checked = verify_after_agent(
-                self.backend,
+                services.sandbox,
                 built,
                 spec,
                 session,
@@ -233,6 +237,8 @@ class TrialRunner:
                 except Exception as exc:  # noqa: BLE001
                     if exception is None:
                         exception = _exception("SandboxCloseError", str(exc))
+            if services is not None:
+                services.close()
         result = {
             "id": str(uuid.uuid4()),
             "trial_name": trial_name,
@@ -263,6 +269,7 @@ class TrialRunner:
             "sandbox": {
                 "backend": self.backend.name,
                 "base_mapping": built.base_mapping if built else {},
+                **(services.to_json() if services is not None else {}),
             },
         }
         path = None

@@ -17,10 +17,12 @@ Process tree::
                 ├─ command (one per exec)         cgroups joined, caps dropped, user switched
                 └─ file worker (one per file op)  copies/reads/writes, confined by the chroot
 
-The sandbox never shares the host's network namespace: bwrap always makes a new one (only
-loopback); a networked sandbox gets slirp4netns attached to it, so it reaches the outside
-through ordinary host sockets but not the host's loopback or abstract UNIX sockets. A command
-that needs a network in a session without one joins a namespace made on request (``netns``).
+The sandbox never shares the host's network namespace: bwrap makes a new one (only loopback),
+or the session joins one made for a task's services (``join_netns``: the main session and its
+sidecars share it, wired out once or not at all); a networked sandbox gets slirp4netns attached,
+so it reaches the outside through ordinary host sockets but not the host's loopback or abstract
+UNIX sockets. A command that needs a network in a session without one joins a namespace made
+on request (``netns``).
 
 The host talks to the fork server and to each session server over ``SOCK_SEQPACKET`` sockets;
 messages are ``marshal``-encoded dicts, file descriptors travel as ``SCM_RIGHTS``. Results of
@@ -755,7 +757,9 @@ def start_slirp(argv, target_pid, parent_death=True, timeout=20.0):
 def make_netns(slirp):
     """A new network namespace wired out by slirp4netns; returns (namespace fd, exit fd).
 
-    For commands that need a network in a session that has none: they ``setns`` into it.
+    For commands that need a network in a session that has none: they ``setns`` into it; and
+    for sessions that share one network (a task's services). Without ``slirp`` it has only
+    its loopback (the exit fd is then a placeholder).
     """
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     ready_r, ready_w = os.pipe()
@@ -778,6 +782,8 @@ def make_netns(slirp):
             raise RuntimeError("could not create a network namespace")
         ns_fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
         try:
+            if not slirp:  # a private network: loopback only, nothing to end
+                return ns_fd, os.open("/dev/null", os.O_RDONLY)
             _slirp_pid, exit_fd = start_slirp(slirp, pid, parent_death=False)
         except BaseException:
             os.close(ns_fd)
@@ -912,6 +918,8 @@ def session_main(sock, req, fds):
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # A shared network (``join_netns``): its fd comes first; bwrap then inherits it.
+    netns_fd = fds.pop(0) if req.get("join_netns") and fds else None
     state = {
         "cg_fds": fds,
         "network": req["network"],
@@ -921,9 +929,12 @@ def session_main(sock, req, fds):
     try:
         state["host_proc"] = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
         setup_root(req)
+        if netns_fd is not None:
+            setns(netns_fd, CLONE_NEWNET)
+            os.close(netns_fd)
         bwrap_pid, init_pid = spawn_bwrap(req, state)
         bwrap_pidfd = os.pidfd_open(bwrap_pid)
-        if req["network"]:
+        if req["network"] and netns_fd is None:
             # bwrap made a namespace of its own (--unshare-net): wire it out. The exit fd
             # stays open as long as we live; slirp4netns ends with us.
             state["slirp"] = start_slirp(req["slirp"], init_pid)

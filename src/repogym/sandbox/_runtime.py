@@ -99,15 +99,18 @@ class ForkServer:
         cgroups: SessionCgroups | None,
         slirp: list[str] | None = None,
         netns_factory: Callable[[], tuple[int, int]] | None = None,
+        netns_fd: int | None = None,
         timeout_s: float = 30.0,
     ) -> SandboxProcess:
         """Start one sandbox (mounts + bwrap) and return a handle to its session server.
 
         ``network``: slirp4netns (``slirp``, its argv without target) wires the sandbox's own
         network namespace out. ``netns_factory`` makes one on request for commands that need
-        a network in a session without (see :meth:`netns`).
+        a network in a session without (see :meth:`netns`). ``netns_fd``: join that network
+        namespace (shared with other sessions, see :meth:`netns`) instead of a new one; bwrap
+        must then run without ``--unshare-net`` and ``network`` says whether it is wired out.
         """
-        if network and not slirp:
+        if network and not slirp and netns_fd is None:
             raise SandboxError("a networked sandbox needs slirp4netns")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cg_fds = []
@@ -119,10 +122,12 @@ class ForkServer:
                 "bwrap": bwrap,
                 "network": network,
                 "slirp": slirp or [],
+                "join_netns": netns_fd is not None,
                 **plan,
             }
+            joined = [netns_fd] if netns_fd is not None else []
             with self.send_lock:
-                _send(self.sock, req, [theirs.fileno(), *cg_fds])
+                _send(self.sock, req, [theirs.fileno(), *joined, *cg_fds])
         finally:
             theirs.close()
             for fd in cg_fds:
@@ -143,6 +148,7 @@ class ForkServer:
         """A new network namespace wired out by slirp4netns: (namespace fd, exit fd).
 
         Closing the exit fd ends that slirp4netns; the namespace lives while its fd is open.
+        An empty ``slirp`` gives a namespace with only its loopback.
         """
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:

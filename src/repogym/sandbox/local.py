@@ -53,6 +53,7 @@ from repogym.sandbox import (
 )
 from repogym.sandbox._cgroups import SessionCgroups, cleanup_stale, detect
 from repogym.sandbox._layers import LayerStore, step_key
+from repogym.sandbox._netns import SharedNetwork
 from repogym.sandbox._pull import ImageStore, registries_from_env, runtime_dir
 from repogym.sandbox._runtime import ForkServer, RawResult, SandboxProcess
 from repogym.sandbox.base import (
@@ -385,6 +386,7 @@ class LocalSandbox(Sandbox):
         cpus: float | None = None,
         pids_max: int | None = None,
         rootfs: Path | None = None,
+        shared: SharedNetwork | None = None,
     ) -> SandboxProcess:
         storage_bytes = (storage_mb or self.default_storage_mb) << 20
         image = None
@@ -406,7 +408,7 @@ class LocalSandbox(Sandbox):
             )
         except ValueError as exc:
             raise SandboxError(str(exc)) from exc
-        slirp = slirp_argv() if network else None
+        slirp = slirp_argv() if network and shared is None else None
         bwrap = [
             self.bwrap,
             "--bind",
@@ -425,8 +427,9 @@ class LocalSandbox(Sandbox):
             "--unshare-uts",
             "--hostname",
             _rootfs.SANDBOX_HOSTNAME,
-            # Always a network namespace of its own: with a network, slirp4netns wires it out.
-            "--unshare-net",
+            # Always a network namespace of its own (with a network, slirp4netns wires it
+            # out), or the one a task's services share (``shared``), never the host's.
+            *(["--unshare-net"] if shared is None else []),
             "--die-with-parent",
             "--cap-drop",
             "ALL",
@@ -455,6 +458,7 @@ class LocalSandbox(Sandbox):
                 cgroups=cgroups,
                 slirp=slirp,
                 netns_factory=self._netns_for_command,
+                netns_fd=shared.fd if shared is not None else None,
             )
         except BaseException:
             if cgroups is not None:
@@ -520,11 +524,27 @@ class LocalSandbox(Sandbox):
                 raise SandboxError(f"layer {key[:12]} is missing from the local cache; rebuild")
         return layers
 
-    def start(self, built: BuiltEnvironment, spec: EnvironmentSpec) -> LocalSession:
-        """A fresh copy-on-write root over ``built``, discarded on close."""
+    def shared_network(self, *, public: bool) -> SharedNetwork:
+        """A network namespace several sessions join (a task's main session and sidecars):
+        wired out by one slirp4netns when ``public``, else loopback only. Close it after the
+        sessions."""
+        if self.rootless:
+            raise SandboxError("sessions sharing a network (compose sidecars) need root")
+        fd, exit_fd = ForkServer.get().netns(slirp_argv() if public else [])
+        return SharedNetwork(fd, exit_fd, public)
+
+    def start(
+        self,
+        built: BuiltEnvironment,
+        spec: EnvironmentSpec,
+        *,
+        shared: SharedNetwork | None = None,
+    ) -> LocalSession:
+        """A fresh copy-on-write root over ``built``, discarded on close; in the network
+        namespace ``shared`` when given (whose mode then wins over the spec's)."""
         if spec.network_mode == "allowlist":
             raise SandboxError(_ALLOWLIST_MSG)
-        network = spec.network_mode == "public"
+        network = spec.network_mode == "public" if shared is None else shared.public
         storage_mb = spec.storage_mb or self.default_storage_mb
         memory_mb = spec.memory_mb or self.default_memory_mb
         proc = self._start_process(
@@ -534,6 +554,7 @@ class LocalSandbox(Sandbox):
             memory_mb=memory_mb,
             cpus=spec.cpus,
             rootfs=self._rootfs_of(built),
+            shared=shared,
         )
         session = LocalSession(self, proc, built, spec, storage_mb=storage_mb, memory_mb=memory_mb)
         if spec.workdir:
