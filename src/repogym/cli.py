@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -255,6 +256,29 @@ SandboxOpt = Annotated[
     str, typer.Option("--sandbox", help="Sandbox backend: local (bubblewrap, default) or docker.")
 ]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials run in parallel.")]
+CaBundleOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--ca-bundle",
+        help="PEM CA bundle offered inside sandboxes (build steps and sessions; e.g. "
+        '"$SSL_CERT_FILE" where a proxy intercepts TLS). Default: $REPOGYM_CA_BUNDLE.',
+    ),
+]
+
+
+def _use_ca_bundle(path: Path | None) -> None:
+    """Check ``--ca-bundle`` and hand it to every sandbox backend this command creates."""
+    if path is None:
+        return
+    from repogym.sandbox import _cabundle
+    from repogym.sandbox.local import default_cache_root
+
+    try:
+        _cabundle.load(path, default_cache_root())
+    except _cabundle.CaBundleError as exc:
+        fail(str(exc))
+        raise typer.Exit(2) from None
+    os.environ[_cabundle.ENV_VAR] = str(path.resolve())
 
 
 @app.command()
@@ -264,6 +288,7 @@ def run(
         str, typer.Option("--agent", "-a", help="oracle | nop | command:'<shell command>'")
     ] = "oracle",
     sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
     jobs: JobsOpt = 1,
     attempts: Annotated[int, typer.Option("--attempts", "-k", min=1, help="Trials per task.")] = 1,
     out_dir: Annotated[
@@ -285,6 +310,7 @@ def run(
 
     Exit 0 when every trial produced a reward, 1 when any trial errored (reward None).
     """
+    _use_ca_bundle(ca_bundle)
     from repogym.run.agents import make_agent
     from repogym.run.job import new_job_dir, run_job
     from repogym.sandbox import SandboxError
@@ -373,6 +399,7 @@ def verify(
         int, typer.Option("--reruns", "-k", min=0, help="Extra oracle runs that must agree.")
     ] = 2,
     sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
     jobs: JobsOpt = 1,
     write: Annotated[
         bool,
@@ -396,6 +423,7 @@ def verify(
     Records status verified | flaky | broken in [metadata.repo2env.evaluation] (with --mutants,
     also mutant_kill_rate); exit 1 if any task is not verified.
     """
+    _use_ca_bundle(ca_bundle)
     from repogym.run.gate import VERIFIED, verify_tasks
     from repogym.run.trial import TrialRunner
     from repogym.sandbox import SandboxError, get_backend
@@ -578,6 +606,7 @@ def generate(
         str, typer.Option("--rev", help="Mine history reachable from this ref.")
     ] = "HEAD",
     sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
     llm: Annotated[
         str | None,
         typer.Option(
@@ -596,6 +625,7 @@ def generate(
 
     Exit 0 when at least one task was emitted, 1 when none, 2 for bad input.
     """
+    _use_ca_bundle(ca_bundle)
     from pydantic import ValidationError
 
     from repogym.pipelines import GenerateError
@@ -712,6 +742,7 @@ def bootstrap(
         bool, typer.Option("--check/--no-check", help="Build the recipe and collect its tests.")
     ] = True,
     sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
     refresh: Annotated[
         bool, typer.Option("--refresh", help="Ignore cached recipes and check outcomes.")
     ] = False,
@@ -723,6 +754,7 @@ def bootstrap(
     failure causes grouped. Exit 0 when the recipe works (every recipe, with --repos; or
     --no-check), 1 when a check fails, 2 for bad input.
     """
+    _use_ca_bundle(ca_bundle)
     from repogym.bootstrap import ExportError, UnsupportedRepo, bootstrap_ref
     from repogym.bootstrap import bootstrap as run_bootstrap
     from repogym.bootstrap.render import render_result
@@ -845,6 +877,7 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
     sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
     max_sessions: Annotated[
         int, typer.Option("--max-sessions", min=1, help="Concurrent episodes (one sandbox each).")
     ] = 8,
@@ -864,6 +897,7 @@ def serve(
     pass_env: PassEnvOpt = None,
 ) -> None:
     """Serve tasks as an OpenEnv environment (WebSocket /ws, /health, /schema, /tasks)."""
+    _use_ca_bundle(ca_bundle)
     import secrets
 
     from repogym.openenv import OpenEnvMissing

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from repogym.sandbox import _cabundle
 from repogym.sandbox.base import (
     BuildError,
     BuiltEnvironment,
@@ -121,6 +122,11 @@ class DockerSandbox(Sandbox):
             "pids_limit": DEFAULT_PIDS_LIMIT,
             "user": "root",
         }
+        bundle = os.environ.get(_cabundle.ENV_VAR, "").strip()
+        if bundle:  # --ca-bundle: mounted read-only, the usual variables point at it
+            path = "/etc/ssl/repogym-ca-bundle.pem"
+            kwargs["volumes"] = {str(Path(bundle).resolve()): {"bind": path, "mode": "ro"}}
+            kwargs["environment"] = {**dict.fromkeys(_cabundle.VARIABLES, path), **spec.env}
         if spec.memory_mb:
             kwargs["mem_limit"] = f"{spec.memory_mb}m"
         if spec.cpus:

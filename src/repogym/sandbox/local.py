@@ -43,6 +43,7 @@ from typing import IO
 
 from repogym import dockerfile as _dockerfile
 from repogym.sandbox import (
+    _cabundle,
     _context,
     _images,
     _pull,
@@ -252,10 +253,12 @@ class LocalSandbox(Sandbox):
         exec_timeout_s: float = DEFAULT_EXEC_TIMEOUT_S,
         max_file_mb: int | None = None,
         registries: Mapping[str, str] | None = None,
+        ca_bundle: Path | str | None = None,
     ) -> None:
         """``registries`` maps registry hosts (``docker.io``, ``ghcr.io``, ``*`` for all) to
         endpoints images are pulled from (default: ``$REPOGYM_REGISTRY_MIRROR``, see
-        :mod:`._pull`); images without one are mapped onto the host."""
+        :mod:`._pull`); images without one are mapped onto the host. ``ca_bundle`` (default:
+        ``$REPOGYM_CA_BUNDLE``) is offered to every sandbox (see :mod:`._cabundle`)."""
         ok, why = self.available()
         if not ok:
             raise SandboxError(why)
@@ -294,6 +297,15 @@ class LocalSandbox(Sandbox):
         self.max_file_mb = max_file_mb
         self.registries = dict(registries if registries is not None else registries_from_env())
         self.oci = ImageStore(self.cache_root / "oci")
+        try:
+            self.ca_bundle = (
+                _cabundle.load(ca_bundle, self.cache_root)
+                if ca_bundle is not None
+                else _cabundle.from_env(self.cache_root)
+            )
+        except _cabundle.CaBundleError as exc:
+            raise SandboxError(str(exc)) from None
+        self.ca_env = self.ca_bundle.env if self.ca_bundle else {}
 
     @classmethod
     def available(cls, *, install: bool = True) -> tuple[bool, str]:
@@ -422,6 +434,7 @@ class LocalSandbox(Sandbox):
             "/sys",
             "/sys",
             *self._hardening(),
+            *(self.ca_bundle.bwrap_args() if self.ca_bundle else []),
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
@@ -587,7 +600,7 @@ class LocalSession(Session):
         self.proc = proc
         self.built = built
         self.spec = spec
-        self.env = {**built.env, **spec.env}
+        self.env = {**sandbox.ca_env, **built.env, **spec.env}
         self.env.setdefault("PATH", _toolchains.DEFAULT_PATH)
         self.workdir = spec.workdir or built.workdir or "/"
         self.user = built.user
@@ -1141,7 +1154,7 @@ class _Builder:
             def run_post(proc: SandboxProcess, cmd: str = cmd) -> None:
                 res = proc.exec(
                     ["/bin/sh", "-c", cmd],
-                    env=state.config.env,
+                    env={**self.sb.ca_env, **state.config.env},
                     cwd="/",
                     user="root",
                     network=None,
@@ -1514,7 +1527,8 @@ class _Builder:
             argv = [*cfg.shell, ins.args]
         if not argv or argv == [*cfg.shell, ""]:
             raise self._fail(ins, "RUN needs a command")
-        env = {**cfg.args, **cfg.env}
+        # The CA bundle's variables are not part of the step (nor of its cache key).
+        env = {**self.sb.ca_env, **cfg.args, **cfg.env}
         env.setdefault("PATH", _toolchains.DEFAULT_PATH)
         network = ins.flags.get("network") != "none"
         key = step_key(
