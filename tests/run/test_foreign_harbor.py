@@ -206,3 +206,50 @@ def test_multi_step_mean_final_and_min_reward(runner: TrialRunner, tmp_path: Pat
     steps = gated.result["step_results"]
     assert len(steps) == 1 and "below min_reward" in steps[0]["stopped"]
     assert gated.reward == 0.0
+
+
+# ------------------------------------------------------------------ healthchecks
+
+
+def _health_task(root: Path, check: str) -> Path:
+    toml = HEAD.format(name="h") + "[environment.healthcheck]\n" + check
+    return write_task(
+        root,
+        "h",
+        toml=toml,
+        dockerfile=DOCKERFILE + "RUN touch /app/ready\n",
+        test_sh="#!/bin/bash\ntest -f /app/done && r=1 || r=0\necho $r > /logs/verifier/reward.txt\n",
+        files={"solution/solve.sh": "#!/bin/bash\ntouch /app/done\n"},
+    )
+
+
+def test_environment_healthcheck_gates_the_agent(runner: TrialRunner, tmp_path: Path) -> None:
+    ok = load_task(_health_task(tmp_path / "ok", 'command = "test -f /app/ready"\n'))
+    assert preflight(ok) == []
+    assert runner.run(ok, OracleAgent()).reward == 1.0
+    never = load_task(
+        _health_task(
+            tmp_path / "never",
+            'command = "test -f /app/never"\nretries = 2\ninterval_sec = 0.1\n',
+        )
+    )
+    outcome = runner.run(never, OracleAgent())
+    assert outcome.reward is None and outcome.error is not None
+    assert outcome.error.startswith("HealthcheckError")
+    assert "never became healthy: its healthcheck failed 2 times" in outcome.error
+    bad = _health_task(tmp_path / "bad", "retries = 2\n")
+    assert any("healthcheck].command" in r for r in preflight(load_task(bad)))
+
+
+def test_step_healthcheck_runs_after_setup(runner: TrialRunner, tmp_path: Path) -> None:
+    path = _steps_task(tmp_path)
+    toml = (path / "task.toml").read_text()
+    (path / "task.toml").write_text(
+        toml + '[steps.healthcheck]\ncommand = "test -f /app/setup-ran"\nretries = 1\n'
+    )
+    outcome = runner.run(load_task(path), OracleAgent())
+    assert outcome.error is None and outcome.reward == 1.0, outcome.error
+    (path / "steps/two/workdir/setup.sh").write_text("#!/bin/bash\ntrue\n")
+    failed = runner.run(load_task(path), OracleAgent())
+    steps = failed.result["step_results"]
+    assert len(steps) == 2 and "step 'two' never became healthy" in json.dumps(steps[1])

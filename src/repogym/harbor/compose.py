@@ -74,6 +74,43 @@ class Healthcheck:
         return list(self.test)
 
 
+def task_healthcheck(raw: Mapping[str, Any], where: str) -> Healthcheck:
+    """Harbor's ``[environment.healthcheck]`` / ``[steps.healthcheck]`` table: ``command`` (a
+    shell line), ``interval_sec`` (5), ``timeout_sec`` (30), ``start_period_sec`` (0),
+    ``start_interval_sec`` (5), ``retries`` (3). Raises ValueError naming the bad key."""
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError(f"{where}.command must be a shell command")
+    unknown = set(raw) - {
+        "command",
+        "interval_sec",
+        "timeout_sec",
+        "start_period_sec",
+        "start_interval_sec",
+        "retries",
+    }
+    if unknown:
+        raise ValueError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+
+    def number(key: str, default: float) -> float:
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"{where}.{key} must be a number ≥ 0")
+        return float(value)
+
+    retries = raw.get("retries", 3)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 1:
+        raise ValueError(f"{where}.retries must be an integer ≥ 1")
+    return Healthcheck(
+        test=command,
+        interval_s=number("interval_sec", 5.0),
+        timeout_s=number("timeout_sec", 30.0),
+        retries=retries,
+        start_period_s=number("start_period_sec", 0.0),
+        start_interval_s=number("start_interval_sec", 5.0),
+    )
+
+
 @dataclass(frozen=True)
 class Dependency:
     service: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repogym.harbor.compose import ComposeError, compose_refusals, task_compose
+from repogym.harbor.compose import ComposeError, compose_refusals, task_compose, task_healthcheck
 from repogym.harbor.config import TaskConfig, verifier_mode
 from repogym.harbor.mcp_servers import mcp_refusals, parse_mcp_servers
 
@@ -54,11 +54,16 @@ def unsupported_features(config: TaskConfig, path: Path) -> list[str]:
     servers, problems = parse_mcp_servers(config.environment.mcp_servers)
     reasons += problems
     reasons += mcp_refusals(servers, services)
-    if config.environment.healthcheck is not None:
-        reasons.append("[environment.healthcheck] is not supported yet")
-    for step in config.steps or []:
-        if step.healthcheck is not None:
-            reasons.append(f"[steps.healthcheck] of step {step.name!r} is not supported yet")
+    checks = [("[environment.healthcheck]", config.environment.healthcheck)]
+    checks += [
+        (f"[steps.healthcheck] of step {s.name!r}", s.healthcheck) for s in config.steps or []
+    ]
+    for where, raw in checks:
+        if raw is not None:
+            try:
+                task_healthcheck(raw, where)
+            except ValueError as exc:
+                reasons.append(str(exc))
     return reasons
 
 

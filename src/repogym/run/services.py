@@ -44,6 +44,7 @@ from repogym.harbor.compose import (
     task_compose,
 )
 from repogym.harbor.mcp_servers import McpServer, parse_mcp_servers
+from repogym.run.health import HealthcheckError, wait_healthy
 from repogym.sandbox import (
     BuiltEnvironment,
     EnvironmentSpec,
@@ -328,36 +329,30 @@ class Services:
                 )
 
     def _wait_healthy(self, name: str) -> None:
-        """Run the service's healthcheck until it passes (Docker's rules: failures during
-        ``start_period`` do not count; ``retries`` failures in a row after it do)."""
+        """Run the service's healthcheck until it passes (see :mod:`.health`)."""
         run = self.running.get(name)
         if run is None or run.healthy is not None or run.healthcheck is None:
             return
-        check = run.healthcheck
-        failures, last = 0, ""
-        while True:
+
+        def gone() -> str | None:
             if run.exited and run.result is not None and run.result.exit_code != 0:
-                run.healthy = False
-                code = run.result.exit_code
-                raise ServiceError(
-                    f"service {name!r} exited with {code} before it became healthy: {run.tail()}"
-                )
-            res = run.session.exec(check.argv(), timeout_s=check.timeout_s, user=run.service.user)
-            if res.exit_code == 0:
-                run.healthy, run.ready_s = True, time.monotonic() - run.started_s
-                self._note(f"{name} healthy after {run.ready_s:.1f}s")
-                return
-            grace = time.monotonic() - run.started_s < check.start_period_s
-            failures += 0 if grace else 1
-            why = "timed out" if res.timed_out else f"exit {res.exit_code}"
-            last = f"{why}: {_oneline(res.stderr or res.stdout, 120) or 'no output'}"
-            if failures >= check.retries:
-                run.healthy = False
-                raise ServiceError(
-                    f"service {name!r} never became healthy: its healthcheck failed "
-                    f"{failures} times in a row ({last})"
-                )
-            time.sleep(check.start_interval_s if grace else check.interval_s)
+                return f"exited with {run.result.exit_code} ({run.tail()})"
+            return None
+
+        try:
+            run.ready_s = wait_healthy(
+                run.session,
+                run.healthcheck,
+                label=f"service {name!r}",
+                started=run.started_s,
+                user=run.service.user,
+                gone=gone,
+            )
+        except HealthcheckError as exc:
+            run.healthy = False
+            raise ServiceError(str(exc)) from None
+        run.healthy = True
+        self._note(f"{name} healthy after {run.ready_s:.1f}s")
 
     def _check_exits(self) -> None:
         for name, run in self.running.items():

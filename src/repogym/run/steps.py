@@ -23,6 +23,7 @@ from repogym.harbor import Task
 from repogym.harbor.config import StepConfig, verifier_mode
 from repogym.harbor.trust import expand_env
 from repogym.run.agents import Agent, AgentContext
+from repogym.run.health import task_healthcheck, wait_healthy
 from repogym.run.rewards import RewardReading, primary_reward, step_rewards
 from repogym.run.services import task_mcp_servers
 from repogym.run.verifier import VerifierPhase, phase_network, run_verifier
@@ -73,10 +74,19 @@ def _min_reward_miss(rewards: dict[str, float] | None, threshold: Any) -> str | 
 
 
 def _prepare(session: Session, task: Task, step: StepConfig, workdir: str, user: Any) -> None:
-    """Copy ``steps/<name>/workdir/`` into the working directory and run its ``setup.sh``."""
+    """Copy ``steps/<name>/workdir/`` into the working directory, run its ``setup.sh``, then
+    the step's healthcheck."""
     folder = task.step_dir(step.name) / "workdir"
-    if not folder.is_dir():
-        return
+    if folder.is_dir():
+        _setup(session, task, step, folder, workdir, user)
+    if step.healthcheck is not None:  # after setup.sh, before the step's agent (Harbor's order)
+        check = task_healthcheck(step.healthcheck, f"[steps.healthcheck] of step {step.name!r}")
+        wait_healthy(session, check, label=f"step {step.name!r}", user=user)
+
+
+def _setup(
+    session: Session, task: Task, step: StepConfig, folder: Path, workdir: str, user: Any
+) -> None:
     for item in sorted(folder.iterdir()):
         session.upload(item, f"{workdir.rstrip('/')}/{item.name}")
     if (folder / "setup.sh").is_file():

@@ -21,6 +21,7 @@ from repogym.harbor.config import Artifact, EnvironmentConfig, verifier_mode
 from repogym.harbor.verification import Matcher, read_verification
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.cleanroom import clean_room_session
+from repogym.run.health import task_healthcheck, wait_healthy
 from repogym.run.preflight import require_runnable
 from repogym.run.rewards import RewardReading
 from repogym.run.separate import (
@@ -157,6 +158,11 @@ class TrialRunner:
             built = self.build(task, log=out_dir / "build.log" if out_dir else None)
             # The main session, with the task's compose sidecars (if any) on a shared network.
             session, services = start_services(self.backend, task, built, spec, out_dir=out_dir)
+            if task.config.environment.healthcheck is not None:  # ready before the agent starts
+                check = task_healthcheck(
+                    task.config.environment.healthcheck, "[environment.healthcheck]"
+                )
+                wait_healthy(session, check, label="the environment", user=built.user)
             timings["environment_setup"].stop()
             workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
             if task.is_multi_step:
