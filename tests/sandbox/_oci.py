@@ -158,6 +158,7 @@ def push_image(
     workdir: str = "",
     index: bool = False,
     docker_types: bool = False,
+    image_config: dict[str, object] | None = None,
 ) -> Pushed:
     """Push an image (config + layers [+ an index with amd64 and arm64 entries])."""
     with httpx.Client(base_url=url, timeout=30) as http:
@@ -190,7 +191,11 @@ def push_image(
         config = {
             "architecture": "amd64",
             "os": "linux",
-            "config": {"Env": env or ["PATH=/bin:/usr/bin"], "WorkingDir": workdir},
+            "config": {
+                "Env": env or ["PATH=/bin:/usr/bin"],
+                "WorkingDir": workdir,
+                **(image_config or {}),
+            },
             "rootfs": {"type": "layers", "diff_ids": diff_ids},
         }
         cfg_bytes = json.dumps(config).encode()

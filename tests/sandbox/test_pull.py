@@ -46,6 +46,11 @@ def images(registry: _oci.Registry) -> dict[str, _oci.Pushed]:
             env=["PATH=/bin", "GREETING=hi"],
             workdir="/srv",
             index=True,
+            image_config={
+                "Entrypoint": ["/bin/sh", "-c"],
+                "Cmd": ["echo served"],
+                "Healthcheck": {"Test": ["CMD-SHELL", "test -f /etc/motd"], "Interval": 2 * 10**9},
+            },
         ),
         # Docker v2 media types, one uncompressed layer.
         "docker": _oci.push_image(
@@ -93,6 +98,10 @@ def test_from_a_pulled_image_runs_on_its_own_root(
     mapping = built.base_mapping
     assert mapping["digest"] == images["bb"].manifest_digest  # the amd64 entry of the index
     assert int(mapping["size"]) > 1_000_000 and mapping["registry"] == registry.url
+    # The image's process and healthcheck carry through (a sidecar started from it runs them).
+    assert built.details["entrypoint"] == ["/bin/sh", "-c"]
+    assert built.details["cmd"] == ["echo served"]
+    assert built.details["healthcheck"] == "HEALTHCHECK --interval=2s CMD test -f /etc/motd"
     with pull_sandbox.start(built, _spec(ctx)) as s:
         res = s.exec("cat /built /where /etc/motd; ls /bin; ls /usr 2>&1; cat /etc/resolv.conf")
         out = res.stdout

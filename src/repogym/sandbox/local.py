@@ -1128,8 +1128,18 @@ class _Builder:
             self._log(f"#{ins.lineno} note: {base.mapping['note']}")
         key = step_key("", "FROM", base.kind, base.fingerprint, "rootless" * self.sb.rootless)
         state = _State(key, [], _Config(env=dict(base.env), workdir=base.workdir), base)
-        if pulled is not None and pulled.image_config.get("User"):
-            state.config.user = str(pulled.image_config["User"])
+        if pulled is not None:
+            image_cfg = pulled.image_config
+            if image_cfg.get("User"):
+                state.config.user = str(image_cfg["User"])
+            # The image's process (a sidecar started from it runs this) and its healthcheck.
+            for attr, name in (("cmd", "Cmd"), ("entrypoint", "Entrypoint")):
+                value = image_cfg.get(name)
+                if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                    setattr(state.config, attr, list(value))
+            health = image_cfg.get("Healthcheck")
+            if isinstance(health, dict) and isinstance(health.get("Test"), list):
+                state.config.healthcheck = _image_healthcheck(health)
         if pulled is not None and base.workdir != "/":
             workdir = base.workdir
 
@@ -1831,6 +1841,28 @@ def _apt_missing(output: str) -> str | None:
     for pattern in _APT_MISSING:
         names += [n for n in pattern.findall(output) if n not in names]
     return ", ".join(f"package {n!r}" for n in names) if names else None
+
+
+def _image_healthcheck(health: dict[str, object]) -> str | None:
+    """An image config's ``Healthcheck`` as the Dockerfile ``HEALTHCHECK`` line it came from
+    (durations are nanoseconds there)."""
+    test = [str(t) for t in health.get("Test") or []]  # type: ignore[attr-defined]
+    if not test or test[0] == "NONE":
+        return None
+    flags = []
+    for key, flag in (
+        ("Interval", "interval"),
+        ("Timeout", "timeout"),
+        ("StartPeriod", "start-period"),
+        ("StartInterval", "start-interval"),
+    ):
+        value = health.get(key)
+        if isinstance(value, int) and value > 0:
+            flags.append(f"--{flag}={value / 1e9:g}s")
+    if isinstance(health.get("Retries"), int) and health["Retries"]:
+        flags.append(f"--retries={health['Retries']}")
+    body = json.dumps(test[1:]) if test[0] == "CMD" else " ".join(test[1:])
+    return " ".join(["HEALTHCHECK", *flags, "CMD", body])
 
 
 def _platform_arg(name: str) -> str | None:
