@@ -81,6 +81,28 @@ def test_a_distro_release_that_differs_from_the_host_is_noted() -> None:
         assert "python3 3.11" in note
 
 
+def test_gcc_images_map_onto_the_host_base_with_its_gcc() -> None:
+    base = _toolchains.resolve("public.ecr.aws/docker/library/gcc:14")
+    assert base.kind == "host" and "with GCC" in base.mapping["host"]
+    have = base.mapping["host"].rsplit(" ", 1)[-1]
+    if not have.startswith("14."):
+        assert f"stands for GCC 14; the host base has GCC {have}" in base.mapping["note"]
+
+
+def test_jdk_images_use_the_hosts_jdk_of_that_major(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jdk17 = tmp_path / "java-17-openjdk-amd64"
+    monkeypatch.setattr(_toolchains, "host_jdks", lambda: {"17": jdk17})
+    base = _toolchains.resolve("eclipse-temurin:17-jdk-jammy")
+    assert base.env["JAVA_HOME"] == str(jdk17)
+    assert base.env["PATH"].startswith(f"{jdk17}/bin:")
+    assert "Ubuntu 22.04" in base.mapping["note"]  # jammy is not the host's release
+    assert _toolchains.resolve("openjdk:17.0.2").env["JAVA_HOME"] == str(jdk17)
+    with pytest.raises(_toolchains.UnsupportedBase, match="needs JDK 21; this host has JDK 17"):
+        _toolchains.resolve("eclipse-temurin:21")
+
+
 def test_platforms() -> None:
     assert _images.platform_ok(_images.host_platform())
     assert not _images.platform_ok("linux/s390x")

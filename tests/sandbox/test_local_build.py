@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec
+from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, _toolchains
 from repogym.sandbox.local import LocalSandbox
 from tests.sandbox.conftest import make_context
 
@@ -420,3 +420,24 @@ def test_available_message_names_the_debian_package(monkeypatch: pytest.MonkeyPa
     assert not ok
     assert "bubblewrap" in why and "apt-get install bubblewrap" in why
     assert "\n" not in why
+
+
+@pytest.mark.skipif(not _toolchains.host_jdks(), reason="no JDK under /usr/lib/jvm")
+def test_a_jdk_image_compiles_java(sandbox: LocalSandbox, tmp_path: Path) -> None:
+    major = sorted(_toolchains.host_jdks(), key=int)[0]
+    ctx = make_context(
+        tmp_path / "ctx",
+        f"""\
+        FROM eclipse-temurin:{major}-jdk
+        WORKDIR /src
+        COPY Hi.java .
+        RUN javac Hi.java && test -n "$JAVA_HOME"
+        """,
+        {
+            "Hi.java": 'class Hi { public static void main(String[] a) { System.out.println("hi"); } }'
+        },
+    )
+    built = sandbox.build(_spec(ctx))
+    assert built.base_mapping["host"].endswith(f"with JDK {major}")
+    with sandbox.start(built, _spec(ctx)) as session:
+        assert session.exec("java -cp /src Hi", timeout_s=60).stdout.strip() == "hi"

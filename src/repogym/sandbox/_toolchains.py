@@ -118,6 +118,10 @@ def _resolve(image: str, ref: _images.ImageRef) -> BaseImage:
         return _rust(image, tag, host)
     if name == "golang":
         return _golang(image, tag, host)
+    if name == "gcc":
+        return _gcc(image, tag, host)
+    if name in JDK_IMAGES:
+        return _jdk(image, tag, host)
     if name in ("debian", "ubuntu", "buildpack-deps") or name.startswith(("debian", "ubuntu")):
         mapping = {"from": image, "host": f"host base ({host})"}
         note = distro_note(name, tag, host)
@@ -132,8 +136,77 @@ def _resolve(image: str, ref: _images.ImageRef) -> BaseImage:
         )
     raise UnsupportedBase(
         f"cannot map base image {image!r} onto this host (supported: python:3.X, node, rust, "
-        "golang, debian, ubuntu, buildpack-deps, and the derived images in docs/sandbox.md)"
+        "golang, gcc, eclipse-temurin/openjdk, debian, ubuntu, buildpack-deps, and the derived "
+        "images in docs/sandbox.md)"
     )
+
+
+def _host_base(image: str, host: str, label: str, note: str | None = None) -> BaseImage:
+    mapping = {"from": image, "host": label}
+    if note:
+        mapping["note"] = note
+    return BaseImage(
+        image=image,
+        kind="host",
+        mapping=mapping,
+        env={"PATH": DEFAULT_PATH},
+        fingerprint=_fingerprint("host", host),
+    )
+
+
+def _gcc(image: str, tag: str, host: str) -> BaseImage:
+    """``gcc:N`` is ``buildpack-deps`` (Debian) with GCC N: the host base with its own GCC."""
+    have = (
+        _tool_version(["/usr/bin/gcc", "-dumpfullversion"])
+        if os.path.exists("/usr/bin/gcc")
+        else ""
+    )
+    if not have:
+        raise UnsupportedBase(f"{image}: the host base has no gcc (apt-get install gcc g++)")
+    wanted = tag.split("-")[0]
+    note = None
+    if wanted != "latest" and not have.startswith(wanted.split(".")[0] + "."):
+        note = f"{image} stands for GCC {wanted}; the host base has GCC {have}"
+    return _host_base(image, host, f"host base ({host}) with GCC {have}", note)
+
+
+JDK_IMAGES = ("eclipse-temurin", "openjdk", "amazoncorretto", "sapmachine", "ibmjava")
+"""Official JDK images: mapped onto the host base with the host's JDK of the same major."""
+
+
+def host_jdks() -> dict[str, Path]:
+    """Major version → JDK home under /usr/lib/jvm (one with ``bin/javac``)."""
+    found: dict[str, Path] = {}
+    root = Path("/usr/lib/jvm")
+    for home in sorted(root.iterdir()) if root.is_dir() else []:
+        if home.is_symlink() or not (home / "bin" / "javac").is_file():
+            continue
+        m = re.search(r"(?:java|jdk|temurin|openjdk|corretto)-?(\d+)", home.name)
+        if m:
+            found.setdefault(m.group(1), home)
+    return found
+
+
+def _jdk(image: str, tag: str, host: str) -> BaseImage:
+    m = re.match(r"^(\d+)", tag)
+    jdks = host_jdks()
+    major = m.group(1) if m else (max(jdks, key=int) if jdks else "")
+    home = jdks.get(major)
+    if home is None:
+        have = ", ".join(f"JDK {k}" for k in sorted(jdks, key=int)) or "no JDK"
+        raise UnsupportedBase(
+            f"{image} needs JDK {major or '(latest)'}; this host has {have} under /usr/lib/jvm"
+        )
+    notes = [f"{image} is a JDK {major} image; its JDK is the host's {home}"]
+    for codename, release in (("jammy", "22.04"), ("focal", "20.04"), ("noble", "24.04")):
+        if codename in tag:
+            distro = distro_note("ubuntu", release, host)
+            if distro:
+                notes.append(distro)
+    base = _host_base(image, host, f"host base ({host}) with JDK {major}", "; ".join(notes))
+    base.env = {"JAVA_HOME": str(home), "PATH": f"{home}/bin:{DEFAULT_PATH}"}
+    base.fingerprint = _fingerprint("host", host, str(home))
+    return base
 
 
 # Releases an image tag stands for, with the python3 they ship (what tasks notice first).
