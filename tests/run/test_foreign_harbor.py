@@ -253,3 +253,64 @@ def test_step_healthcheck_runs_after_setup(runner: TrialRunner, tmp_path: Path) 
     failed = runner.run(load_task(path), OracleAgent())
     steps = failed.result["step_results"]
     assert len(steps) == 2 and "step 'two' never became healthy" in json.dumps(steps[1])
+
+
+HARBOR_AIRGAPPED = """\
+services:
+  main:
+    build:
+      context: ${CONTEXT_DIR}
+    image: ${MAIN_IMAGE_NAME}
+    command: ["sh", "-c", "sleep infinity"]
+    environment:
+      - TEST_DIR=${TEST_DIR}
+    volumes:
+      - ${HOST_VERIFIER_LOGS_PATH}:${ENV_VERIFIER_LOGS_PATH}
+      - ${HOST_AGENT_LOGS_PATH}:${ENV_AGENT_LOGS_PATH}
+    deploy:
+      resources:
+        limits:
+          cpus: ${CPUS}
+          memory: ${MEMORY}
+    network_mode: "none"
+"""
+
+
+def test_harbors_own_airgapped_compose_runs_offline(runner: TrialRunner, tmp_path: Path) -> None:
+    """Harbor's compose file for an offline task restates its defaults for `main` and adds
+    network_mode: none — accepted, and every phase then runs with no network."""
+    from repogym.run.trial import environment_spec
+    from repogym.run.verifier import phase_network
+
+    toml = HEAD.format(name="air") + '[environment]\nnetwork_mode = "public"\n'
+    path = write_task(
+        tmp_path,
+        "air",
+        toml=toml,
+        dockerfile=DOCKERFILE,
+        test_sh='#!/bin/bash\n[ "$TEST_DIR" = /tests ] && [ -f /app/done ] && r=1 || r=0\n'
+        "echo $r > /logs/verifier/reward.txt\n",
+        files={
+            "environment/docker-compose.yaml": HARBOR_AIRGAPPED,
+            "solution/solve.sh": '#!/bin/bash\n[ "$TEST_DIR" = /tests ] && touch /app/done\n',
+        },
+    )
+    task = load_task(path)
+    assert preflight(task) == []
+    assert environment_spec(task).network_mode == "no-network"
+    assert not phase_network(task, "agent") and not phase_network(task, "verifier")
+    assert runner.run(task, OracleAgent()).reward == 1.0
+    assert runner.run(task, NopAgent()).reward == 0.0
+    # A main that really replaces the environment is still refused.
+    (path / "environment/docker-compose.yaml").write_text(
+        "services:\n  main:\n    image: other/image:1\n    command: python -m http.server\n"
+    )
+    reasons = preflight(load_task(path))
+    assert any("image would replace" in r for r in reasons), reasons
+    assert any("command would replace" in r for r in reasons), reasons
+
+
+def test_a_task_without_tests_is_refused_before_building(tmp_path: Path) -> None:
+    path = write_task(tmp_path, "t", dockerfile=DOCKERFILE, test_sh=None)
+    reasons = preflight(load_task(path))
+    assert reasons == ["the task has no tests/test.sh: its verifier has nothing to run"]

@@ -146,6 +146,8 @@ class Service:
     extra_hosts: dict[str, str] = field(default_factory=dict)
     cpus: float | None = None
     memory_mb: int | None = None
+    offline: bool = False
+    """``network_mode: none``: no network at all (for ``main``: the task runs offline)."""
     problems: list[str] = field(default_factory=list)
     """Why repogym cannot run this service as written (one line each)."""
 
@@ -401,6 +403,9 @@ def _service(name: str, raw: Any, env_dir: Path, task_dir: Path, named: dict) ->
         }.get(key, "not supported by repogym's local sandbox")
         if key == "network_mode" and str(raw[key]).startswith("service:"):
             continue  # sharing another service's network: what every service does here
+        if key == "network_mode" and str(raw[key]) == "none" and name == MAIN:
+            svc.offline = True  # Harbor's airgapped main: the whole task runs with no network
+            continue
         if key in ("pid", "ipc") and str(raw[key]) not in ("host",):
             continue
         svc.problems.append(f"service {name!r}: {key}: {raw[key]!r} ({why})")
@@ -476,8 +481,39 @@ def _env_file(entry: Any, env_dir: Path, task_dir: Path, where: str) -> dict[str
     return out
 
 
-def _main_problems(raw: dict[str, Any]) -> list[str]:
-    fixed = [k for k in _MAIN_FIXED if raw.get(k) is not None]
+SLEEP_FOREVER = (
+    ["sleep", "infinity"],
+    ["sh", "-c", "sleep infinity"],
+    ["/bin/sh", "-c", "sleep infinity"],
+)
+"""``main``'s command in Harbor's own compose files (what repogym runs anyway)."""
+MAIN_IMAGE_NAME = "repogym-task-main"
+"""The value of ``${MAIN_IMAGE_NAME}`` (Harbor's tag for the task's built image)."""
+
+
+def _restates_default(key: str, value: Any, env_dir: Path) -> bool:
+    """Whether ``main``'s ``key: value`` only restates what Harbor (and repogym) does anyway:
+    build ``environment/`` with its Dockerfile, tag it, run ``sleep infinity``."""
+    if key == "build":
+        spec = {"context": value} if isinstance(value, str) else value
+        if not isinstance(spec, dict) or set(spec) - {"context", "dockerfile"}:
+            return False
+        context = (env_dir / str(spec.get("context", "."))).resolve()
+        return context == env_dir.resolve() and spec.get("dockerfile", "Dockerfile") == "Dockerfile"
+    if key == "image":
+        return str(value) in ("", MAIN_IMAGE_NAME)
+    if key == "command":
+        words = value.split() if isinstance(value, str) else value
+        return isinstance(words, list) and [str(w) for w in words] in SLEEP_FOREVER
+    return False
+
+
+def _main_problems(raw: dict[str, Any], env_dir: Path) -> list[str]:
+    fixed = [
+        k
+        for k in _MAIN_FIXED
+        if raw.get(k) is not None and not _restates_default(k, raw[k], env_dir)
+    ]
     return [
         f"service 'main': {k} would replace the task's own environment (environment/"
         "Dockerfile or [environment].docker_image); not supported"
@@ -516,7 +552,7 @@ def load_compose(path: Path, variables: Mapping[str, str], task_dir: Path) -> Co
                 continue  # not started by a plain `docker compose up`
             svc = _service(str(name), raw, path.parent, task_dir, named)
             if name == MAIN:
-                svc.problems += _main_problems(raw)
+                svc.problems += _main_problems(raw, path.parent)
             services[str(name)] = svc
         services.setdefault(MAIN, Service(MAIN))
         compose = Compose(path, services, problems)
@@ -598,6 +634,8 @@ def compose_variables(
         "ENV_ARTIFACTS_PATH": "/logs/artifacts",
         "CPUS": f"{env.cpus:g}",
         "MEMORY": f"{env.memory_mb}M",
+        "MAIN_IMAGE_NAME": MAIN_IMAGE_NAME,
+        "TEST_DIR": "/tests",
     }
     if env.docker_image:
         out["PREBUILT_IMAGE_NAME"] = env.docker_image
@@ -614,3 +652,13 @@ def task_compose(
     if path is None:
         return None
     return load_compose(path, compose_variables(config, task_dir, host_env), task_dir)
+
+
+def runs_offline(config: TaskConfig, task_dir: Path) -> bool:
+    """Whether the task's compose file takes ``main`` off the network (``network_mode:
+    none``): then every phase runs with no network, whatever ``[environment]`` says."""
+    try:
+        compose = task_compose(config, task_dir)
+    except ComposeError:
+        return False
+    return compose is not None and compose.main.offline

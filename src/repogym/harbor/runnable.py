@@ -92,6 +92,24 @@ def separate_verifier_refusals(config: TaskConfig, path: Path) -> list[str]:
     return reasons
 
 
+def missing_verifier_refusals(config: TaskConfig, path: Path) -> list[str]:
+    """A verifier needs ``tests/test.sh`` (a step's own ``tests/`` or the task's); a separate
+    verifier's image holds its own ``/tests/test.sh``."""
+    phases = [("the task", config.verifier, [path / "tests"])]
+    if config.steps:
+        phases = [
+            (f"step {s.name!r}", s.verifier, [path / "steps" / s.name / "tests", path / "tests"])
+            for s in config.steps
+        ]
+    reasons = []
+    for label, verifier, folders in phases:
+        if verifier_mode(verifier, config.verifier if config.steps else None) == "separate":
+            continue
+        if not any(_is_file(f / "test.sh") for f in folders):
+            reasons.append(f"{label} has no tests/test.sh: its verifier has nothing to run")
+    return reasons
+
+
 def task_refusals(config: TaskConfig, path: Path) -> list[str]:
     """Every reason, known without a backend, that repogym cannot run this task."""
     reasons = []
@@ -100,4 +118,5 @@ def task_refusals(config: TaskConfig, path: Path) -> list[str]:
         reasons.append(kind)
     reasons += unsupported_features(config, path)
     reasons += separate_verifier_refusals(config, path)
+    reasons += missing_verifier_refusals(config, path)
     return reasons

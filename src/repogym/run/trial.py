@@ -17,6 +17,7 @@ from typing import Any
 
 from repogym import __version__
 from repogym.harbor import Task, atomic_write
+from repogym.harbor.compose import runs_offline
 from repogym.harbor.config import Artifact, EnvironmentConfig, verifier_mode
 from repogym.harbor.verification import Matcher, read_verification
 from repogym.run.agents import Agent, AgentContext
@@ -49,6 +50,7 @@ def environment_spec(task: Task) -> EnvironmentSpec:
     """The sandbox request for a task, from its ``[environment]`` table."""
     env = task.config.environment
     context = task.environment_dir if task.environment_dir.is_dir() else None
+    offline = runs_offline(task.config, task.path)  # compose: `main` with network_mode none
     return EnvironmentSpec(
         context_dir=context,
         docker_image=env.docker_image,
@@ -57,7 +59,7 @@ def environment_spec(task: Task) -> EnvironmentSpec:
         cpus=env.cpus,
         memory_mb=env.memory_mb,
         storage_mb=env.storage_mb,
-        network_mode=env.network_mode,
+        network_mode="no-network" if offline else env.network_mode,
         allowed_hosts=tuple(env.allowed_hosts),
         build_timeout_sec=env.build_timeout_sec,
     )

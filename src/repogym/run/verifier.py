@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym.harbor import Task
+from repogym.harbor.compose import runs_offline
 from repogym.harbor.trust import expand_env
 from repogym.run.rewards import RewardReading, read_rewards
 from repogym.sandbox import SandboxError
@@ -23,6 +24,8 @@ def phase_network(task: Task, phase: str) -> bool:
     """Whether a phase (``agent``/``verifier``) may use the network, per the task's config."""
     override = getattr(task.config, phase).network_mode
     mode = override or task.config.environment.network_mode
+    if runs_offline(task.config, task.path):  # compose: `main` with network_mode none
+        return False
     if mode == "allowlist":
         raise SandboxError(
             f"network_mode 'allowlist' ({phase} phase) is not supported by repogym's sandboxes yet"
