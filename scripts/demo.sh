@@ -17,3 +17,7 @@ rm -rf demo
 # Last, the generated tasks again, each verified in the clean room it declares: the table shows
 # the verification mode and the share of mutants its tests kill.
 .venv/bin/repogym verify demo/dataset
+echo
+echo "what next: browse the tasks with '.venv/bin/repogym explore demo/dataset' (then open http://127.0.0.1:8080/);"
+echo "  try an agent with '.venv/bin/repogym run demo/dataset --agent \"command:<your agent>\"';"
+echo "  mine your own repository with '.venv/bin/repogym generate --repo PATH --out DIR' (docs/cli.md)."

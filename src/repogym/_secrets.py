@@ -1,8 +1,10 @@
-"""Keeping secrets out of messages: one redaction rule for every place that reports errors."""
+"""Keeping secrets out of messages: one redaction rule for every place that reports errors,
+and one for credentials inside URLs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from urllib.parse import urlsplit, urlunsplit
 
 MIN_PIECE = 8
 """Services echo truncated keys (``sk-abc…xyz``): any piece this long of a secret is removed."""
@@ -20,3 +22,18 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
                 if piece in text:
                     text = text.replace(piece, "***")
     return text
+
+
+def redact_url(url: str) -> str:
+    """Remove credentials: all user info for http(s)/ftp URLs, passwords elsewhere."""
+    if "://" not in url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    userinfo, _, host = parts.netloc.rpartition("@")
+    if parts.scheme.lower() in ("http", "https", "ftp", "ftps"):
+        netloc = host
+    else:
+        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+import httpx
+
+from repogym import http
 from repogym._secrets import redact
 from repogym.hub.hf_registry import hf_token_source
 from repogym.sources.github import github_token_source
@@ -57,24 +58,49 @@ class CredentialStatus:
 def _probe(
     url: str, headers: dict[str, str], secret: str, timeout_s: float
 ) -> tuple[bool | None, str]:
-    req = urllib.request.Request(url, headers={"User-Agent": "repogym", **headers})
+    """GET ``url`` with the credential's headers: True and who it is on 2xx, False on 401/403,
+    None otherwise. Redirects are followed on the same origin only (never carrying the
+    credential to another host); at most 64 KiB of the answer is read."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - http(s) only
-            body = resp.read(65536).decode("utf-8", "replace")
-            who = ""
-            try:
-                data = json.loads(body)
-                if isinstance(data, dict):
-                    who = str(data.get("login") or data.get("username") or data.get("name") or "")
-            except ValueError:
-                pass
-            return True, redact(f"HTTP {resp.status}" + (f", as {who}" if who else ""), [secret])
-    except urllib.error.HTTPError as exc:
-        ok = False if exc.code in (401, 403) else None
-        return ok, redact(f"HTTP {exc.code} {exc.reason}", [secret])
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return None, redact(f"unreachable ({type(reason).__name__})", [secret])
+        with http.client(timeout=timeout_s, headers=headers) as client:
+            for _ in range(5):
+                with client.stream("GET", url) as resp:
+                    try:
+                        target = http.follow_redirect(resp)
+                    except http.RedirectRefused as exc:
+                        return None, redact(str(exc), [secret])
+                    if target is None:
+                        status, phrase = resp.status_code, resp.reason_phrase
+                        body = _read_at_most(resp, 65536) if resp.is_success else b""
+                        break
+                    url = target
+            else:
+                return None, "too many redirects"
+    except (httpx.HTTPError, OSError, ValueError) as exc:
+        root: BaseException = exc  # the socket error under httpx's wrappers names it best
+        while root.__cause__ is not None or root.__context__ is not None:
+            root = root.__cause__ or root.__context__  # type: ignore[assignment]
+        return None, redact(f"unreachable ({type(root).__name__})", [secret])
+    if not 200 <= status < 300:
+        ok = False if status in (401, 403) else None
+        return ok, redact(f"HTTP {status} {phrase}", [secret])
+    who = ""
+    try:
+        data = json.loads(body.decode("utf-8", "replace"))
+        if isinstance(data, dict):
+            who = str(data.get("login") or data.get("username") or data.get("name") or "")
+    except ValueError:
+        pass
+    return True, redact(f"HTTP {status}" + (f", as {who}" if who else ""), [secret])
+
+
+def _read_at_most(resp: httpx.Response, limit: int) -> bytes:
+    body = bytearray()
+    for chunk in resp.iter_bytes():
+        body += chunk
+        if len(body) >= limit:
+            break
+    return bytes(body[:limit])
 
 
 def check_credentials(

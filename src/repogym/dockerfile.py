@@ -14,6 +14,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from repogym.errors import RepogymError
+
 KNOWN = {
     "ADD",
     "ARG",
@@ -42,7 +44,7 @@ _HEREDOC_WORD = re.compile(r"^(\d*)<<(-?)[ \t]*([^<]+)$")
 _DIRECTIVE_RE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9_]*)\s*=\s*(.+?)\s*$")
 
 
-class DockerfileError(ValueError):
+class DockerfileError(RepogymError, ValueError):
     """A syntax error; ``lineno`` and ``line`` locate it."""
 
     def __init__(self, message: str, lineno: int = 0, line: str = "") -> None:

@@ -9,19 +9,21 @@ Specs look like ``"openai/gpt-4o-mini"`` or ``"anthropic/claude-3-5-haiku-latest
 
 The ``openai`` and ``anthropic`` SDKs are optional (``pip install 'repogym[llm]'``) and are imported
 only when a call is made, so importing this module stays cheap. The SDKs' own retries are disabled;
-:class:`LLM` retries 429, 5xx and connection errors itself with exponential backoff, honouring
-``Retry-After``, then raises a one-line :class:`LLMError`. API keys never appear in errors or reprs.
+:class:`LLM` retries 429, 5xx and connection errors itself with the project's one retry policy
+(:class:`repogym.http.RetryPolicy`: jittered exponential backoff), honouring ``Retry-After`` (up to
+two minutes), then raises a one-line :class:`LLMError`. API keys never appear in errors or reprs.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from repogym._secrets import redact
+from repogym.errors import RepogymError
+from repogym.http import RetryPolicy, retry_after_s
 
 __all__ = [
     "PRICES_USD_PER_MTOK",
@@ -60,7 +62,7 @@ PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
 }
 
 
-class LLMError(RuntimeError):
+class LLMError(RepogymError, RuntimeError):
     """A failed LLM call, described in one line without secrets."""
 
     def __init__(
@@ -308,11 +310,13 @@ class LLM:
             return _Failure(None, False, None, _detail(exc))
         return None
 
-    def _delay(self, attempt: int, retry_after_s: float | None) -> float:
-        if retry_after_s is not None:
-            return min(max(retry_after_s, 0.0), _MAX_RETRY_AFTER_S)
-        base = self.backoff_s * (2 ** (attempt - 1))
-        return base * (1 + 0.1 * random.random())
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), _MAX_RETRY_AFTER_S)
+        policy = RetryPolicy(
+            retries=self.max_retries, backoff_s=self.backoff_s, max_wait_s=_MAX_RETRY_AFTER_S
+        )
+        return policy.backoff(attempt)
 
     def _error(self, failure: _Failure, attempts: int) -> LLMError:
         rate_limited = failure.status == 429
@@ -352,17 +356,11 @@ def _accepts_kwarg(func: Any, name: str) -> bool:
 
 
 def _retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds only), if present."""
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), if present."""
     try:
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return float(ms) / 1000
-        value = headers.get("retry-after")
-        if value is not None:
-            return float(value)
-    except (TypeError, ValueError):
+        return retry_after_s(headers)
+    except (AttributeError, TypeError):
         return None
-    return None
 
 
 def _detail(exc: Exception) -> str:

@@ -20,7 +20,8 @@ from repogym.explorer.adapters.hub import (  # noqa: E402
     hub_readers,
     parse_hub_location,
 )
-from repogym.explorer.store import build_snapshot, open_store  # noqa: E402
+from repogym.explorer.build import build_snapshot  # noqa: E402
+from repogym.explorer.store import open_store  # noqa: E402
 from repogym.hub.hf_registry import HfRegistry  # noqa: E402
 from tests.conftest import EXAMPLES  # noqa: E402
 from tests.explorer.stub_hub import HubState, card_tags, serve_hub  # noqa: E402

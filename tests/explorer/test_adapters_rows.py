@@ -259,7 +259,7 @@ def test_bad_json_line_is_skipped_with_reason(tmp_path: Path) -> None:
 
 
 def test_skipped_rows_are_in_the_index_errors(tmp_path: Path) -> None:
-    from repogym.explorer.store import build_snapshot
+    from repogym.explorer.build import build_snapshot
 
     path = tmp_path / "mixed.jsonl"
     path.write_text(json.dumps(qa_row(0)) + "\n{not json\n" + json.dumps(qa_row(1)) + "\n")
@@ -504,7 +504,8 @@ def test_parquet_listing_reads_only_the_id_column(tmp_path: Path) -> None:
 
 
 def test_row_datasets_through_a_snapshot_keep_answers_out(tmp_path: Path) -> None:
-    from repogym.explorer.store import Withheld, build_snapshot, open_store
+    from repogym.explorer.build import build_snapshot
+    from repogym.explorer.store import Withheld, open_store
 
     src = tmp_path / "src"
     src.mkdir()
@@ -649,7 +650,7 @@ def test_row_task_pages_in_the_web_app(tmp_path: Path) -> None:
 
 
 def test_unchanged_row_dataset_is_not_read_again(tmp_path: Path) -> None:
-    from repogym.explorer.store import build_snapshot
+    from repogym.explorer.build import build_snapshot
 
     ds = tmp_path / "qa-set"
     ds.mkdir()

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from repogym.explorer.adapters import AdapterError, adapters, pick, register, unregister
+from repogym.explorer.build import build_snapshot
 from repogym.explorer.model import EnvDoc, FileDoc, Section, TaskDoc
-from repogym.explorer.store import Withheld, build_snapshot, open_store
+from repogym.explorer.store import Withheld, open_store
 
 ANSWER_MARK = "toyanswerzq"
 

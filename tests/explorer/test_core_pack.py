@@ -12,10 +12,11 @@ import pytest
 
 from repogym.explorer import index as index_mod
 from repogym.explorer import pack as pack_mod
+from repogym.explorer.build import build_snapshot
 from repogym.explorer.index import MemoryReader
 from repogym.explorer.pack import PackError, PackWriter
 from repogym.explorer.snapshot import SnapshotError, read_pointer, validate
-from repogym.explorer.store import build_snapshot, open_store
+from repogym.explorer.store import open_store
 from tests.explorer.conftest import GOLD, toy_env, toy_task, write_generated_dataset
 from tests.explorer.web_fixtures import MARK, planted_dataset
 

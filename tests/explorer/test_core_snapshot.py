@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from repogym.explorer import snapshot as snap
+from repogym.explorer.build import build_snapshot
 from repogym.explorer.index import MemoryReader
 from repogym.explorer.pack import pack_id
-from repogym.explorer.store import Store, build_snapshot, open_store
+from repogym.explorer.store import Store, open_store
 from tests.explorer.conftest import toy_env, toy_task
 
 

@@ -12,7 +12,8 @@ import pytest
 from repogym.explorer.adapters import AdapterError, adapters, register, unregister
 from repogym.explorer.index import MemoryReader
 from repogym.explorer.model import EnvDoc, TaskDoc
-from repogym.explorer.store import Store, Withheld, env_match, open_store, tasks_match
+from repogym.explorer.query import env_match, tasks_match
+from repogym.explorer.store import Store, Withheld, open_store
 from tests.explorer.conftest import GOLD, toy_env, toy_task, write_generated_dataset
 
 
@@ -316,7 +317,7 @@ def test_toy_adapter_registered_from_outside_goes_end_to_end(tmp_path: Path) -> 
     register(ToyAdapter())
     try:
         assert "toy-json" in [a.name for a in adapters()]
-        from repogym.explorer.store import build_snapshot
+        from repogym.explorer.build import build_snapshot
 
         info = build_snapshot([str(src)], tmp_path / "out")
         assert info["envs"] == 1 and info["tasks"] == 1

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from repogym.explorer.build import build_snapshot
 from repogym.explorer.index import MemoryReader
 from repogym.explorer.model import EnvDoc
-from repogym.explorer.store import build_snapshot, open_store
+from repogym.explorer.store import open_store
 
 
 def _readers(n: int, word: str) -> list[MemoryReader]:

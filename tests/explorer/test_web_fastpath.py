@@ -11,9 +11,10 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
+from repogym.explorer.build import build_snapshot  # noqa: E402
 from repogym.explorer.index import MemoryReader  # noqa: E402
 from repogym.explorer.model import EnvDoc, Section, TaskDoc  # noqa: E402
-from repogym.explorer.store import build_snapshot, open_store  # noqa: E402
+from repogym.explorer.store import open_store  # noqa: E402
 from repogym.explorer.web import create_app  # noqa: E402
 
 QUERIES = [

@@ -6,8 +6,6 @@ unsupported (source, pipeline) pairs refused up front."""
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -122,13 +120,15 @@ def test_unsupported_pairing_refused_up_front(
     hosted: Hosted, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from repogym import pipelines, spec
+    from repogym.pipelines.commit_runtime import CommitRuntime
 
-    module = types.ModuleType("repogym_test_local_only")
-    module.NAME, module.VERSION = "local_only", "1"
-    module.SOURCES = {"local"}
-    module.SOURCES_NOTE = "it reads reflog entries only a local clone has"
-    sys.modules[module.__name__] = module
-    monkeypatch.setitem(pipelines.PIPELINES, "local_only", module.__name__)
+    class LocalOnly(CommitRuntime):
+        name = "local_only"
+        sources = frozenset({"local"})
+        sources_note = "it reads reflog entries only a local clone has"
+        llm_rewrite = False
+
+    pipelines.register(LocalOnly())
     monkeypatch.setitem(spec.PIPELINE_OPTIONS, "local_only", spec.RuntimeOptions)
     out = tmp_path / "out"
     try:
@@ -149,7 +149,7 @@ def test_unsupported_pairing_refused_up_front(
             )
             assert res.exit_code == 2 and "has no instruction rewrite" in res.stderr
     finally:
-        sys.modules.pop(module.__name__, None)
+        pipelines.unregister("local_only")
     assert not out.exists()
 
 

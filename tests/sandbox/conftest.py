@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,18 @@ def processes_with(marker: str) -> list[int]:
         if marker in cmdline and state not in ("Z", "X"):
             found.append(int(entry))
     return found
+
+
+def settled(check: Callable[[], bool], within_s: float = 10.0) -> bool:
+    """Whether ``check()`` holds within ``within_s``: a SIGKILLed process leaves the process
+    table a moment later, a backgrounded command appears a moment after ``exec`` returns
+    (longer on a loaded machine). Not a speed assertion: it only bounds the wait."""
+    deadline = time.monotonic() + within_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def host_mounts_mentioning(text: str) -> list[str]:

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec
-from repogym.sandbox import local as local_mod
+from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, _layerfs
 from repogym.sandbox.local import LocalSandbox
-from tests.sandbox.conftest import make_context, processes_with
+from tests.sandbox.conftest import make_context, processes_with, settled
 
 SECRET = "s3cr3t-host-data-7f3a"
 
@@ -211,7 +210,7 @@ def test_build_step_process_limit(sandbox: LocalSandbox, tmp_path: Path) -> None
     with pytest.raises(BuildError) as err:
         small.build(_spec(ctx))
     assert "line 2:" in str(err.value) and "process limit (40)" in str(err.value)
-    assert not processes_with("sleep 2.0513")
+    assert settled(lambda: not processes_with("sleep 2.0513")), processes_with("sleep 2.0513")
 
 
 def test_build_timeout_kills_the_whole_step(sandbox: LocalSandbox, tmp_path: Path) -> None:
@@ -352,7 +351,7 @@ def test_add_archive_bomb_is_bounded_by_the_storage_limit(
 def test_add_archive_member_count_is_bounded(
     sandbox: LocalSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(local_mod, "MAX_ARCHIVE_MEMBERS", 50)
+    monkeypatch.setattr(_layerfs, "MAX_ARCHIVE_MEMBERS", 50)
     ctx = make_context(tmp_path / "ctx", "FROM debian:bookworm-slim\nADD many.tar /srv/\n")
     _tar(ctx / "many.tar", [_file(f"f{i}") for i in range(80)])
     msg, _ = _build_fails(sandbox, ctx, tmp_path / "b.log")

@@ -412,9 +412,9 @@ def test_other_toolchains(
 
 
 def test_available_message_names_the_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    from repogym.sandbox import local
+    from repogym.sandbox import _host, local
 
-    monkeypatch.setattr(local, "_find_bwrap", lambda: None)
+    monkeypatch.setattr(_host, "find_bwrap", lambda: None)
     monkeypatch.setattr(local.os, "geteuid", lambda: 1000)  # not root: no apt-get attempt
     ok, why = LocalSandbox.available()
     assert not ok

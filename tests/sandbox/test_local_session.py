@@ -14,7 +14,7 @@ import pytest
 
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, SandboxError
 from repogym.sandbox.local import LocalSandbox
-from tests.sandbox.conftest import host_mounts_mentioning, processes_with
+from tests.sandbox.conftest import host_mounts_mentioning, processes_with, settled
 
 Env = tuple[BuiltEnvironment, EnvironmentSpec]
 
@@ -344,7 +344,7 @@ def test_spec_workdir_is_created_and_dropped_sessions_are_cleaned(
     s = sandbox.start(built, replace(spec, workdir="/srv/task"))
     assert s.exec("pwd").stdout == "/srv/task\n"
     s.exec(f"sleep 996.{tag} >/dev/null 2>&1 &")
-    assert processes_with(f"996.{tag}")
+    assert settled(lambda: bool(processes_with(f"996.{tag}")))
     del s
     gc.collect()
     assert processes_with(f"996.{tag}") == []

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, SandboxError
-from repogym.sandbox import local as local_mod
+from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, SandboxError, _host
 from repogym.sandbox.local import LocalSandbox
 from tests.hostnet import routed_ipv4
 from tests.sandbox.conftest import make_context, processes_with
@@ -256,8 +255,8 @@ def test_missing_slirp4netns_is_a_clear_error_not_the_host_network(
     sandbox: LocalSandbox, py_env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     built, spec = py_env
-    monkeypatch.setattr(local_mod, "_find_slirp", lambda: None)
-    monkeypatch.setattr(local_mod, "_apt_install", lambda *_a, **_k: None)
+    monkeypatch.setattr(_host, "find_slirp", lambda: None)
+    monkeypatch.setattr(_host, "apt_install", lambda *_a, **_k: None)
     with pytest.raises(SandboxError) as info:
         sandbox.start(built, replace(spec, network_mode="public"))
     msg = str(info.value)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from repogym._secrets import redact_url
 from repogym.sources import Commit, LocalGitSource, PullRequest, Source, SourceError
-from repogym.sources.local import owner_name_from_url, pull_request_from_commit, redact_url
+from repogym.sources.local import owner_name_from_url, pull_request_from_commit
 from tests.sources.conftest import GitRepo
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4

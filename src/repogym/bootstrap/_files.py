@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from repogym.errors import RepogymError
+
 SKIP_DIRS = frozenset(
     {
         ".git",
@@ -117,7 +119,7 @@ def snapshot_repo(repo_dir: Path, dest: Path) -> int:
     return copied
 
 
-class ExportError(RuntimeError):
+class ExportError(RepogymError, RuntimeError):
     """``git archive`` of a ref failed (unknown ref, not a git repository)."""
 
 

@@ -14,12 +14,12 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from repogym.atomic import atomic_write
 from repogym.bootstrap.check import CheckResult
 from repogym.bootstrap.model import BOOTSTRAP_VERSION, Recipe
 
@@ -138,14 +138,5 @@ class RecipeCache:
         """Store (atomically) and return the entry."""
         entry = CacheEntry(repo_id, ref, recipe, check, detection, time.time())
         path = self.path_for(repo_id, ref, recipe.hash)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry.to_json(), fh, indent=2, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(path, json.dumps(entry.to_json(), indent=2, sort_keys=True))
         return entry

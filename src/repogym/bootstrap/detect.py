@@ -13,13 +13,14 @@ from repogym.bootstrap.node import NodeProject, detect_node, node_recipe
 from repogym.bootstrap.pyrecipe import python_recipe
 from repogym.bootstrap.python import PythonProject, detect_python
 from repogym.bootstrap.pyversions import PythonInstall
+from repogym.errors import RepogymError
 
 LANGUAGES = ("python", "node", "rust", "go")
 _STRONG_PYTHON = ("pyproject.toml", "setup.py", "setup.cfg")
 _WEAK_PYTHON = ("tox.ini", "noxfile.py", "requirements.txt", "pytest.ini")
 
 
-class UnsupportedRepo(ValueError):
+class UnsupportedRepo(RepogymError, ValueError):
     """No recipe can be made for the repository here; the message says why (one line)."""
 
 

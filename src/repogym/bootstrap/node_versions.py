@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from repogym.errors import RepogymError
+
 Version = tuple[int, int, int]
 INF = 10**9
 """A component larger than any real one (upper bounds of open ranges)."""
@@ -48,7 +50,7 @@ _COMPARATOR = re.compile(r"^(<=|>=|<|>|=|\^|~>?)?\s*" + _PARTIAL + r"$")
 _HYPHEN = re.compile(r"^(\S+)\s+-\s+(\S+)$")
 
 
-class RangeError(ValueError):
+class RangeError(RepogymError, ValueError):
     """A version range this module cannot read."""
 
 

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from repogym.bootstrap._files import read_text
 from repogym.bootstrap.pyversions import (
     PythonInstall,
@@ -21,15 +24,28 @@ _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?")
 
 def normalize(name: str) -> str:
     """PEP 503 project name normalisation."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return canonicalize_name(name)
+
+
+def _requirement(req: str) -> Requirement | None:
+    try:
+        return Requirement(req.strip())
+    except InvalidRequirement:
+        return None
 
 
 def req_name(req: str) -> str | None:
+    """The normalised project name of a PEP 508 requirement; for a line PEP 508 does not
+    read but pip does (``name==1.0 --hash=…``), the name it starts with; else None."""
+    parsed = _requirement(req)
+    if parsed is not None:
+        return normalize(parsed.name)
     m = _REQ_NAME.match(req)
     return normalize(m[1]) if m else None
 
 
 def req_extras(req: str) -> list[str]:
+    """The extras a requirement asks for (``name[a,b]`` → ``["a", "b"]``), in the order given."""
     m = _REQ_NAME.match(req)
     if not m or not m[2]:
         return []
@@ -196,10 +212,10 @@ def parse_setup_py(text: str) -> SetupPy:
     except SyntaxError:
         return SetupPy({}, "distutils" in text, [])
     consts: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            ok, value = _literal(node.value, {})
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            ok, value = _literal(stmt.value, {})
             if ok and isinstance(target, ast.Name):
                 consts[target.id] = value
     kwargs: dict[str, Any] = {}

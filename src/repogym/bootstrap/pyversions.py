@@ -4,9 +4,10 @@ Interpreters are discovered under ``$PYENV_ROOT/versions`` (default ``~/.pyenv/v
 folder per final release named ``X.Y.Z`` with a ``bin/python3``. The local sandbox maps
 ``FROM python:X.Y-*`` to the same folders, so the choice made here is the one that runs.
 
-Version constraints are evaluated without third-party libraries. Both PEP 440 specifiers
-(``>=3.8,!=3.9.*,<4``) and Poetry constraints (``^3.8``, ``~3.9``, ``>=3.8 <4``, ``a || b``) are
-understood, which covers what projects write for their Python requirement.
+Version constraints are evaluated with :mod:`packaging`: PEP 440 specifiers
+(``>=3.8,!=3.9.*,<4``) directly, Poetry constraints (``^3.8``, ``~3.9``, ``>=3.8 <4``,
+``a || b``) translated to PEP 440 first, which covers what projects write for their Python
+requirement.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion
+from packaging.version import Version as _Version
+
+from repogym.errors import RepogymError
 
 MIN_PYTHON = (3, 8)
 """Oldest interpreter offered: current pip and pytest no longer install on older ones."""
@@ -25,7 +32,7 @@ _DIR_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 _CLAUSE_RE = re.compile(r"^(===|~=|==|!=|<=|>=|<|>|\^|~|=)?\s*v?(\d+(?:\.\d+)*)(\.\*)?")
 
 
-class SpecifierError(ValueError):
+class SpecifierError(RepogymError, ValueError):
     """A version constraint this module cannot read."""
 
 
@@ -86,14 +93,14 @@ def installed_pythons(root: Path | list[Path] | None = None) -> list[PythonInsta
 
 def parse_version(text: str) -> Version:
     """The release segment of a version string (``"3.8.0rc1"`` → ``(3, 8, 0)``)."""
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
+    try:
+        return _Version(text.strip()).release
+    except InvalidVersion:
+        pass
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)  # a release followed by anything else
     if not m:
         raise SpecifierError(f"not a version: {text!r}")
     return tuple(int(x) for x in m[1].split("."))
-
-
-def _pad(v: Version, n: int) -> Version:
-    return tuple(v) + (0,) * (n - len(v))
 
 
 def _bump(release: Version, index: int) -> Version:
@@ -101,46 +108,6 @@ def _bump(release: Version, index: int) -> Version:
     head = list(release[: index + 1]) or [0]
     head[-1] += 1
     return tuple(head)
-
-
-def _cmp(a: Version, b: Version) -> int:
-    n = max(len(a), len(b), 3)
-    pa, pb = _pad(a, n), _pad(b, n)
-    return (pa > pb) - (pa < pb)
-
-
-def _clause_matches(version: Version, op: str, release: Version, wildcard: bool) -> bool:
-    if wildcard:
-        prefix = version[: len(release)] == release
-        if op in ("==", "=", ""):
-            return prefix
-        if op == "!=":
-            return not prefix
-        raise SpecifierError(f"wildcard not allowed with {op!r}")
-    c = _cmp(version, release)
-    if op in ("==", "=", "===", ""):
-        return c == 0
-    if op == "!=":
-        return c != 0
-    if op == ">=":
-        return c >= 0
-    if op == "<=":
-        return c <= 0
-    if op == ">":
-        return c > 0
-    if op == "<":
-        return c < 0
-    if op == "~=":
-        if len(release) < 2:
-            raise SpecifierError("~= needs at least two version components")
-        return c >= 0 and version[: len(release) - 1] == release[:-1]
-    if op == "^":
-        nonzero = next((i for i, x in enumerate(release) if x), len(release) - 1)
-        return c >= 0 and _cmp(version, _bump(release, nonzero)) < 0
-    if op == "~":
-        upper = _bump(release, 0 if len(release) == 1 else 1)
-        return c >= 0 and _cmp(version, upper) < 0
-    raise SpecifierError(f"unknown operator {op!r}")  # pragma: no cover - regex limits ops
 
 
 def _clauses(group: str) -> list[tuple[str, Version, bool, str]]:
@@ -162,17 +129,32 @@ def _clauses(group: str) -> list[tuple[str, Version, bool, str]]:
     return out
 
 
+def _specifier_set(group: str) -> SpecifierSet:
+    """One ``||`` alternative as a PEP 440 :class:`SpecifierSet` (Poetry syntax translated)."""
+    try:
+        return SpecifierSet(group)
+    except InvalidSpecifier:
+        pass
+    try:
+        return SpecifierSet(poetry_to_pep440(group) or "")
+    except InvalidSpecifier as exc:
+        raise SpecifierError(f"cannot read version constraint {group.strip()!r}: {exc}") from None
+
+
 def satisfies(version: Version, spec: str | None) -> bool:
     """Whether ``version`` meets ``spec`` (PEP 440 or Poetry syntax; empty ⇒ True).
 
-    Raises :class:`SpecifierError` for text it cannot read.
+    PEP 440 is evaluated by :mod:`packaging`; Poetry constraints (``^``, ``~``, spaces between
+    clauses, ``||``) are translated to it first. Raises :class:`SpecifierError` for text it
+    cannot read.
     """
     if not spec or not spec.strip():
         return True
-    for alternative in spec.split("||"):
-        if all(_clause_matches(version, *c[:3]) for c in _clauses(alternative)):
-            return True
-    return False
+    candidate = _Version(".".join(map(str, version)))
+    return any(
+        _specifier_set(alternative).contains(candidate, prereleases=True)
+        for alternative in spec.split("||")
+    )
 
 
 def poetry_to_pep440(constraint: str) -> str | None:

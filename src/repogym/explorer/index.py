@@ -26,8 +26,6 @@ from repogym.explorer.adapters.base import AdapterError, EnvReader
 from repogym.explorer.model import EnvDoc, FileDoc, TaskDoc
 
 __all__ = [
-    "FACETS",
-    "TASK_FACETS",
     "MemoryReader",
     "clean_path",
     "env_row",
@@ -39,10 +37,6 @@ __all__ = [
 
 log = logging.getLogger("repogym.explorer")
 
-# Facets counted on the environment search page (kind is the environment's own).
-FACETS = ("kind", "language", "category", "difficulty", "pipeline", "grading", "network")
-# Facets of tasks kept as index columns.
-TASK_FACETS = ("language", "category", "difficulty", "pipeline", "grading", "network")
 _BAD_PATH = re.compile(r"(^|/)\.\.?(/|$)|^/|\\|\x00|//")
 
 

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from repogym.explorer.index import FACETS, TASK_FACETS, env_row
+from repogym.explorer.facets import COLUMN_FACETS, FACETS, TASK_FACETS
+from repogym.explorer.index import env_row
 from repogym.explorer.model import EnvDoc
 from repogym.explorer.pack import PACK_FILE, PackError, connect_pack, pack_id
 
@@ -63,7 +64,6 @@ POINTER = "CURRENT"
 SNAPSHOTS = "snapshots"
 KEEP_SNAPSHOTS = 3  # older snapshot files are removed (open readers keep their file handles)
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_COLUMN_FACETS = ("language", "category", "difficulty", "pipeline")  # indexed task columns
 
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -184,8 +184,8 @@ class SnapshotWriter:
             if value and key != "tags":
                 c = counters[key]
                 c[value] = c.get(value, 0) + 1
-            if not extra and key not in _COLUMN_FACETS:
-                extra = _ENCODE({k: v for k, v in f.items() if k not in _COLUMN_FACETS})
+            if not extra and key not in COLUMN_FACETS:
+                extra = _ENCODE({k: v for k, v in f.items() if k not in COLUMN_FACETS})
         c = counters["grading"]
         c[grading] = c.get(grading, 0) + 1
         c = counters["network"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import json
 import logging
-import re
 import shutil
 import sqlite3
 import tempfile
@@ -21,10 +20,20 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from repogym.explorer.build import build_snapshot, sources
-from repogym.explorer.index import FACETS, TASK_FACETS
+from repogym.explorer.facets import COLUMN_FACETS, FACETS, TASK_FACETS, TASK_FILTER_COLUMNS
 from repogym.explorer.lru import LRU
 from repogym.explorer.pack import PackError, read_blob, read_doc
+from repogym.explorer.query import (
+    EnvCache,
+    compact_json,
+    env_hits,
+    env_match,
+    norm_filters,
+    paging,
+    positions,
+    query_words,
+    tasks_match,
+)
 from repogym.explorer.snapshot import (
     POINTER,
     Handle,
@@ -32,27 +41,14 @@ from repogym.explorer.snapshot import (
     connect_ro,
 )
 
-__all__ = [
-    "Store",
-    "Withheld",
-    "build_snapshot",
-    "env_match",
-    "open_store",
-    "sources",
-    "tasks_match",
-]
+__all__ = ["Store", "Withheld", "open_store"]
 
 log = logging.getLogger("repogym.explorer")
 
-MAX_WORDS = 16
-MAX_QUERY_CHARS = 1000
-MAX_PAGE_SIZE = 200
 ENV_FTS_CACHE = 1024  # environment hits (bitmasks) kept per snapshot, by FTS query
 TASK_ID_MAPS = 256  # environments whose task id -> rid map is kept per snapshot
 SELECTION_CACHE = 4096  # environment selections (matches, facet counts) kept per snapshot
 RANK_LIMIT = 5000  # task hits beyond this are listed in index order instead of by bm25
-TASK_FILTER_COLUMNS = (*TASK_FACETS, "runnable")
-_FACET_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,40}$")
 
 
 class Withheld(Exception):
@@ -61,192 +57,6 @@ class Withheld(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-# ---------------------------------------------------------------------------- query text
-
-
-def _words(q: str | None) -> list[str]:
-    if not q:
-        return []
-    return str(q)[:MAX_QUERY_CHARS].replace("\x00", " ").split()[:MAX_WORDS]
-
-
-def _phrase(word: str) -> str:
-    return '"' + word.replace('"', '""') + '"'
-
-
-def tasks_match(q: str | None) -> str | None:
-    """An FTS5 (unicode61) query for the user's words, or None when there is nothing to match.
-
-    Each word is one quoted phrase; words with no letter or digit are dropped (they hold no
-    token); ``*`` goes after the last phrase only, added by us.
-    """
-    words = [w for w in _words(q) if any(ch.isalnum() for ch in w)]
-    if not words:
-        return None
-    parts = [_phrase(w) for w in words]
-    parts[-1] += "*"
-    return " ".join(parts)
-
-
-def env_match(q: str | None) -> tuple[str | None, list[str]]:
-    """For the trigram index: (FTS query of words ≥ 3 characters, shorter words to find).
-
-    Trigram phrases match substrings case-insensitively; words under three characters cannot
-    be looked up in a trigram index, so they are matched as substrings by the caller.
-    """
-    long_words, short = [], []
-    for w in _words(q):
-        if len(w) >= 3:
-            long_words.append(w)
-        elif any(ch.isalnum() for ch in w):
-            short.append(w)
-    fts = " ".join(_phrase(w) for w in long_words) or None
-    return fts, [w.lower() for w in short]
-
-
-def _norm_filters(filters: dict[str, Iterable[str]] | None) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for key, values in (filters or {}).items():
-        if not isinstance(key, str) or not _FACET_KEY.match(key):
-            continue
-        if isinstance(values, str):
-            values = [values]
-        vals = {str(v) for v in values if v is not None and str(v) != ""}
-        if vals:
-            out[key] = vals
-    return out
-
-
-def _paging(page: int, size: int) -> tuple[int, int]:
-    try:
-        page = max(1, int(page))
-    except (TypeError, ValueError):
-        page = 1
-    try:
-        size = min(MAX_PAGE_SIZE, max(1, int(size)))
-    except (TypeError, ValueError):
-        size = 24
-    return page, size
-
-
-# ---------------------------------------------------------------------------- the store
-
-
-def _bits(rids: Iterable[int], nbytes: int) -> int:
-    """A set of small non-negative ints as an int bitmask."""
-    buf = bytearray(nbytes)
-    for r in rids:
-        buf[r >> 3] |= 1 << (r & 7)
-    return int.from_bytes(buf, "little")
-
-
-_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
-
-
-class _EnvCache:
-    """Everything the environment search needs, loaded once per snapshot."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.cards: dict[int, dict[str, Any]] = {}
-        self.by_id: dict[str, int] = {}
-        self.text: dict[int, str] = {}  # what short words are looked for in
-        rows = db.execute(
-            "SELECT rid, id, kind, title, summary, task_count, facets, source, tags, task_facets,"
-            " first_task, last_task FROM envs"
-        ).fetchall()
-        self.facet_sets: dict[str, dict[str, set[int]]] = {f: {} for f in FACETS}
-        self.task_range: dict[int, tuple[int, int]] = {}
-        for rid, eid, kind, title, summary, n, facets, source, tags, counts, lo, hi in rows:
-            self.cards[rid] = {
-                "id": eid,
-                "kind": kind,
-                "title": title,
-                "summary": summary,
-                "task_count": n,
-                "facets": json.loads(facets),
-                "source": source,
-            }
-            self.by_id[eid] = rid
-            self.text[rid] = f"{eid} {title} {summary} {tags}".lower()
-            self.facet_sets["kind"].setdefault(kind, set()).add(rid)
-            self.task_range[rid] = (lo, hi)
-            for facet, values in json.loads(counts).items():
-                if facet in self.facet_sets and facet != "kind":
-                    for value in values:
-                        self.facet_sets[facet].setdefault(value, set()).add(rid)
-        by_name = sorted(self.cards, key=lambda r: (self.cards[r]["title"].lower(), r))
-        self.order_name = by_name
-        self.order_tasks = sorted(by_name, key=lambda r: -(self.cards[r]["task_count"] or 0))
-        self.pos_name = {r: i for i, r in enumerate(self.order_name)}
-        self.pos_tasks = {r: i for i, r in enumerate(self.order_tasks)}
-        # The same sets as bitmasks whose bit p is the environment at place p of the default
-        # order (most tasks first): intersections and counts of thousands of environments cost
-        # microseconds, and a page in that order is read straight off the bits.
-        pos = self.pos_tasks
-        self.nbytes = (len(self.cards) >> 3) + 1
-        self.all_bits = _bits(pos.values(), self.nbytes)
-        self.facet_bits = {
-            f: {v: _bits((pos[r] for r in rids), self.nbytes) for v, rids in values.items()}
-            for f, values in self.facet_sets.items()
-        }
-        # Words under three characters cannot use the trigram index: every one- and
-        # two-character substring of the searchable text maps to its environments instead.
-        grams: dict[str, bytearray] = {}
-        nbytes = self.nbytes
-        for rid, t in self.text.items():
-            p = pos[rid]
-            byte, bit = p >> 3, 1 << (p & 7)
-            for g in {t[i : i + n] for n in (1, 2) for i in range(len(t) - n + 1)}:
-                buf = grams.get(g)
-                if buf is None:
-                    buf = grams[g] = bytearray(nbytes)
-                buf[byte] |= bit
-        self.short_bits = {g: int.from_bytes(buf, "little") for g, buf in grams.items()}
-        self.cards_json: dict[int, str] = {}  # filled as cards are served
-
-
-_NONZERO = re.compile(rb"[^\x00]")
-_BYTE_BITS = [tuple(i for i in range(8) if b >> i & 1) for b in range(256)]
-_BLOCK = 128  # bytes counted at once when skipping to a page
-
-
-def _positions(bits: int, nbytes: int, start: int = 0, count: int = -1) -> list[int]:
-    """The places of the set bits of ``bits``, from the ``start``-th on, at most ``count``
-    (all when negative): whole blocks are skipped by counting, zero bytes at C speed."""
-    mb = bits.to_bytes(nbytes, "little")
-    out: list[int] = []
-    seen = 0
-    i = 0
-    while start and i < nbytes:
-        n = int.from_bytes(mb[i : i + _BLOCK], "little").bit_count()
-        if seen + n > start:
-            break
-        seen += n
-        i += _BLOCK
-    for m in _NONZERO.finditer(mb, i):
-        j = m.start()
-        for b in _BYTE_BITS[mb[j]]:
-            if seen >= start:
-                out.append(j * 8 + b)
-                if len(out) == count:
-                    return out
-            seen += 1
-    return out
-
-
-def _env_hits(db: sqlite3.Connection, c: _EnvCache, fts: str) -> tuple[int, int]:
-    """The environments matching an FTS query as two bitmasks (bit = place in the default
-    order): those whose id or title hold every word, and all of them. Relevance puts the
-    first ones first, then the others, each by task count (the bits' own order): two unranked
-    index lookups, several times cheaper than bm25 over every hit, and a clear order for a
-    catalog."""
-    sql = "SELECT rowid FROM envs_fts WHERE envs_fts MATCH ?"
-    pos = c.pos_tasks
-    strong = _bits((pos[r] for (r,) in db.execute(sql, ("{id title} : (" + fts + ")",))), c.nbytes)
-    every = _bits((pos[r] for (r,) in db.execute(sql, (fts,))), c.nbytes)
-    return strong, every
 
 
 class Store:
@@ -299,8 +109,8 @@ class Store:
                     h.cache[key] = value
         return value
 
-    def _envs(self, h: Handle, db: sqlite3.Connection) -> _EnvCache:
-        return self._cached(h, "envs", lambda: _EnvCache(db))
+    def _envs(self, h: Handle, db: sqlite3.Connection) -> EnvCache:
+        return self._cached(h, "envs", lambda: EnvCache(db))
 
     # ------------------------------------------------------------------ environments
 
@@ -335,7 +145,7 @@ class Store:
         for r in picked:
             js = cards.get(r)
             if js is None:
-                js = cards[r] = _compact(c.cards[r])
+                js = cards[r] = compact_json(c.cards[r])
             parts.append(js)
         tail = f'"total":{total},"page":{page},"size":{size},"facets":{facets}}}'
         return ('{"items":[' + ",".join(parts) + "]," + tail).encode()
@@ -348,11 +158,11 @@ class Store:
         sort: str,
         page: int,
         size: int,
-    ) -> tuple[_EnvCache, list[int], int, int, int, dict[str, dict[str, int]], str]:
-        page, size = _paging(page, size)
+    ) -> tuple[EnvCache, list[int], int, int, int, dict[str, dict[str, int]], str]:
+        page, size = paging(page, size)
         h, db = self.reader.acquire()
         c = self._envs(h, db)
-        flt = {k: v for k, v in _norm_filters(filters).items() if k in FACETS}
+        flt = {k: v for k, v in norm_filters(filters).items() if k in FACETS}
         if kind:
             flt["kind"] = {str(kind)}
         fts, short = env_match(q)
@@ -371,7 +181,7 @@ class Store:
             pass
         elif sort == "name":
             if total * 16 < len(c.order_name):  # few matches: sort them by name
-                found = [c.order_tasks[p] for p in _positions(match, c.nbytes)]
+                found = [c.order_tasks[p] for p in positions(match, c.nbytes)]
                 picked = sorted(found, key=c.pos_name.__getitem__)[start:stop]
             else:  # many: walk the name order, keeping the matches
                 mb = match.to_bytes(c.nbytes, "little")
@@ -385,13 +195,13 @@ class Store:
                                 break
                         seen += 1
         elif sort == "tasks" or strong is None:  # the bits' own order
-            picked = [c.order_tasks[p] for p in _positions(match, c.nbytes, start, size)]
+            picked = [c.order_tasks[p] for p in positions(match, c.nbytes, start, size)]
         else:  # relevance: the strong hits first, then the others, each in the bits' order
             first = match & strong
             n_first = first.bit_count()
-            places = _positions(first, c.nbytes, start, size) if start < n_first else []
+            places = positions(first, c.nbytes, start, size) if start < n_first else []
             if len(places) < size:
-                places += _positions(
+                places += positions(
                     match ^ first, c.nbytes, max(0, start - n_first), size - len(places)
                 )
             picked = [c.order_tasks[p] for p in places]
@@ -401,7 +211,7 @@ class Store:
         self,
         h: Handle,
         db: sqlite3.Connection,
-        c: _EnvCache,
+        c: EnvCache,
         q: str,
         fts: str | None,
         short: list[str],
@@ -418,7 +228,7 @@ class Store:
             hit = hits.get(fts)
             if hit is None:
                 try:
-                    hit = _env_hits(db, c, fts)
+                    hit = env_hits(db, c, fts)
                     hits.put(fts, hit)
                 except sqlite3.OperationalError as exc:  # never expected: words are quoted
                     log.warning("environment search failed for %r: %s", q[:80], exc)
@@ -449,7 +259,7 @@ class Store:
         match = base
         for bits in chosen.values():
             match &= bits
-        return strong, match, match.bit_count(), facets, _compact(facets)
+        return strong, match, match.bit_count(), facets, compact_json(facets)
 
     def env(self, env_id: str) -> dict | None:
         """An environment's card, description, how it runs, and its tasks' facet counts."""
@@ -489,7 +299,7 @@ class Store:
         size: int = 24,
     ) -> dict:
         """A page of task cards (optionally within one environment), total and facet counts."""
-        page, size = _paging(page, size)
+        page, size = paging(page, size)
         h, db = self.reader.acquire()
         c = self._envs(h, db)
         empty = {"items": [], "total": 0, "page": page, "size": size, "facets": {}}
@@ -502,9 +312,9 @@ class Store:
             where.append("t.rid BETWEEN ? AND ?")
             args.extend(c.task_range[rid])
         match = tasks_match(q)
-        if q and match is None and _words(q):
+        if q and match is None and query_words(q):
             match = None  # only punctuation: treated as no words
-        flt = _norm_filters(filters)
+        flt = norm_filters(filters)
         base_where, base_args = list(where), list(args)
         for key, vals in flt.items():
             cond, cargs = self._task_filter(c, key, vals)
@@ -551,7 +361,7 @@ class Store:
         return {"items": items, "total": total, "page": page, "size": size, "facets": facets}
 
     @staticmethod
-    def _task_filter(c: _EnvCache, key: str, vals: set[str]) -> tuple[str, list[Any]]:
+    def _task_filter(c: EnvCache, key: str, vals: set[str]) -> tuple[str, list[Any]]:
         marks = ",".join("?" * len(vals))
         if key in TASK_FACETS:
             return f"t.{key} IN ({marks})", sorted(vals)
@@ -654,7 +464,7 @@ class Store:
         }
 
     def _task_rid(
-        self, h: Handle, db: sqlite3.Connection, c: _EnvCache, env_rid: int, task_id: Any
+        self, h: Handle, db: sqlite3.Connection, c: EnvCache, env_rid: int, task_id: Any
     ) -> int:
         """The rid of task ``task_id`` of an environment (0 when there is none): each
         environment's tasks are a rid range; its id -> rid map is read once per snapshot
@@ -706,9 +516,6 @@ class Store:
         raise KeyError(path)
 
 
-_COLUMN_FACETS = ("language", "category", "difficulty", "pipeline")
-
-
 def _load_combos(
     db: sqlite3.Connection,
 ) -> tuple[list[int], list[tuple[str, ...]], collections.Counter[int]]:
@@ -738,7 +545,7 @@ def _load_combos(
 
 def _task_facet_dict(extra: str, columns: tuple[Any, ...]) -> dict[str, str]:
     """A task's facets: the indexed columns plus the JSON of any other keys."""
-    facets = {k: v for k, v in zip(_COLUMN_FACETS, columns, strict=True) if v is not None}
+    facets = {k: v for k, v in zip(COLUMN_FACETS, columns, strict=True) if v is not None}
     if extra:
         facets.update(json.loads(extra))
     return facets
@@ -769,6 +576,8 @@ def open_store(
     """
     if snapshot is not None:
         return Store(SnapshotReader(snapshot, poll_seconds=poll_seconds))
+    from repogym.explorer.build import build_snapshot  # the indexer, only for in-process builds
+
     tmp = Path(tempfile.mkdtemp(prefix="repogym-explore-"))
     if not background:
         try:

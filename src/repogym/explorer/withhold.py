@@ -20,12 +20,8 @@ from __future__ import annotations
 import functools
 import json
 import re
+import tomllib as _toml
 from typing import Any
-
-try:  # the compiled tomli wheel (a dependency) parses about three times faster than tomllib
-    import tomli as _toml
-except ImportError:  # pragma: no cover
-    import tomllib as _toml
 
 from repogym.explorer.model import FileDoc, Section, TaskDoc
 
@@ -302,7 +298,7 @@ def _mask_toml_lines(text: str, found: list[str]) -> str:
                 depth += line.count("[") + line.count("{") - line.count("]") - line.count("}")
                 done = depth <= 0
             else:
-                done = closer in line
+                done = closer is not None and closer in line
             if waiting is None:
                 out.append(line)
             if done:

@@ -1,6 +1,12 @@
 """Harbor task directories: model, discovery, content hash, validation, dataset files."""
 
-from repogym.harbor.config import SCHEMA_VERSION, TaskConfig, normalize_legacy, parse_size_mb
+from repogym.harbor.config import (
+    SCHEMA_VERSION,
+    TaskConfig,
+    new_task_config,
+    normalize_legacy,
+    parse_size_mb,
+)
 from repogym.harbor.discover import Discovered, discover, iter_task_dirs
 from repogym.harbor.hashing import content_hash
 from repogym.harbor.task import (
@@ -11,7 +17,9 @@ from repogym.harbor.task import (
     load_task,
     parse_task_toml,
     publish_task_dir,
+    save_task_config,
     set_content_hash,
+    update_task_toml,
     write_task_toml,
 )
 
@@ -27,10 +35,13 @@ __all__ = [
     "dump_task_toml",
     "iter_task_dirs",
     "load_task",
+    "new_task_config",
     "normalize_legacy",
     "parse_size_mb",
     "parse_task_toml",
     "publish_task_dir",
+    "save_task_config",
     "set_content_hash",
+    "update_task_toml",
     "write_task_toml",
 ]

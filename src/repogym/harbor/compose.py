@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from repogym.errors import RepogymError
+
 if TYPE_CHECKING:
     from repogym.harbor.config import TaskConfig
 
@@ -52,7 +54,7 @@ _MAIN_FIXED = ("build", "image", "command", "entrypoint", "working_dir", "user")
 _TOP_LEVEL = frozenset({"services", "volumes", "networks", "version", "name"})
 
 
-class ComposeError(ValueError):
+class ComposeError(RepogymError, ValueError):
     """The compose file cannot be read; the message is one line."""
 
 

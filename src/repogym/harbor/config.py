@@ -13,6 +13,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_VERSION = "1.4"
+"""The Harbor task schema repogym writes."""
+LEGACY_VERSION = "1.0"
+"""``version``: the legacy spelling older readers (and repo2rlenv) require next to
+``schema_version``; Harbor takes ``schema_version`` when both are present."""
 NETWORK_MODES = ("public", "no-network", "allowlist")
 NetworkMode = Literal["public", "no-network", "allowlist"]
 VerifierEnvironmentMode = Literal["shared", "separate"]
@@ -228,6 +232,32 @@ class TaskConfig(_Table):
         """The ``[metadata.repo2env]`` provenance block, when present."""
         block = self.metadata.get("repo2env")
         return block if isinstance(block, dict) else None
+
+
+def new_task_config(
+    *,
+    name: str,
+    description: str,
+    keywords: list[str],
+    metadata: dict[str, Any],
+    agent: AgentConfig,
+    verifier: VerifierConfig,
+    environment: EnvironmentConfig,
+    solution: SolutionConfig,
+) -> TaskConfig:
+    """The config of a new task at :data:`SCHEMA_VERSION` (plus the legacy ``version`` key).
+
+    Write it with :func:`repogym.harbor.task.save_task_config`, which adds the content hash."""
+    return TaskConfig(
+        version=LEGACY_VERSION,  # type: ignore[call-arg]  # an extra key, kept for old readers
+        schema_version=SCHEMA_VERSION,
+        task=TaskInfo(name=name, description=description, keywords=keywords),
+        metadata=metadata,
+        agent=agent,
+        verifier=verifier,
+        environment=environment,
+        solution=solution,
+    )
 
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)

@@ -14,11 +14,10 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import tomli
 
 HASH_PREFIX = "sha256:"
 SKIP_DIRS = frozenset({"__pycache__"})
@@ -120,7 +119,7 @@ def content_hash(
             continue
         if rel == "task.toml":
             if toml_data is None:
-                toml_data = tomli.loads(read_bytes(full).decode("utf-8"))
+                toml_data = tomllib.loads(read_bytes(full).decode("utf-8"))
             body = canonical_task_toml(toml_data)
         elif read is not None:
             body = read(rel)

@@ -30,13 +30,19 @@ def _grams(words: list[str], n: int) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
-def added_text(diff_text: str) -> str:
-    """The lines a unified diff adds (file headers skipped), joined."""
-    return "\n".join(
+def gold_added_lines(diff_text: str) -> list[str]:
+    """Lines a unified diff adds (without the leading '+'), skipping file headers (a plain
+    text scan: for a parsed, hunk-exact view see :func:`repogym.sources._patches.added_lines`)."""
+    return [
         line[1:]
         for line in diff_text.splitlines()
         if line.startswith("+") and not line.startswith("+++")
-    )
+    ]
+
+
+def added_text(diff_text: str) -> str:
+    """The lines a unified diff adds (file headers skipped), joined."""
+    return "\n".join(gold_added_lines(diff_text))
 
 
 def leaked_ngrams(

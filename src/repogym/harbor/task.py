@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import errno
-import os
-import shutil
-import tempfile
+import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomli
 import tomli_w
 from pydantic import ValidationError
 
+from repogym.atomic import atomic_write, publish_dir
+from repogym.errors import RepogymError
 from repogym.harbor.config import TaskConfig, normalize_legacy
-from repogym.harbor.hashing import content_hash, read_bytes
+from repogym.harbor.hashing import content_hash, list_task_files, read_bytes
 
 TASK_TOML = "task.toml"
 INSTRUCTION = "instruction.md"
 MAX_TOML_DEPTH = 32
 
 
-class TaskError(ValueError):
+class TaskError(RepogymError, ValueError):
     """A task directory cannot be read. ``file`` names the offending file, relative to the task."""
 
     def __init__(self, message: str, file: str = TASK_TOML) -> None:
@@ -63,8 +63,8 @@ def parse_task_toml(text: str) -> tuple[TaskConfig, dict[str, Any], list[str]]:
     Raises :class:`TaskError` with a one-line reason on bad TOML or a schema mismatch.
     """
     try:
-        raw = tomli.loads(text)
-    except tomli.TOMLDecodeError as exc:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise TaskError(f"invalid TOML: {exc}") from None
     except RecursionError:
         raise UntrustedTask(
@@ -190,43 +190,75 @@ def dump_task_toml(config: TaskConfig) -> str:
     return tomli_w.dumps(config.to_toml_dict())
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write a file so that readers see the old or the new content, never half of it."""
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_task_toml(task_dir: Path, config: TaskConfig) -> None:
+    """Write ``config`` as the task's ``task.toml`` (atomically; the content hash untouched)."""
     atomic_write(task_dir / TASK_TOML, dump_task_toml(config))
+
+
+def _files_with_toml(task_dir: Path) -> list[tuple[str, bool]]:
+    """The task's files as the hash sees them once ``task.toml`` is (re)written."""
+    files = [f for f in list_task_files(task_dir) if f[0] != TASK_TOML]
+    files.append((TASK_TOML, False))
+    files.sort(key=lambda item: item[0].encode("utf-8", "surrogateescape"))
+    return files
+
+
+def save_task_config(task_dir: Path, config: TaskConfig, *, rehash: bool = True) -> str | None:
+    """Write ``config`` as the task's ``task.toml`` (atomically), with
+    ``[metadata.repo2env].content_hash`` recomputed over the task's files when ``rehash``.
+
+    The hash is computed once, from the model as it will be on disk (legacy keys translated),
+    before the single write. Returns the new hash (None without ``rehash``)."""
+    if not rehash:
+        write_task_toml(task_dir, config)
+        return None
+    block = config.metadata.setdefault("repo2env", {})
+    block.pop("content_hash", None)
+    digest = content_hash(task_dir, config.to_toml_dict(), files=_files_with_toml(task_dir))
+    block["content_hash"] = digest
+    write_task_toml(task_dir, config)
+    return digest
+
+
+def update_task_toml(
+    task_dir: Path, change: Callable[[TaskConfig], None] | None = None, *, rehash: bool = True
+) -> str | None:
+    """Load a task's ``task.toml``, apply ``change`` to its model, write it back atomically and
+    refresh the content hash once. Returns the new hash (None without ``rehash``).
+
+    Top-level tables the change leaves alone are written back exactly as read (legacy keys and
+    number spellings included), so an update never alters content it did not mean to — with
+    ``rehash=False`` (facts outside the hash, such as ``[metadata.repo2env.evaluation]``) the
+    recorded hash stays valid, and a stale one stays stale, never silently blessed."""
+    task = load_task(task_dir)
+    before = task.config.to_toml_dict()
+    if change is not None:
+        change(task.config)
+    after = task.config.to_toml_dict()
+    data = dict(task.raw)
+    for key in before.keys() | after.keys():
+        if key not in after:
+            data.pop(key, None)
+        elif before.get(key) != after[key]:
+            data[key] = after[key]
+    digest = None
+    if rehash:
+        metadata = data["metadata"] = dict(data.get("metadata") or {})
+        block = metadata["repo2env"] = dict(metadata.get("repo2env") or {})
+        block.pop("content_hash", None)
+        digest = content_hash(task_dir, data, files=_files_with_toml(task_dir))
+        block["content_hash"] = digest
+    atomic_write(task_dir / TASK_TOML, tomli_w.dumps(data))
+    return digest
 
 
 def set_content_hash(task_dir: Path) -> str:
     """Compute the task's content hash and store it in ``[metadata.repo2env].content_hash``."""
-    task = load_task(task_dir)
-    block = task.config.metadata.setdefault("repo2env", {})
-    block.pop("content_hash", None)
-    # Hash what will be on disk (legacy keys translated), not what was read.
-    digest = content_hash(task_dir, task.config.to_toml_dict())
-    block["content_hash"] = digest
-    write_task_toml(task_dir, task.config)
+    digest = save_task_config(task_dir, load_task(task_dir).config)
+    assert digest is not None
     return digest
 
 
 def publish_task_dir(staging: Path, dest: Path) -> None:
     """Move a fully written task folder into place atomically (replacing an older one)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists():
-        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-        os.replace(dest, old)
-        os.replace(staging, dest)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(staging, dest)
+    publish_dir(staging, dest)

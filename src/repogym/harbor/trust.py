@@ -23,12 +23,11 @@ import contextlib
 import os
 import re
 import stat
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-
-import tomli
 
 from repogym.harbor.discover import iter_task_dirs
 from repogym.harbor.task import (
@@ -154,8 +153,8 @@ def load_limits(path: Path | None = None) -> HostLimits:
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read the limits file ({exc})") from None
     try:
-        data = tomli.loads(text)
-    except tomli.TOMLDecodeError as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: invalid TOML ({exc})") from None
     unknown = set(data) - {"limits", "pass_env"}
     if unknown:

@@ -21,6 +21,7 @@ from repogym.harbor.config import verifier_mode
 from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files, read_bytes
 from repogym.harbor.instruction_checks import (
     NGRAM,
+    gold_added_lines,
     leaked_ngrams,
     statement,
     underspecified,
@@ -379,15 +380,6 @@ def _check_provenance(task: Task, files: TaskFiles) -> Iterator[Problem]:
                     f"content_hash is stale: recorded {declared[:19]}…, files hash to "
                     f"{actual[:19]}… (run `repogym dataset rehash` if the edit was intended)",
                 )
-
-
-def gold_added_lines(diff_text: str) -> list[str]:
-    """Lines a unified diff adds (without the leading '+'), skipping file headers."""
-    out = []
-    for line in diff_text.splitlines():
-        if line.startswith("+") and not line.startswith("+++"):
-            out.append(line[1:])
-    return out
 
 
 def leaked_lines(instruction: str, diff_text: str, min_chars: int = LEAK_MIN_CHARS) -> list[str]:

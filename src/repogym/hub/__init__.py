@@ -9,15 +9,10 @@ Registries are named by URL: ``hf`` is the Hugging Face Hub (``HF_ENDPOINT``) th
 
 from __future__ import annotations
 
-from repogym.hub.file_registry import (
-    FileRegistry,
-    PullResult,
-    PushResult,
-    RegistryError,
-    open_registry,
-    parse_dataset_ref,
-)
+from repogym.hub.base import PullResult, PushResult, RegistryError, parse_dataset_ref
+from repogym.hub.file_registry import FileRegistry
 from repogym.hub.hf_registry import HfRegistry
+from repogym.hub.registry import open_registry
 
 __all__ = [
     "FileRegistry",

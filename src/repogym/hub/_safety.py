@@ -38,8 +38,8 @@ MAX_DEPTH = 128
 MAX_LINK_HOPS = 40
 """Symlinks followed while resolving one path before it counts as a loop (Linux's limit)."""
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _CHUNK = 1 << 20
 
 Parts = tuple[str, ...]
@@ -204,7 +204,7 @@ def copy_tree(src: str | Path, dst: Path, label: str, *, dir_fd: int | None = No
     without following any symlink: ``src`` itself must be a real folder, symlinks inside are
     recreated with the same text (check them with :func:`check_tree`), special files refused."""
     try:
-        fd = os.open(src, _DIR_FLAGS, dir_fd=dir_fd)
+        fd = os.open(src, DIR_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         raise _open_error(label, exc) from None
     try:
@@ -235,7 +235,7 @@ def _copy_dir(fd: int, dst: Path, label: str, parts: Parts) -> None:
         try:
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
-                sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                sub = os.open(name, DIR_FLAGS, dir_fd=fd)
                 try:
                     _copy_dir(sub, dst / name, label, child)
                 finally:
@@ -254,7 +254,7 @@ def _copy_dir(fd: int, dst: Path, label: str, parts: Parts) -> None:
 
 
 def _copy_file(dir_fd: int, name: str, dst: Path, label: str, parts: Parts) -> None:
-    src = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    src = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     try:
         st = os.fstat(src)
         if not stat.S_ISREG(st.st_mode):

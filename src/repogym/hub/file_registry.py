@@ -20,133 +20,39 @@ beside the destination and renamed into place, so a refused pull writes nothing.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import re
 import shutil
 import stat
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlparse
 
-from repogym.harbor import Task, atomic_write, discover, iter_task_dirs
-from repogym.harbor.dataset import build_manifest, build_registry
+from repogym.atomic import make_temp_dir
+from repogym.harbor import atomic_write
+from repogym.harbor.dataset import build_registry
 from repogym.hub._safety import (
-    _DIR_FLAGS,
-    _FILE_FLAGS,
+    DIR_FLAGS,
+    FILE_FLAGS,
     PullStage,
     RegistryError,
     check_tree,
     copy_regular_file,
     copy_tree,
 )
-from repogym.hub.card import dataset_card
+from repogym.hub.base import (
+    META_FILES,
+    PullResult,
+    PushResult,
+    check_name,
+    collect_tasks,
+    revision_of,
+    stage_tasks,
+    write_card_and_manifest,
+)
 
-if TYPE_CHECKING:
-    from repogym.hub.hf_registry import HfRegistry
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _REVISION = re.compile(r"^[0-9a-f]{16}$")
 """How this registry names revisions; nothing else under ``revisions/`` is one."""
-META_FILES = ("registry.json", "manifest.json", "README.md")
 _MAX_REF_BYTES = 256
-
-
-def parse_dataset_ref(ref: str) -> tuple[str, str | None]:
-    """``owner/name[@rev]`` → (``owner/name``, rev or None)."""
-    name, _, rev = ref.partition("@")
-    if not _NAME.match(name) or ".." in name:
-        raise RegistryError(f"dataset name must look like owner/name, got {ref!r}")
-    return name, rev or None
-
-
-def _check_name(name: str) -> list[str]:
-    if not _NAME.match(name) or ".." in name:
-        raise RegistryError(f"dataset name must look like owner/name, got {name!r}")
-    return name.split("/")
-
-
-@dataclass
-class PushResult:
-    name: str
-    revision: str
-    tasks: int
-    location: Path | str
-    """Where the revision lives: a folder, or the dataset's URL on a hosted registry."""
-    unchanged: bool
-    tasks_commit: str | None = None
-    """On the Hub: the commit holding the tasks, which ``registry.json`` pins."""
-
-
-@dataclass
-class PullResult:
-    name: str
-    revision: str
-    tasks: list[str]
-    dest: Path
-
-
-def _revision_of(tasks: list[Task]) -> str:
-    h = hashlib.sha256()
-    for task in sorted(tasks, key=lambda t: t.id):
-        h.update(f"{task.id}\0{task.compute_hash()}\n".encode())
-    return h.hexdigest()[:16]
-
-
-def collect_tasks(src: Path) -> list[Task]:
-    """The tasks under ``src``, refusing unreadable tasks, an empty folder, duplicate ids, and
-    tasks holding a special file or a symlink that leaves the task or loops (checked before
-    any file is read: a FIFO would block the content hash)."""
-    for task_dir in iter_task_dirs(src):
-        check_tree(task_dir, task_dir.name)
-    found = discover(src)
-    if found.invalid:
-        path, exc = found.invalid[0]
-        raise RegistryError(
-            f"{len(found.invalid)} task(s) cannot be read, e.g. {path.name}: {exc.file}: {exc}"
-        )
-    if not found.tasks:
-        raise RegistryError(f"{src}: no tasks to push")
-    ids = [t.id for t in found.tasks]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise RegistryError(f"two tasks share the id {dup!r}: task ids must be unique")
-    return found.tasks
-
-
-def stage_tasks(tasks: list[Task], staging: Path) -> list[Task]:
-    """Copy tasks to ``staging/tasks/<id>`` (no symlink followed) and check every copy keeps
-    its content hash."""
-    (staging / "tasks").mkdir(parents=True, exist_ok=True)
-    for task in tasks:
-        copy_tree(task.path, staging / "tasks" / task.id, task.id)
-    copied = discover(staging / "tasks").tasks
-    for original, copy in zip(
-        sorted(tasks, key=lambda t: t.id), sorted(copied, key=lambda t: t.id), strict=True
-    ):
-        if original.compute_hash() != copy.compute_hash():
-            raise RegistryError(f"{original.id}: copy differs from the source")
-    return copied
-
-
-def write_card_and_manifest(
-    staging: Path,
-    tasks: list[Task],
-    src: Path,
-    name: str,
-    rev: str,
-    *,
-    private: bool,
-    registry: str = "<this registry>",
-) -> None:
-    """``manifest.json`` and the dataset card ``README.md`` of a staged revision."""
-    manifest = build_manifest(tasks, staging)
-    atomic_write(staging / "manifest.json", json.dumps(manifest, indent=2) + "\n")
-    card = dataset_card(name, rev, manifest, src, private=private, tasks=tasks, registry=registry)
-    atomic_write(staging / "README.md", card)
 
 
 class FileRegistry:
@@ -154,7 +60,7 @@ class FileRegistry:
         self.root = root
 
     def _dataset(self, name: str) -> Path:
-        return self.root.joinpath(*_check_name(name))
+        return self.root.joinpath(*check_name(name))
 
     def _open(self, name: str, *parts: str) -> int:
         """A descriptor of ``root/owner/name/parts…``: ``root`` as the user named it, every
@@ -166,10 +72,10 @@ class FileRegistry:
         except OSError as exc:
             raise RegistryError(f"{self.root}: cannot read the registry ({exc.strerror})") from None
         walked = []
-        for part in (*_check_name(name), *parts):
+        for part in (*check_name(name), *parts):
             walked.append(part)
             try:
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
                 raise
             except OSError as exc:
@@ -204,7 +110,7 @@ class FileRegistry:
         except FileNotFoundError:
             raise missing from None
         try:
-            fd = os.open("main", _FILE_FLAGS, dir_fd=refs)
+            fd = os.open("main", FILE_FLAGS, dir_fd=refs)
         except FileNotFoundError:
             raise missing from None
         except OSError as exc:
@@ -257,15 +163,15 @@ class FileRegistry:
                 raise RegistryError(f"{path} is a symlink; a registry holds real folders only")
 
     def push(self, src: Path, name: str, *, private: bool = False) -> PushResult:
-        _check_name(name)
+        check_name(name)
         tasks = collect_tasks(src)
-        rev = _revision_of(tasks)
+        rev = revision_of(tasks)
         self._refuse_symlinked_layout(name, rev)
         target = self._dataset(name) / "revisions" / rev
         unchanged = target.is_dir()
         if not unchanged:
             target.parent.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=f".{rev}.", dir=target.parent))
+            staging = make_temp_dir(target.parent, prefix=f".{rev}.", suffix="")
             try:
                 copied = stage_tasks(tasks, staging)
                 registry = build_registry(
@@ -297,7 +203,7 @@ class FileRegistry:
             raise RegistryError(f"{label}: the revision vanished; pull again") from None
         try:
             try:
-                tasks_fd = os.open("tasks", _DIR_FLAGS, dir_fd=rev_fd)
+                tasks_fd = os.open("tasks", DIR_FLAGS, dir_fd=rev_fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise RegistryError(
@@ -356,21 +262,3 @@ class FileRegistry:
                 ]
             stage.commit(tasks, metas)
         return PullResult(name, revision, tasks, dest)
-
-
-def open_registry(url: str) -> FileRegistry | HfRegistry:
-    """A registry from its URL: ``hf`` (``HF_ENDPOINT`` or the public Hub),
-    ``hf+http(s)://HOST`` (a Hub at that address) or ``file:///PATH`` (a local folder)."""
-    if url == "hf" or url.startswith("hf+"):
-        from repogym.hub.hf_registry import HfRegistry, parse_hf_url
-
-        return HfRegistry(parse_hf_url(url))
-    parsed = urlparse(url)
-    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
-        raise RegistryError(
-            f"unsupported registry {url!r}: use hf, hf+https://HOST or file:///PATH"
-        )
-    root = Path(unquote(parsed.path))
-    if not root.is_absolute():
-        raise RegistryError(f"registry path must be absolute: {url!r}")
-    return FileRegistry(root)

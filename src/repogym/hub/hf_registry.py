@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING, Any
 from repogym._secrets import redact
 from repogym.harbor.dataset import build_registry
 from repogym.hub._safety import PullStage, check_tree, safe_relpath
-from repogym.hub.file_registry import (
+from repogym.hub.base import (
     META_FILES,
     PullResult,
     PushResult,
     RegistryError,
-    _revision_of,
     collect_tasks,
+    revision_of,
     stage_tasks,
     write_card_and_manifest,
 )
@@ -220,7 +220,7 @@ class HfRegistry:
                 f"pushing to {self.endpoint} needs a token: set HF_TOKEN "
                 "(or log in with huggingface_hub)"
             )
-        content_rev = _revision_of(tasks)
+        content_rev = revision_of(tasks)
         hub = _require_hub()
         with tempfile.TemporaryDirectory(prefix="repogym-push-") as tmp_s, self._errors(name):
             tmp = Path(tmp_s)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from repogym import __version__
+from repogym.atomic import make_temp_dir, publish_dir
 from repogym.harbor import iter_task_dirs, load_task
 from repogym.openenv.tasks import is_text_only
 
@@ -69,26 +70,33 @@ def export_openenv(
     """Write the package for the tasks under ``path`` into ``out`` (which must not exist or be
     empty)."""
     path, out = Path(path), Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise FileExistsError(f"{out}: exists and is not empty")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FileExistsError(f"{out}: exists and is not an empty folder")
     requirement = requirement or default_requirement()
     name = _slug(name or path.resolve().name)
-    out.mkdir(parents=True, exist_ok=True)
-    copied = _copy_tasks(path, out / "tasks")
-    tasks = [load_task(d) for d in copied]
-    text_only = sorted(t.id for t in tasks if is_text_only(t))
-    files = {
-        "openenv.yaml": _openenv_yaml(name),
-        "Dockerfile": _dockerfile(requirement),
-        "README.md": _readme(name, len(tasks), len(text_only)),
-        "pyproject.toml": _pyproject(name, requirement),
-        "server/__init__.py": "",
-        "server/app.py": APP_PY,
-    }
-    for rel, text in files.items():
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Written beside ``out`` and renamed into place: a failure leaves no half package.
+    staging = make_temp_dir(out.parent, prefix=f".{out.name}.", suffix=".export")
+    try:
+        copied = _copy_tasks(path, staging / "tasks")
+        tasks = [load_task(d) for d in copied]
+        text_only = sorted(t.id for t in tasks if is_text_only(t))
+        files = {
+            "openenv.yaml": _openenv_yaml(name),
+            "Dockerfile": _dockerfile(requirement),
+            "README.md": _readme(name, len(tasks), len(text_only)),
+            "pyproject.toml": _pyproject(name, requirement),
+            "server/__init__.py": "",
+            "server/app.py": APP_PY,
+        }
+        for rel, text in files.items():
+            target = staging / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        publish_dir(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return ExportResult(out, len(tasks), text_only, sorted(files))
 
 

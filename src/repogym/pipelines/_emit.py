@@ -17,15 +17,20 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from repogym import __version__
 from repogym.bootstrap import Recipe
-from repogym.harbor import set_content_hash
+from repogym.harbor import save_task_config
+from repogym.harbor.config import (
+    AgentConfig,
+    EnvironmentConfig,
+    SolutionConfig,
+    VerifierConfig,
+    new_task_config,
+)
 from repogym.harbor.verification import RUNTIME_PROTECTED
 from repogym.pipelines.base import Candidate
 from repogym.spec import RuntimeOptions
-from repogym.verify.mutants import is_release_notes
+from repogym.verify.file_kinds import is_release_notes
 
 SPEC_VERSION = "0.2.0"
 RECORD_SCRIPT = "repogym_record.py"
@@ -38,15 +43,18 @@ _VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
 _RUNNER_TEMPLATES = ("repogym_pytest_report.py", "repogym_unittest.py", "repogym_report_file.py")
 
 
-def _template(name: str) -> bytes:
+def template(name: str) -> bytes:
+    """A file of ``pipelines/_templates`` (shipped into tasks as is)."""
     return resources.files("repogym.pipelines").joinpath("_templates", name).read_bytes()
 
 
-def _verify_module(name: str) -> bytes:
+def verify_module(name: str) -> bytes:
+    """A stdlib-only module of :mod:`repogym.verify` shipped into tasks (``parsers.py``, …)."""
     return resources.files("repogym.verify").joinpath(name).read_bytes()
 
 
-def _write(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+def write_file(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+    """Write one file of a task (parents created) with ``mode`` (tasks carry fixed modes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
     path.chmod(mode)
@@ -80,10 +88,10 @@ def write_environment(
     """The task's Dockerfile (the recipe's, or ``dockerfile``, plus the record step) and the
     record script."""
     text = (dockerfile or recipe.dockerfile).rstrip("\n") + "\n"
-    _write(context / "Dockerfile", text + record_step(recipe.workdir, key, recipe.runner))
-    _write(context / RECORD_SCRIPT, _template(RECORD_SCRIPT))
+    write_file(context / "Dockerfile", text + record_step(recipe.workdir, key, recipe.runner))
+    write_file(context / RECORD_SCRIPT, template(RECORD_SCRIPT))
     if recipe.runner in JS_RUNNERS:
-        _write(context / NODE_RECORD_SCRIPT, _template(NODE_RECORD_SCRIPT))
+        write_file(context / NODE_RECORD_SCRIPT, template(NODE_RECORD_SCRIPT))
 
 
 # ------------------------------------------------------------------------------ verifier
@@ -108,19 +116,19 @@ class VerifierInput:
 
 def stage_verifier(tests: Path, inp: VerifierInput) -> None:
     """Write the verifier folder ``tests`` (without f2p.json / p2p.json)."""
-    _write(tests / "test.sh", _template("test.sh"), 0o755)
-    _write(tests / "verifier.py", _template("verifier.py"))
+    write_file(tests / "test.sh", template("test.sh"), 0o755)
+    write_file(tests / "verifier.py", template("verifier.py"))
     if inp.recipe.runner in JS_RUNNERS:
-        _write(tests / "verifier.mjs", _template("verifier.mjs"))
+        write_file(tests / "verifier.mjs", template("verifier.mjs"))
     for name in _VERIFY_MODULES:
-        _write(tests / name, _verify_module(name))
+        write_file(tests / name, verify_module(name))
     for name in _RUNNER_TEMPLATES:
-        _write(tests / "runner" / name, _template(name))
+        write_file(tests / "runner" / name, template(name))
     for rel, data in inp.restore.items():
-        _write(tests / "files" / rel, data)
-    _write(tests / "infra.json", json.dumps(inp.infra, indent=0, sort_keys=True) + "\n")
-    _write(tests / "sources.json", json.dumps(inp.sources, indent=0, sort_keys=True) + "\n")
-    _write(tests / "integrity.key", inp.integrity_key + "\n")
+        write_file(tests / "files" / rel, data)
+    write_file(tests / "infra.json", json.dumps(inp.infra, indent=0, sort_keys=True) + "\n")
+    write_file(tests / "sources.json", json.dumps(inp.sources, indent=0, sort_keys=True) + "\n")
+    write_file(tests / "integrity.key", inp.integrity_key + "\n")
     config = {
         "workdir": inp.recipe.workdir,
         "runner": inp.recipe.runner,
@@ -130,7 +138,7 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
         "delete": sorted(inp.delete),
         "reward_mode": inp.reward_mode,
     }
-    _write(tests / "config.json", json.dumps(config, indent=2) + "\n")
+    write_file(tests / "config.json", json.dumps(config, indent=2) + "\n")
 
 
 def update_config(tests: Path, **fields: Any) -> None:
@@ -192,18 +200,18 @@ def write_task(dest: Path, inp: EmitInput) -> None:
     """Write the whole task folder at ``dest`` (a staging folder; the caller publishes it)."""
     cand, recipe = inp.candidate, inp.recipe
     dest.mkdir(parents=True)
-    _write(dest / "instruction.md", inp.instruction)
+    write_file(dest / "instruction.md", inp.instruction)
     shutil.copytree(inp.context, dest / "environment", symlinks=True)
     tests = dest / "tests"
     shutil.copytree(inp.tests, tests, symlinks=True)
-    _write(tests / "f2p.json", json.dumps(inp.f2p, indent=1) + "\n")
-    _write(tests / "p2p.json", json.dumps(inp.p2p, indent=1) + "\n")
-    _write(tests / "test.patch", cand.test_patch.encode("utf-8", "surrogateescape"))
+    write_file(tests / "f2p.json", json.dumps(inp.f2p, indent=1) + "\n")
+    write_file(tests / "p2p.json", json.dumps(inp.p2p, indent=1) + "\n")
+    write_file(tests / "test.patch", cand.test_patch.encode("utf-8", "surrogateescape"))
 
     solution = dest / "solution"
-    _write(solution / "patch.diff", cand.source_patch.encode("utf-8", "surrogateescape"))
-    _write(solution / "solve.sh", _template("solve.sh"), 0o755)
-    _write(solution / "apply_patch.py", _template("apply_patch.py"))
+    write_file(solution / "patch.diff", cand.source_patch.encode("utf-8", "surrogateescape"))
+    write_file(solution / "solve.sh", template("solve.sh"), 0o755)
+    write_file(solution / "apply_patch.py", template("apply_patch.py"))
 
     owner = inp.repo.split("/")[0] if "/" in inp.repo else "local"
     sub: dict[str, Any] = {
@@ -229,37 +237,26 @@ def write_task(dest: Path, inp: EmitInput) -> None:
     if inp.flaky:
         sub["flaky_excluded"] = inp.flaky
     protected = list(RUNTIME_PROTECTED) + sorted(set(inp.test_files))
-    payload: dict[str, Any] = {
-        # `version` is the legacy spelling older readers (and repo2rlenv) require; Harbor takes
-        # schema_version when both are present.
-        "version": "1.0",
-        "schema_version": "1.4",
-        "task": {
-            "name": f"{owner}/{cand.task_id}",
-            "description": (cand.title.strip() or cand.task_id)[:200],
-            "keywords": [inp.pipeline, recipe.language, recipe.runner],
-        },
-        "metadata": {
+    config = new_task_config(
+        name=f"{owner}/{cand.task_id}",
+        description=(cand.title.strip() or cand.task_id)[:200],
+        keywords=[inp.pipeline, recipe.language, recipe.runner],
+        metadata={
             "difficulty": difficulty(
                 cand.source_patch, f2p=len({t.split("[", 1)[0] for t in inp.f2p})
             ),
             "category": category(cand.title, cand.body, cand.source_patch),
             "language": recipe.language,
-            "repo2env": {
-                "spec_version": SPEC_VERSION,
-                "pipeline": inp.pipeline,
-                "pipeline_version": inp.pipeline_version,
-                "repo": inp.repo,
-                "ref": cand.base,
-                "reference": cand.reference,
-                "source_access": "local",
-                "built_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
-                "synthesis_llm": "none",
-                "reward_kinds": ["test_execution"],
-                inp.pipeline: sub,
-                "reproducibility": {"mode": "inline_dockerfile"},
-                "verification": {"mode": "clean_room", "protected": protected},
-            },
+            "repo2env": provenance(
+                pipeline=inp.pipeline,
+                pipeline_version=inp.pipeline_version,
+                repo=inp.repo,
+                candidate=cand,
+                source_access="local",
+                reward_kinds=["test_execution"],
+                subtable=sub,
+                protected=protected,
+            ),
             "repogym": {
                 "generator": f"repogym {__version__}",
                 "recipe_hash": recipe.hash,
@@ -273,20 +270,51 @@ def write_task(dest: Path, inp: EmitInput) -> None:
                 **({"instruction": inp.instruction_record} if inp.instruction_record else {}),
             },
         },
-        "agent": {"timeout_sec": inp.options.agent_timeout},
-        "verifier": {"timeout_sec": inp.options.test_timeout * 2, "network_mode": "no-network"},
-        "environment": {
-            "build_timeout_sec": 1800.0,
-            "cpus": 1,
-            "memory_mb": 4096,
-            "storage_mb": 4096,
-            "network_mode": inp.options.network,
-            "workdir": recipe.workdir,
-        },
-        "solution": {"env": {"REPOGYM_WORKDIR": recipe.workdir}},
+        agent=AgentConfig(timeout_sec=inp.options.agent_timeout),
+        verifier=VerifierConfig(
+            timeout_sec=inp.options.test_timeout * 2, network_mode="no-network"
+        ),
+        environment=EnvironmentConfig(
+            build_timeout_sec=1800.0,
+            cpus=1,
+            memory_mb=4096,
+            storage_mb=4096,
+            network_mode=inp.options.network,
+            workdir=recipe.workdir,
+        ),
+        solution=SolutionConfig(env={"REPOGYM_WORKDIR": recipe.workdir}),
+    )
+    save_task_config(dest, config)
+
+
+def provenance(
+    *,
+    pipeline: str,
+    pipeline_version: str,
+    repo: str,
+    candidate: Candidate,
+    source_access: str,
+    reward_kinds: list[str],
+    subtable: dict[str, Any],
+    protected: list[str],
+) -> dict[str, Any]:
+    """The ``[metadata.repo2env]`` block of a new task (its per-pipeline ``subtable`` under
+    the pipeline's name; verified in a clean room with ``protected`` paths)."""
+    return {
+        "spec_version": SPEC_VERSION,
+        "pipeline": pipeline,
+        "pipeline_version": pipeline_version,
+        "repo": repo,
+        "ref": candidate.base,
+        "reference": candidate.reference,
+        "source_access": source_access,
+        "built_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+        "synthesis_llm": "none",
+        "reward_kinds": reward_kinds,
+        pipeline: subtable,
+        "reproducibility": {"mode": "inline_dockerfile"},
+        "verification": {"mode": "clean_room", "protected": protected},
     }
-    _write(dest / "task.toml", tomli_w.dumps(payload))
-    set_content_hash(dest)
 
 
 # ------------------------------------------------------------------------------ facts

@@ -147,9 +147,17 @@ def _tdd_footer(workdir: str) -> list[str]:
 
 
 def build_instruction(
-    title: str, body: str, *, workdir: str, gold_patch: str, min_words: int = 4
+    title: str,
+    body: str,
+    *,
+    workdir: str,
+    gold_patch: str,
+    min_words: int = 4,
+    footer: str | None = None,
 ) -> tuple[str | None, str | None]:
-    """(instruction, None) or (None, reason to drop the candidate)."""
+    """(instruction, None) or (None, reason to drop the candidate): the title and body cleaned,
+    lines that give the fix away removed, then ``footer`` (default: the runtime one, naming
+    ``workdir``)."""
     head = clean_title(title)
     text = clean_text(body)
     leaks = set(leaked_lines(f"{head}\n{text}", gold_patch))
@@ -162,8 +170,10 @@ def build_instruction(
     parts = [f"# {head}" if head else "# Change requested", ""]
     if text:
         parts += [text, ""]
-    parts += _footer(workdir)
-    instruction = "\n".join(parts)
+    if footer is None:
+        instruction = "\n".join(parts + _footer(workdir))
+    else:
+        instruction = "\n".join(parts) + footer
     if leaked_lines(instruction, gold_patch):
         return None, "instruction leaks the fix"
     return instruction, None
@@ -364,7 +374,8 @@ def _norm(text: str) -> str:
 def rewrite_leaks(text: str, gold_patch: str) -> list[str]:
     """Added lines of the gold patch that the text repeats, verbatim or up to whitespace and
     backticks (non-trivial lines only, as :func:`repogym.harbor.validate.leaked_lines`)."""
-    from repogym.harbor.validate import LEAK_MIN_CHARS, gold_added_lines
+    from repogym.harbor.instruction_checks import gold_added_lines
+    from repogym.harbor.validate import LEAK_MIN_CHARS
 
     found = list(leaked_lines(text, gold_patch))
     flat = _norm(text)
@@ -502,7 +513,7 @@ class InstructionRewriter:
 
     def summary(self) -> dict[str, Any]:
         """Token and cost totals over every call, and how many rewrites were kept."""
-        from repogym.sources.local import redact_url
+        from repogym._secrets import redact_url
 
         usage = self.llm.usage
         endpoint = getattr(self.llm, "endpoint", None)

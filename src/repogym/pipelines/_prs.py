@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from repogym.pipelines._instruction import issue_instruction_text
-from repogym.sources import PullRequest
+from repogym.sources import PullRequest, Source
 
 
-def merged_prs(source: Any, rev: str) -> Iterator[tuple[str, PullRequest, str | None]]:
+def merged_prs(source: Source, rev: str) -> Iterator[tuple[str, PullRequest, str | None]]:
     """``(key, pr, drop reason or None)`` newest first, each PR number once.
 
-    GitHub / GitLab sources (``remote_pull_requests``) give the API's merged PRs with a reason
-    for unusable ones (drafts, landed commit missing); a local clone gives the PRs recognised in
-    its history. A number seen again is dropped as ``duplicate PR number``.
+    GitHub / GitLab sources give the API's merged PRs with a reason for unusable ones (drafts,
+    landed commit missing); a local clone gives the PRs recognised in its history (see
+    :meth:`Source.merged_pull_requests`). A number seen again is dropped as ``duplicate PR
+    number``.
     """
-    remote = getattr(source, "remote_pull_requests", None)
-    if remote is not None:
-        prs: Iterator[tuple[PullRequest, str | None]] = remote()
-    else:
-        prs = ((pr, None) for pr in source.iter_pull_requests(rev))
     seen: set[int] = set()
-    for pr, unusable in prs:
+    for pr, unusable in source.merged_pull_requests(rev):
         key = f"pr-{pr.number}"
         if pr.number in seen:
             yield f"{key}@{(pr.merge_sha or '')[:12]}", pr, "duplicate PR number"
@@ -36,11 +31,8 @@ def pr_reference(pr: PullRequest) -> str:
     return getattr(pr, "url", "") or f"PR #{pr.number} ({pr.merge_sha})"
 
 
-def pr_text(source: Any, pr: PullRequest) -> tuple[str, str]:
+def pr_text(source: Source, pr: PullRequest) -> tuple[str, str]:
     """Title and body for the instruction: the linked issues' text first when the source can
     fetch them (one API call per issue: call it after the cheap checks), else the PR's own."""
-    linked = getattr(source, "linked_issues", None)
-    if linked is None:
-        return pr.title, pr.body
-    issues = linked(pr)
+    issues = source.linked_issues(pr)
     return issue_instruction_text(pr.title, pr.body, [(i.title, i.body) for i in issues])

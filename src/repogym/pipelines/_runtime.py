@@ -19,16 +19,10 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-import tempfile
-import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import tomli_w
 
 from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap, cache_root
 from repogym.bootstrap.commit import read_commit
@@ -40,24 +34,20 @@ from repogym.bootstrap.pin import (
     constraints_from_freeze,
     pinned_dockerfile,
 )
-from repogym.harbor import load_task, publish_task_dir, set_content_hash
 from repogym.harbor.instruction_checks import underspecified
 from repogym.pipelines._emit import (
     EmitInput,
     VerifierInput,
-    code_lines,
     stage_verifier,
     update_config,
     write_environment,
     write_task,
 )
-from repogym.pipelines._errors import INTERNAL_ERROR, ErrorLog, describe, log_error
 from repogym.pipelines._evidence import group_tests
+from repogym.pipelines._harness import RunFailed, TaskHarness
 from repogym.pipelines._instruction import (
     Composed,
     Evidence,
-    InstructionRewriter,
-    Rewrite,
     build_instruction,
     compose,
     repair,
@@ -69,31 +59,17 @@ from repogym.pipelines._selection import (
     find_test_files,
     tests_exercising,
 )
-from repogym.pipelines.base import Candidate, Outcome
-from repogym.run.agents import NopAgent, OracleAgent
-from repogym.run.gate import (
-    VERIFIED,
-    MutantReport,
-    Verdict,
-    judge,
-    record,
-    run_mutants,
-    verifier_seconds,
-)
-from repogym.run.trial import TrialRunner
+from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sandbox import (
     BuildError,
     BuiltEnvironment,
     EnvironmentSpec,
-    Sandbox,
     SandboxError,
     Session,
 )
-from repogym.sources import LocalGitSource
-from repogym.sources._patches import is_test_path, parse_patch
+from repogym.sources._patches import parse_patch
 from repogym.spec import RuntimeOptions
 from repogym.verify import infra, tamper
-from repogym.verify.mutants import is_release_notes
 
 PASSED = "PASSED"
 RESULTS = "/tmp/repogym-results.json"
@@ -129,71 +105,11 @@ class _State:
         return {t for t in ids if len({r.get(t) for r in self.runs}) > 1}
 
 
-class _RunFailed(Exception):
-    """A verifier run at generation gave nothing usable: (drop reason, detail)."""
-
-    def __init__(self, reason: str, detail: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason, self.detail = reason, detail
-
-
-class RuntimeHarness:
-    """Turns candidates of one repository into verified tasks (thread-safe; one per job)."""
-
-    def __init__(
-        self,
-        source: LocalGitSource,
-        backend: Sandbox,
-        options: RuntimeOptions,
-        *,
-        pipeline: str,
-        pipeline_version: str,
-        repo_label: str,
-        out_dir: Path,
-    ) -> None:
-        self.source = source
-        self.backend = backend
-        self.options = options
-        self.pipeline = pipeline
-        self.pipeline_version = pipeline_version
-        self.repo_label = repo_label
-        self.out_dir = out_dir
-        self.runner = TrialRunner(backend)
-        self.source_access = "local"
-        """Provenance ``source_access``: ``local``, ``public`` or ``private``."""
-        self.rewriter: InstructionRewriter | None = None
-        """Optional LLM rewrite of instructions (``generate --llm``)."""
-        self.rewrites: dict[str, dict[str, Any]] = {}
-        """task id → what the rewrite came to (for the report)."""
-        self.error_log: ErrorLog | None = None
-        """Where tracebacks of candidates that crashed go (``generate`` sets it)."""
+class RuntimeHarness(TaskHarness):
+    """Turns candidates of one repository into verified runtime tasks (thread-safe; one per
+    job): the runtime evaluation inside :class:`TaskHarness`'s frame and gate."""
 
     # -------------------------------------------------------------------------------- evaluate
-
-    def evaluate(self, cand: Candidate) -> Outcome:
-        """Evaluate one candidate; never raises for it: an unexpected exception becomes the
-        drop reason ``internal error`` (traceback in :attr:`error_log`), and neither its
-        temporary folder nor its staging folder survives."""
-        start = time.monotonic()
-        work = Path(tempfile.mkdtemp(prefix=f"repogym-{cand.task_id}-"))
-        outcome = Outcome(cand, kept=False)
-        try:
-            self._evaluate(cand, work, outcome)
-        except _RunFailed as exc:
-            outcome.reason, outcome.detail = exc.reason, exc.detail
-        except (BuildError, SandboxError) as exc:
-            outcome.reason, outcome.detail = "sandbox error", str(exc).splitlines()[0][:300]
-        except Exception as exc:  # a bug met by this candidate: it costs the candidate only
-            outcome.kept, outcome.reason, outcome.detail = False, INTERNAL_ERROR, describe(exc)
-            log_error(self.error_log, f"candidate {cand.key} ({cand.task_id})", exc)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-            shutil.rmtree(self.out_dir / "tasks" / f".{cand.task_id}.staging", ignore_errors=True)
-            outcome.seconds = time.monotonic() - start
-        return outcome
-
-    def _drop(self, outcome: Outcome, reason: str, detail: str | None = None) -> None:
-        outcome.reason, outcome.detail = reason, detail
 
     def _evaluate(self, cand: Candidate, work: Path, outcome: Outcome) -> None:
         opts = self.options
@@ -436,61 +352,6 @@ class RuntimeHarness:
             return None, "the instruction " + "; ".join(reasons)
         return composed, ""
 
-    def _rewrite(
-        self,
-        cand: Candidate,
-        instruction: str,
-        *,
-        gold_patch: str,
-        workdir: str,
-        finish: Callable[[str], str] = lambda text: text,
-        required: list[str] | None = None,
-        visible: str = "",
-    ) -> tuple[str, Rewrite | None]:
-        """``generate --llm``: the rewritten instruction (``finish`` adds a pipeline's footer)
-        when the rewrite is accepted, else ``instruction``; the outcome is kept for the report."""
-        if self.rewriter is None:
-            return instruction, None
-        rewrite = self.rewriter.rewrite(
-            instruction,
-            gold_patch=gold_patch,
-            workdir=workdir,
-            min_words=self.options.min_instruction_words,
-            required=required,
-            visible=visible,
-        )
-        self.rewrites[cand.task_id] = rewrite.to_json()
-        if rewrite.instruction is None:
-            return instruction, rewrite
-        return finish(rewrite.instruction), rewrite
-
-    def _gate_and_publish(
-        self, staging: Path, cand: Candidate, outcome: Outcome, rewrite: Rewrite | None
-    ) -> bool:
-        """Stamp provenance, run the verify gate on the staged task and publish it atomically
-        under ``<out>/tasks/<id>`` when verified; the staging folder never survives."""
-        try:
-            stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
-            verdict, seconds, mutants = self._verify(staging)
-            outcome.test_seconds += seconds
-            if verdict.status != VERIFIED:
-                detail = "; ".join(verdict.reasons)[:300]
-                self._drop(outcome, f"verify: {verdict.status}", detail)
-                return False
-            floor = getattr(self.options, "min_kill_rate", 0.0)
-            if mutants is not None and mutants.kill_rate is not None and mutants.kill_rate < floor:
-                detail = f"kill rate {mutants.kill_rate:.2f} < {floor:g}: " + "; ".join(
-                    m.description for m in mutants.results if not m.killed
-                )
-                self._drop(outcome, WEAK_TESTS, detail[:300])
-                return False
-            publish_task_dir(staging, self.out_dir / "tasks" / cand.task_id)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        outcome.kept = True
-        outcome.task_dir = self.out_dir / "tasks" / cand.task_id
-        return True
-
     def _apply(
         self, session: Session, recipe: Recipe, ref: str, files: list[str], deleted: list[str]
     ) -> None:
@@ -539,7 +400,7 @@ class RuntimeHarness:
             try:
                 fields["pytest_plugins"] = json.loads(res.stdout or "[]")
             except json.JSONDecodeError:
-                raise _RunFailed(
+                raise RunFailed(
                     "verifier self-check failed", f"plugin probe: {res.stderr.strip()[:200]}"
                 ) from None
         # Only the non-test source files are ever scanned (tests are reset, not scanned).
@@ -561,7 +422,7 @@ class RuntimeHarness:
             try:
                 baseline = json.loads(res.stdout)
             except json.JSONDecodeError:
-                raise _RunFailed(
+                raise RunFailed(
                     "verifier self-check failed", f"tamper baseline: {res.stderr.strip()[:200]}"
                 ) from None
         else:
@@ -600,7 +461,7 @@ class RuntimeHarness:
             result = json.loads(session.read(RESULTS))
         except (FileNotFoundError, json.JSONDecodeError, SandboxError):
             tail = (res.stdout + res.stderr).strip().splitlines()[-1:] or [""]
-            raise _RunFailed("verifier self-check failed", tail[0][:300]) from None
+            raise RunFailed("verifier self-check failed", tail[0][:300]) from None
         result["seconds"] = res.duration_s
         config = json.loads((tests / "config.json").read_text())
         if result.get("parse_status") == "no report" and config.get("json_report"):
@@ -609,7 +470,7 @@ class RuntimeHarness:
             return self._result(session, recipe, tests, timeout)
         problems = result.get("integrity", []) + result.get("infra_problems", [])
         if problems:
-            raise _RunFailed("verifier self-check failed", "; ".join(problems)[:300])
+            raise RunFailed("verifier self-check failed", "; ".join(problems)[:300])
         return result
 
     def _runs(
@@ -620,10 +481,10 @@ class RuntimeHarness:
         for _ in range(count):
             result = self._result(session, recipe, tests, self.options.test_timeout)
             if result is None:
-                raise _RunFailed(f"tests time out ({state})")
+                raise RunFailed(f"tests time out ({state})")
             spent += result["seconds"]
             if result["parse_status"] not in ("ok", "empty"):
-                raise _RunFailed(f"test log not understood ({state})", str(result["parse_status"]))
+                raise RunFailed(f"test log not understood ({state})", str(result["parse_status"]))
             runs.append(result)
         return runs, spent
 
@@ -654,23 +515,6 @@ class RuntimeHarness:
         runs, more = self._runs(session, recipe, tests, total, "after the fix")
         return "targeted", runs, spent + more
 
-    def _verify(self, task_dir: Path) -> tuple[Verdict, float, MutantReport | None]:
-        task = load_task(task_dir)
-        oracle = [
-            self.runner.run(task, OracleAgent()) for _ in range(1 + self.options.verify_reruns)
-        ]
-        nop = self.runner.run(task, NopAgent())
-        spent = sum(_test_seconds(o.result) for o in [*oracle, nop])
-        verdict = judge(task.id, oracle, nop)
-        mutants = None
-        k = getattr(self.options, "mutants", 0)
-        if verdict.status == VERIFIED and k:
-            mutants = run_mutants(task, self.runner, k, oracle_seconds=verifier_seconds(oracle))
-            spent += sum(m.seconds for m in mutants.results)
-        if verdict.status == VERIFIED:
-            record(task, verdict, self.backend.name, self.options.verify_reruns, mutants=mutants)
-        return verdict, spent, mutants
-
 
 def _scanned_source(rel: str) -> bool:
     """Files whose base digest the verifier keeps: source it scans, compiled modules it checks."""
@@ -689,90 +533,17 @@ def _on_path(session: Session, program: str) -> bool:
     return res.exit_code == 0
 
 
-def stamp_provenance(task_dir: Path, *, source_access: str, rewrite: Rewrite | None) -> None:
-    """Record where the source came from and what the LLM rewrite did in ``task.toml``
-    (``source_access``, ``synthesis_llm``, ``[metadata.repogym].instruction_rewrite``), then
-    refresh the content hash."""
-    if source_access == "local" and rewrite is None:
-        return
-    path = task_dir / "task.toml"
-    data = tomllib.loads(path.read_text())
-    meta = data.setdefault("metadata", {})
-    prov = meta.setdefault("repo2env", {})
-    prov["source_access"] = source_access
-    if rewrite is not None:
-        prov["synthesis_llm"] = rewrite.llm if rewrite.status == "accepted" else "none"
-        meta.setdefault("repogym", {})["instruction_rewrite"] = rewrite.to_json()
-    path.write_text(tomli_w.dumps(data))
-    set_content_hash(task_dir)
+class RuntimePipeline:
+    """What the runtime pipelines share: their options, sources and harness. A subclass names
+    itself and walks its candidates (see ``commit_runtime``)."""
 
+    name: str
+    version: str
+    options_model: type[RuntimeOptions] = RuntimeOptions
+    sources: frozenset[str] = frozenset({"local", "github", "gitlab"})
+    sources_note = ""
+    llm_rewrite = True
+    dedupe_changes = True
 
-def _test_seconds(result: dict[str, Any]) -> float:
-    """Seconds a trial spent running code in the task (agent and verifier phases)."""
-    total = 0.0
-    for phase in ("agent_execution", "verifier"):
-        t = result.get(phase) or {}
-        if t.get("started_at") and t.get("finished_at"):
-            total += (
-                datetime.fromisoformat(t["finished_at"]) - datetime.fromisoformat(t["started_at"])
-            ).total_seconds()
-    return total
-
-
-def candidate_from_change(
-    source: LocalGitSource,
-    *,
-    key: str,
-    task_id: str,
-    kind: str,
-    base: str,
-    head: str,
-    title: str,
-    body: str,
-    reference: str,
-    number: int | None,
-    options: RuntimeOptions,
-) -> tuple[Candidate | None, str | None]:
-    """Cheap checks before any sandbox work: (candidate, None) or (None, drop reason)."""
-    from repogym.sources._patches import split_patch
-
-    patch = source.diff(base, head)
-    files = parse_patch(patch)
-    if not files:
-        return None, "empty change"
-    tests = [f for f in files if is_test_path(f.path)]
-    sources = [f for f in files if not is_test_path(f.path)]
-    if not tests:
-        return None, "no test change"
-    if not sources:
-        return None, "tests only"
-    if not any(f.status != "D" for f in tests):
-        return None, "no added or changed test"
-    # Release notes and changelogs ride along with the gold patch but are not the change.
-    code = [f for f in sources if not is_release_notes(f.path)]
-    if not code:
-        return None, "tests and release notes only"
-    if all(f.binary for f in code):
-        return None, "binary-only source change"
-    if len(code) > options.max_source_files:
-        return None, "too many source files"
-    source_patch, test_patch = split_patch(patch)
-    if len(code_lines(source_patch)) > options.max_patch_lines:
-        return None, "gold patch too large"
-    return (
-        Candidate(
-            key=key,
-            task_id=task_id,
-            kind=kind,
-            base=base,
-            head=head,
-            title=title,
-            body=body,
-            reference=reference,
-            patch=patch,
-            source_patch=source_patch,
-            test_patch=test_patch,
-            number=number,
-        ),
-        None,
-    )
+    def harness(self, ctx: HarnessContext) -> RuntimeHarness:
+        return RuntimeHarness(ctx)

@@ -1,13 +1,23 @@
-"""What every pipeline shares: candidates, outcomes and the yield table."""
+"""What every pipeline shares: candidates, outcomes, the yield table, and the contract
+(:class:`Pipeline`, :class:`Harness`, :class:`HarnessContext`)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from repogym.pipelines._errors import ErrorLog
+    from repogym.pipelines._instruction import InstructionRewriter
+    from repogym.sandbox import Sandbox
+    from repogym.sources import Source
 
 
 @dataclass
@@ -79,3 +89,76 @@ class YieldStats:
             "seconds": round(self.elapsed, 2),
             "test_seconds": round(self.test_seconds, 2),
         }
+
+
+# ------------------------------------------------------------------------------ the contract
+
+
+@dataclass
+class HarnessContext:
+    """Everything a harness needs, given at construction (``generate`` fills it)."""
+
+    source: Source
+    backend: Sandbox
+    options: Any
+    """The pipeline's validated options model (:attr:`Pipeline.options_model`)."""
+    pipeline: str
+    pipeline_version: str
+    repo_label: str
+    """``owner/name`` written into the tasks' provenance."""
+    out_dir: Path
+    source_access: str = "local"
+    """Provenance ``source_access``: ``local``, ``public`` or ``private``."""
+    rewriter: InstructionRewriter | None = None
+    """Optional LLM rewrite of instructions (``generate --llm``)."""
+    error_log: ErrorLog | None = None
+    """Where tracebacks of candidates that crashed go."""
+
+
+@runtime_checkable
+class Harness(Protocol):
+    """Turns one candidate into a published task, or a drop reason (thread-safe)."""
+
+    rewrites: dict[str, dict[str, Any]]
+    """task id → what the LLM rewrite of its instruction came to (for the report)."""
+
+    def evaluate(self, cand: Candidate) -> Outcome:
+        """Evaluate ``cand``; an unexpected exception may escape (``generate`` records it as
+        an ``internal error`` drop and goes on)."""
+        ...
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """A way of mining a repository into tasks. Register one with
+    :func:`repogym.pipelines.registry.register` or the ``repogym.pipelines`` entry point group.
+
+    A pipeline is small: it walks the source for :class:`Candidate` s (cheap checks only) and
+    names the harness that turns each into a task; ``generate`` does the rest (parallelism,
+    resume, de-duplication, the dataset index and the report)."""
+
+    name: str
+    """What ``generate -p`` calls it; also the ``[metadata.repo2env]`` pipeline name."""
+    version: str
+    options_model: type[BaseModel]
+    """Its options (``--opt key=value``), a pydantic model with ``extra="forbid"``."""
+    sources: frozenset[str]
+    """The kinds of source it reads (``local``, ``github``, ``gitlab``); ``generate`` refuses
+    others before any work."""
+    sources_note: str
+    """Why other sources are refused (shown with the refusal), or ``""``."""
+    llm_rewrite: bool
+    """Whether ``generate --llm`` may rewrite its instructions."""
+    dedupe_changes: bool
+    """Whether candidates whose gold patch and tests equal a task's already in the dataset are
+    dropped as ``duplicate change`` (see :func:`repogym.pipelines._emit.change_hash`)."""
+
+    def candidates(
+        self, source: Source, options: Any, slug: str, rev: str
+    ) -> Iterator[Candidate | tuple[str, str]]:
+        """Candidates newest first; cheap drops come back as ``(key, reason)``."""
+        ...
+
+    def harness(self, ctx: HarnessContext) -> Harness:
+        """The harness that evaluates this pipeline's candidates."""
+        ...

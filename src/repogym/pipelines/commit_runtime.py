@@ -5,21 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from repogym.pipelines._runtime import candidate_from_change
+from repogym.pipelines._candidates import candidate_from_change
+from repogym.pipelines._runtime import RuntimePipeline
 from repogym.pipelines.base import Candidate
-from repogym.sources import LocalGitSource
+from repogym.sources import Source
 from repogym.spec import RuntimeOptions
-
-NAME = "commit_runtime"
-VERSION = "1"
-SOURCES = {"local", "github", "gitlab"}
-"""Local clones, or GitHub/GitLab repositories through a cached clone (default branch)."""
-LLM_REWRITE = True
-"""Instructions may be rewritten by ``generate --llm``."""
 
 
 def candidates(
-    source: LocalGitSource, options: RuntimeOptions, slug: str, rev: str
+    source: Source, options: RuntimeOptions, slug: str, rev: str
 ) -> Iterator[Candidate | tuple[str, str]]:
     """Candidates newest first; cheap drops come back as (key, reason)."""
     for commit in source.iter_commits(rev, first_parent=True):
@@ -46,7 +40,21 @@ def candidates(
         yield cand if cand is not None else (key, why or "dropped")
 
 
-def _commit_reference(source: LocalGitSource, sha: str) -> str:
+def _commit_reference(source: Source, sha: str) -> str:
     """The commit's web page for remote repositories, else its sha."""
-    remote = getattr(source, "remote", None)
-    return remote.commit_url(sha) if remote is not None else sha
+    return source.commit_url(sha) or sha
+
+
+class CommitRuntime(RuntimePipeline):
+    """Local clones, or GitHub/GitLab repositories through a cached clone (default branch)."""
+
+    name = "commit_runtime"
+    version = "1"
+
+    def candidates(
+        self, source: Source, options: RuntimeOptions, slug: str, rev: str
+    ) -> Iterator[Candidate | tuple[str, str]]:
+        return candidates(source, options, slug, rev)
+
+
+PIPELINE = CommitRuntime()

@@ -18,7 +18,6 @@ the fix``, ``no scorable text change`` and the verify gate (oracle 1.0 every run
 
 from __future__ import annotations
 
-import datetime as _dt
 import importlib.util
 import json
 import re
@@ -30,29 +29,32 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import tomli_w
-
 from repogym import __version__
-from repogym.harbor import set_content_hash
-from repogym.harbor.validate import leaked_lines
+from repogym.harbor import save_task_config
+from repogym.harbor.config import (
+    AgentConfig,
+    EnvironmentConfig,
+    SolutionConfig,
+    VerifierConfig,
+    new_task_config,
+)
 from repogym.harbor.verification import ARTEFACTS
-from repogym.pipelines._emit import SPEC_VERSION, _template, _write, category, difficulty
-from repogym.pipelines._instruction import clean_text, clean_title
+from repogym.pipelines._emit import (
+    category,
+    difficulty,
+    provenance,
+    template,
+    verify_module,
+    write_file,
+)
+from repogym.pipelines._harness import TaskHarness
+from repogym.pipelines._instruction import build_instruction
 from repogym.pipelines._prs import merged_prs, pr_reference, pr_text
-from repogym.pipelines._runtime import RuntimeHarness
-from repogym.pipelines.base import Candidate, Outcome
-from repogym.sandbox import Sandbox
-from repogym.sources import FileChange, PullRequest
+from repogym.pipelines.base import Candidate, HarnessContext, Outcome
+from repogym.sources import FileChange, PullRequest, Source
 from repogym.sources._patches import encode_patch, is_test_path, split_patch
 from repogym.spec import PrDiffOptions
 from repogym.verify import diff_reward
-
-NAME = "pr_diff"
-VERSION = "1"
-SOURCES = {"local", "github", "gitlab"}
-"""Where this pipeline can read pull requests from (``generate`` refuses other sources)."""
-LLM_REWRITE = True
-"""Instructions may be rewritten by ``generate --llm`` (leak-checked against the gold)."""
 
 WORKDIR = "/workspace"
 BASE_DIR = "/opt/repogym/base"
@@ -144,7 +146,7 @@ def filter_reason(pr: PullRequest, options: PrDiffOptions) -> str | None:
 
 
 def candidates(
-    source: Any, options: PrDiffOptions, slug: str, rev: str
+    source: Source, options: PrDiffOptions, slug: str, rev: str
 ) -> Iterator[Candidate | tuple[str, str]]:
     """Merged PRs of ``source`` (newest first) as candidates, or ``(key, drop reason)``."""
     for key, pr, unusable in merged_prs(source, rev):
@@ -207,27 +209,6 @@ FOOTER = (
 )
 
 
-def build_instruction(
-    title: str, body: str, *, gold: str, min_words: int = 4
-) -> tuple[str | None, str | None]:
-    """(instruction, None) or (None, drop reason): the PR text cleaned, never the answer."""
-    head = clean_title(title)
-    text = clean_text(body)
-    leaks = set(leaked_lines(f"{head}\n{text}", gold))
-    if leaks:
-        text = "\n".join(ln for ln in text.splitlines() if ln.strip() not in leaks)
-        head = "" if head.strip() in leaks else head
-    if len(re.findall(r"\w+", f"{head} {text}")) < min_words:
-        return None, "instruction too vague"
-    parts = [f"# {head}" if head else "# Change requested", ""]
-    if text:
-        parts += [text, ""]
-    instruction = "\n".join(parts) + FOOTER
-    if leaked_lines(instruction, gold):
-        return None, "instruction leaks the fix"
-    return instruction, None
-
-
 def with_footer(instruction: str) -> str:
     """An instruction (e.g. an LLM rewrite ending in the runtime footer) with pr_diff's footer."""
     statement = instruction.split(_FOOTER_START, 1)[0].rstrip()
@@ -264,29 +245,26 @@ def write_task(
 ) -> None:
     """Write a whole pr_diff task folder at ``dest`` (a staging folder; the caller publishes)."""
     dest.mkdir(parents=True)
-    _write(dest / "instruction.md", instruction)
+    write_file(dest / "instruction.md", instruction)
     shutil.copytree(context, dest / "environment", symlinks=True)
 
     tests = dest / "tests"
-    _write(tests / "test.sh", _template("pr_diff_test.sh"), 0o755)
-    _write(tests / "verifier.py", _template("pr_diff_verifier.py"))
-    _write(tests / "infra.py", resources.files("repogym.verify").joinpath("infra.py").read_bytes())
-    _write(
-        tests / "diff_reward.py",
-        resources.files("repogym.verify").joinpath("diff_reward.py").read_bytes(),
-    )
+    write_file(tests / "test.sh", template("pr_diff_test.sh"), 0o755)
+    write_file(tests / "verifier.py", template("pr_diff_verifier.py"))
+    write_file(tests / "infra.py", verify_module("infra.py"))
+    write_file(tests / "diff_reward.py", verify_module("diff_reward.py"))
     # The de-facto pr_diff names (what other tools' checkers look for): the gold as
     # tests/oracle.patch, the instruction the judge reads as tests/instruction.md.
-    _write(tests / "oracle.patch", gold_diff)
-    _write(tests / "instruction.md", instruction)
-    _write(tests / "base_manifest.json", json.dumps(manifest, indent=0, sort_keys=True) + "\n")
+    write_file(tests / "oracle.patch", gold_diff)
+    write_file(tests / "instruction.md", instruction)
+    write_file(tests / "base_manifest.json", json.dumps(manifest, indent=0, sort_keys=True) + "\n")
     config = {"workdir": WORKDIR, "base_dir": BASE_DIR}
-    _write(tests / "config.json", json.dumps(config, indent=2) + "\n")
+    write_file(tests / "config.json", json.dumps(config, indent=2) + "\n")
 
     solution = dest / "solution"
-    _write(solution / "patch.diff", encode_patch(cand.source_patch))
-    _write(solution / "solve.sh", _template("solve.sh"), 0o755)
-    _write(solution / "apply_patch.py", _template("apply_patch.py"))
+    write_file(solution / "patch.diff", encode_patch(cand.source_patch))
+    write_file(solution / "solve.sh", template("solve.sh"), 0o755)
+    write_file(solution / "apply_patch.py", template("apply_patch.py"))
 
     owner = repo.split("/")[0] if "/" in repo else "local"
     changed = sum(
@@ -305,72 +283,62 @@ def write_task(
     if cand.number is not None:
         sub["pr_number"] = cand.number
     language = _language(files)
-    payload: dict[str, Any] = {
-        "version": "1.0",
-        "schema_version": "1.4",
-        "task": {
-            "name": f"{owner}/{cand.task_id}",
-            "description": (cand.title.strip() or cand.task_id)[:200],
-            "keywords": [pipeline, language, "diff"],
-        },
-        "metadata": {
+    config = new_task_config(
+        name=f"{owner}/{cand.task_id}",
+        description=(cand.title.strip() or cand.task_id)[:200],
+        keywords=[pipeline, language, "diff"],
+        metadata={
             "difficulty": difficulty(gold_diff),
             "category": category(cand.title, cand.body, gold_diff),
             "language": language,
-            "repo2env": {
-                "spec_version": SPEC_VERSION,
-                "pipeline": pipeline,
-                "pipeline_version": pipeline_version,
-                "repo": repo,
-                "ref": cand.base,
-                "reference": cand.reference,
-                "source_access": source_access,
-                "built_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
-                "synthesis_llm": "none",
-                "reward_kinds": ["diff_similarity"],
-                pipeline: sub,
-                "reproducibility": {"mode": "inline_dockerfile"},
-                # Only the agent's edits under /workspace reach the scorer; the base copy and
-                # everything else come fresh from the image.
-                "verification": {"mode": "clean_room", "protected": list(ARTEFACTS)},
-            },
+            # Only the agent's edits under /workspace reach the scorer; the base copy and
+            # everything else come fresh from the image.
+            "repo2env": provenance(
+                pipeline=pipeline,
+                pipeline_version=pipeline_version,
+                repo=repo,
+                candidate=cand,
+                source_access=source_access,
+                reward_kinds=["diff_similarity"],
+                subtable=sub,
+                protected=list(ARTEFACTS),
+            ),
             "repogym": {"generator": f"repogym {__version__}"},
         },
-        "agent": {"timeout_sec": options.agent_timeout},
-        "verifier": {
-            "timeout_sec": options.verifier_timeout,
-            "network_mode": options.verifier_network,
+        agent=AgentConfig(timeout_sec=options.agent_timeout),
+        verifier=VerifierConfig(
+            timeout_sec=options.verifier_timeout,
+            network_mode=options.verifier_network,
             # Harbor's host templates: the judge's settings come from the host at run time and
             # are never written into the task. Only a verifier with a network can reach a
             # judge, so only such a task asks for them.
-            "env": (
+            env=(
                 {name: f"${{{name}:-}}" for name in JUDGE_ENV}
                 if options.verifier_network == "public"
                 else {}
             ),
-        },
-        "environment": {
-            "build_timeout_sec": 600.0,
-            "cpus": 1,
-            "memory_mb": 2048,
-            "storage_mb": 4096,
-            "network_mode": options.network,
-            "workdir": WORKDIR,
-        },
-        "solution": {"env": {"REPOGYM_WORKDIR": WORKDIR}},
-    }
-    _write(dest / "task.toml", tomli_w.dumps(payload))
-    set_content_hash(dest)
+        ),
+        environment=EnvironmentConfig(
+            build_timeout_sec=600.0,
+            cpus=1,
+            memory_mb=2048,
+            storage_mb=4096,
+            network_mode=options.network,
+            workdir=WORKDIR,
+        ),
+        solution=SolutionConfig(env={"REPOGYM_WORKDIR": WORKDIR}),
+    )
+    save_task_config(dest, config)
 
 
 # ------------------------------------------------------------------------------ harness
 
 
-class PrDiffHarness(RuntimeHarness):
+class PrDiffHarness(TaskHarness):
     """Builds, verifies (oracle ×(1 + verify_reruns), nop) and publishes pr_diff tasks.
 
-    Reuses the runtime harness's evaluate() frame (temp folder, sandbox errors, timing) and
-    its verify gate; only the task content differs.
+    Reuses the shared evaluate() frame (temp folder, sandbox errors, timing) and verify gate;
+    only the task content differs.
     """
 
     options: PrDiffOptions  # type: ignore[assignment]
@@ -392,8 +360,10 @@ class PrDiffHarness(RuntimeHarness):
         instruction, why = build_instruction(
             cand.title,
             cand.body,
-            gold=cand.source_patch + "\n" + gold_diff,
+            workdir=WORKDIR,
+            gold_patch=cand.source_patch + "\n" + gold_diff,
             min_words=opts.min_instruction_words,
+            footer=FOOTER,
         )
         if instruction is None:
             return self._drop(outcome, why or "no instruction")
@@ -425,23 +395,25 @@ class PrDiffHarness(RuntimeHarness):
         self._gate_and_publish(staging, cand, outcome, rewrite)
 
 
-def make_harness(
-    source: Any,
-    backend: Sandbox,
-    options: PrDiffOptions,
-    *,
-    pipeline: str,
-    pipeline_version: str,
-    repo_label: str,
-    out_dir: Path,
-) -> PrDiffHarness:
-    """The object ``generate()`` calls ``evaluate(candidate) -> Outcome`` on."""
-    return PrDiffHarness(
-        source,
-        backend,
-        options,  # type: ignore[arg-type]
-        pipeline=pipeline,
-        pipeline_version=pipeline_version,
-        repo_label=repo_label,
-        out_dir=out_dir,
-    )
+class PrDiff:
+    """Text-only tasks from merged pull requests of local clones, GitHub or GitLab."""
+
+    name = "pr_diff"
+    version = "1"
+    options_model = PrDiffOptions
+    sources = frozenset({"local", "github", "gitlab"})
+    sources_note = ""
+    llm_rewrite = True
+    """Instructions may be rewritten by ``generate --llm`` (leak-checked against the gold)."""
+    dedupe_changes = False
+
+    def candidates(
+        self, source: Source, options: PrDiffOptions, slug: str, rev: str
+    ) -> Iterator[Candidate | tuple[str, str]]:
+        return candidates(source, options, slug, rev)
+
+    def harness(self, ctx: HarnessContext) -> PrDiffHarness:
+        return PrDiffHarness(ctx)
+
+
+PIPELINE = PrDiff()

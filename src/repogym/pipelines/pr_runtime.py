@@ -11,22 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from repogym.pipelines._candidates import candidate_from_change
 from repogym.pipelines._prs import merged_prs, pr_reference, pr_text
-from repogym.pipelines._runtime import candidate_from_change
+from repogym.pipelines._runtime import RuntimePipeline
 from repogym.pipelines.base import Candidate
-from repogym.sources import LocalGitSource
+from repogym.sources import Source
 from repogym.spec import RuntimeOptions
-
-NAME = "pr_runtime"
-VERSION = "1"
-SOURCES = {"local", "github", "gitlab"}
-"""Where this pipeline can read pull requests from (``generate`` refuses other sources)."""
-LLM_REWRITE = True
-"""Instructions may be rewritten by ``generate --llm``."""
 
 
 def candidates(
-    source: LocalGitSource, options: RuntimeOptions, slug: str, rev: str
+    source: Source, options: RuntimeOptions, slug: str, rev: str
 ) -> Iterator[Candidate | tuple[str, str]]:
     """Candidates newest first; cheap drops come back as (key, reason)."""
     for key, pr, unusable in merged_prs(source, rev):
@@ -54,3 +48,18 @@ def candidates(
             continue
         cand.title, cand.body = pr_text(source, pr)  # after the cheap checks
         yield cand
+
+
+class PrRuntime(RuntimePipeline):
+    """Merged pull requests of local clones, GitHub or GitLab."""
+
+    name = "pr_runtime"
+    version = "1"
+
+    def candidates(
+        self, source: Source, options: RuntimeOptions, slug: str, rev: str
+    ) -> Iterator[Candidate | tuple[str, str]]:
+        return candidates(source, options, slug, rev)
+
+
+PIPELINE = PrRuntime()

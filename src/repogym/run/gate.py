@@ -15,10 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import tomli_w
-
 from repogym import __version__
-from repogym.harbor import Task, atomic_write, load_task
+from repogym.harbor import Task, TaskConfig, load_task, update_task_toml
 from repogym.run.agents import NopAgent, OracleAgent, PatchAgent
 from repogym.run.trial import TrialOutcome, TrialRunner, environment_spec
 from repogym.verify.mutants import build_mutants, select_mutants
@@ -223,14 +221,11 @@ def record(
     *,
     mutants: MutantReport | None = None,
 ) -> None:
-    """Write the verdict into ``[metadata.repo2env.evaluation]``; all else stays as read.
+    """Write the verdict into ``[metadata.repo2env.evaluation]`` (through the task model; legacy
+    keys come out translated, all else as read).
 
     Without ``mutants`` the mutant figures already recorded are kept."""
-    raw = dict(task.raw)
-    metadata = dict(raw.get("metadata") or {})
-    block = dict(metadata.get("repo2env") or {})
-    previous = dict(block.get("evaluation") or {})
-    block["evaluation"] = {
+    evaluation: dict[str, Any] = {
         "status": verdict.status,
         "oracle_runs": len(verdict.oracle_rewards),
         "oracle_passes": sum(1 for r in verdict.oracle_rewards if r == 1.0),
@@ -241,13 +236,18 @@ def record(
         "verified_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         "verifier": f"repogym {__version__}",
     }
-    if mutants is not None:
-        block["evaluation"].update(mutants.to_toml())
-    else:
-        block["evaluation"].update({k: v for k, v in previous.items() if k.startswith("mutant")})
-    metadata["repo2env"] = block
-    raw["metadata"] = metadata
-    atomic_write(task.path / "task.toml", tomli_w.dumps(raw))
+
+    def change(config: TaskConfig) -> None:
+        block = config.metadata.setdefault("repo2env", {})
+        previous = dict(block.get("evaluation") or {})
+        if mutants is not None:
+            evaluation.update(mutants.to_toml())
+        else:
+            evaluation.update({k: v for k, v in previous.items() if k.startswith("mutant")})
+        block["evaluation"] = evaluation
+
+    # The evaluation is not content: the content hash stays as it was (stale ones too).
+    update_task_toml(task.path, change, rehash=False)
 
 
 def verify_tasks(

@@ -12,13 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from repogym.errors import RepogymError
 from repogym.harbor.compose import Healthcheck, task_healthcheck
 from repogym.sandbox import Session
 
 __all__ = ["HealthcheckError", "task_healthcheck", "wait_healthy"]
 
 
-class HealthcheckError(Exception):
+class HealthcheckError(RepogymError):
     """A healthcheck that never passed; the message is one line."""
 
 

@@ -28,264 +28,60 @@ The host talks to the fork server and to each session server over ``SOCK_SEQPACK
 messages are ``marshal``-encoded dicts, file descriptors travel as ``SCM_RIGHTS``. Results of
 execs and file operations come back on a per-request status pipe, so requests are independent
 and may run concurrently.
+
+The server is three files, all standard library only: this one (fork server, session server,
+commands, networks), :mod:`._forkserver_sys` (system calls, messages, users, capabilities) and
+:mod:`._forkserver_files` (the file worker's operations). Run with ``-I -S`` nothing but the
+standard library is importable, so this script puts its own folder at the end of ``sys.path`` to
+load the other two by file name.
 """
 
 import contextlib
-import ctypes
-import errno
-import fcntl
 import gc
 import json
-import marshal
 import os
 import resource
 import select
 import signal
 import socket
-import stat
-import struct
 import sys
 import time
 import warnings  # noqa: F401 - imported lazily by os.get_exec_path; unreachable after chroot
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUTS = 0x04000000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWNET = 0x40000000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWUSER = 0x10000000
-MS_RDONLY = 0x1
-MS_NOSUID = 0x2
-MS_NODEV = 0x4
-MS_REMOUNT = 0x20
-MS_BIND = 0x1000
-MS_REC = 0x4000
-MS_PRIVATE = 1 << 18
-MNT_DETACH = 0x2
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
-PR_CAPBSET_DROP = 24
-PR_CAP_AMBIENT = 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
-SYS_MOVE_MOUNT = 429
-MOVE_MOUNT_F_EMPTY_PATH = 0x4
-SIOCGIFFLAGS = 0x8913
-SIOCSIFFLAGS = 0x8914
-IFF_UP = 0x1
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 
-# Docker's default capability set for container processes.
-KEEP_CAPS = frozenset({0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31})
-MAX_MSG = 1 << 20
-OOM_SCORE_ADJ = b"500"
-CAP_NET_RAW = 13
+from _forkserver_files import file_op  # noqa: E402
+from _forkserver_sys import (  # noqa: E402
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    CLONE_NEWUTS,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    OOM_SCORE_ADJ,
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_PDEATHSIG,
+    SetupError,
+    drop_caps,
+    loopback_up,
+    mount,
+    prctl,
+    recv,
+    report,
+    resolve_user_cached,
+    send,
+    setns,
+    unshare,
+)
 
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mount.argtypes = [
-    ctypes.c_char_p,
-    ctypes.c_char_p,
-    ctypes.c_char_p,
-    ctypes.c_ulong,
-    ctypes.c_char_p,
-]
-libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
-libc.syscall.restype = ctypes.c_long
-
-
-class SetupError(Exception):
-    """A command could not be started; the message is shown to the user as is."""
-
-
-def _check(ret, what):
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def _b(s):
-    return s.encode() if isinstance(s, str) else s
-
-
-def mount(source, target, fstype, flags=0, data=None):
-    _check(libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)), "mount " + str(target))
-
-
-def umount(target):
-    _check(libc.umount2(_b(target), MNT_DETACH), "umount " + str(target))
-
-
-def unshare(flags):
-    _check(libc.unshare(flags), "unshare")
-
-
-def setns(fd, flags):
-    _check(libc.setns(fd, flags), "setns")
-
-
-def prctl(option, arg2=0, arg3=0, arg4=0, arg5=0):
-    return libc.prctl(
-        option,
-        ctypes.c_ulong(arg2),
-        ctypes.c_ulong(arg3),
-        ctypes.c_ulong(arg4),
-        ctypes.c_ulong(arg5),
-    )
-
-
-def recv(sock):
-    """Receive one message and its file descriptors; ``(None, [])`` at EOF."""
-    fds = []
-    msg, ancdata, _flags, _addr = sock.recvmsg(
-        MAX_MSG, socket.CMSG_LEN(64 * 4), socket.MSG_CMSG_CLOEXEC
-    )
-    for level, ctype, data in ancdata:
-        if level == socket.SOL_SOCKET and ctype == socket.SCM_RIGHTS:
-            n = len(data) - len(data) % 4
-            fds.extend(struct.unpack(f"{n // 4}i", data[:n]))
-    if not msg:
-        for fd in fds:
-            os.close(fd)
-        return None, []
-    return marshal.loads(msg), fds
-
-
-def send(sock, obj, fds=()):
-    data = marshal.dumps(obj)
-    if fds:
-        sock.sendmsg(
-            [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
-        )
-    else:
-        sock.send(data)
-
-
-def write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
-def report(fd, obj):
-    """Write a marshal-encoded result to a status pipe and close it."""
-    try:
-        write_all(fd, marshal.dumps(obj))
-    finally:
-        os.close(fd)
-
-
-# ----------------------------------------------------------------------------------- users
-
-
-def _read_db(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return [
-                line.rstrip("\n").split(":")
-                for line in fh
-                if line.strip() and not line.startswith("#")
-            ]
-    except OSError:
-        return []
-
-
-def resolve_user(spec):
-    """``user``/``uid``[``:group``/``:gid``] → (uid, gid, groups, home) inside the root."""
-    spec = (spec or "root").strip()
-    name, _, group = spec.partition(":")
-    passwd = _read_db("/etc/passwd")
-    uid = gid = None
-    home = "/"
-    username = None
-    for row in passwd:
-        if len(row) >= 7 and (row[0] == name or (name.isdigit() and row[2] == name)):
-            username, uid, gid, home = row[0], int(row[2]), int(row[3]), row[5] or "/"
-            break
-    if uid is None:
-        if not name.isdigit():
-            raise LookupError(f"unable to find user {name}: no matching entries in passwd file")
-        uid, gid = int(name), int(name)
-    groups_db = _read_db("/etc/group")
-    if group:
-        gid = None
-        for row in groups_db:
-            if len(row) >= 3 and (row[0] == group or (group.isdigit() and row[2] == group)):
-                gid = int(row[2])
-                break
-        if gid is None:
-            if not group.isdigit():
-                raise LookupError(
-                    f"unable to find group {group}: no matching entries in group file"
-                )
-            gid = int(group)
-        groups = [gid]
-    else:
-        groups = [gid]
-        if username is not None:
-            for row in groups_db:
-                if len(row) >= 4 and username in row[3].split(",") and row[2].isdigit():
-                    groups.append(int(row[2]))
-    return uid, gid, sorted(set(groups)), home
-
-
-_user_cache = {}
-
-
-def resolve_user_cached(spec):
-    """``resolve_user`` memoized on the identity of /etc/passwd and /etc/group."""
-    stamp = []
-    for path in ("/etc/passwd", "/etc/group"):
-        try:
-            st = os.stat(path)
-            stamp.append((st.st_ino, st.st_mtime_ns, st.st_size))
-        except OSError:
-            stamp.append(None)
-    key = (spec, tuple(stamp))
-    if key not in _user_cache:
-        if len(_user_cache) > 64:
-            _user_cache.clear()
-        _user_cache[key] = resolve_user(spec)
-    return _user_cache[key]
-
-
-# ------------------------------------------------------------------------------- commands
-
-
-def _caps_to_drop():
-    last = 40
-    try:
-        with open("/proc/sys/kernel/cap_last_cap") as fh:
-            last = int(fh.read())
-    except (OSError, ValueError):
-        pass
-    return [cap for cap in range(last + 1) if cap not in KEEP_CAPS]
-
-
-CAPS_TO_DROP = _caps_to_drop()
-
-
-def drop_caps(networked=False):
-    """Reduce the bounding set to Docker's default capabilities (root keeps only those).
-
-    With a network (slirp4netns) ``CAP_NET_RAW`` goes too: a raw frame on ``tap0`` addressed
-    to 127.0.0.1 would be forwarded by slirp to the *host's* loopback (its
-    ``--disable-host-loopback`` only guards the 10.0.2.2 alias).
-    """
-    fn = libc.prctl
-    for cap in CAPS_TO_DROP:
-        fn(PR_CAPBSET_DROP, cap, 0, 0, 0)
-    if networked:
-        fn(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0)
-    fn(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-
-
-def loopback_up():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        req = struct.pack("16sH14x", b"lo", 0)
-        flags = struct.unpack("16sH14x", fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, req))[1]
-        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
-    finally:
-        sock.close()
+# ------------------------------------------------------------------------------ commands
 
 
 def child_exec(req, fds, state, ident):
@@ -362,295 +158,6 @@ def child_exec(req, fds, state, ident):
             report(status_fd, {"error": msg})
         finally:
             os._exit(127)
-
-
-# ------------------------------------------------------------------------------ file ops
-
-
-def _makedirs(path):
-    """``mkdir -p`` with root ownership and 0755 for created components."""
-    os.makedirs(path, mode=0o755, exist_ok=True)
-
-
-def _remove(path):
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        _rmtree(path)
-    else:
-        os.unlink(path)
-
-
-def _rmtree_fd(dirfd):
-    for entry in os.scandir(dirfd):
-        if entry.is_dir(follow_symlinks=False):
-            sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dirfd)
-            try:
-                _rmtree_fd(sub)
-            finally:
-                os.close(sub)
-            os.rmdir(entry.name, dir_fd=dirfd)
-        else:
-            os.unlink(entry.name, dir_fd=dirfd)
-
-
-def _rmtree(path):
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        _rmtree_fd(fd)
-    finally:
-        os.close(fd)
-    os.rmdir(path)
-
-
-def _copy_file(src_fd, dst_fd):
-    while True:
-        try:
-            n = os.copy_file_range(src_fd, dst_fd, 1 << 30)
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-                raise
-            break
-        if n == 0:
-            return
-    while True:
-        chunk = os.read(src_fd, 1 << 20)
-        if not chunk:
-            return
-        write_all(dst_fd, chunk)
-
-
-class Copier:
-    """Copy a tree between two directory fds, creating entries by name only (no traversal)."""
-
-    def __init__(self, owner=None, chmod=None, include=None, preserve_owner=False):
-        self.owner = owner
-        self.chmod = chmod
-        self.include = include
-        self.preserve_owner = preserve_owner
-
-    def _wanted(self, rel, is_dir):
-        if self.include is None:
-            return True
-        if rel in self.include:
-            return True
-        return is_dir and (rel + "/") in self.include
-
-    def _own(self, name, dirfd, st, is_link=False):
-        if self.owner is not None:
-            os.chown(name, self.owner[0], self.owner[1], dir_fd=dirfd, follow_symlinks=False)
-        elif self.preserve_owner:
-            os.chown(name, st.st_uid, st.st_gid, dir_fd=dirfd, follow_symlinks=False)
-        if not is_link:
-            mode = self.chmod if self.chmod is not None else stat.S_IMODE(st.st_mode)
-            os.chmod(name, mode, dir_fd=dirfd)
-
-    def _clear(self, name, dirfd, keep_dir):
-        try:
-            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
-        if stat.S_ISDIR(st.st_mode):
-            if keep_dir:
-                return st
-            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dirfd)
-            try:
-                _rmtree_fd(sub)
-            finally:
-                os.close(sub)
-            os.rmdir(name, dir_fd=dirfd)
-        else:
-            os.unlink(name, dir_fd=dirfd)
-        return None
-
-    def entry(self, src_dir, name, dst_dir, dst_name, rel):
-        st = os.stat(name, dir_fd=src_dir, follow_symlinks=False)
-        if stat.S_ISDIR(st.st_mode):
-            if not self._wanted(rel, True):
-                return
-            existing = self._clear(dst_name, dst_dir, keep_dir=True)
-            if existing is None:
-                os.mkdir(dst_name, 0o700, dir_fd=dst_dir)
-            sub_src = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=src_dir)
-            sub_dst = os.open(
-                dst_name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dst_dir
-            )
-            try:
-                self.tree(sub_src, sub_dst, rel)
-            finally:
-                os.close(sub_src)
-                os.close(sub_dst)
-            self._own(dst_name, dst_dir, st)
-            return
-        if not self._wanted(rel, False):
-            return
-        self._clear(dst_name, dst_dir, keep_dir=False)
-        if stat.S_ISLNK(st.st_mode):
-            os.symlink(os.readlink(name, dir_fd=src_dir), dst_name, dir_fd=dst_dir)
-            self._own(dst_name, dst_dir, st, is_link=True)
-        elif stat.S_ISREG(st.st_mode):
-            s = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=src_dir)
-            try:
-                d = os.open(
-                    dst_name,
-                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                    0o600,
-                    dir_fd=dst_dir,
-                )
-                try:
-                    _copy_file(s, d)
-                finally:
-                    os.close(d)
-            finally:
-                os.close(s)
-            self._own(dst_name, dst_dir, st)
-        # sockets, fifos and devices are skipped, like a build context.
-
-    def tree(self, src_dir, dst_dir, rel=""):
-        for entry in sorted(os.scandir(src_dir), key=lambda e: e.name):
-            sub_rel = entry.name if not rel else rel + "/" + entry.name
-            self.entry(src_dir, entry.name, dst_dir, entry.name, sub_rel)
-
-
-def _open_dir(path):
-    return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-
-
-def file_op(req, fds):
-    """In a forked worker inside the sandbox root: one file operation. Never returns."""
-    status_fd = fds[-1]
-    try:
-        result = _file_op(req, fds[:-1])
-        report(status_fd, {"ok": True, "result": result})
-        os._exit(0)
-    except BaseException as exc:  # noqa: BLE001 - reported to the host
-        try:
-            err = getattr(exc, "errno", None)
-            report(status_fd, {"error": f"{type(exc).__name__}: {exc}", "errno": err})
-        finally:
-            os._exit(1)
-
-
-def _owner(spec):
-    if spec is None:
-        return None
-    uid, gid, _groups, _home = resolve_user(spec)
-    return uid, gid
-
-
-def _file_op(req, fds):
-    op = req["op"]
-    path = req.get("path")
-    if op == "read":
-        with open(path, "rb") as fh:
-            while True:
-                chunk = fh.read(1 << 20)
-                if not chunk:
-                    break
-                write_all(fds[0], chunk)
-        os.close(fds[0])
-        return None
-    if op == "write":
-        _makedirs(os.path.dirname(path) or "/")
-        tmp = f"{path}.repogym-tmp-{os.getpid()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            while True:
-                chunk = os.read(fds[0], 1 << 20)
-                if not chunk:
-                    break
-                write_all(fd, chunk)
-            os.fchmod(fd, req.get("mode", 0o644))
-        finally:
-            os.close(fd)
-        owner = _owner(req.get("owner"))
-        if owner:
-            os.chown(tmp, owner[0], owner[1])
-        os.rename(tmp, path)
-        return None
-    if op == "remove":
-        _remove(path)
-        return None
-    if op == "mkdir":
-        _makedirs(path)
-        owner = _owner(req.get("owner"))
-        if owner:
-            os.chown(path, owner[0], owner[1])
-        return None
-    if op == "stat":
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return None
-        return {"mode": st.st_mode, "size": st.st_size, "is_dir": stat.S_ISDIR(st.st_mode)}
-    if op == "copy_in":
-        # fds[0]: source (file or directory) on the host. ``path``: destination in the sandbox.
-        src = fds[0]
-        copier = Copier(_owner(req.get("owner")), req.get("chmod"), req.get("include"))
-        src_is_dir = stat.S_ISDIR(os.fstat(src).st_mode)
-        if req.get("replace"):
-            _remove(path)
-        parent, name = os.path.split(path.rstrip("/") or "/")
-        if not name:
-            parent, name = "/", None
-        _makedirs(parent)
-        if src_is_dir:
-            if name is None:
-                dst = _open_dir("/")
-            else:
-                try:
-                    st = os.lstat(path)
-                    if not stat.S_ISDIR(st.st_mode):
-                        os.unlink(path)
-                        raise FileNotFoundError
-                except FileNotFoundError:
-                    os.mkdir(path, 0o755)
-                    if copier.owner:
-                        os.chown(path, *copier.owner)
-                dst = _open_dir(path)
-            try:
-                copier.tree(src, dst)
-            finally:
-                os.close(dst)
-        else:
-            pdir = _open_dir(parent)
-            try:
-                st = os.fstat(src)
-                copier._clear(name, pdir, keep_dir=False)
-                d = os.open(
-                    name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=pdir
-                )
-                try:
-                    _copy_file(src, d)
-                finally:
-                    os.close(d)
-                copier._own(name, pdir, st)
-            finally:
-                os.close(pdir)
-        return None
-    if op == "copy_out":
-        # ``path``: source in the sandbox; fds[0]: host directory to create ``req['name']`` in.
-        dst_dir = fds[0]
-        parent, name = os.path.split(path.rstrip("/") or "/")
-        src_dir = _open_dir(parent or "/")
-        try:
-            Copier(preserve_owner=False).entry(src_dir, name or ".", dst_dir, req["name"], "")
-        finally:
-            os.close(src_dir)
-        return None
-    if op == "mount":
-        _makedirs(path)
-        _check(
-            libc.syscall(SYS_MOVE_MOUNT, fds[0], b"", -100, _b(path), MOVE_MOUNT_F_EMPTY_PATH),
-            "move_mount",
-        )
-        return None
-    if op == "umount":
-        umount(path)
-        return None
-    raise ValueError(f"unknown file operation {op!r}")
 
 
 # --------------------------------------------------------------------------- session server

@@ -6,7 +6,7 @@ what the layers below put there), then its entries. Paths are resolved inside th
 chroot would (absolute symlinks and ``..`` never leave it), member names with ``..`` are
 refused, hard links must point at a file already in the root, device nodes and FIFOs are
 skipped, and setuid/setgid bits are dropped (the unpacked root lives in the host's cache as
-ordinary files, like the layer store's, see ``local._strip_layer``). Sizes are bounded: total
+ordinary files, like the layer store's, see ``_layerfs.strip_layer``). Sizes are bounded: total
 bytes written and the number of members.
 """
 

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from repogym.errors import RepogymError
+
 NetworkMode = Literal["public", "no-network", "allowlist"]
 ChangeKind = Literal["file", "symlink", "dir", "deleted", "special"]
 
 
-class SandboxError(RuntimeError):
+class SandboxError(RepogymError, RuntimeError):
     """A sandbox could not do what was asked; the message is one line a user can act on."""
 
 

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
+from repogym.errors import RepogymError
+
 if TYPE_CHECKING:
+    from repogym.sources._http import Issue
     from repogym.sources.local import LocalGitSource
 
 __all__ = [
@@ -26,7 +29,7 @@ __all__ = [
 ]
 
 
-class SourceError(Exception):
+class SourceError(RepogymError):
     """A repository cannot be read: not a repository, empty, unknown revision, git missing."""
 
 
@@ -98,6 +101,29 @@ class PullRequest:
 @runtime_checkable
 class Source(Protocol):
     """What pipelines need from a repository, wherever it lives."""
+
+    path: Path
+    """The git repository on disk (for hosted repositories: the cached clone). Facts of a
+    commit a snapshot lacks (its date, release tag, submodules) are read from it."""
+
+    def resolve(self, ref: str) -> str:
+        """The full commit sha ``ref`` names; :class:`SourceError` when it names none."""
+        ...
+
+    def commit_url(self, sha: str) -> str | None:
+        """The commit's web page when the repository is hosted, else None."""
+        ...
+
+    def merged_pull_requests(self, rev: str = "HEAD") -> Iterator[tuple[PullRequest, str | None]]:
+        """Merged pull requests newest first, each with None or the reason it cannot be used
+        (hosted: from the API, ``draft``, ``no merge commit``…; local: recognised in the
+        history reachable from ``rev``, always usable)."""
+        ...
+
+    def linked_issues(self, pr: PullRequest) -> list[Issue]:
+        """The issues ``pr`` says it fixes (``fixes #N``), when the source can read them (one
+        API call each); ``[]`` otherwise."""
+        ...
 
     def iter_commits(
         self,

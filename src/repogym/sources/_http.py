@@ -1,8 +1,9 @@
 """Shared HTTP plumbing for the remote sources: JSON GETs with retries, rate limits, pagination.
 
-Standard library only. Retries 5xx answers and connection errors with exponential backoff;
-waits out rate limits whose reset is within ``max_wait_s`` and otherwise raises
-:class:`~repogym.sources.SourceError`. Tokens never appear in error messages.
+Requests go through :mod:`repogym.http` (httpx and its one retry policy). Retries 5xx answers
+and connection errors with jittered exponential backoff; waits out rate limits whose reset is
+within ``max_wait_s`` and otherwise raises :class:`~repogym.sources.SourceError`. Redirects are
+followed only on the API's own origin. Tokens never appear in error messages.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ import re
 import shutil
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
+import httpx
+
+from repogym import http
 from repogym._secrets import redact
 from repogym.sources import PullRequest, SourceError
 
@@ -98,25 +100,12 @@ class Response:
     """A finished HTTP exchange."""
 
     status: int
-    headers: dict[str, str]
+    headers: Mapping[str, str]  # case-insensitive names
     body: bytes
 
     def json(self) -> Any:
         """The body decoded as JSON."""
         return json.loads(self.body.decode("utf-8") or "null")
-
-
-def _retry_after(value: str | None, now: float) -> float | None:
-    """Epoch seconds a ``Retry-After`` header (seconds or HTTP date) points at."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return now + int(value)
-    try:
-        return parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError):
-        return None
 
 
 def _epoch(value: str | None) -> float | None:
@@ -127,7 +116,15 @@ def _epoch(value: str | None) -> float | None:
 
 
 class HttpClient:
-    """GETs JSON from one API with auth headers, retries and rate-limit handling."""
+    """GETs JSON from one API with auth headers, retries and rate-limit handling.
+
+    Requests go through :mod:`repogym.http` (httpx; :class:`~repogym.http.RetryPolicy`):
+    connection errors and 5xx answers are retried ``retries`` times with jittered exponential
+    backoff from ``backoff_s``; a rate limit is waited out when it resets within
+    ``max_wait_s``. Redirects are followed only on the API's own origin (the token never
+    travels elsewhere)."""
+
+    max_redirects = 5
 
     def __init__(
         self,
@@ -144,7 +141,7 @@ class HttpClient:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.service = service
-        self._headers = {"User-Agent": "repogym", **headers}
+        self._headers = dict(headers)
         self._secrets = tuple(s for s in secrets if s)
         self.token_hint = token_hint
         self.max_wait_s = max_wait_s
@@ -154,6 +151,13 @@ class HttpClient:
         self._sleep = sleep
         self._clock = clock
         self.waited_s = 0.0
+
+    @property
+    def policy(self) -> http.RetryPolicy:
+        """The retry policy these settings make."""
+        return http.RetryPolicy(
+            retries=self.retries, backoff_s=self.backoff_s, max_wait_s=self.max_wait_s
+        )
 
     def redact(self, text: str) -> str:
         """``text`` with every secret replaced by ``***``."""
@@ -167,77 +171,83 @@ class HttpClient:
         self.waited_s += seconds
         self._sleep(seconds)
 
-    def _rate_limit_reset(self, resp: Response) -> float | None:
-        """Epoch of the reset when ``resp`` is a rate-limit answer, else None."""
-        h = resp.headers
+    def _rate_limit_reset(self, status: int, h: Mapping[str, str]) -> float | None:
+        """Epoch of the reset when the answer is a rate-limit answer, else None."""
         now = self._clock()
-        if resp.status not in (403, 429):
+        if status not in (403, 429):
             return None
-        retry = _retry_after(h.get("Retry-After"), now)
+        retry = http.retry_after_s(h, now)
         if retry is not None:
-            return retry
+            return now + retry
         if h.get("X-RateLimit-Remaining") == "0" or h.get("RateLimit-Remaining") == "0":
             reset = _epoch(h.get("X-RateLimit-Reset")) or _epoch(h.get("RateLimit-Reset"))
             return reset if reset is not None else now + 60
-        if resp.status == 429:
+        if status == 429:
             reset = _epoch(h.get("RateLimit-Reset")) or _epoch(h.get("X-RateLimit-Reset"))
             return reset if reset is not None else now + 60
         return None
 
-    def _open(self, url: str) -> Response:
-        req = urllib.request.Request(url, headers=self._headers, method="GET")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
-                return Response(resp.status, dict(resp.headers.items()), resp.read())
-        except urllib.error.HTTPError as exc:
-            body = exc.read() if exc.fp is not None else b""
-            return Response(exc.code, dict(exc.headers.items()) if exc.headers else {}, body)
+    def _rate_limit(self, resp: httpx.Response) -> float | None:
+        reset = self._rate_limit_reset(resp.status_code, resp.headers)
+        # a reset given in whole seconds: a little after it, so the limit has really lifted
+        return None if reset is None else reset - self._clock() + 0.25
+
+    def _send(self, client: httpx.Client, url: str) -> Response:
+        resp = http.send_with_retries(
+            lambda: client.get(url),
+            policy=self.policy,
+            sleep=self._wait,
+            rate_limit=self._rate_limit,
+        )
+        return Response(resp.status_code, resp.headers, resp.read())
 
     def get(self, url: str, *, what: str) -> Response:
         """GET ``url`` (``what`` names the resource in errors); a 2xx response or SourceError."""
-        attempt = 0
-        limit_waits = 0
-        while True:
-            try:
-                resp = self._open(url)
-            except (urllib.error.URLError, OSError) as exc:
-                if attempt >= self.retries:
-                    raise self._fail(f"{self.service}: cannot reach {what}: {exc}") from None
-                self._wait(self.backoff_s * 2**attempt)
-                attempt += 1
-                continue
-            if 200 <= resp.status < 300:
-                return resp
-            reset = self._rate_limit_reset(resp)
-            if reset is not None:
-                when = datetime.fromtimestamp(reset, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-                delay = reset - self._clock()
-                if delay <= self.max_wait_s and limit_waits < 3:
-                    self._wait(delay + 0.25)
-                    limit_waits += 1
-                    continue
-                limit = resp.headers.get("X-RateLimit-Limit") or resp.headers.get(
-                    "RateLimit-Limit", "?"
-                )
-                raise self._fail(
-                    f"{self.service} API rate limit exceeded (limit {limit}/h) while reading "
-                    f"{what}; resets at {when} (max_wait_s={self.max_wait_s:g})"
-                )
-            if resp.status >= 500 and attempt < self.retries:
-                self._wait(self.backoff_s * 2**attempt)
-                attempt += 1
-                continue
-            if resp.status == 401:
-                raise self._fail(
-                    f"{self.service}: bad or expired token (401) while reading {what}: "
-                    f"check {self.token_hint}"
-                )
-            if resp.status == 404:
-                raise self._fail(
-                    f"{self.service}: {what} not found or private: set {self.token_hint} "
-                    "to a token that can read it"
-                )
-            raise self._fail(f"{self.service}: HTTP {resp.status} while reading {what}")
+        with http.client(timeout=self.timeout_s, headers=self._headers) as client:
+            for _ in range(self.max_redirects + 1):
+                try:
+                    resp = self._send(client, url)
+                except httpx.TransportError as exc:
+                    raise self._fail(
+                        f"{self.service}: cannot reach {what}: {http.reason(exc)}"
+                    ) from None
+                except httpx.HTTPError as exc:
+                    raise self._fail(f"{self.service}: {what}: {http.reason(exc)}") from None
+                if not 300 <= resp.status < 400 or "location" not in resp.headers:
+                    break
+                target = urljoin(url, resp.headers["location"])
+                if not http.same_origin(target, url):
+                    where = urlsplit(target).hostname or "elsewhere"
+                    raise self._fail(
+                        f"{self.service}: {what}: HTTP {resp.status} redirect to another "
+                        f"host refused ({where})"
+                    )
+                url = target
+            else:
+                raise self._fail(f"{self.service}: {what}: too many redirects")
+        if 200 <= resp.status < 300:
+            return resp
+        reset = self._rate_limit_reset(resp.status, resp.headers)
+        if reset is not None:
+            when = datetime.fromtimestamp(reset, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            limit = resp.headers.get("X-RateLimit-Limit") or resp.headers.get(
+                "RateLimit-Limit", "?"
+            )
+            raise self._fail(
+                f"{self.service} API rate limit exceeded (limit {limit}/h) while reading "
+                f"{what}; resets at {when} (max_wait_s={self.max_wait_s:g})"
+            )
+        if resp.status == 401:
+            raise self._fail(
+                f"{self.service}: bad or expired token (401) while reading {what}: "
+                f"check {self.token_hint}"
+            )
+        if resp.status == 404:
+            raise self._fail(
+                f"{self.service}: {what} not found or private: set {self.token_hint} "
+                "to a token that can read it"
+            )
+        raise self._fail(f"{self.service}: HTTP {resp.status} while reading {what}")
 
     def get_json(self, url: str, *, what: str) -> Any:
         """GET and decode JSON."""
@@ -269,8 +279,6 @@ class HttpClient:
 
 def _with_page(url: str, page: str) -> str:
     """``url`` with its ``page`` query parameter set to ``page``."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
     parts = urlsplit(url)
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "page"]
     query.append(("page", page))

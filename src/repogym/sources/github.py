@@ -1,6 +1,6 @@
 """``GitHubSource``: merged pull requests, their files and linked issues over the GitHub REST API.
 
-Standard library only (:mod:`repogym.sources._http`). Token: ``token`` argument, else
+HTTP through :mod:`repogym.sources._http` (httpx, one retry policy). Token: ``token`` argument, else
 ``GITHUB_TOKEN``, ``GH_TOKEN``, else ``gh auth token`` when the GitHub CLI is installed.
 """
 

@@ -1,6 +1,6 @@
 """``GitLabSource``: merged merge requests, their files and linked issues over GitLab's REST API.
 
-Standard library only (:mod:`repogym.sources._http`). Works with gitlab.com and self-hosted
+HTTP through :mod:`repogym.sources._http` (httpx). Works with gitlab.com and self-hosted
 instances (``base_url`` or ``REPOGYM_GITLAB_URL``). Token: ``token`` argument, else
 ``GITLAB_TOKEN``; sent as ``PRIVATE-TOKEN``.
 """

@@ -23,48 +23,42 @@ Design notes (the git settings are pinned so output never depends on the user's 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-import threading
-import weakref
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import IO
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING
 
-from repogym.sources import Commit, FileChange, PullRequest, SourceError
+from repogym._secrets import redact_url
+from repogym.sources import Commit, PullRequest, SourceError
 from repogym.sources._patches import decode_patch
+from repogym.sources.catfile import CatFile
+from repogym.sources.gitlog import (
+    LOG_FILES,
+    LOG_FLAGS,
+    decode_path,
+    owner_name_from_url,
+    parse_log,
+    pull_request_from_commit,
+    tokens,
+)
 
-__all__ = ["LocalGitSource", "owner_name_from_url", "pull_request_from_commit"]
+if TYPE_CHECKING:
+    from repogym.sources._http import Issue
+
+__all__ = [
+    "LocalGitSource",
+    "owner_name_from_url",
+    "pull_request_from_commit",
+    "redact_url",
+]
 
 _MIN_GIT = (2, 31)
 _CHUNK = 1 << 20
-_LOG_FORMAT = "--format=%x1e%H %P%n%an%n%ae%n%aI%n%s%n%b"
-_LOG_FLAGS = (  # headers; with _LOG_FILES: + changed files and line counts
-    "-z",
-    "--no-color",
-    "--no-show-signature",
-    "--no-mailmap",
-    "--no-notes",
-    "--encoding=UTF-8",
-    "--root",
-    _LOG_FORMAT,
-)
-_LOG_FILES = (
-    "--raw",
-    "--numstat",
-    "--no-abbrev",
-    "-M",
-    "--diff-merges=first-parent",
-    "--no-ext-diff",
-    "--no-textconv",
-    "--no-relative",
-)
 _DIFF_CONFIG = (
     "-c",
     "core.quotePath=true",
@@ -107,13 +101,7 @@ _DROP_ENV = (
     "GIT_DIFF_OPTS",
 )
 _HEX_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-_OBJ_TYPES = (b"blob", b"tree", b"commit", b"tag")
 _GIT_VERSIONS: dict[str, tuple[int, int]] = {}
-
-_GH_MERGE_RE = re.compile(r"^Merge pull request #(\d+) from \S+")
-_GL_MERGE_RE = re.compile(r"^Merge branch '.+' into '.+'")
-_GL_REF_RE = re.compile(r"^See merge request \S*!(\d+)\s*$", re.MULTILINE)
-_SQUASH_RE = re.compile(r"^(.*?)\s*\(#(\d+)\)$")
 
 
 def _one_line(text: str | bytes) -> str:
@@ -151,269 +139,6 @@ def _git_version(exe: str, env: dict[str, str]) -> tuple[int, int]:
     return _GIT_VERSIONS[exe]
 
 
-# --------------------------------------------------------------------------- URLs
-
-
-def redact_url(url: str) -> str:
-    """Remove credentials: all user info for http(s)/ftp URLs, passwords elsewhere."""
-    if "://" not in url:
-        return url
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    userinfo, _, host = parts.netloc.rpartition("@")
-    if parts.scheme.lower() in ("http", "https", "ftp", "ftps"):
-        netloc = host
-    else:
-        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def owner_name_from_url(url: str) -> str | None:
-    """``owner/name`` from a hosted remote URL (https, ssh, git, scp-like); None for local paths.
-
-    The last two path components are used, so GitLab subgroups give ``subgroup/project``.
-    """
-    url = url.strip()
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", url):
-        parts = urlsplit(url)
-        if parts.scheme.lower() == "file" or not parts.hostname:
-            return None
-        path = parts.path
-    else:
-        m = re.match(r"^(?:[^@/]+@)?[^:/]+:(?!/)(.+)$", url)
-        if not m:
-            return None
-        path = m.group(1)
-    segs = [s for s in path.split("/") if s]
-    if segs:
-        segs[-1] = segs[-1].removesuffix(".git")
-    segs = [s for s in segs if s]
-    if len(segs) < 2:
-        return None
-    return f"{segs[-2]}/{segs[-1]}"
-
-
-# --------------------------------------------------------------------------- PRs
-
-
-def pull_request_from_commit(commit: Commit) -> PullRequest | None:
-    """Recognise a merged PR/MR from a commit's message, or return None.
-
-    * GitHub merge: ``Merge pull request #N from owner/branch``; title = first body line.
-    * GitLab merge: ``Merge branch 'x' into 'y'`` with ``See merge request group/proj!N``.
-    * Squash (GitHub's default): subject ``Title (#N)``; title = subject without the suffix.
-
-    Kind is ``merge`` for commits with two or more parents (base = first parent, head =
-    second), else ``squash`` (base = parent, head = the commit). Root commits never qualify.
-    """
-    if not commit.parents:
-        return None
-    number: int | None = None
-    title, body = commit.subject, commit.body
-    if m := _GH_MERGE_RE.match(commit.subject):
-        number = int(m.group(1))
-        title, body = _title_from_body(commit.body, commit.subject)
-    elif gl := _GL_REF_RE.search(commit.body):
-        number = int(gl.group(1))
-        body = _GL_REF_RE.sub("", commit.body).strip()
-        if _GL_MERGE_RE.match(commit.subject):
-            title, body = _title_from_body(body, commit.subject)
-    elif m := _SQUASH_RE.match(commit.subject):
-        number = int(m.group(2))
-        title = m.group(1)
-    if number is None:
-        return None
-    merge = commit.is_merge
-    return PullRequest(
-        number=number,
-        title=title,
-        body=body,
-        kind="merge" if merge else "squash",
-        merge_sha=commit.sha,
-        base_sha=commit.parents[0],
-        head_sha=commit.parents[1] if merge else commit.sha,
-        files=commit.files,
-        author=commit.author,
-        date=commit.date,
-    )
-
-
-def _title_from_body(body: str, fallback: str) -> tuple[str, str]:
-    lines = body.strip().split("\n")
-    if not lines[0].strip():
-        return fallback, ""
-    return lines[0].strip(), "\n".join(lines[1:]).strip()
-
-
-# --------------------------------------------------------------------------- log parsing
-
-
-def _tokens(stream: IO[bytes]) -> Iterator[bytes]:
-    """NUL-separated tokens of a byte stream, read in large chunks."""
-    pending: list[bytes] = []
-    fd = stream.fileno()
-    while chunk := os.read(fd, _CHUNK):
-        if b"\0" not in chunk:
-            pending.append(chunk)
-            continue
-        parts = chunk.split(b"\0")
-        if pending:
-            pending.append(parts[0])
-            parts[0] = b"".join(pending)
-            pending = []
-        last = parts.pop()
-        if last:
-            pending.append(last)
-        yield from parts
-    if pending:
-        yield b"".join(pending)
-
-
-def _path(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
-def _parse_log(tokens: Iterator[bytes]) -> Iterator[Commit]:
-    """Commits from ``git log -z`` output in the ``_LOG_FLAGS`` format."""
-    commit: Commit | None = None
-    raw: list[tuple[str, str | None, str]] = []  # (status, old path, path)
-    stats: list[tuple[int, int, bool, str]] = []  # (additions, deletions, binary, path)
-    for tok in tokens:
-        if tok[:1] == b"\n":
-            tok = tok[1:]
-        lead = tok[:1]
-        if lead == b"\x1e":
-            if commit is not None:
-                commit.files = _merge_changes(raw, stats)
-                yield commit
-                raw, stats = [], []
-            commit = _parse_header(tok[1:])
-        elif lead == b":":
-            status = tok.rsplit(b" ", 1)[-1][:1].decode()
-            src = _path(next(tokens))
-            if status in ("R", "C"):
-                raw.append((status, src, _path(next(tokens))))
-            else:
-                raw.append((status, None, src))
-        elif tok:
-            add, dele, name = tok.split(b"\t", 2)
-            if not name:
-                next(tokens)  # old path (also in the raw entry)
-                name = next(tokens)
-            binary = add == b"-"
-            stats.append(
-                (0 if binary else int(add), 0 if binary else int(dele), binary, _path(name))
-            )
-    if commit is not None:
-        commit.files = _merge_changes(raw, stats)
-        yield commit
-
-
-def _parse_header(tok: bytes) -> Commit:
-    fields = tok.split(b"\n", 5)
-    while len(fields) < 6:
-        fields.append(b"")
-    shas = fields[0].decode("ascii").split()
-    return Commit(
-        sha=shas[0],
-        parents=shas[1:],
-        author=_text(fields[1]),
-        author_email=_text(fields[2]),
-        date=fields[3].decode("ascii", "replace"),
-        subject=_text(fields[4]),
-        body=_text(fields[5]).strip("\n"),
-    )
-
-
-def _merge_changes(
-    raw: list[tuple[str, str | None, str]], stats: list[tuple[int, int, bool, str]]
-) -> list[FileChange]:
-    aligned = len(raw) == len(stats) and all(r[2] == s[3] for r, s in zip(raw, stats, strict=True))
-    by_path = {} if aligned else {s[3]: s for s in stats}
-    out = []
-    for i, (status, old, path) in enumerate(raw):
-        st = stats[i] if aligned else by_path.get(path, (0, 0, False, path))
-        out.append(FileChange(path, status, old, st[2], st[0], st[1]))
-    return out
-
-
-# --------------------------------------------------------------------------- cat-file
-
-
-class _CatFile:
-    """A long-lived ``git cat-file --batch`` process (thread-safe, restarted if it dies)."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
-        self._argv, self._env, self._cwd = argv, env, cwd
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()
-        self._finalizer: weakref.finalize | None = None
-
-    def _start(self) -> subprocess.Popen[bytes]:
-        if self._proc is None or self._proc.poll() is not None:
-            try:
-                self._proc = subprocess.Popen(
-                    [*self._argv, "cat-file", "--batch"],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    env=self._env,
-                    cwd=self._cwd,
-                )
-            except OSError as exc:
-                raise SourceError(f"cannot run git: {exc}") from None
-            self._finalizer = weakref.finalize(self, _stop, self._proc)
-        return self._proc
-
-    def get(self, name: bytes) -> tuple[bytes, bytes, bytes] | None:
-        """(sha, type, content) of an object name, or None when missing/ambiguous."""
-        with self._lock:
-            for attempt in (0, 1):
-                proc = self._start()
-                assert proc.stdin is not None and proc.stdout is not None
-                try:
-                    proc.stdin.write(name + b"\n")
-                    proc.stdin.flush()
-                    header = proc.stdout.readline()
-                except (BrokenPipeError, OSError):
-                    header = b""
-                if header:
-                    break
-                self._proc = None
-                if attempt:
-                    raise SourceError("git cat-file exited unexpectedly")
-            parts = header.split()
-            if len(parts) != 3 or parts[1] not in _OBJ_TYPES or not parts[2].isdigit():
-                return None
-            size = int(parts[2])
-            data = proc.stdout.read(size)
-            proc.stdout.read(1)
-            return parts[0], parts[1], data
-
-    def close(self) -> None:
-        with self._lock:
-            if self._finalizer is not None:
-                self._finalizer()
-            self._proc = None
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    for stream in (proc.stdin, proc.stdout):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 # --------------------------------------------------------------------------- the source
 
 
@@ -448,7 +173,7 @@ class LocalGitSource:
             raise SourceError(f"not a git repository: {self.path}{extra}")
         self.git_dir = proc.stdout.decode("utf-8", "surrogateescape").strip()
         self._argv = [exe, f"--git-dir={self.git_dir}"]
-        self._cat = _CatFile(self._argv, self._env, self.git_dir)
+        self._cat = CatFile(self._argv, self._env, self.git_dir)
         self._resolved: dict[str, str] = {}
         if not self._run(["for-each-ref", "--count=1", "--format=x"]).strip() and (
             self._cat.get(b"HEAD^{commit}") is None
@@ -526,7 +251,7 @@ class LocalGitSource:
         spec = self._rev_spec(rev)  # before iteration: a bad ref fails at the call
         if limit is not None and limit <= 0:
             return iter(())
-        args = [*self._argv, "log", *_LOG_FLAGS, *_LOG_FILES]
+        args = [*self._argv, "log", *LOG_FLAGS, *LOG_FILES]
         if first_parent:
             args.append("--first-parent")
         if limit is not None:
@@ -552,7 +277,7 @@ class LocalGitSource:
             assert proc.stdout is not None
             finished = False
             try:
-                yield from _parse_log(_tokens(proc.stdout))
+                yield from parse_log(tokens(proc.stdout))
                 finished = True
             finally:
                 if not finished and proc.poll() is None:
@@ -578,7 +303,7 @@ class LocalGitSource:
         spec = self._rev_spec(rev)
         if limit is not None and limit <= 0:
             return iter(())
-        args = [*self._argv, "log", *_LOG_FLAGS]
+        args = [*self._argv, "log", *LOG_FLAGS]
         if first_parent:
             args.append("--first-parent")
         args += ["--end-of-options", spec, "--"]
@@ -609,7 +334,7 @@ class LocalGitSource:
     def _with_files(self, prs: list[PullRequest]) -> list[PullRequest]:
         if not prs:
             return prs
-        args = [*self._argv, "log", "--no-walk=unsorted", "--stdin", *_LOG_FLAGS, *_LOG_FILES]
+        args = [*self._argv, "log", "--no-walk=unsorted", "--stdin", *LOG_FLAGS, *LOG_FILES]
         try:
             proc = subprocess.run(
                 args,
@@ -622,7 +347,7 @@ class LocalGitSource:
             raise SourceError(f"cannot run git: {exc}") from None
         if proc.returncode != 0:
             raise SourceError(f"git log failed: {_one_line(proc.stderr)}")
-        files = {c.sha: c.files for c in _parse_log(iter(proc.stdout.split(b"\0")))}
+        files = {c.sha: c.files for c in parse_log(iter(proc.stdout.split(b"\0")))}
         for pr in prs:
             pr.files = files.get(pr.merge_sha, [])
         return prs
@@ -696,7 +421,7 @@ class LocalGitSource:
     def list_files(self, ref: str) -> list[str]:
         """Every file (regular or symlink) at ``ref``; submodules are not files."""
         sha = self.resolve(ref)
-        return [_path(name) for _m, kind, _o, name in self._ls_tree(sha) if kind == b"blob"]
+        return [decode_path(name) for _m, kind, _o, name in self._ls_tree(sha) if kind == b"blob"]
 
     def export_snapshot(self, ref: str, dest: Path, *, exclude: Iterable[str] = ()) -> None:
         """Write the tree at ``ref`` into ``dest`` with no history.
@@ -733,9 +458,9 @@ class LocalGitSource:
         for mode, kind, obj, name in entries:
             comps = name.split(b"/")
             if any(c in (b"", b".", b"..") or c.lower() == b".git" for c in comps):
-                raise SourceError(f"unsafe path in tree: {_path(name)!r}")
+                raise SourceError(f"unsafe path in tree: {decode_path(name)!r}")
             if any(b"/".join(comps[:i]) in links for i in range(1, len(comps))):
-                raise SourceError(f"path below a symlink in tree: {_path(name)!r}")
+                raise SourceError(f"path below a symlink in tree: {decode_path(name)!r}")
             if kind == b"blob":
                 blobs.append((mode, obj, name))
         for _mode, kind, _obj, name in entries:
@@ -759,7 +484,7 @@ class LocalGitSource:
                 for mode, _obj, name in blobs:
                     header = proc.stdout.readline().split()
                     if len(header) != 3 or header[1] != b"blob":
-                        raise SourceError(f"cannot read blob for {_path(name)!r}")
+                        raise SourceError(f"cannot read blob for {decode_path(name)!r}")
                     data = proc.stdout.read(int(header[2]))
                     proc.stdout.read(1)
                     _write_entry(os.path.join(root, name), mode, data)
@@ -770,6 +495,18 @@ class LocalGitSource:
                 proc.wait()
 
     # -- identity
+
+    def commit_url(self, sha: str) -> str | None:
+        """None: a local repository has no web pages (hosted sources give one)."""
+        return None
+
+    def merged_pull_requests(self, rev: str = "HEAD") -> Iterator[tuple[PullRequest, str | None]]:
+        """The pull requests recognised in the history reachable from ``rev`` (all usable)."""
+        return ((pr, None) for pr in self.iter_pull_requests(rev))
+
+    def linked_issues(self, pr: PullRequest) -> list[Issue]:
+        """``[]``: a local clone has no issue tracker."""
+        return []
 
     def remote_url(self) -> str | None:
         """URL of the ``origin`` remote with credentials removed, or None."""

@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from repogym._secrets import redact_url
 from repogym.sources import PullRequest, SourceError
 from repogym.sources._http import Issue, RemotePullRequest
 from repogym.sources.github import GitHubSource, RepoInfo
 from repogym.sources.gitlab import GitLabSource
-from repogym.sources.local import LocalGitSource, redact_url
+from repogym.sources.local import LocalGitSource
 from repogym.sources.resolve import RepoArg
 
 __all__ = ["RemoteGitSource", "RemoteRepo", "clone_dir", "clones_root", "open_remote"]
@@ -240,6 +241,14 @@ class RemoteGitSource(LocalGitSource):
             self._with_files([pr])
             yield pr, None
 
+    def commit_url(self, sha: str) -> str | None:
+        """The commit's web page (the bare sha when the API gave no web URL)."""
+        return self.remote.commit_url(sha)
+
+    def merged_pull_requests(self, rev: str = "HEAD") -> Iterator[tuple[PullRequest, str | None]]:
+        """:meth:`remote_pull_requests` (``rev`` is ignored: the API lists them)."""
+        return self.remote_pull_requests()
+
     def iter_pull_requests(
         self, rev: str = "HEAD", *, limit: int | None = None, first_parent: bool = True
     ) -> Iterator[PullRequest]:
@@ -251,6 +260,6 @@ class RemoteGitSource(LocalGitSource):
             else:
                 self.unavailable.append((pr.number, why))
 
-    def linked_issues(self, pr: RemotePullRequest) -> list[Issue]:
+    def linked_issues(self, pr: PullRequest) -> list[Issue]:
         """Issues the pull request says it fixes."""
-        return self.remote.linked_issues(pr)
+        return self.remote.linked_issues(pr)  # type: ignore[arg-type]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from rich.live import Live
@@ -9,34 +11,78 @@ from rich.table import Table
 
 from repogym.ui import err, escape, out
 
+HEADER_AFTER_S = 2.0
+"""Silence after which a non-terminal run says what it is waiting for."""
+
 
 class GenerateView:
     """Candidates seen, running, kept, drops by reason and elapsed time, refreshed live on a
     terminal; one line per finished candidate otherwise."""
 
-    def __init__(self, *, enabled: bool, title: str) -> None:
+    def __init__(self, *, enabled: bool, title: str, jobs: int = 1) -> None:
         self.enabled = enabled
         self.title = title
+        self.jobs = jobs
         self.stats: Any = None
         self.live: Live | None = None
+        self.timer: threading.Timer | None = None
+        self.started = time.monotonic()
+        self.last_event = self.started
 
     def __enter__(self) -> GenerateView:
+        self.started = self.last_event = time.monotonic()
         if self.enabled and err.is_terminal:
-            self.live = Live(self._table(), console=err, refresh_per_second=4, transient=True)
+            # Re-rendered on every refresh, so the elapsed time moves while a candidate's
+            # environment builds and its tests run (minutes with no finished candidate).
+            self.live = Live(
+                get_renderable=self.table, console=err, refresh_per_second=4, transient=True
+            )
             self.live.__enter__()
+        elif self.enabled:
+            # Said only when the run really starts waiting (a bad input fails before, in one
+            # line of its own): after a short silence, unless a candidate finished first.
+            self.timer = threading.Timer(HEADER_AFTER_S, self._header)
+            self.timer.daemon = True
+            self.timer.start()
         return self
 
+    def _header(self) -> None:
+        if self.stats is None or not self.stats.seen:
+            err.print(
+                f"{escape(self.title)}: each candidate builds its environment and runs its "
+                "tests (the first build takes longest); one line per finished candidate"
+            )
+
     def __exit__(self, *exc: object) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
         if self.live is not None:
             self.live.__exit__(None, None, None)
 
-    def _table(self) -> Table:
-        table = Table(title=escape(self.title), title_justify="left", show_header=False)
+    def now_line(self) -> str:
+        """What is happening now: the builds and test runs of the candidates in flight."""
+        now = time.monotonic()
         s = self.stats
         if s is None:
-            table.add_row("starting…", "")
+            return (
+                "building the environment and running the tests of the first candidate(s) "
+                f"… {now - self.started:,.0f} s"
+            )
+        if s.running:
+            return (
+                f"building environments and running tests of {s.running} candidate(s) "
+                f"… {now - self.last_event:,.0f} s since the last result"
+            )
+        return "reading history for the next candidates …"
+
+    def table(self) -> Table:
+        table = Table(title=escape(self.title), title_justify="left", show_header=False)
+        table.add_row("now", self.now_line())
+        s = self.stats
+        if s is None:
+            table.add_row("elapsed", f"{time.monotonic() - self.started:,.0f} s")
             return table
-        table.add_row("elapsed", f"{s.elapsed:,.0f} s")
+        table.add_row("elapsed", f"{time.monotonic() - self.started:,.0f} s")
         table.add_row("candidates seen", str(s.seen))
         table.add_row("running", str(s.running))
         table.add_row("tasks emitted", f"[green]{s.kept}[/]")
@@ -46,8 +92,9 @@ class GenerateView:
 
     def _refresh(self, stats: Any) -> None:
         self.stats = stats
+        self.last_event = time.monotonic()
         if self.live is not None:
-            self.live.update(self._table())
+            self.live.refresh()
 
     def outcome(self, outcome: Any, stats: Any) -> None:
         self._refresh(stats)
@@ -69,9 +116,9 @@ class GenerateView:
             table.add_row(f"  dropped: {escape(reason)}", str(count))
         table.add_row("[green]tasks emitted[/]", f"[green]{stats.kept}[/]")
         out.print(table)
-        ratio = stats.elapsed / stats.test_seconds if stats.test_seconds else float("nan")
+        ratio = f"{stats.elapsed / stats.test_seconds:.2f}" if stats.test_seconds else "—"
         out.print(
             f"{stats.elapsed:.1f} s total, {stats.test_seconds:.1f} s inside test runs "
-            f"(overhead ratio {ratio:.2f}); tasks in {escape(str(result.out / 'tasks'))}, "
+            f"(overhead ratio {ratio}); tasks in {escape(str(result.out / 'tasks'))}, "
             f"report {escape(str(result.report))}"
         )

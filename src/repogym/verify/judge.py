@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from repogym.errors import RepogymError
 from repogym.verify.diff_reward import judge_messages, parse_judge_score
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["JudgeError", "judge_diff"]
 
 
-class JudgeError(ValueError):
+class JudgeError(RepogymError, ValueError):
     """The judge answered, but with no usable score."""
 
 

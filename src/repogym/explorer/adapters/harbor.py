@@ -42,7 +42,7 @@ __all__ = ["HarborAdapter", "HarborReader", "MAX_FILE_BYTES", "MAX_TASK_BYTES"]
 MAX_FILE_BYTES = 1 << 20  # files larger than this are listed, not packed
 MAX_TASK_BYTES = 16 << 20  # per task, beyond this files are listed, not packed
 MAX_FILES = 5000  # per task, beyond this files are not listed
-_SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", ".hg", ".svn"})
+SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv", ".hg", ".svn"})
 _RUNS_IN = "local sandbox (bubblewrap) or Docker"
 # "${VAR}" / "${VAR:-default}" in [verifier.env]: a host variable the verifier asks for
 _NETWORK = {"no-network": "no-network", "public": "public", "allowlist": "public"}
@@ -211,7 +211,7 @@ def _str(value: Any) -> str:
 class HarborReader:
     """One Harbor dataset folder (or one task folder)."""
 
-    def __init__(self, root: Path, *, skip: frozenset[str] = _SKIP_DIRS) -> None:
+    def __init__(self, root: Path, *, skip: frozenset[str] = SKIP_DIRS) -> None:
         self.root = root
         self.skip = skip  # names left out of a task's file list
         self._paths: dict[str, Path] | None = None
@@ -248,7 +248,7 @@ class HarborReader:
                             e.path
                             for e in it
                             if not e.name.startswith(".")
-                            and e.name not in _SKIP_DIRS
+                            and e.name not in SKIP_DIRS
                             and e.is_dir(follow_symlinks=False)
                         ]
                 except OSError:

@@ -30,7 +30,6 @@ logs. ``huggingface_hub`` is imported only when a Hub dataset is read.
 
 from __future__ import annotations
 
-import http.client
 import logging
 import os
 import re
@@ -40,6 +39,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
+from repogym import http
 from repogym._secrets import redact
 from repogym.explorer.adapters import _net
 from repogym.explorer.adapters.base import AdapterError
@@ -70,9 +72,9 @@ def _plain_path(name: str) -> bool:
 
 
 def _skip() -> tuple[frozenset[str], frozenset[str]]:
-    from repogym.explorer.adapters.harbor import _SKIP_DIRS
+    from repogym.explorer.adapters.harbor import SKIP_DIRS
 
-    return _SKIP_DIRS, _SKIP_DIRS | {".cache"}
+    return SKIP_DIRS, SKIP_DIRS | {".cache"}
 
 
 def _endpoint(endpoint: str | None) -> str:
@@ -361,9 +363,8 @@ def probe(endpoint: str | None = None, timeout: float = PROBE_TIMEOUT_S) -> str 
         resp = _net.get(url, timeout=timeout, deadline=timeout, max_bytes=1024 * 1024)
     except AdapterError as exc:
         return str(exc).splitlines()[0]
-    except (OSError, ValueError, http.client.HTTPException) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        return reason.splitlines()[0] if reason else type(exc).__name__
+    except (OSError, ValueError, httpx.HTTPError) as exc:
+        return http.reason(exc)
     if resp.status >= 400:  # a redirect is an answer too: the Hub client follows it
         return f"HTTP {resp.status}"
     return None

@@ -19,7 +19,6 @@ has more than one.
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 from collections.abc import Iterator
@@ -27,6 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import httpx
+
+from repogym import http
 from repogym.explorer.adapters import _net
 from repogym.explorer.adapters.base import AdapterError
 from repogym.explorer.adapters.processors import scrub, summarize
@@ -100,9 +102,8 @@ class OpenEnvReader:
             )
         except AdapterError:
             raise
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-            raise AdapterError(f"cannot reach {url}: {reason}".splitlines()[0]) from None
+        except (OSError, ValueError, httpx.HTTPError) as exc:
+            raise AdapterError(f"cannot reach {url}: {http.reason(exc)}") from None
         if 300 <= resp.status < 400:
             where = urlsplit(resp.headers.get("location", "")).netloc or "elsewhere"
             raise AdapterError(f"{url}: HTTP {resp.status} redirect refused (to {where})")

@@ -28,7 +28,7 @@ files and signatures only, never a body.
 
 Layout, in dependency order (each module imports only those above it): ``_model`` (Required,
 KINDS, limits), ``_pyast`` (ast helpers, signatures, scopes), ``_strings`` (string constants,
-templates, message fragments), ``_snapshot`` (:class:`_Snap`), ``_context`` (one call's state),
+templates, message fragments), ``_snapshot`` (:class:`Snap`), ``_context`` (one call's state),
 ``_testids`` (F2P ids to files), ``_testfile`` and ``_pyread`` (reading Python tests),
 ``_pyresolve`` (events to items), ``_js`` (JS/TS), ``_render`` (Markdown); this module holds the
 orchestration.
@@ -41,26 +41,26 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from repogym.pipelines._interface._context import _Ctx
-from repogym.pipelines._interface._js import _read_js
-from repogym.pipelines._interface._model import _JS_EXTS, KINDS, Required
-from repogym.pipelines._interface._pyread import _Reader
-from repogym.pipelines._interface._pyresolve import _resolve_python
+from repogym.pipelines._interface._context import Ctx
+from repogym.pipelines._interface._js import read_js
+from repogym.pipelines._interface._model import JS_EXTS, KINDS, Required
+from repogym.pipelines._interface._pyread import Reader
+from repogym.pipelines._interface._pyresolve import resolve_python
 from repogym.pipelines._interface._render import render_interface
-from repogym.pipelines._interface._snapshot import _keep_dir
-from repogym.pipelines._interface._testfile import _TestFile
-from repogym.pipelines._interface._testids import _map_ids
+from repogym.pipelines._interface._snapshot import keep_dir
+from repogym.pipelines._interface._testfile import TestFile
+from repogym.pipelines._interface._testids import map_ids
 
 __all__ = ["KINDS", "Required", "render_interface", "required_interface"]
 
 
-def _import_roots(ctx: _Ctx, py_files: Iterable[str]) -> tuple[str, ...]:
+def _import_roots(ctx: Ctx, py_files: Iterable[str]) -> tuple[str, ...]:
     roots = ["", "src", "lib"]
     for snap in (ctx.head, ctx.base):
         for dirpath, dirnames, filenames in os.walk(snap.root):
             rel = os.path.relpath(dirpath, snap.root).replace(os.sep, "/")
             depth = 0 if rel == "." else rel.count("/") + 1
-            dirnames[:] = sorted(d for d in dirnames if _keep_dir(d, rel == "."))
+            dirnames[:] = sorted(d for d in dirnames if keep_dir(d, rel == "."))
             if depth >= 3:
                 dirnames[:] = []
             if rel != "." and {"setup.py", "pyproject.toml", "setup.cfg"} & set(filenames):
@@ -83,24 +83,24 @@ def required_interface(
     changed test files, ``f2p`` the fail-to-pass test ids.  The result is deduplicated and
     ordered by file, kind and name.
     """
-    ctx = _Ctx(Path(base), Path(head), test_files, f2p)
-    groups, js_files, unmapped = _map_ids(ctx, ctx.f2p)
+    ctx = Ctx(Path(base), Path(head), test_files, f2p)
+    groups, js_files, unmapped = map_ids(ctx, ctx.f2p)
     py_rels = sorted({rel for rel, _ in groups})
     roots = _import_roots(ctx, py_rels)
     ctx.base.roots = ctx.head.roots = roots
 
-    files: dict[str, _TestFile | None] = {}
+    files: dict[str, TestFile | None] = {}
     for rel, parts in sorted(groups):
         ids = set(groups[(rel, parts)])
         ctx.file_ids.setdefault(rel, set()).update(ids)
     for rel in py_rels:
         tree = ctx.head.parse(rel)
-        files[rel] = _TestFile(ctx, rel, tree) if tree is not None else None
+        files[rel] = TestFile(ctx, rel, tree) if tree is not None else None
     for rel, parts in sorted(groups):
         tf = files.get(rel)
         if tf is None:
             continue
-        reader = _Reader(ctx, tf, set(groups[(rel, parts)]))
+        reader = Reader(ctx, tf, set(groups[(rel, parts)]))
         try:
             reader.run(tf.targets(parts))
         except RecursionError:  # pathologically nested code: give up on this test only
@@ -108,17 +108,17 @@ def required_interface(
     for rel in py_rels:
         tf = files.get(rel)
         if tf is not None:
-            reader = _Reader(ctx, tf, ctx.file_ids[rel])
+            reader = Reader(ctx, tf, ctx.file_ids[rel])
             for st in tf.top:
                 with contextlib.suppress(RecursionError):
                     reader.scan(st, tf.env)
-    _resolve_python(ctx)
+    resolve_python(ctx)
 
     if unmapped:
         mapped = set(js_files)
         for rel in sorted(ctx.test_files):
-            if rel.endswith(_JS_EXTS) and rel not in mapped and ctx.head.is_file(rel):
+            if rel.endswith(JS_EXTS) and rel not in mapped and ctx.head.is_file(rel):
                 js_files.setdefault(rel, []).extend(unmapped)
     for rel in sorted(js_files):
-        _read_js(ctx, rel, set(js_files[rel]))
+        read_js(ctx, rel, set(js_files[rel]))
     return ctx.result()

@@ -1,4 +1,4 @@
-"""The shared state of one :func:`required_interface` call (:class:`_Ctx`: both snapshots, the
+"""The shared state of one :func:`required_interface` call (:class:`Ctx`: both snapshots, the
 events recorded while reading tests, the items found) and the abstract values of test code.
 """
 
@@ -9,42 +9,42 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogym.pipelines._interface._model import _KIND_ORDER, Required, _is_test_path
-from repogym.pipelines._interface._snapshot import _Snap
+from repogym.pipelines._interface._model import KIND_ORDER, Required, is_test_source
+from repogym.pipelines._interface._snapshot import Snap
 
 
 @dataclass(frozen=True)
-class _Mod:
+class Mod:
     dotted: str
 
 
 @dataclass(frozen=True)
-class _Name:
+class NameRef:
     module: str
     name: str
 
 
 @dataclass(frozen=True)
-class _Attr:
-    cls: _Name
+class Attr:
+    cls: NameRef
     attr: str
 
 
 @dataclass(frozen=True)
-class _Inst:
-    cls: _Name
+class Inst:
+    cls: NameRef
 
 
-_Ref = _Mod | _Name | _Attr | _Inst
+Ref = Mod | NameRef | Attr | Inst
 
 
-class _Ctx:
+class Ctx:
     """Shared state of one :func:`required_interface` call."""
 
     def __init__(self, base: Path, head: Path, test_files: list[str], f2p: list[str]) -> None:
         self.test_files = frozenset(posixpath.normpath(t.strip("/")) for t in test_files if t)
-        self.base = _Snap(base, self.test_files)
-        self.head = _Snap(head, self.test_files)
+        self.base = Snap(base, self.test_files)
+        self.head = Snap(head, self.test_files)
         self.f2p = list(f2p)
         self.events: dict[tuple, set[str]] = {}
         self.called: set[tuple] = set()
@@ -61,7 +61,7 @@ class _Ctx:
             self.base.module_file(dotted) is not None or self.head.module_file(dotted) is not None
         )
 
-    def is_class(self, ref: _Name) -> bool:
+    def is_class(self, ref: NameRef) -> bool:
         for snap in (self.base, self.head):
             d = snap.definition(ref.module, ref.name)
             if d is not None:
@@ -72,7 +72,7 @@ class _Ctx:
         if not rel:
             return False
         rel = rel.strip("/")
-        return rel in self.test_files or _is_test_path(rel)
+        return rel in self.test_files or is_test_source(rel)
 
     def add(
         self,
@@ -109,7 +109,7 @@ class _Ctx:
             key=lambda r: (
                 r.where is None,
                 r.where or "",
-                _KIND_ORDER[r.kind],
+                KIND_ORDER[r.kind],
                 r.name,
                 r.owner or "",
             )

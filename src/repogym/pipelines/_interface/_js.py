@@ -8,10 +8,16 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from repogym.pipelines._interface._context import _Ctx
-from repogym.pipelines._interface._model import _DEFAULT_MAX, _JS_EXTS, _cap, _collapse, _words
-from repogym.pipelines._interface._pyresolve import _resolve_message
-from repogym.pipelines._interface._snapshot import _Snap
+from repogym.pipelines._interface._context import Ctx
+from repogym.pipelines._interface._model import (
+    DEFAULT_MAX,
+    JS_EXTS,
+    cap_items,
+    collapse,
+    split_words,
+)
+from repogym.pipelines._interface._pyresolve import resolve_message
+from repogym.pipelines._interface._snapshot import Snap
 
 _JS_SPECIAL = re.compile(r"['\"`/]")
 
@@ -32,7 +38,7 @@ _JS_THROW = re.compile(
 
 
 # Methods every string, array, function, promise or plain object has: never "new".
-_JS_BUILTIN_MEMBERS = _words(
+_JS_BUILTIN_MEMBERS = split_words(
     "apply bind call toString valueOf hasOwnProperty isPrototypeOf propertyIsEnumerable "
     "toLocaleString constructor then catch finally at charAt charCodeAt codePointAt concat "
     "endsWith includes indexOf lastIndexOf localeCompare match matchAll normalize padEnd "
@@ -137,7 +143,7 @@ def _js_params(text: str) -> str:
     """A TypeScript/JavaScript parameter list without annotations: ``a, b = 1, ...rest``."""
     out = []
     for raw in _split_top(text, ","):
-        param = _collapse(raw)
+        param = collapse(raw)
         if not param:
             continue
         top = _top_level(param)
@@ -158,7 +164,7 @@ def _js_params(text: str) -> str:
         left = re.sub(r"^(?:(?:public|private|protected|readonly|override)\s+)+", "", left.strip())
         left = left.rstrip("?").strip()
         if eq is not None:
-            out.append(f"{left} = {_cap(_collapse(param[eq + 1 :]), _DEFAULT_MAX)}")
+            out.append(f"{left} = {cap_items(collapse(param[eq + 1 :]), DEFAULT_MAX)}")
         else:
             out.append(left)
     return ", ".join(out)
@@ -198,22 +204,22 @@ def _js_signature(text: str | None, name: str) -> str | None:
                     continue
             elif not after.startswith("{"):
                 continue
-            return _cap(f"{name}({_js_params(code[open_i + 1 : close])})")
+            return cap_items(f"{name}({_js_params(code[open_i + 1 : close])})")
     m = re.search(rf"\b(?:const|let|var)\s+{n}\s*=\s*(?:async\s+)?([\w$]+)\s*=>", code)
     if m:
         return f"{name}({m.group(1)})"
     return None
 
 
-def _js_resolve(snap: _Snap, target: str) -> str | None:
+def _js_resolve(snap: Snap, target: str) -> str | None:
     cands: list[str] = []
     stem, ext = posixpath.splitext(target)
     if ext:
         cands.append(target)
         if ext in (".js", ".jsx", ".mjs", ".cjs"):
             cands += [stem + e for e in (".ts", ".tsx", ".mts", ".cts")]
-    cands += [target + e for e in (*_JS_EXTS, ".d.ts", ".json")]
-    cands += [f"{target}/index{e}" for e in _JS_EXTS]
+    cands += [target + e for e in (*JS_EXTS, ".d.ts", ".json")]
+    cands += [f"{target}/index{e}" for e in JS_EXTS]
     for cand in cands:
         if snap.is_file(cand):
             return cand
@@ -227,7 +233,7 @@ class _Exports:
     reexports: bool  # the module re-exports another module wholesale
 
 
-def _js_exports(snap: _Snap, rel: str, depth: int = 0) -> _Exports:
+def _js_exports(snap: Snap, rel: str, depth: int = 0) -> _Exports:
     text = snap.read(rel)
     if text is None:
         return _Exports(set(), False, True)
@@ -334,7 +340,7 @@ def _js_imports(code: str) -> list[tuple[str, list[str], list[str]]]:
     return out
 
 
-def _read_js(ctx: _Ctx, rel: str, ids: set[str]) -> None:
+def read_js(ctx: Ctx, rel: str, ids: set[str]) -> None:
     text = ctx.head.read(rel)
     if text is None:
         return
@@ -385,4 +391,4 @@ def _read_js(ctx: _Ctx, rel: str, ids: set[str]) -> None:
         else:
             lit, regex = m.group("re"), True
         if lit and lit.strip():
-            _resolve_message(ctx, None, lit, regex, ids)
+            resolve_message(ctx, None, lit, regex, ids)

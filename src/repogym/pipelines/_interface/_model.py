@@ -18,45 +18,45 @@ KINDS = (
     "error_message",
     "export",
 )
-_KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
+KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 
 
-def _words(text: str) -> frozenset[str]:
+def split_words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_MAX_BYTES = 1_000_000  # files larger than this are skipped
-_MAX_CORPUS_FILES = 4000  # non-test source files searched for CLI options and messages
-_MAX_FUNCS = 60  # functions analysed per F2P test (the test, its fixtures and helpers)
-_MAX_DEPTH = 8  # re-export chains and class hierarchies followed
+MAX_BYTES = 1_000_000  # files larger than this are skipped
+MAX_CORPUS_FILES = 4000  # non-test source files searched for CLI options and messages
+MAX_FUNCS = 60  # functions analysed per F2P test (the test, its fixtures and helpers)
+MAX_DEPTH = 8  # re-export chains and class hierarchies followed
 _SIG_MAX = 160
-_DEFAULT_MAX = 40
+DEFAULT_MAX = 40
 
-_SKIP_DIRS = _words(
+SKIP_DIRS = split_words(
     ".git .hg .svn .tox .nox .venv venv node_modules __pycache__ site-packages "
     ".mypy_cache .pytest_cache .ruff_cache .eggs"
 )
-_SKIP_TOP_DIRS = frozenset({"build", "dist", "env", "coverage", "out"})  # only at the repo root
-_SOURCE_EXTS = _words(
+SKIP_TOP_DIRS = frozenset({"build", "dist", "env", "coverage", "out"})  # only at the repo root
+SOURCE_EXTS = split_words(
     ".py .pyi .pyx .js .jsx .ts .tsx .mjs .cjs .mts .cts .cfg .toml .ini .sh .c .h .cc .cpp .rs .go"
 )
-_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 _TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "__test__", "spec", "specs"})
 _TEST_NAME = re.compile(
     r"^test_.*\.py$|_test\.py$|^conftest\.py$|\.(?:test|spec)\.[cm]?[jt]sx?$", re.IGNORECASE
 )
 
 
-def _is_test_path(rel: str) -> bool:
+def is_test_source(rel: str) -> bool:
     parts = rel.strip("/").split("/")
     return any(p.lower() in _TEST_DIRS for p in parts[:-1]) or bool(_TEST_NAME.search(parts[-1]))
 
 
-def _collapse(text: str) -> str:
+def collapse(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _cap(text: str, limit: int = _SIG_MAX) -> str:
+def cap_items(text: str, limit: int = _SIG_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

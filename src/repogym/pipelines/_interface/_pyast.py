@@ -1,5 +1,5 @@
 """Python :mod:`ast` helpers: dotted names, decorators, relative imports, signatures as written,
-keyword acceptance and the names a module or class body binds (:class:`_Scope`).
+keyword acceptance and the names a module or class body binds (:class:`Scope`).
 """
 
 from __future__ import annotations
@@ -7,19 +7,19 @@ from __future__ import annotations
 import ast
 import warnings
 
-from repogym.pipelines._interface._model import _DEFAULT_MAX, _cap, _collapse, _words
+from repogym.pipelines._interface._model import DEFAULT_MAX, cap_items, collapse, split_words
 
 
-def _dotted(node: ast.AST | None) -> str | None:
+def dotted_name(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
+        inner = dotted_name(node.value)
         return f"{inner}.{node.attr}" if inner else None
     return None
 
 
-def _last(node: ast.AST) -> str:
+def last_part(node: ast.AST) -> str:
     """Last name of a (possibly called) decorator or callee: ``a.b.c(...)`` -> ``c``."""
     if isinstance(node, ast.Call):
         node = node.func
@@ -30,7 +30,7 @@ def _last(node: ast.AST) -> str:
     return ""
 
 
-def _unparse(node: ast.AST, limit: int = 80) -> str:
+def unparse_node(node: ast.AST, limit: int = 80) -> str:
     try:
         text = ast.unparse(node)
     except Exception:  # pragma: no cover - unparse of a parsed tree does not fail in practice
@@ -38,39 +38,39 @@ def _unparse(node: ast.AST, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _str_const(node: ast.AST | None) -> str | None:
+def str_const(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
 
 
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_FUNC_DECOS = _words(
+FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_FUNC_DECOS = split_words(
     "staticmethod classmethod abstractmethod abstractclassmethod "
     "abstractstaticmethod lru_cache cache overload override final contextmanager "
     "asynccontextmanager cached_property property"
 )
-_CLASS_DECOS = frozenset({"dataclass", "total_ordering", "final", "unique", "runtime_checkable"})
-_HARMLESS_BASES = frozenset({"object", "ABC", "Generic", "Protocol"})
+CLASS_DECOS = frozenset({"dataclass", "total_ordering", "final", "unique", "runtime_checkable"})
+HARMLESS_BASES = frozenset({"object", "ABC", "Generic", "Protocol"})
 
 
-def _decos_ok(decorators: list[ast.expr], allowed: frozenset[str]) -> bool:
-    return all(_last(d) in allowed for d in decorators)
+def decos_ok(decorators: list[ast.expr], allowed: frozenset[str]) -> bool:
+    return all(last_part(d) in allowed for d in decorators)
 
 
-def _is_static(fn: ast.AST) -> bool:
-    return any(_last(d) == "staticmethod" for d in getattr(fn, "decorator_list", []))
+def is_static(fn: ast.AST) -> bool:
+    return any(last_part(d) == "staticmethod" for d in getattr(fn, "decorator_list", []))
 
 
-def _is_property(fn: ast.AST) -> bool:
+def is_property(fn: ast.AST) -> bool:
     for d in getattr(fn, "decorator_list", []):
-        name = _last(d)
+        name = last_part(d)
         if name in ("property", "cached_property") or name in ("setter", "getter", "deleter"):
             return True
     return False
 
 
-def _absolute(module: str, is_pkg: bool, level: int, name: str | None) -> str | None:
+def absolute_module(module: str, is_pkg: bool, level: int, name: str | None) -> str | None:
     """The absolute module of ``from <level dots><name> import ...`` inside ``module``."""
     if not level:
         return name
@@ -86,17 +86,17 @@ def _absolute(module: str, is_pkg: bool, level: int, name: str | None) -> str | 
     return ".".join(parts) or None
 
 
-def _expr_text(node: ast.AST, source: str) -> str:
+def expr_text(node: ast.AST, source: str) -> str:
     seg = None
     try:
         seg = ast.get_source_segment(source, node)
     except Exception:
         seg = None
-    text = _collapse(seg if seg is not None else _unparse(node, 200))
-    return _cap(text, _DEFAULT_MAX)
+    text = collapse(seg if seg is not None else unparse_node(node, 200))
+    return cap_items(text, DEFAULT_MAX)
 
 
-def _signature(name: str, fn: ast.AST, source: str, drop_first: bool) -> str:
+def signature_text(name: str, fn: ast.AST, source: str, drop_first: bool) -> str:
     """``name(a, b=1, *, c=None)``: parameters with defaults as written, no annotations."""
     a = fn.args  # type: ignore[attr-defined]
     pos = [*a.posonlyargs, *a.args]
@@ -109,7 +109,7 @@ def _signature(name: str, fn: ast.AST, source: str, drop_first: bool) -> str:
         entries = entries[1:]
     items: list[str] = []
     for i, (arg, dflt, posonly) in enumerate(entries):
-        items.append(arg.arg + (f"={_expr_text(dflt, source)}" if dflt is not None else ""))
+        items.append(arg.arg + (f"={expr_text(dflt, source)}" if dflt is not None else ""))
         if posonly and (i + 1 == len(entries) or not entries[i + 1][2]):
             items.append("/")
     if a.vararg is not None:
@@ -117,18 +117,18 @@ def _signature(name: str, fn: ast.AST, source: str, drop_first: bool) -> str:
     elif a.kwonlyargs:
         items.append("*")
     for arg, dflt in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-        items.append(arg.arg + (f"={_expr_text(dflt, source)}" if dflt is not None else ""))
+        items.append(arg.arg + (f"={expr_text(dflt, source)}" if dflt is not None else ""))
     if a.kwarg is not None:
         items.append("**" + a.kwarg.arg)
-    return _cap(f"{name}({', '.join(items)})")
+    return cap_items(f"{name}({', '.join(items)})")
 
 
-def _accepts(fns: list[ast.AST], kw: str) -> bool | None:
+def accepts_call(fns: list[ast.AST], kw: str) -> bool | None:
     """Whether one of these definitions (overloads) takes keyword ``kw``; None when unknowable."""
     if not fns:
         return None
     for fn in fns:
-        if not isinstance(fn, _FUNCS) or not _decos_ok(fn.decorator_list, _FUNC_DECOS):
+        if not isinstance(fn, FUNCS) or not decos_ok(fn.decorator_list, _FUNC_DECOS):
             return None
     for fn in fns:
         a = fn.args  # type: ignore[attr-defined]
@@ -139,7 +139,7 @@ def _accepts(fns: list[ast.AST], kw: str) -> bool | None:
     return False
 
 
-def _header_nodes(st: ast.stmt) -> list[ast.AST]:
+def header_nodes(st: ast.stmt) -> list[ast.AST]:
     """The parts of a statement that bind names in its own scope (not nested bodies)."""
     if isinstance(st, ast.Assign):
         return [*st.targets, st.value]
@@ -156,11 +156,11 @@ def _header_nodes(st: ast.stmt) -> list[ast.AST]:
     return []
 
 
-def _is_type_checking(st: ast.stmt) -> bool:
-    return isinstance(st, ast.If) and (_dotted(st.test) or "").endswith("TYPE_CHECKING")
+def is_type_checking(st: ast.stmt) -> bool:
+    return isinstance(st, ast.If) and (dotted_name(st.test) or "").endswith("TYPE_CHECKING")
 
 
-class _Scope:
+class Scope:
     """Names bound at the top level of a module or class body."""
 
     def __init__(self) -> None:
@@ -177,14 +177,14 @@ class _Scope:
         return name in self.defs or name in self.others or name in self.imports
 
 
-def _collect_scope(body: list[ast.stmt], module: str, is_pkg: bool) -> _Scope:
-    scope = _Scope()
+def collect_scope(body: list[ast.stmt], module: str, is_pkg: bool) -> Scope:
+    scope = Scope()
 
     def visit(stmts: list[ast.stmt]) -> None:
         for st in stmts:
-            if isinstance(st, (*_FUNCS, ast.ClassDef)):
+            if isinstance(st, (*FUNCS, ast.ClassDef)):
                 scope.defs.setdefault(st.name, []).append(st)
-                if isinstance(st, _FUNCS):
+                if isinstance(st, FUNCS):
                     for sub in ast.walk(st):
                         if isinstance(sub, ast.Global):
                             scope.others.update(sub.names)
@@ -198,7 +198,7 @@ def _collect_scope(body: list[ast.stmt], module: str, is_pkg: bool) -> _Scope:
                         scope.imports[top] = (top, None)
                 continue
             if isinstance(st, ast.ImportFrom):
-                src = _absolute(module, is_pkg, st.level, st.module)
+                src = absolute_module(module, is_pkg, st.level, st.module)
                 for alias in st.names:
                     if alias.name == "*":
                         scope.dynamic = True
@@ -207,7 +207,7 @@ def _collect_scope(body: list[ast.stmt], module: str, is_pkg: bool) -> _Scope:
                     else:
                         scope.others.add(alias.asname or alias.name)
                 continue
-            for node in _header_nodes(st):
+            for node in header_nodes(st):
                 for sub in ast.walk(node):
                     if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                         scope.others.add(sub.id)
@@ -231,29 +231,29 @@ def _collect_scope(body: list[ast.stmt], module: str, is_pkg: bool) -> _Scope:
     return scope
 
 
-def _collect_all(st: ast.stmt, scope: _Scope) -> None:
+def _collect_all(st: ast.stmt, scope: Scope) -> None:
     """``__all__ = [...]``, ``__all__ += [...]``, ``__all__.extend([...])``/``.append(...)``."""
     value: ast.AST | None = None
-    if (isinstance(st, ast.Assign) and any(_dotted(t) == "__all__" for t in st.targets)) or (
-        isinstance(st, (ast.AugAssign, ast.AnnAssign)) and _dotted(st.target) == "__all__"
+    if (isinstance(st, ast.Assign) and any(dotted_name(t) == "__all__" for t in st.targets)) or (
+        isinstance(st, (ast.AugAssign, ast.AnnAssign)) and dotted_name(st.target) == "__all__"
     ):
         value = st.value
     elif (
         isinstance(st, ast.Expr)
         and isinstance(st.value, ast.Call)
-        and _dotted(st.value.func) in ("__all__.extend", "__all__.append")
+        and dotted_name(st.value.func) in ("__all__.extend", "__all__.append")
         and st.value.args
     ):
         value = st.value.args[0]
     if value is None:
         return
     for sub in ast.walk(value):
-        text = _str_const(sub)
+        text = str_const(sub)
         if text is not None:
             scope.all_names.add(text)
 
 
-def _parse(text: str, rel: str) -> ast.Module | None:
+def parse_source(text: str, rel: str) -> ast.Module | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -1,4 +1,4 @@
-"""Reading the functions one F2P test runs (:class:`_Reader`): the names, members, keyword
+"""Reading the functions one F2P test runs (:class:`Reader`): the names, members, keyword
 arguments, patch targets, CLI options and asserted error messages they use, as events.
 """
 
@@ -8,34 +8,40 @@ import ast
 import os
 import re
 
-from repogym.pipelines._interface._context import _Attr, _Ctx, _Inst, _Mod, _Name, _Ref
-from repogym.pipelines._interface._model import _MAX_FUNCS, _words
-from repogym.pipelines._interface._pyast import _FUNCS, _dotted, _last, _str_const, _unparse
-from repogym.pipelines._interface._testfile import _import_events, _TestFile
+from repogym.pipelines._interface._context import Attr, Ctx, Inst, Mod, NameRef, Ref
+from repogym.pipelines._interface._model import MAX_FUNCS, split_words
+from repogym.pipelines._interface._pyast import (
+    FUNCS,
+    dotted_name,
+    last_part,
+    str_const,
+    unparse_node,
+)
+from repogym.pipelines._interface._testfile import TestFile, import_events
 
-_SETUPS = _words(
+_SETUPS = split_words(
     "setUp asyncSetUp setUpClass setUpTestData setup_method setup_class setup setup_function"
 )
 _FULL_OPTION = re.compile(r"^(--[A-Za-z][A-Za-z0-9_-]*)(?:=.*)?$", re.DOTALL)
-_RUNNER_CALLS = _words(
+_RUNNER_CALLS = split_words(
     "invoke run main cli run_cli check_output check_call call Popen system "
     "getoutput getstatusoutput runpytest run_command"
 )
-_EXTERNAL_TOOLS = _words(
+_EXTERNAL_TOOLS = split_words(
     "git pip pip3 npm npx node docker sh bash ls cat echo make cargo go gcc cc "
     "curl wget tar uv ruff mypy black"
 )
 
 
-class _Reader:
+class Reader:
     """Reads the functions one F2P test runs and records what they reference."""
 
-    def __init__(self, ctx: _Ctx, tf: _TestFile, ids: set[str]) -> None:
+    def __init__(self, ctx: Ctx, tf: TestFile, ids: set[str]) -> None:
         self.ctx = ctx
         self.tf = tf
         self.ids = ids
-        self.env: dict[str, _Ref | None] = dict(tf.env)
-        self.self_attrs: dict[str, _Ref] = {}
+        self.env: dict[str, Ref | None] = dict(tf.env)
+        self.self_attrs: dict[str, Ref] = {}
         self.stored: set[tuple[str, str]] = set()
 
     # -- which functions
@@ -54,13 +60,13 @@ class _Reader:
                 fixtures: dict[str, ast.AST] = {}
                 autouse: list[ast.AST] = []
                 for st in cls.body:
-                    if isinstance(st, _FUNCS):
-                        _TestFile._fixture(st, fixtures, autouse, st.name)
+                    if isinstance(st, FUNCS):
+                        TestFile._fixture(st, fixtures, autouse, st.name)
                 work += [(a, chain) for a in autouse]
             work += [(a, []) for a in self.tf.autouse]
         seen: set[int] = set()
         order: list[tuple[ast.AST, list[ast.ClassDef]]] = []
-        while work and len(order) < _MAX_FUNCS:
+        while work and len(order) < MAX_FUNCS:
             fn, chain = work.pop(0)
             if id(fn) in seen:
                 continue
@@ -69,8 +75,8 @@ class _Reader:
             args = fn.args  # type: ignore[attr-defined]
             params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
             for deco in getattr(fn, "decorator_list", []):
-                if _last(deco) == "usefixtures" and isinstance(deco, ast.Call):
-                    params += [v for v in map(_str_const, deco.args) if v]
+                if last_part(deco) == "usefixtures" and isinstance(deco, ast.Call):
+                    params += [v for v in map(str_const, deco.args) if v]
             for p in params:
                 fx = self.fixture(p, chain)
                 if fx is not None:
@@ -95,8 +101,8 @@ class _Reader:
         for cls in chain:
             found: dict[str, ast.AST] = {}
             for st in cls.body:
-                if isinstance(st, _FUNCS):
-                    _TestFile._fixture(st, found, [], st.name)
+                if isinstance(st, FUNCS):
+                    TestFile._fixture(st, found, [], st.name)
             if name in found:
                 return found[name], chain
         if name in self.tf.fixtures:
@@ -110,7 +116,7 @@ class _Reader:
         for fn, _chain in funcs:  # imports inside the functions
             for node in ast.walk(fn):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    for key, bound, ref in _import_events(
+                    for key, bound, ref in import_events(
                         self.ctx, node, self.tf.module, self.tf.is_pkg
                     ):
                         self.ctx.event(key, self.ids)
@@ -140,9 +146,9 @@ class _Reader:
         for attr, value in values.items():
             if counts.get(attr) == 1:
                 ref = self.ev(value, self.env)
-                if isinstance(ref, _Inst):
+                if isinstance(ref, Inst):
                     self.self_attrs[attr] = ref
-        fixture_values: dict[str, _Ref] = {}
+        fixture_values: dict[str, Ref] = {}
         for fn, chain in funcs:
             for p in fn.args.args:  # type: ignore[attr-defined]
                 fx = self.fixture(p.arg, chain)
@@ -158,10 +164,10 @@ class _Reader:
                     continue
                 classes_seen.add(id(cls))
                 for st in cls.body:
-                    if not isinstance(st, (*_FUNCS, ast.ClassDef)):
+                    if not isinstance(st, (*FUNCS, ast.ClassDef)):
                         self.scan(st, self.env)
 
-    def _fixture_value(self, fx: ast.AST) -> _Ref | None:
+    def _fixture_value(self, fx: ast.AST) -> Ref | None:
         values = [
             n.value
             for n in ast.walk(fx)
@@ -169,10 +175,10 @@ class _Reader:
         ]
         if len(values) == 1 and isinstance(values[0], ast.Call):
             ref = self.ev(values[0], self.env)
-            return ref if isinstance(ref, _Inst) else None
+            return ref if isinstance(ref, Inst) else None
         return None
 
-    def read_function(self, fn: ast.AST, fixture_values: dict[str, _Ref]) -> None:
+    def read_function(self, fn: ast.AST, fixture_values: dict[str, Ref]) -> None:
         local = dict(self.env)
         stores: dict[str, int] = {}
         self.stored = set()
@@ -181,7 +187,7 @@ class _Reader:
                 stores[node.id] = stores.get(node.id, 0) + 1
             elif isinstance(node, ast.arg):
                 stores[node.arg] = stores.get(node.arg, 0) + 1
-            elif isinstance(node, (*_FUNCS, ast.ClassDef)) and node is not fn:
+            elif isinstance(node, (*FUNCS, ast.ClassDef)) and node is not fn:
                 stores[node.name] = stores.get(node.name, 0) + 2
             elif (
                 isinstance(node, ast.Attribute)
@@ -210,13 +216,13 @@ class _Reader:
             name = node.targets[0].id  # type: ignore[attr-defined]
             if stores.get(name) == 1:
                 ref = self.ev(node.value, local)
-                if isinstance(ref, _Inst):
+                if isinstance(ref, Inst):
                     local[name] = ref
         self.scan(fn, local)
         self.cli_options(fn)
         self.messages(fn)
 
-    def scan(self, root: ast.AST, env: dict[str, _Ref | None]) -> None:
+    def scan(self, root: ast.AST, env: dict[str, Ref | None]) -> None:
         for node in ast.walk(root):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 self.ctx.usage.setdefault((self.tf.rel, node.id), set()).update(self.ids)
@@ -226,7 +232,7 @@ class _Reader:
                 self.ev(node, env)
                 self.patch_target(node)
 
-    def ev(self, node: ast.AST, env: dict[str, _Ref | None]) -> _Ref | None:
+    def ev(self, node: ast.AST, env: dict[str, Ref | None]) -> Ref | None:
         """The abstract value of an expression, recording every name it needs."""
         if isinstance(node, ast.Name):
             return env.get(node.id)
@@ -235,28 +241,28 @@ class _Reader:
             if isinstance(val, ast.Name) and val.id in ("self", "cls") and attr in self.self_attrs:
                 return self.self_attrs[attr]
             base = self.ev(val, env)
-            if isinstance(base, _Mod):
+            if isinstance(base, Mod):
                 self.ctx.event(("name", base.dotted, attr), self.ids)
                 sub = f"{base.dotted}.{attr}"
-                return _Mod(sub) if self.ctx.is_module(sub) else _Name(base.dotted, attr)
-            if isinstance(base, _Name):
+                return Mod(sub) if self.ctx.is_module(sub) else NameRef(base.dotted, attr)
+            if isinstance(base, NameRef):
                 self.ctx.event(("member", base.module, base.name, attr), self.ids)
-                return _Attr(base, attr)
-            if isinstance(base, _Inst):
+                return Attr(base, attr)
+            if isinstance(base, Inst):
                 if isinstance(val, ast.Name) and (val.id, attr) in self.stored:
                     return None
                 self.ctx.event(("member", base.cls.module, base.cls.name, attr), self.ids)
-                return _Attr(base.cls, attr)
+                return Attr(base.cls, attr)
             return None
         if isinstance(node, ast.Call):
             func = self.ev(node.func, env)
             kws = [k.arg for k in node.keywords if k.arg]
-            if isinstance(func, _Name):
+            if isinstance(func, NameRef):
                 self.ctx.called.add(("name", func.module, func.name))
                 for kw in kws:
                     self.ctx.event(("kw", func.module, func.name, None, kw), self.ids)
-                return _Inst(func) if self.ctx.is_class(func) else None
-            if isinstance(func, _Attr):
+                return Inst(func) if self.ctx.is_class(func) else None
+            if isinstance(func, Attr):
                 self.ctx.called.add(("member", func.cls.module, func.cls.name, func.attr))
                 for kw in kws:
                     self.ctx.event(("kw", func.cls.module, func.cls.name, func.attr, kw), self.ids)
@@ -265,15 +271,15 @@ class _Reader:
 
     def patch_target(self, call: ast.Call) -> None:
         """``mock.patch("pkg.mod.name")`` / ``monkeypatch.setattr("pkg.mod.name", v)``."""
-        name = _last(call.func)
+        name = last_part(call.func)
         is_patch = name == "patch" and call.args
-        is_setattr = name == "setattr" and "monkeypatch" in (_dotted(call.func) or "")
+        is_setattr = name == "setattr" and "monkeypatch" in (dotted_name(call.func) or "")
         if not (is_patch or (is_setattr and len(call.args) == 2)):
             return
         for kw in call.keywords:
             if kw.arg in ("create", "raising"):
                 return
-        target = _str_const(call.args[0])
+        target = str_const(call.args[0])
         if not target or not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", target):
             return
         parts = target.split(".")
@@ -295,7 +301,7 @@ class _Reader:
                 excluded.update(id(e) for e in node.elts)
             elif isinstance(node, ast.Call) and (
                 self._foreign_argv(node.args)
-                or set(_last(node.func).lower().strip("_").split("_")) & _EXTERNAL_TOOLS
+                or set(last_part(node.func).lower().strip("_").split("_")) & _EXTERNAL_TOOLS
             ):  # git("diff", "--stat"), repo.run_git(...), run("npm", "--version")
                 excluded.update(id(e) for e in node.args)
         roots: list[ast.AST] = [fn]
@@ -304,14 +310,14 @@ class _Reader:
                 roots.append(self.tf.consts[node.id])
         for root in roots:
             for node in ast.walk(root):
-                text = _str_const(node)
+                text = str_const(node)
                 if text is not None and id(node) not in excluded:
                     m = _FULL_OPTION.match(text.strip())
                     if m:
                         self.ctx.event(("cli", m.group(1)), self.ids)
-                if isinstance(node, ast.Call) and _last(node.func) in _RUNNER_CALLS:
+                if isinstance(node, ast.Call) and last_part(node.func) in _RUNNER_CALLS:
                     for arg in node.args:
-                        text = _str_const(arg)
+                        text = str_const(arg)
                         if text and " " in text.strip():
                             tokens = text.split()
                             if self._foreign_argv([ast.Constant(t) for t in tokens]):
@@ -325,7 +331,7 @@ class _Reader:
         """An argv of another program: ``["git", ...]``, ``[sys.executable, "-m", "pytest"]``."""
         if not elts:
             return False
-        first = _str_const(elts[0])
+        first = str_const(elts[0])
         if first and not first.startswith("-"):
             prog = os.path.basename(first)
             if prog in _EXTERNAL_TOOLS:
@@ -337,7 +343,7 @@ class _Reader:
                 and prog not in self.ctx.head.blob()
             ):
                 return True
-        texts = [_str_const(e) for e in elts]
+        texts = [str_const(e) for e in elts]
         for i, text in enumerate(texts[:-1]):
             module = texts[i + 1]
             if text == "-m" and module and module.split(".")[0].isidentifier():
@@ -357,7 +363,7 @@ class _Reader:
                             "value" if kind == "pytest" else "exception",
                         )
             elif isinstance(node, ast.ExceptHandler) and node.name and node.type is not None:
-                exc[node.name] = (_unparse(node.type, 60), None)
+                exc[node.name] = (unparse_node(node.type, 60), None)
 
         def exc_of(e: ast.AST) -> str | None | bool:
             if (
@@ -399,7 +405,7 @@ class _Reader:
 
         for node in ast.walk(fn):
             if isinstance(node, ast.Call):
-                fname = _last(node.func)
+                fname = last_part(node.func)
                 if _raises_kind(node) == "pytest":
                     for kw in node.keywords:
                         if kw.arg == "match":
@@ -439,33 +445,33 @@ def _is_zero(node: ast.AST) -> bool:
 def _raises_kind(node: ast.AST) -> str | None:
     if not isinstance(node, ast.Call):
         return None
-    dotted = _dotted(node.func) or ""
+    dotted = dotted_name(node.func) or ""
     if dotted in ("pytest.raises", "raises"):
         return "pytest"
-    if _last(node.func) in ("assertRaises", "assertRaisesRegex", "assertRaisesRegexp"):
+    if last_part(node.func) in ("assertRaises", "assertRaisesRegex", "assertRaisesRegexp"):
         return "unittest"
     return None
 
 
 def _raises_owner(node: ast.Call) -> str | None:
     if node.args:
-        return _unparse(node.args[0], 60)
+        return unparse_node(node.args[0], 60)
     for kw in node.keywords:
         if kw.arg in ("expected_exception", "exception"):
-            return _unparse(kw.value, 60)
+            return unparse_node(kw.value, 60)
     return None
 
 
 def _literal(node: ast.AST, regex: bool) -> tuple[str, bool] | None:
-    text = _str_const(node)
+    text = str_const(node)
     if text is not None:
         return (text, regex) if text.strip() else None
     if (
         isinstance(node, ast.Call)
-        and _dotted(node.func) in ("re.escape", "escape")
+        and dotted_name(node.func) in ("re.escape", "escape")
         and len(node.args) == 1
     ):
-        inner = _str_const(node.args[0])
+        inner = str_const(node.args[0])
         if inner:
             return inner, False
     return None

@@ -7,18 +7,18 @@ from __future__ import annotations
 import ast
 import re
 
-from repogym.pipelines._interface._context import _Ctx
-from repogym.pipelines._interface._model import _cap
+from repogym.pipelines._interface._context import Ctx
+from repogym.pipelines._interface._model import cap_items
 from repogym.pipelines._interface._pyast import (
-    _FUNCS,
-    _accepts,
-    _expr_text,
-    _is_property,
-    _is_static,
-    _signature,
+    FUNCS,
+    accepts_call,
+    expr_text,
+    is_property,
+    is_static,
+    signature_text,
 )
-from repogym.pipelines._interface._snapshot import _ABSENT, _FOUND, _UNKNOWN, _Def, _Snap
-from repogym.pipelines._interface._strings import _display_regex, _fragments
+from repogym.pipelines._interface._snapshot import ABSENT, FOUND, UNKNOWN, Def, Snap
+from repogym.pipelines._interface._strings import display_regex, regex_fragments
 
 _CLI_LIBS = re.compile(
     r"^\s*(?:import|from)\s+(?:typer|fire|cyclopts|defopt|jsonargparse|clize|plac|argh)\b", re.M
@@ -31,34 +31,34 @@ def _guess_kind(name: str, called: bool) -> str:
     return "attribute"
 
 
-def _def_signature(d: _Def, short: str, snap: _Snap) -> str | None:
+def _def_signature(d: Def, short: str, snap: Snap) -> str | None:
     node = d.node
-    if d.kind == "function" and isinstance(node, _FUNCS):
-        return _signature(short, node, d.source, drop_first=False)
+    if d.kind == "function" and isinstance(node, FUNCS):
+        return signature_text(short, node, d.source, drop_first=False)
     if d.kind == "class":
         return _ctor_signature(d, short, snap)
     return None
 
 
-def _ctor_signature(d: _Def, short: str, snap: _Snap) -> str | None:
+def _ctor_signature(d: Def, short: str, snap: Snap) -> str | None:
     found = snap.ctor(d)
     if found[0] == "fns":
         fn, owner = found[1][-1], found[2]
-        if isinstance(fn, _FUNCS):
-            return _signature(short, fn, owner.source, drop_first=True)
+        if isinstance(fn, FUNCS):
+            return signature_text(short, fn, owner.source, drop_first=True)
     elif found[0] == "fields":
         owner = found[2]
         parts = [
-            name if value is None else f"{name}={_expr_text(value, owner.source)}"
+            name if value is None else f"{name}={expr_text(value, owner.source)}"
             for name, value in found[1]
         ]
-        return _cap(f"{short}({', '.join(parts)})")
+        return cap_items(f"{short}({', '.join(parts)})")
     elif found[0] == "none":
         return f"{short}()"
     return None
 
 
-def _resolve_python(ctx: _Ctx) -> None:
+def resolve_python(ctx: Ctx) -> None:
     for key, rel, bound in ctx.file_imports:
         ids = ctx.usage.get((rel, bound)) if bound else None
         ctx.event(key, ids or ctx.file_ids.get(rel, set()))
@@ -78,10 +78,10 @@ def _resolve_python(ctx: _Ctx) -> None:
         elif kind == "cli":
             _resolve_cli(ctx, key[1], ids)
         elif kind == "msg":
-            _resolve_message(ctx, key[1], key[2], key[3], ids)
+            resolve_message(ctx, key[1], key[2], key[3], ids)
 
 
-def _resolve_module(ctx: _Ctx, dotted: str, ids: set[str]) -> None:
+def _resolve_module(ctx: Ctx, dotted: str, ids: set[str]) -> None:
     if ctx.base.module_file(dotted) is not None:
         return
     hf = ctx.head.module_file(dotted)
@@ -90,7 +90,7 @@ def _resolve_module(ctx: _Ctx, dotted: str, ids: set[str]) -> None:
     ctx.add("module", dotted, dotted.rpartition(".")[0] or None, None, hf.rstrip("/"), ids)
 
 
-def _resolve_name(ctx: _Ctx, module: str, name: str, ids: set[str]) -> None:
+def _resolve_name(ctx: Ctx, module: str, name: str, ids: set[str]) -> None:
     if name.startswith("__") and name.endswith("__"):
         return  # __file__, __version__, ...: every module has (or may have) them
     if ctx.base.module_file(module) is None:
@@ -117,26 +117,26 @@ def _resolve_name(ctx: _Ctx, module: str, name: str, ids: set[str]) -> None:
         ctx.add(hd.kind, f"{module}.{name}", module, sig, hd.file, ids)
 
 
-def _resolve_member(ctx: _Ctx, module: str, cls: str, attr: str, ids: set[str]) -> None:
+def _resolve_member(ctx: Ctx, module: str, cls: str, attr: str, ids: set[str]) -> None:
     if attr.startswith("__") and attr.endswith("__"):
         return
     bd = ctx.base.definition(module, cls)
     if bd is None or bd.kind != "class" or ctx.is_test_file(bd.file):
         return
-    if ctx.base.member(bd, attr)[0] != _ABSENT:
+    if ctx.base.member(bd, attr)[0] != ABSENT:
         return
     hd = ctx.head.definition(module, cls)
     status, owner_def, fns = (
-        ctx.head.member(hd, attr) if hd is not None and hd.kind == "class" else (_UNKNOWN, None, [])
+        ctx.head.member(hd, attr) if hd is not None and hd.kind == "class" else (UNKNOWN, None, [])
     )
     name = f"{bd.name}.{attr}"
     owner = bd.dotted
-    if status == _FOUND and owner_def is not None:
+    if status == FOUND and owner_def is not None:
         if ctx.is_test_file(owner_def.file):
             return
         fn = fns[-1] if fns else None
-        if fn is not None and isinstance(fn, _FUNCS) and not _is_property(fn):
-            sig = _signature(attr, fn, owner_def.source, drop_first=not _is_static(fn))
+        if fn is not None and isinstance(fn, FUNCS) and not is_property(fn):
+            sig = signature_text(attr, fn, owner_def.source, drop_first=not is_static(fn))
             ctx.add("method", name, owner, sig, owner_def.file, ids)
         elif fn is not None and isinstance(fn, ast.ClassDef):
             ctx.add("class", name, owner, None, owner_def.file, ids)
@@ -147,19 +147,17 @@ def _resolve_member(ctx: _Ctx, module: str, cls: str, attr: str, ids: set[str]) 
     ctx.add("method" if called else "attribute", name, owner, None, None, ids)
 
 
-def _resolve_kw(
-    ctx: _Ctx, module: str, name: str, attr: str | None, kw: str, ids: set[str]
-) -> None:
+def _resolve_kw(ctx: Ctx, module: str, name: str, attr: str | None, kw: str, ids: set[str]) -> None:
     bd = ctx.base.definition(module, name)
     if bd is None or bd.rebound or ctx.is_test_file(bd.file):
         return
     if attr is None:
         if bd.kind == "function":
-            accepted = _accepts(bd.nodes, kw)
+            accepted = accepts_call(bd.nodes, kw)
         elif bd.kind == "class":
             found = ctx.base.ctor(bd)
             if found[0] == "fns":
-                accepted = _accepts(found[1], kw)
+                accepted = accepts_call(found[1], kw)
             elif found[0] == "fields":
                 accepted = kw in {f[0] for f in found[1]}
             elif found[0] == "none":
@@ -173,9 +171,9 @@ def _resolve_kw(
         if bd.kind != "class":
             return
         status, owner_def, fns = ctx.base.member(bd, attr)
-        if status != _FOUND or owner_def is None or not fns:
+        if status != FOUND or owner_def is None or not fns:
             return
-        accepted = _accepts(fns, kw)
+        accepted = accepts_call(fns, kw)
         owner = f"{owner_def.dotted}.{attr}"
     if accepted is not False:
         return
@@ -185,13 +183,13 @@ def _resolve_kw(
         sig, where = _def_signature(hd, hd.name or name, ctx.head), hd.file
     elif hd is not None and hd.kind == "class":
         status, owner_def, fns = ctx.head.member(hd, attr or "")
-        if status == _FOUND and owner_def is not None and fns and isinstance(fns[-1], _FUNCS):
-            sig = _signature(attr or "", fns[-1], owner_def.source, not _is_static(fns[-1]))
+        if status == FOUND and owner_def is not None and fns and isinstance(fns[-1], FUNCS):
+            sig = signature_text(attr or "", fns[-1], owner_def.source, not is_static(fns[-1]))
             where = owner_def.file
     ctx.add("parameter", kw, owner, sig, where, ids)
 
 
-def _cli_known(snap: _Snap, option: str) -> str | None:
+def _cli_known(snap: Snap, option: str) -> str | None:
     """The file of ``snap`` that mentions ``option`` (or, with typer-like libraries that derive
     options from parameter names, the bare identifier)."""
     where = snap.find_text(option)
@@ -206,7 +204,7 @@ def _cli_known(snap: _Snap, option: str) -> str | None:
     return None
 
 
-def _resolve_cli(ctx: _Ctx, option: str, ids: set[str]) -> None:
+def _resolve_cli(ctx: Ctx, option: str, ids: set[str]) -> None:
     """An option counts when head's non-test source mentions it and base's does not (options of
     other programs and deliberately bogus ones are mentioned by neither)."""
     where = _cli_known(ctx.head, option)
@@ -215,14 +213,14 @@ def _resolve_cli(ctx: _Ctx, option: str, ids: set[str]) -> None:
     ctx.add("cli_option", option, None, None, where, ids)
 
 
-def _resolve_message(ctx: _Ctx, owner: str | None, text: str, regex: bool, ids: set[str]) -> None:
+def resolve_message(ctx: Ctx, owner: str | None, text: str, regex: bool, ids: set[str]) -> None:
     """A message counts when head's source can produce it and base's cannot."""
-    frags = [f.strip() for f in _fragments(text, regex)]
+    frags = [f.strip() for f in regex_fragments(text, regex)]
     frags = [f for f in frags if len(f) >= 4]
     if not frags:
         return
     places = [ctx.head.locate(f) for f in frags]
     if None in places or all(ctx.base.has_text(f) for f in frags):
         return
-    name = _display_regex(text) if regex else text
+    name = display_regex(text) if regex else text
     ctx.add("error_message", name, owner, None, places[0], ids)

@@ -4,7 +4,7 @@ only, never a body.
 
 from __future__ import annotations
 
-from repogym.pipelines._interface._model import Required, _cap
+from repogym.pipelines._interface._model import Required, cap_items
 
 _LABELS = {
     "module": "new module",
@@ -19,7 +19,7 @@ _LINE_TEXT_MAX = 160
 
 def _code(text: str) -> str:
     text = text.replace("\r", "\\r").replace("\n", "\\n")
-    text = _cap(text, _LINE_TEXT_MAX)
+    text = cap_items(text, _LINE_TEXT_MAX)
     if "`" in text:
         return f"`` {text} ``"
     return f"`{text}`"

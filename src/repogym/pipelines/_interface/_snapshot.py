@@ -1,4 +1,4 @@
-"""One snapshot of the repository (:class:`_Snap`): files, parsed modules, definitions followed
+"""One snapshot of the repository (:class:`Snap`): files, parsed modules, definitions followed
 through re-exports, class members and constructors, and the non-test source text.
 """
 
@@ -14,35 +14,35 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repogym.pipelines._interface._model import (
-    _JS_EXTS,
-    _MAX_BYTES,
-    _MAX_CORPUS_FILES,
-    _MAX_DEPTH,
-    _SKIP_DIRS,
-    _SKIP_TOP_DIRS,
-    _SOURCE_EXTS,
-    _is_test_path,
+    JS_EXTS,
+    MAX_BYTES,
+    MAX_CORPUS_FILES,
+    MAX_DEPTH,
+    SKIP_DIRS,
+    SKIP_TOP_DIRS,
+    SOURCE_EXTS,
+    is_test_source,
 )
 from repogym.pipelines._interface._pyast import (
-    _CLASS_DECOS,
-    _FUNCS,
-    _HARMLESS_BASES,
-    _collect_scope,
-    _decos_ok,
-    _dotted,
-    _last,
-    _parse,
-    _Scope,
-    _str_const,
-    _unparse,
+    CLASS_DECOS,
+    FUNCS,
+    HARMLESS_BASES,
+    Scope,
+    collect_scope,
+    decos_ok,
+    dotted_name,
+    last_part,
+    parse_source,
+    str_const,
+    unparse_node,
 )
-from repogym.pipelines._interface._strings import _JS_TEMPLATE, _python_strings, _template_matches
+from repogym.pipelines._interface._strings import JS_TEMPLATE, python_strings, template_matches
 
 _DYNAMIC_TEXT = re.compile(r"\bglobals\(\)|\bvars\(\)|sys\.modules\[__name__\]|\blazy\.attach\b")
 
 
 @dataclass
-class _Def:
+class Def:
     """Where a name is defined in one snapshot."""
 
     kind: str  # function | class | attribute | module | external (imported from outside the repo)
@@ -63,10 +63,10 @@ class _Def:
 
 
 _OBJECT = "object"
-_FOUND, _ABSENT, _UNKNOWN = "found", "absent", "unknown"
+FOUND, ABSENT, UNKNOWN = "found", "absent", "unknown"
 
 
-class _Snap:
+class Snap:
     """Read-only view of one snapshot: files, parsed modules, definitions, source text."""
 
     def __init__(self, root: Path, skip: frozenset[str]) -> None:
@@ -80,8 +80,8 @@ class _Snap:
         self._text: dict[str, str | None] = {}
         self._tree: dict[str, ast.Module | None] = {}
         self._modfile: dict[str, str | None] = {}
-        self._info: dict[str, tuple[_Scope, str, str] | None] = {}
-        self._class_scopes: dict[int, _Scope] = {}
+        self._info: dict[str, tuple[Scope, str, str] | None] = {}
+        self._class_scopes: dict[int, Scope] = {}
         self._corpus: list[tuple[str, str]] | None = None
         self._blob: str | None = None
         self._tables: list[tuple[str, str, list[tuple[str, ...]]]] | None = None
@@ -118,7 +118,7 @@ class _Snap:
             if (
                 p is not None
                 and p.is_file()
-                and p.stat().st_size <= _MAX_BYTES
+                and p.stat().st_size <= MAX_BYTES
                 and p.resolve().is_relative_to(self._real)
             ):
                 text = p.read_bytes().decode("utf-8-sig")
@@ -133,7 +133,7 @@ class _Snap:
         tree = None
         text = self.read(rel)
         if text is not None:
-            tree = _parse(text, rel)
+            tree = parse_source(text, rel)
         self._tree[rel] = tree
         return tree
 
@@ -151,7 +151,7 @@ class _Snap:
                 return True
         if depth > 1:
             for e in entries:
-                if e.is_dir() and e.name not in _SKIP_DIRS and self._has_py(f"{rel}/{e.name}", 1):
+                if e.is_dir() and e.name not in SKIP_DIRS and self._has_py(f"{rel}/{e.name}", 1):
                     return True
         return False
 
@@ -178,7 +178,7 @@ class _Snap:
         self._modfile[dotted] = found
         return found
 
-    def module_scope(self, dotted: str) -> tuple[_Scope, str, str] | None:
+    def module_scope(self, dotted: str) -> tuple[Scope, str, str] | None:
         """(scope, file, source) of a parsed ``.py`` module; None for anything else."""
         if dotted in self._info:
             return self._info[dotted]
@@ -188,7 +188,7 @@ class _Snap:
             tree = self.parse(file)
             if tree is not None:
                 source = self.read(file) or ""
-                scope = _collect_scope(tree.body, dotted, file.endswith("__init__.py"))
+                scope = collect_scope(tree.body, dotted, file.endswith("__init__.py"))
                 if _DYNAMIC_TEXT.search(source):
                     scope.dynamic = True
                 info = (scope, file, source)
@@ -221,45 +221,45 @@ class _Snap:
             return True
         return None if scope.dynamic else False
 
-    def definition(self, module: str, name: str, depth: int = 0) -> _Def | None:
+    def definition(self, module: str, name: str, depth: int = 0) -> Def | None:
         """Follow re-exports to the definition of ``module.name``."""
-        if depth > _MAX_DEPTH or self.module_file(module) is None:
+        if depth > MAX_DEPTH or self.module_file(module) is None:
             return None
         info = self.module_scope(module)
         if info is None:
             sub = self.module_file(f"{module}.{name}")
-            return _Def("module", f"{module}.{name}", "", [], sub, "") if sub else None
+            return Def("module", f"{module}.{name}", "", [], sub, "") if sub else None
         scope, file, source = info
         if name in scope.defs:
             nodes = scope.defs[name]
             kind = "class" if isinstance(nodes[-1], ast.ClassDef) else "function"
             if any(isinstance(n, ast.ClassDef) != (kind == "class") for n in nodes):
-                return _Def("attribute", module, name, [], file, source, rebound=True)
+                return Def("attribute", module, name, [], file, source, rebound=True)
             rebound = name in scope.others or name in scope.imports
-            return _Def(kind, module, name, list(nodes), file, source, rebound)
+            return Def(kind, module, name, list(nodes), file, source, rebound)
         if name in scope.imports:
             src, attr = scope.imports[name]
-            external = _Def("external", module, name, [], file, source)
+            external = Def("external", module, name, [], file, source)
             if attr is None:
                 mf = self.module_file(src)
-                return _Def("module", src, "", [], mf, "") if mf else external
+                return Def("module", src, "", [], mf, "") if mf else external
             found = self.definition(src, attr, depth + 1)
             if found is None:
                 sub = self.module_file(f"{src}.{attr}")
                 if sub is not None:
-                    return _Def("module", f"{src}.{attr}", "", [], sub, "")
+                    return Def("module", f"{src}.{attr}", "", [], sub, "")
                 return external
             if name in scope.others:
                 found.rebound = True
             return found
         if name in scope.others:
-            return _Def("attribute", module, name, [], file, source)
+            return Def("attribute", module, name, [], file, source)
         sub = self.module_file(f"{module}.{name}")
         if sub is not None:
-            return _Def("module", f"{module}.{name}", "", [], sub, "")
+            return Def("module", f"{module}.{name}", "", [], sub, "")
         return None
 
-    def resolve_dotted(self, module: str, parts: list[str], depth: int = 0) -> _Def | None:
+    def resolve_dotted(self, module: str, parts: list[str], depth: int = 0) -> Def | None:
         found = self.definition(module, parts[0], depth + 1)
         for part in parts[1:]:
             if found is None or found.kind != "module":
@@ -269,14 +269,14 @@ class _Snap:
 
     # -- classes
 
-    def class_scope(self, cls: ast.ClassDef) -> _Scope:
+    def class_scope(self, cls: ast.ClassDef) -> Scope:
         key = id(cls)
         if key in self._class_scopes:
             return self._class_scopes[key]
-        scope = _collect_scope(cls.body, "", False)
+        scope = collect_scope(cls.body, "", False)
         for fns in list(scope.defs.values()):
             for fn in fns:
-                if not isinstance(fn, _FUNCS):
+                if not isinstance(fn, FUNCS):
                     continue
                 args = [*fn.args.posonlyargs, *fn.args.args]
                 first = args[0].arg if args else None
@@ -289,24 +289,26 @@ class _Snap:
                         and target.value.id == first
                     ):
                         scope.others.add(target.attr)
-                    elif (isinstance(sub, ast.Call) and _last(sub.func) == "setattr") or (
+                    elif (isinstance(sub, ast.Call) and last_part(sub.func) == "setattr") or (
                         isinstance(sub, ast.Attribute) and sub.attr == "__dict__"
                     ):
                         scope.dynamic = True
         for st in cls.body:
-            if isinstance(st, ast.Assign) and any(_dotted(t) == "__slots__" for t in st.targets):
+            if isinstance(st, ast.Assign) and any(
+                dotted_name(t) == "__slots__" for t in st.targets
+            ):
                 for sub in ast.walk(st.value):
-                    text = _str_const(sub)
+                    text = str_const(sub)
                     if text:
                         scope.others.add(text)
         self._class_scopes[key] = scope
         return scope
 
-    def base_class(self, module: str, expr: ast.expr, depth: int) -> _Def | type | str | None:
+    def base_class(self, module: str, expr: ast.expr, depth: int) -> Def | type | str | None:
         """A base class expression: a repo class, a builtin type, ``_OBJECT`` or None (unknown)."""
         if isinstance(expr, ast.Subscript):
             expr = expr.value
-        dotted = _dotted(expr)
+        dotted = dotted_name(expr)
         if dotted is None:
             return None
         parts = dotted.split(".")
@@ -314,7 +316,7 @@ class _Snap:
         bound = info is not None and info[0].has(parts[0])
         if not bound:
             if len(parts) == 1:
-                if parts[0] in _HARMLESS_BASES:
+                if parts[0] in HARMLESS_BASES:
                     return _OBJECT
                 bt = getattr(builtins, parts[0], None)
                 if isinstance(bt, type):
@@ -323,62 +325,52 @@ class _Snap:
         found = self.resolve_dotted(module, parts, depth + 1)
         if found is not None and found.kind == "class" and not found.rebound:
             return found
-        if (found is None or found.kind == "external") and parts[-1] in _HARMLESS_BASES:
+        if (found is None or found.kind == "external") and parts[-1] in HARMLESS_BASES:
             return _OBJECT
         return None
 
     def _class_ok(self, cls: ast.ClassDef) -> bool:
-        if not _decos_ok(cls.decorator_list, _CLASS_DECOS):
+        if not decos_ok(cls.decorator_list, CLASS_DECOS):
             return False
         for kw in cls.keywords:
-            if kw.arg != "metaclass" or _last(kw.value) not in ("ABCMeta", "type"):
+            if kw.arg != "metaclass" or last_part(kw.value) not in ("ABCMeta", "type"):
                 return False
         return True
 
-    def member(self, d: _Def, attr: str, depth: int = 0) -> tuple[str, _Def | None, list[ast.AST]]:
+    def member(self, d: Def, attr: str, depth: int = 0) -> tuple[str, Def | None, list[ast.AST]]:
         """(found | absent | unknown, defining class, function definitions) of ``Class.attr``."""
         cls = d.node
-        if (
-            depth > _MAX_DEPTH
-            or d.kind != "class"
-            or d.rebound
-            or not isinstance(cls, ast.ClassDef)
-        ):
-            return _UNKNOWN, None, []
+        if depth > MAX_DEPTH or d.kind != "class" or d.rebound or not isinstance(cls, ast.ClassDef):
+            return UNKNOWN, None, []
         scope = self.class_scope(cls)
         if scope.has(attr):
             fns = [] if attr in scope.others or attr in scope.imports else scope.defs.get(attr, [])
-            return _FOUND, d, list(fns)
+            return FOUND, d, list(fns)
         if scope.dynamic or not self._class_ok(cls):
-            return _UNKNOWN, None, []
+            return UNKNOWN, None, []
         for base in cls.bases:
             b = self.base_class(d.module, base, depth)
             if b is None:
-                return _UNKNOWN, None, []
+                return UNKNOWN, None, []
             if b is _OBJECT:
                 continue
             if isinstance(b, type):
                 if hasattr(b, attr):
-                    return _FOUND, None, []
+                    return FOUND, None, []
                 continue
-            assert isinstance(b, _Def)
+            assert isinstance(b, Def)
             result = self.member(b, attr, depth + 1)
-            if result[0] != _ABSENT:
+            if result[0] != ABSENT:
                 return result
         if hasattr(object, attr):
-            return _FOUND, None, []
-        return _ABSENT, None, []
+            return FOUND, None, []
+        return ABSENT, None, []
 
-    def ctor(self, d: _Def, depth: int = 0) -> tuple:
+    def ctor(self, d: Def, depth: int = 0) -> tuple:
         """("fns", defs, owner) | ("fields", [(name, default node | None)], owner) | ("none",)
         | ("unknown",) -- what ``Class(...)`` accepts."""
         cls = d.node
-        if (
-            depth > _MAX_DEPTH
-            or d.kind != "class"
-            or d.rebound
-            or not isinstance(cls, ast.ClassDef)
-        ):
+        if depth > MAX_DEPTH or d.kind != "class" or d.rebound or not isinstance(cls, ast.ClassDef):
             return ("unknown",)
         if not self._class_ok(cls):
             return ("unknown",)
@@ -390,26 +382,26 @@ class _Snap:
             return ("fns", scope.defs["__init__"], d)
         if "__new__" in scope.defs:
             return ("unknown",)
-        if any(_last(x) == "dataclass" for x in cls.decorator_list):
+        if any(last_part(x) == "dataclass" for x in cls.decorator_list):
             fields = self.dataclass_fields(d, depth)
             return ("unknown",) if fields is None else ("fields", fields, d)
         for base in cls.bases:
             b = self.base_class(d.module, base, depth)
             if b is _OBJECT:
                 continue
-            if not isinstance(b, _Def):
+            if not isinstance(b, Def):
                 return ("unknown",)
             found = self.ctor(b, depth + 1)
             if found[0] != "none":
                 return found
         return ("none",)
 
-    def dataclass_fields(self, d: _Def, depth: int = 0) -> list[tuple[str, ast.expr | None]] | None:
+    def dataclass_fields(self, d: Def, depth: int = 0) -> list[tuple[str, ast.expr | None]] | None:
         cls = d.node
-        if depth > _MAX_DEPTH or not isinstance(cls, ast.ClassDef):
+        if depth > MAX_DEPTH or not isinstance(cls, ast.ClassDef):
             return None
         for deco in cls.decorator_list:
-            if isinstance(deco, ast.Call) and _last(deco) == "dataclass":
+            if isinstance(deco, ast.Call) and last_part(deco) == "dataclass":
                 for kw in deco.keywords:
                     if kw.arg == "init" and not (
                         isinstance(kw.value, ast.Constant) and kw.value.value is True
@@ -420,9 +412,9 @@ class _Snap:
             b = self.base_class(d.module, base, depth)
             if b is _OBJECT:
                 continue
-            if not isinstance(b, _Def) or not isinstance(b.node, ast.ClassDef):
+            if not isinstance(b, Def) or not isinstance(b.node, ast.ClassDef):
                 return None
-            if not any(_last(x) == "dataclass" for x in b.node.decorator_list):
+            if not any(last_part(x) == "dataclass" for x in b.node.decorator_list):
                 return None
             inherited = self.dataclass_fields(b, depth + 1)
             if inherited is None:
@@ -431,13 +423,13 @@ class _Snap:
         for st in cls.body:
             if not isinstance(st, ast.AnnAssign) or not isinstance(st.target, ast.Name):
                 continue
-            ann = _unparse(st.annotation, 200)
+            ann = unparse_node(st.annotation, 200)
             if "ClassVar" in ann or "KW_ONLY" in ann:
                 continue
             value = st.value
             if (
                 isinstance(value, ast.Call)
-                and _last(value.func) == "field"
+                and last_part(value.func) == "field"
                 and any(
                     k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
                     for k in value.keywords
@@ -455,12 +447,12 @@ class _Snap:
         if self._corpus is not None:
             return self._corpus
         out: list[tuple[str, str]] = []
-        for rel in _walk_files(self.root, _MAX_CORPUS_FILES * 4):
-            if len(out) >= _MAX_CORPUS_FILES:
+        for rel in _walk_files(self.root, MAX_CORPUS_FILES * 4):
+            if len(out) >= MAX_CORPUS_FILES:
                 break
-            if os.path.splitext(rel)[1] not in _SOURCE_EXTS:
+            if os.path.splitext(rel)[1] not in SOURCE_EXTS:
                 continue
-            if rel in self.skip or _is_test_path(rel):
+            if rel in self.skip or is_test_source(rel):
                 continue
             text = self.read(rel)
             if text is not None:
@@ -483,11 +475,11 @@ class _Snap:
             strings: list[str] = []
             templates: list[tuple[str, ...]] = []
             if rel.endswith(".py"):
-                tree = _parse(text, rel)
+                tree = parse_source(text, rel)
                 if tree is not None:
-                    _python_strings(tree, strings, templates)
-            elif rel.endswith(_JS_EXTS):
-                for m in _JS_TEMPLATE.finditer(text):
+                    python_strings(tree, strings, templates)
+            elif rel.endswith(JS_EXTS):
+                for m in JS_TEMPLATE.finditer(text):
                     pieces = tuple(p for p in re.split(r"\$\{[^}]*\}", m.group(1)) if p)
                     if pieces and "${" in m.group(1):
                         templates.append(pieces)
@@ -502,7 +494,7 @@ class _Snap:
         if fragment in self.blob():
             return self.find_text(fragment)
         for rel, strings, templates in self._string_tables():
-            if fragment in strings or any(_template_matches(fragment, t) for t in templates):
+            if fragment in strings or any(template_matches(fragment, t) for t in templates):
                 return rel
         return None
 
@@ -518,17 +510,17 @@ class _Snap:
         return None
 
 
-def _keep_dir(name: str, at_root: bool) -> bool:
-    if name in _SKIP_DIRS or name.startswith("."):
+def keep_dir(name: str, at_root: bool) -> bool:
+    if name in SKIP_DIRS or name.startswith("."):
         return False
-    return not (at_root and name in _SKIP_TOP_DIRS)
+    return not (at_root and name in SKIP_TOP_DIRS)
 
 
 def _walk_files(root: Path, limit: int) -> Iterator[str]:
     count = 0
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root)
-        dirnames[:] = sorted(d for d in dirnames if _keep_dir(d, rel_dir == "."))
+        dirnames[:] = sorted(d for d in dirnames if keep_dir(d, rel_dir == "."))
         for name in sorted(filenames):
             count += 1
             if count > limit:

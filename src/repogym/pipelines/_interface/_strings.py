@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 import re
 
-from repogym.pipelines._interface._pyast import _str_const
+from repogym.pipelines._interface._pyast import str_const
 
-_JS_TEMPLATE = re.compile(r"`((?:\\.|[^`\\])*)`")
+JS_TEMPLATE = re.compile(r"`((?:\\.|[^`\\])*)`")
 
 
 _PLACEHOLDER = re.compile(
@@ -17,7 +17,7 @@ _PLACEHOLDER = re.compile(
 )
 
 
-def _python_strings(tree: ast.Module, strings: list[str], templates: list[tuple[str, ...]]) -> None:
+def python_strings(tree: ast.Module, strings: list[str], templates: list[tuple[str, ...]]) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
             pieces = tuple(
@@ -33,7 +33,7 @@ def _python_strings(tree: ast.Module, strings: list[str], templates: list[tuple[
             if len(pieces) > 1:
                 templates.append(tuple(pieces))
         else:
-            text = _str_const(node)
+            text = str_const(node)
             if text is not None and len(text) >= 3:
                 strings.append(text)
                 parts = tuple(p for p in _PLACEHOLDER.split(text) if p)
@@ -46,12 +46,12 @@ def _flatten_concat(node: ast.AST, out: list[str]) -> None:
         _flatten_concat(node.left, out)
         _flatten_concat(node.right, out)
     else:
-        text = _str_const(node)
+        text = str_const(node)
         if text:
             out.append(text)
 
 
-def _template_matches(fragment: str, pieces: tuple[str, ...]) -> bool:
+def template_matches(fragment: str, pieces: tuple[str, ...]) -> bool:
     total = sum(len(p) for p in pieces)
     if total < max(4, len(fragment) // 2):
         return False
@@ -64,7 +64,7 @@ def _template_matches(fragment: str, pieces: tuple[str, ...]) -> bool:
     return True
 
 
-def _fragments(text: str, regex: bool) -> list[str]:
+def regex_fragments(text: str, regex: bool) -> list[str]:
     """The literal stretches of a message (split at regex syntax when it is a pattern)."""
     if not regex:
         return [text]
@@ -118,5 +118,5 @@ def _fragments(text: str, regex: bool) -> list[str]:
     return frags
 
 
-def _display_regex(text: str) -> str:
+def display_regex(text: str) -> str:
     return re.sub(r"\\([^A-Za-z0-9])", r"\1", text)

@@ -1,4 +1,4 @@
-"""A parsed Python test file (:class:`_TestFile`): its imports, helpers, fixtures, classes and
+"""A parsed Python test file (:class:`TestFile`): its imports, helpers, fixtures, classes and
 the test functions a qualname names.
 """
 
@@ -6,27 +6,27 @@ from __future__ import annotations
 
 import ast
 
-from repogym.pipelines._interface._context import _Ctx, _Mod, _Name, _Ref
+from repogym.pipelines._interface._context import Ctx, Mod, NameRef, Ref
 from repogym.pipelines._interface._pyast import (
-    _FUNCS,
-    _absolute,
-    _dotted,
-    _header_nodes,
-    _is_type_checking,
-    _str_const,
-    _unparse,
+    FUNCS,
+    absolute_module,
+    dotted_name,
+    header_nodes,
+    is_type_checking,
+    str_const,
+    unparse_node,
 )
 
 
-class _TestFile:
+class TestFile:
     """A parsed test file: its module-level imports, helpers, fixtures and classes."""
 
-    def __init__(self, ctx: _Ctx, rel: str, tree: ast.Module) -> None:
+    def __init__(self, ctx: Ctx, rel: str, tree: ast.Module) -> None:
         self.ctx = ctx
         self.rel = rel
         self.tree = tree
         self.module, self.is_pkg, _root = ctx.head.file_module(rel)
-        self.env: dict[str, _Ref | None] = {}
+        self.env: dict[str, Ref | None] = {}
         self.defs: dict[str, ast.AST] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self.consts: dict[str, ast.expr] = {}
@@ -35,18 +35,18 @@ class _TestFile:
         self.top: list[ast.stmt] = []
         self._visit(tree.body)
         for name, node in list(self.defs.items()):
-            if isinstance(node, _FUNCS):
+            if isinstance(node, FUNCS):
                 self._fixture(node, self.fixtures, self.autouse, name)
 
     @staticmethod
     def _fixture(fn: ast.AST, into: dict[str, ast.AST], autouse: list[ast.AST], name: str) -> None:
         for deco in getattr(fn, "decorator_list", []):
-            if "fixture" not in _unparse(deco, 400):
+            if "fixture" not in unparse_node(deco, 400):
                 continue
             alias = name
             if isinstance(deco, ast.Call):
                 for kw in deco.keywords:
-                    if kw.arg == "name" and _str_const(kw.value):
+                    if kw.arg == "name" and str_const(kw.value):
                         alias = kw.value.value  # type: ignore[attr-defined]
                     if (
                         kw.arg == "autouse"
@@ -58,14 +58,14 @@ class _TestFile:
 
     def _visit(self, stmts: list[ast.stmt]) -> None:
         for st in stmts:
-            if _is_type_checking(st):
+            if is_type_checking(st):
                 continue
-            if isinstance(st, _FUNCS):
+            if isinstance(st, FUNCS):
                 self.defs[st.name] = st
             elif isinstance(st, ast.ClassDef):
                 self.classes[st.name] = st
             elif isinstance(st, (ast.Import, ast.ImportFrom)):
-                for key, bound, ref in _import_events(self.ctx, st, self.module, self.is_pkg):
+                for key, bound, ref in import_events(self.ctx, st, self.module, self.is_pkg):
                     self.ctx.file_imports.append((key, self.rel, bound))
                     if bound:
                         self.env[bound] = ref
@@ -92,7 +92,7 @@ class _TestFile:
         seen.add(id(cls))
         out = [cls]
         for base in cls.bases:
-            name = _dotted(base)
+            name = dotted_name(base)
             if name in self.classes:
                 out += self.chain(self.classes[name], seen)
         return out
@@ -100,7 +100,7 @@ class _TestFile:
     def method(self, chain: list[ast.ClassDef], name: str) -> ast.AST | None:
         for cls in chain:
             for st in cls.body:
-                if isinstance(st, _FUNCS) and st.name == name:
+                if isinstance(st, FUNCS) and st.name == name:
                     return st
         return None
 
@@ -125,7 +125,7 @@ class _TestFile:
                 chain = self.chain(node) if not chain else [node, *self.chain(node)[1:]]
                 if i == len(parts) - 1:
                     return self._class_tests(node)
-                scope = {st.name: st for st in node.body if isinstance(st, (*_FUNCS, ast.ClassDef))}
+                scope = {st.name: st for st in node.body if isinstance(st, (*FUNCS, ast.ClassDef))}
             else:
                 return [(node, chain)] if i == len(parts) - 1 else []
         return []
@@ -135,33 +135,33 @@ class _TestFile:
         names: list[str] = []
         for c in chain:
             for st in c.body:
-                if isinstance(st, _FUNCS) and st.name.startswith("test") and st.name not in names:
+                if isinstance(st, FUNCS) and st.name.startswith("test") and st.name not in names:
                     names.append(st.name)
         return [(m, chain) for n in names if (m := self.method(chain, n)) is not None]
 
 
 def _header_only(st: ast.stmt) -> ast.stmt:
     """A compound statement's own expressions (its test / items), for module-level reading."""
-    exprs = _header_nodes(st)
+    exprs = header_nodes(st)
     return ast.Expr(
         value=ast.Tuple(elts=[e for e in exprs if isinstance(e, ast.expr)], ctx=ast.Load())
     )
 
 
-def _import_events(
-    ctx: _Ctx, st: ast.Import | ast.ImportFrom, module: str, is_pkg: bool
-) -> list[tuple[tuple, str, _Ref | None]]:
+def import_events(
+    ctx: Ctx, st: ast.Import | ast.ImportFrom, module: str, is_pkg: bool
+) -> list[tuple[tuple, str, Ref | None]]:
     """(event, bound name, value) for each name an import statement binds."""
-    out: list[tuple[tuple, str, _Ref | None]] = []
+    out: list[tuple[tuple, str, Ref | None]] = []
     if isinstance(st, ast.Import):
         for alias in st.names:
             if alias.asname:
-                out.append((("module", alias.name), alias.asname, _Mod(alias.name)))
+                out.append((("module", alias.name), alias.asname, Mod(alias.name)))
             else:
                 top = alias.name.split(".")[0]
-                out.append((("module", alias.name), top, _Mod(top)))
+                out.append((("module", alias.name), top, Mod(top)))
         return out
-    src = _absolute(module, is_pkg, st.level, st.module)
+    src = absolute_module(module, is_pkg, st.level, st.module)
     if not src:
         return out
     out.append((("module", src), "", None))
@@ -169,6 +169,6 @@ def _import_events(
         if alias.name == "*":
             continue
         sub = f"{src}.{alias.name}"
-        ref: _Ref = _Mod(sub) if ctx.is_module(sub) else _Name(src, alias.name)
+        ref: Ref = Mod(sub) if ctx.is_module(sub) else NameRef(src, alias.name)
         out.append((("name", src, alias.name), alias.asname or alias.name, ref))
     return out

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from repogym.pipelines._interface._context import _Ctx
-from repogym.pipelines._interface._model import _JS_EXTS
-from repogym.pipelines._interface._snapshot import _Snap
+from repogym.pipelines._interface._context import Ctx
+from repogym.pipelines._interface._model import JS_EXTS
+from repogym.pipelines._interface._snapshot import Snap
 
 
-def _match_file(path: str, candidates: Iterable[str], head: _Snap) -> str | None:
+def _match_file(path: str, candidates: Iterable[str], head: Snap) -> str | None:
     path = path.strip()
     if path.startswith("./"):
         path = path[2:]
@@ -26,12 +26,12 @@ def _match_file(path: str, candidates: Iterable[str], head: _Snap) -> str | None
     return None
 
 
-def _map_ids(
-    ctx: _Ctx, f2p: list[str]
+def map_ids(
+    ctx: Ctx, f2p: list[str]
 ) -> tuple[dict[tuple[str, tuple[str, ...]], list[str]], dict[str, list[str]], list[str]]:
     """Python groups ``(file, qualname parts) -> ids``, JS files -> ids, unmapped ids."""
     py_files = [t for t in ctx.test_files if t.endswith(".py")]
-    js_files = [t for t in ctx.test_files if t.endswith(_JS_EXTS)]
+    js_files = [t for t in ctx.test_files if t.endswith(JS_EXTS)]
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     js: dict[str, list[str]] = {}
     unmapped: list[str] = []
@@ -47,7 +47,7 @@ def _map_ids(
             groups.setdefault((rel, tuple(p for p in parts if p)), []).append(tid)
         elif " > " in tid:
             first = tid.split(" > ", 1)[0]
-            rel = _match_file(first, js_files, ctx.head) if first.endswith(_JS_EXTS) else None
+            rel = _match_file(first, js_files, ctx.head) if first.endswith(JS_EXTS) else None
             if rel is None:
                 unmapped.append(tid)
             else:
@@ -58,7 +58,7 @@ def _map_ids(
                 unmapped.append(tid)
             else:
                 groups.setdefault((rel, ()), []).append(tid)
-        elif tid.endswith(_JS_EXTS):
+        elif tid.endswith(JS_EXTS):
             rel = _match_file(tid, js_files, ctx.head)
             if rel is None:
                 unmapped.append(tid)

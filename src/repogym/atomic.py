@@ -1,0 +1,76 @@
+"""Writing files and folders so that readers see the old or the new content, never half of it.
+
+Everything is first written to a temporary sibling (``mkstemp`` / ``mkdtemp``) and then renamed
+into place. Those temporaries are created private (0600 / 0700) whatever the umask, which would
+leak into the result: :func:`atomic_write` and :func:`make_temp_dir` give them the modes an
+ordinary ``open()`` / ``mkdir()`` would (0666 / 0777 less the process umask) before the rename.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux allows (``/proc/self/status``);
+    elsewhere set and restored at once."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode ``open()`` gives a new file under the current umask (0644 under 022)."""
+    return 0o666 & ~current_umask()
+
+
+def dir_mode() -> int:
+    """The mode ``mkdir()`` gives a new folder under the current umask (0755 under 022)."""
+    return 0o777 & ~current_umask()
+
+
+def atomic_write(path: Path | str, data: bytes | str, *, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` atomically (UTF-8 for text); the file gets ``mode``, by
+    default what ``open()`` would give it under the umask."""
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            os.fchmod(fh.fileno(), file_mode() if mode is None else mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def make_temp_dir(parent: Path | str, *, prefix: str = ".", suffix: str = ".tmp") -> Path:
+    """A new empty folder in ``parent`` (to fill, then rename into place) with the mode
+    ``mkdir()`` would give it under the umask, not ``mkdtemp``'s 0700."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
+    os.chmod(tmp, dir_mode())
+    return tmp
+
+
+def publish_dir(staging: Path, dest: Path) -> None:
+    """Move a fully written folder into place atomically (replacing an older one)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+        os.replace(dest, old)
+        os.replace(staging, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, dest)

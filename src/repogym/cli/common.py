@@ -1,0 +1,206 @@
+"""What several commands share: option types, the trust boundary, input checks that end the
+command with one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from repogym.ui import err, escape, fail
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+SandboxOpt = Annotated[
+    str, typer.Option("--sandbox", help="Sandbox backend: local (bubblewrap, default) or docker.")
+]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials run in parallel.")]
+CaBundleOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--ca-bundle",
+        help="PEM CA bundle offered inside sandboxes (build steps and sessions; e.g. "
+        '"$SSL_CERT_FILE" where a proxy intercepts TLS). Default: $REPOGYM_CA_BUNDLE.',
+    ),
+]
+LimitOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--max",
+        metavar="KEY=VALUE",
+        help="Raise or lower this host's maximum for what a task may ask (cpus, memory_mb, "
+        "storage_mb, gpus, build/agent/verifier_timeout_sec); default from "
+        "~/.config/repogym/limits.toml. Tasks asking more are refused.",
+    ),
+]
+PassEnvOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pass-env",
+        metavar="VAR",
+        help='Let the "${VAR}" templates of tasks\' verifier env take this host variable '
+        "(repeatable). Others expand to nothing.",
+    ),
+]
+HostOpt = Annotated[str, typer.Option("--host", help="Interface to listen on.")]
+PORT_MAX = 65535
+
+
+PortOpt = Annotated[int, typer.Option("--port", min=1, max=PORT_MAX, help="TCP port (1-65535).")]
+
+
+def bad_input(message: str) -> typer.Exit:
+    """Print ``message`` as the one error line and return the exit (2) to raise."""
+    fail(message)
+    return typer.Exit(2)
+
+
+def fmt_reward(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def task_dirs_or_exit(path: Path) -> list[Path]:
+    from repogym.harbor import iter_task_dirs
+
+    if not path.exists():
+        raise bad_input(f"{path}: no such file or directory")
+    if path.is_file():
+        path = path.parent if path.name == "task.toml" else path
+    dirs = list(iter_task_dirs(path))
+    if not dirs:
+        raise bad_input(f"{path}: no task.toml found (a task is a folder holding task.toml)")
+    return dirs
+
+
+def host_limits_or_exit(limit: list[str] | None, pass_env: list[str] | None = None) -> Any:
+    from repogym.harbor.trust import load_limits
+
+    try:
+        return load_limits().with_overrides(limit or (), pass_env or ())
+    except ValueError as exc:
+        raise bad_input(str(exc)) from None
+
+
+def trusted_or_exit(
+    path: Path,
+    limit: list[str] | None = None,
+    pass_env: list[str] | None = None,
+    *,
+    quiet: bool = False,
+    strict: bool = False,
+) -> list:  # list[Task]
+    """The trust boundary for a command that reads a dataset: refused tasks stop the command
+    (one line each, exit 2, nothing written); unreadable ones are skipped with a line, or with
+    ``strict`` (a command that packages or serves the whole folder) stop it too; withheld host
+    variables are reported."""
+    from repogym.harbor.trust import check_task
+
+    limits = host_limits_or_exit(limit, pass_env)
+    reports = [check_task(d, limits) for d in task_dirs_or_exit(path)]
+    refused = [r for r in reports if r.refused]
+    for r in refused:
+        fail(f"{r.path.name}: refused: {'; '.join(r.problems)}")
+    if refused:
+        fail(f"{len(refused)} task(s) refused at the trust boundary; nothing was run or written")
+        raise typer.Exit(2)
+    unreadable = [r for r in reports if r.error is not None]
+    for r in unreadable:
+        note = "" if strict else " (skipped)"
+        fail(f"{r.path.name}: {r.error.file}: {r.error}{note}")
+    if strict and unreadable:
+        fail(
+            f"{len(unreadable)} task(s) cannot be read; fix or remove them (repogym validate "
+            f"{path}); nothing was written"
+        )
+        raise typer.Exit(2)
+    tasks = [r.task for r in reports if r.task is not None]
+    if not tasks:
+        raise bad_input(f"{path}: no readable task")
+    withheld: dict[str, list[str]] = {}
+    for r in reports:
+        for name in r.withheld:
+            withheld.setdefault(name, []).append(r.path.name)
+    if withheld and not quiet:
+        for name, ids in sorted(withheld.items()):
+            shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+            err.print(
+                f"[yellow]withheld:[/] host variable {escape(name)} asked by {escape(shown)}; "
+                f"it expands to nothing (pass it with --pass-env {escape(name)})"
+            )
+    return tasks
+
+
+def use_ca_bundle(path: Path | None) -> None:
+    """Check ``--ca-bundle`` and hand it to every sandbox backend this command creates."""
+    if path is None:
+        return
+    from repogym.sandbox import _cabundle
+    from repogym.sandbox.local import default_cache_root
+
+    try:
+        _cabundle.load(path, default_cache_root())
+    except _cabundle.CaBundleError as exc:
+        raise bad_input(str(exc)) from None
+    os.environ[_cabundle.ENV_VAR] = str(path.resolve())
+
+
+def sandbox_or_exit(name: str) -> None:
+    """Stop at once (exit 2) when the sandbox backend ``name`` is unknown or unavailable."""
+    from repogym.sandbox import SandboxError, get_backend
+
+    try:
+        get_backend(name)
+    except SandboxError as exc:
+        raise bad_input(str(exc)) from None
+
+
+def not_a_file_or_exit(path: Path, what: str) -> None:
+    """``what`` (e.g. ``--out``) must name a folder: stop when ``path`` is an existing file."""
+    if path.exists() and not path.is_dir():
+        raise bad_input(f"{what} {path}: exists and is not a folder")
+
+
+def port_free_or_exit(host: str, port: int) -> None:
+    """Stop at once (exit 2) when nothing could listen on ``host:port``: the port is in use,
+    or the address is not this machine's."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise bad_input(f"--host {host}: {exc.strerror or exc}") from None
+    family, kind, proto, _name, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise bad_input(f"port {port} in use on {host}: pick another --port") from None
+            raise bad_input(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def leave_nothing_on_failure(folder: Path) -> Iterator[None]:
+    """Entries a failed (or interrupted) command created in ``folder`` are removed, and the
+    folder itself when the command created it; what was there before stays."""
+    existed = folder.is_dir()
+    before = {p.name for p in folder.iterdir()} if existed else set()
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            shutil.rmtree(folder, ignore_errors=True)
+        elif folder.is_dir():
+            for entry in folder.iterdir():
+                if entry.name in before:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        raise

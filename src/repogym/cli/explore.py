@@ -1,0 +1,240 @@
+"""``repogym explore``: serve the explorer web app (the default sub-command, ``serve``) or
+build a snapshot for it (``index``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from repogym.cli.app import app, new_group
+from repogym.cli.common import (
+    HostOpt,
+    JsonOpt,
+    LimitOpt,
+    PortOpt,
+    bad_input,
+    leave_nothing_on_failure,
+    port_free_or_exit,
+    trusted_or_exit,
+)
+from repogym.ui import err, escape, fail, out
+
+DEFAULT_COMMAND = "serve"
+
+
+class DefaultCommandGroup(TyperGroup):
+    """A group whose arguments go to :data:`DEFAULT_COMMAND` unless they start with the name of
+    another sub-command: ``repogym explore PATH`` is ``repogym explore serve PATH``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+explore_app = new_group(
+    cls=DefaultCommandGroup,
+    help="Browse and search RL environments' tasks in a web app (answers are never shown). "
+    "'repogym explore [PATH...]' serves (the serve sub-command); 'repogym explore index "
+    "PATH... --out DIR' builds a snapshot to serve.",
+)
+app.add_typer(explore_app, name="explore")
+
+PathsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="PATH",
+        help="Dataset folders (Harbor tasks or row files). Default: the bundled examples.",
+        show_default=False,
+    ),
+]
+HubOpt = Annotated[
+    bool, typer.Option("--hub", help="Add Harbor datasets from the Hugging Face Hub.")
+]
+OpenEnvOpt = Annotated[
+    list[str] | None,
+    typer.Option("--openenv", metavar="URL", help="A live OpenEnv server URL (repeatable)."),
+]
+
+
+def bundled_examples() -> Path | None:
+    """examples/tasks of a source checkout (editable install), when present."""
+    here = Path(__file__).resolve()
+    for root in (here.parents[3], Path.cwd()):
+        cand = root / "examples" / "tasks"
+        if (cand / "hello-file" / "task.toml").is_file():
+            return cand
+    return None
+
+
+def trusted_folders_or_exit(paths: list[str], limit: list[str] | None) -> None:
+    """The trust boundary for the explorer's local folders that hold Harbor tasks."""
+    from repogym.harbor import iter_task_dirs
+
+    for p in paths:
+        if not Path(p).exists():
+            raise bad_input(f"{p}: no such file or directory")
+    for p in paths:
+        if Path(p).is_dir() and next(iter(iter_task_dirs(p)), None) is not None:
+            trusted_or_exit(Path(p), limit, quiet=True)
+
+
+@explore_app.command(DEFAULT_COMMAND)
+def explore_serve(
+    paths: PathsArg = None,
+    hub: HubOpt = False,
+    openenv: OpenEnvOpt = None,
+    snapshot: Annotated[
+        Path | None,
+        typer.Option("--snapshot", help="Serve a published snapshot folder (pointer file)."),
+    ] = None,
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8080,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", help="Server processes (more than 1 needs --snapshot)."),
+    ] = 1,
+    limit: LimitOpt = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", hidden=True)] = None,
+) -> None:
+    """Serve the explorer (the default: 'repogym explore PATH...' is this command)."""
+    import time
+
+    if out_dir is not None:
+        raise bad_input("--out belongs to 'repogym explore index PATH... --out DIR'")
+    paths = list(paths or [])
+    sources = list(openenv or [])
+    trusted_folders_or_exit(paths, limit)
+    if snapshot is not None and not snapshot.is_dir():
+        raise bad_input(
+            f"--snapshot {snapshot}: no such folder (build one with: repogym explore index)"
+        )
+    if workers < 1:
+        raise bad_input("--workers must be at least 1")
+    if workers > 1 and snapshot is None:
+        raise bad_input("--workers N needs --snapshot DIR (build one with: repogym explore index)")
+    if not paths and not hub and not sources and snapshot is None:
+        examples = bundled_examples()
+        if examples is None:
+            raise bad_input(
+                "nothing to explore: give dataset folders (e.g. repogym explore examples/tasks)"
+            )
+        paths = [str(examples)]
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+
+        from repogym.explorer.web import create_app
+    except ImportError:
+        raise bad_input(
+            "the explorer needs FastAPI and uvicorn: pip install 'repogym[explorer]'"
+        ) from None
+    from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.snapshot import SnapshotError
+    from repogym.explorer.store import open_store
+
+    port_free_or_exit(host, port)
+    t0 = time.perf_counter()
+    try:
+        # In-process sources are served as soon as every task list is known; the task pages
+        # follow when packed (the snapshot swaps under the running server).
+        store = open_store(
+            paths, snapshot=snapshot, hub=hub, openenv=sources, background=snapshot is None
+        )
+    except (AdapterError, SnapshotError, OSError, ValueError) as exc:
+        raise bad_input(str(exc)) from None
+    total = store.search(size=1)["total"]
+    err.print(
+        f"explorer: {total} environment(s) listed in {time.perf_counter() - t0:.2f}s; "
+        f"open http://{host}:{port}/"
+    )
+    if snapshot is None:
+        import threading
+
+        def report_ready() -> None:
+            store.ready.wait()
+            errors = getattr(store, "build_errors", None)
+            if errors:
+                fail(f"indexing stopped: {str(errors[0]).splitlines()[0]}")
+            else:
+                err.print(f"explorer: task pages ready in {time.perf_counter() - t0:.2f}s")
+
+        threading.Thread(target=report_ready, daemon=True).start()
+    if workers > 1:  # each worker process opens the snapshot itself
+        import os
+
+        store.close()
+        os.environ["REPOGYM_EXPLORE_SNAPSHOT"] = str(snapshot)
+        uvicorn.run(
+            "repogym.explorer.web.app:snapshot_app",
+            factory=True,
+            workers=workers,
+            host=host,
+            port=port,
+            log_level="warning",
+        )
+        return
+    from repogym.explorer.web.app import settle_heap
+
+    server_app = create_app(store)
+    settle_heap()
+    uvicorn.run(server_app, host=host, port=port, log_level="warning")
+
+
+@explore_app.command("index")
+def explore_index(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="PATH",
+            help="Dataset folders (Harbor tasks or row files).",
+            show_default=False,
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Folder to publish the snapshot in.")
+    ] = None,
+    hub: HubOpt = False,
+    openenv: OpenEnvOpt = None,
+    limit: LimitOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Build and publish a snapshot of the sources in --out DIR (serve it with
+    'repogym explore --snapshot DIR'). A failed run leaves nothing new in DIR."""
+    paths = list(paths or [])
+    sources = list(openenv or [])
+    if out_dir is None:
+        raise bad_input("repogym explore index needs --out DIR")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise bad_input(f"--out {out_dir}: exists and is not a folder")
+    if not paths and not hub and not sources:
+        raise bad_input("repogym explore index needs at least one PATH (or --hub / --openenv)")
+    trusted_folders_or_exit(paths, limit)
+    from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.build import build_snapshot
+    from repogym.explorer.pack import PackError
+    from repogym.explorer.snapshot import SnapshotError
+
+    try:
+        with leave_nothing_on_failure(out_dir):
+            info = build_snapshot(paths, out_dir, hub=hub, openenv=sources)
+    except (AdapterError, SnapshotError, PackError, OSError, ValueError) as exc:
+        raise bad_input(str(exc)) from None
+    if json_out:
+        sys.stdout.write(json.dumps(info, default=str) + "\n")
+    else:
+        out.print(
+            f"snapshot {escape(str(info.get('snapshot')))}: {info.get('envs')} environment(s), "
+            f"{info.get('tasks')} task(s), {int(info.get('bytes') or 0) / 1e6:.2f} MB, "
+            f"built in {float(info.get('snapshot_seconds') or 0):.2f}s; ingest "
+            f"{float(info.get('ingest_seconds') or 0):.2f}s ({info.get('pages_new', 0)} task(s) "
+            f"read, {info.get('pages_reused', 0)} unchanged); pack "
+            f"{int(info.get('pack_bytes') or 0) / 1e6:.2f} MB"
+        )
+        for line in info.get("errors") or []:
+            err.print(f"skipped: {escape(str(line))}")

@@ -1,0 +1,345 @@
+"""``repogym generate``, ``repogym bootstrap`` and ``repogym example-repo``: from a repository
+to tasks, and the environment recipe they are built from."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from repogym.cli.app import app
+from repogym.cli.common import (
+    CaBundleOpt,
+    JsonOpt,
+    SandboxOpt,
+    bad_input,
+    not_a_file_or_exit,
+    use_ca_bundle,
+)
+from repogym.ui import escape, fail, out
+
+
+@app.command()
+def generate(
+    repo: Annotated[
+        str,
+        typer.Option(
+            "--repo",
+            help="Repository: a local clone's path, owner/name or a GitHub URL, "
+            "gitlab:group/name or a GitLab URL.",
+        ),
+    ],
+    pipeline: Annotated[
+        str, typer.Option("--pipeline", "-p", help="commit_runtime | pr_runtime | pr_diff")
+    ] = "commit_runtime",
+    opt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--opt",
+            metavar="KEY=VALUE",
+            help="Pipeline option (repeatable); see docs/generate.md.",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Stop after emitting N tasks.")
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, help="Candidates examined in parallel.")
+    ] = 1,
+    out_dir: Annotated[Path, typer.Option("--out", help="Dataset folder to write.")] = Path("out"),
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue an earlier run into --out: skip candidates it already examined.",
+        ),
+    ] = False,
+    rev: Annotated[
+        str, typer.Option("--rev", help="Mine history reachable from this ref.")
+    ] = "HEAD",
+    sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="provider/model that rewrites instructions (key: OPENAI_API_KEY, "
+            "ANTHROPIC_API_KEY or REPOGYM_LLM_API_KEY); the deterministic text is kept when "
+            "the rewrite fails or leaks the fix.",
+        ),
+    ] = None,
+    llm_endpoint: Annotated[
+        str | None, typer.Option("--llm-endpoint", help="Base URL of the LLM API.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Mine a repository into verified Harbor tasks (no Docker; an LLM only with --llm).
+
+    Exit 0 when at least one task was emitted, 1 when none, 2 for bad input.
+    """
+    use_ca_bundle(ca_bundle)
+    from pydantic import ValidationError
+
+    from repogym.pipelines import GenerateError
+    from repogym.pipelines import generate as run_generate
+    from repogym.spec import GenerationInput, parse_opts
+
+    not_a_file_or_exit(out_dir, "--out")
+    try:
+        inp = GenerationInput(
+            repo=repo,
+            pipeline=pipeline,
+            out=out_dir,
+            limit=limit,
+            jobs=jobs,
+            resume=resume,
+            sandbox=sandbox,
+            rev=rev,
+            options=parse_opts(opt or []),
+            llm=llm,
+            llm_endpoint=llm_endpoint,
+        )
+        inp.pipeline_options()
+    except ValidationError as exc:
+        raise bad_input(f"bad option: {describe_option_error(exc, pipeline)}") from None
+    except ValueError as exc:
+        raise bad_input(str(exc)) from None
+    if not resume:
+        held = tasks_held(out_dir)
+        if held:
+            raise bad_input(
+                f"--out {out_dir} already holds {held} task(s) of an earlier run; use --resume "
+                "to continue it, or another --out"
+            )
+
+    from repogym._secrets import redact_url
+    from repogym.ui.generate import GenerateView
+
+    view = GenerateView(enabled=not json_out, title=f"{pipeline} · {redact_url(repo)}", jobs=jobs)
+    try:
+        with view:
+            result = run_generate(inp, on_outcome=view.outcome, on_drop=view.drop)
+    except GenerateError as exc:
+        raise bad_input(str(exc)) from None
+    stats = result.stats
+    if json_out:
+        sys.stdout.write(result.report.read_text())
+    else:
+        view.final(stats, result)
+        usage = json.loads(result.report.read_text()).get("llm")
+        if usage:
+            cost = "unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+            out.print(
+                f"LLM {escape(usage['llm'])}: {usage['calls']} call(s), "
+                f"{usage['input_tokens']} input + {usage['output_tokens']} output tokens, "
+                f"cost {cost}; rewrites accepted {usage['accepted']}, rejected "
+                f"{usage['rejected']}, failed {usage['failed']}"
+            )
+    raise typer.Exit(0 if stats.kept else 1)
+
+
+def describe_option_error(exc: Any, pipeline: str) -> str:
+    """A pydantic error of the options, with the valid keys listed for an unknown one."""
+    from repogym.spec import PIPELINE_OPTIONS, describe_error
+
+    unknown = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "extra_forbidden"]
+    model = PIPELINE_OPTIONS.get(pipeline)
+    if not unknown or model is None:
+        return describe_error(exc)
+    valid = ", ".join(sorted(model.model_fields))
+    keys = ", ".join(repr(k) for k in unknown)
+    return f"unknown --opt key {keys} for pipeline {pipeline}; valid keys: {valid}"
+
+
+def tasks_held(out_dir: Path) -> int:
+    """How many tasks ``out_dir/tasks`` already holds."""
+    from repogym.harbor import iter_task_dirs
+
+    tasks = out_dir / "tasks"
+    return sum(1 for _ in iter_task_dirs(tasks)) if tasks.is_dir() else 0
+
+
+@app.command("example-repo")
+def example_repo(
+    dest: Annotated[Path, typer.Argument(help="Where to create the example git repository.")],
+) -> None:
+    """Write the embedded example repository (a tiny pytest project with bug-fix history)."""
+    from repogym.example_repo import build_example_repo
+
+    not_a_file_or_exit(dest, "DEST")
+    try:
+        build_example_repo(dest)
+    except FileExistsError as exc:
+        raise bad_input(str(exc)) from None
+    out.print(f"example repository written to {escape(str(dest))}")
+
+
+@app.command()
+def bootstrap(
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="The repository folder (one repository).")
+    ] = None,
+    repos: Annotated[
+        Path | None,
+        typer.Option(
+            "--repos",
+            help="A file listing repositories, one a line (local paths or what generate's "
+            "--repo accepts; # comments): check them all and print the success rate.",
+        ),
+    ] = None,
+    ref: Annotated[
+        str | None, typer.Option("--ref", help="A git ref to export (default: the work tree).")
+    ] = None,
+    at: Annotated[
+        str, typer.Option("--at", help="With --repos: the ref checked in each repository.")
+    ] = "HEAD",
+    years_back: Annotated[
+        float | None,
+        typer.Option(
+            "--years-back",
+            min=0,
+            help="With --repos: check the last commit at least N years before --at.",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, help="With --repos: repositories in parallel.")
+    ] = 1,
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--results",
+            help="With --repos: JSON-lines file each result is appended to as it finishes "
+            "(default: FILE.survey.jsonl beside the list).",
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="With --repos: skip repositories --results already has."),
+    ] = False,
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Build the recipe and collect its tests.")
+    ] = True,
+    sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
+    refresh: Annotated[
+        bool, typer.Option("--refresh", help="Ignore cached recipes and check outcomes.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Detect a repository's environment, print its recipe, and check it collects tests.
+
+    With --repos FILE: check every listed repository and print the success rate and the
+    failure causes grouped. Exit 0 when the recipe works (every recipe, with --repos; or
+    --no-check), 1 when a check fails, 2 for bad input.
+    """
+    use_ca_bundle(ca_bundle)
+    from repogym.bootstrap import ExportError, UnsupportedRepo, bootstrap_ref
+    from repogym.bootstrap import bootstrap as run_bootstrap
+    from repogym.bootstrap.render import render_result
+    from repogym.sandbox import SandboxError
+
+    if (repo is None) == (repos is None):
+        raise bad_input("give one of --repo PATH or --repos FILE")
+    if repos is not None:
+        bootstrap_survey(
+            repos,
+            ref=ref,
+            at=at,
+            years_back=years_back,
+            jobs=jobs,
+            results=results,
+            resume=resume,
+            check=check,
+            sandbox=sandbox,
+            refresh=refresh,
+            json_out=json_out,
+        )
+    assert repo is not None
+    survey_only = {"--at": at != "HEAD", "--years-back": years_back is not None}
+    survey_only.update({"--results": results is not None, "--resume": resume, "--jobs": jobs > 1})
+    if any(survey_only.values()):
+        given = ", ".join(k for k, v in survey_only.items() if v)
+        raise bad_input(f"{given}: only with --repos (for one repository use --ref)")
+    if not repo.is_dir():
+        raise bad_input(f"{repo}: not a directory")
+    try:
+        kwargs = {"check": check, "sandbox": sandbox, "refresh": refresh}
+        result = bootstrap_ref(repo, ref, **kwargs) if ref else run_bootstrap(repo, **kwargs)
+    except (UnsupportedRepo, ExportError, SandboxError) as exc:
+        raise bad_input(str(exc)) from None
+    code = 1 if result.check is not None and not result.check.ok else 0
+    if json_out:
+        sys.stdout.write(json.dumps({**result.to_json(), "exit_code": code}, indent=2) + "\n")
+    else:
+        render_result(result, out)
+    raise typer.Exit(code)
+
+
+def bootstrap_survey(
+    repos: Path,
+    *,
+    ref: str | None,
+    at: str,
+    years_back: float | None,
+    jobs: int,
+    results: Path | None,
+    resume: bool,
+    check: bool,
+    sandbox: str,
+    refresh: bool,
+    json_out: bool,
+) -> None:
+    """``repogym bootstrap --repos FILE``: flags → :func:`repogym.bootstrap.survey.run_survey`."""
+    from repogym.bootstrap.survey import (
+        At,
+        RepoResult,
+        read_repo_list,
+        render_line,
+        render_survey,
+        run_survey,
+    )
+    from repogym.sandbox import SandboxError, get_backend
+    from repogym.ui import progress
+
+    if ref is not None:
+        raise bad_input("--ref is for one repository; with --repos use --at REF")
+    if not check:
+        raise bad_input("--repos always checks (build + collect); --no-check is for one repository")
+    try:
+        specs = read_repo_list(repos)
+        where = At(ref=at, years_back=years_back)
+        get_backend(sandbox)
+    except (OSError, UnicodeDecodeError, ValueError, SandboxError) as exc:
+        message = f"{repos}: {exc}" if isinstance(exc, OSError | UnicodeDecodeError) else str(exc)
+        raise bad_input(message) from None
+    if not specs:
+        raise bad_input(f"{repos}: no repositories listed")
+    results = results or repos.with_name(repos.name + ".survey.jsonl")
+    with progress(f"bootstrap {where.label}", len(specs)) as bar:
+
+        def on_result(result: RepoResult, finished: int, total: int) -> None:
+            bar.console.print(render_line(result, finished, total))
+            bar.advance(bar.task_ids[0])
+
+        try:
+            report = run_survey(
+                specs,
+                where,
+                jobs=jobs,
+                sandbox=sandbox,
+                refresh=refresh,
+                results_file=results,
+                resume=resume,
+                on_result=on_result,
+            )
+        except KeyboardInterrupt:
+            fail(f"interrupted: finished repositories are in {results}; rerun with --resume")
+            raise typer.Exit(130) from None
+    if json_out:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        render_survey(report, out)
+    raise typer.Exit(0 if report.totals["failed"] == 0 else 1)

@@ -1,0 +1,272 @@
+"""``repogym run`` (an agent on tasks) and ``repogym verify`` (the quality gate)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from repogym.cli.app import app
+from repogym.cli.common import (
+    CaBundleOpt,
+    JobsOpt,
+    JsonOpt,
+    LimitOpt,
+    PassEnvOpt,
+    SandboxOpt,
+    bad_input,
+    fmt_reward,
+    not_a_file_or_exit,
+    sandbox_or_exit,
+    trusted_or_exit,
+    use_ca_bundle,
+)
+from repogym.ui import err, escape, out
+
+VERIFICATION_MODES = ("task", "clean_room", "in_place")
+
+
+@app.command()
+def run(
+    path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
+    agent: Annotated[
+        str, typer.Option("--agent", "-a", help="oracle | nop | command:'<shell command>'")
+    ] = "oracle",
+    sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
+    jobs: JobsOpt = 1,
+    attempts: Annotated[int, typer.Option("--attempts", "-k", min=1, help="Trials per task.")] = 1,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", help="Job folder, new or empty (default: jobs/<time>-<agent>)."),
+    ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Let --out name a folder that already holds a job: trials of the same name "
+            "and job.json are replaced.",
+        ),
+    ] = False,
+    verification: Annotated[
+        str,
+        typer.Option(
+            "--verification",
+            help="task (as each task declares, default) | clean_room | in_place (what a runner "
+            "that verifies in the agent's container would pay)",
+        ),
+    ] = "task",
+    limit: LimitOpt = None,
+    pass_env: PassEnvOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run an agent on tasks in sandboxes; the task's verifier decides each reward.
+
+    Exit 0 when every trial produced a reward, 1 when any trial errored (reward None), 2 for
+    bad input.
+    """
+    use_ca_bundle(ca_bundle)
+    from repogym.run.agents import make_agent
+    from repogym.run.job import new_job_dir, run_job
+    from repogym.sandbox import SandboxError
+
+    try:
+        make_agent(agent)
+    except ValueError as exc:
+        raise bad_input(str(exc)) from None
+    if verification not in VERIFICATION_MODES:
+        raise bad_input(f"--verification {verification!r}: use task, clean_room or in_place")
+    if out_dir is not None:
+        not_a_file_or_exit(out_dir, "--out")
+        if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+            raise bad_input(
+                f"--out {out_dir}: already holds a job; give a new folder, or --overwrite to "
+                "replace its trials"
+            )
+    sandbox_or_exit(sandbox)
+    tasks = trusted_or_exit(path, limit, pass_env, quiet=json_out)
+    if out_dir is None:
+        out_dir = new_job_dir(Path("jobs"), agent.split(":")[0])
+
+    def done(outcome: Any) -> None:
+        if json_out:
+            return
+        mark = "[red]error[/]" if outcome.error else f"reward {fmt_reward(outcome.reward)}"
+        v = outcome.result.get("verification") or {}
+        if v.get("mode") == "clean_room":
+            mark += (
+                f" [dim](clean room: {v.get('applied_count', 0)} applied, "
+                f"{v.get('deleted_count', 0)} deleted, {v.get('dropped_count', 0)} dropped)[/]"
+            )
+        err.print(f"  {escape(outcome.result['trial_name'])}: {mark}")
+        if outcome.error:
+            err.print(f"    [dim]{escape(outcome.error.splitlines()[0][:200])}[/]")
+
+    if not json_out:
+        err.print(
+            f"running {len(tasks)} task(s) × {attempts} with agent {escape(agent)} on {sandbox}"
+        )
+    try:
+        outcomes, summary, job_path = run_job(
+            tasks,
+            agent,
+            sandbox=sandbox,
+            jobs=jobs,
+            attempts=attempts,
+            out_dir=out_dir,
+            verification=None if verification == "task" else verification,
+            on_done=done,
+        )
+    except SandboxError as exc:
+        raise bad_input(str(exc)) from None
+    if json_out:
+        payload = {
+            "job": str(job_path),
+            "summary": summary.to_json(),
+            "trials": [
+                {
+                    "trial_name": o.result["trial_name"],
+                    "task_id": o.result["task_id"],
+                    "reward": o.reward,
+                    "rewards": o.reading.rewards if o.reading else None,
+                    "error": o.error,
+                    "result": str(o.path) if o.path else None,
+                }
+                for o in outcomes
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        table = Table(title=f"job {escape(str(out_dir))}", title_justify="left")
+        for col in ("trials", "mean reward", "rewarded", "errors", "resolved"):
+            table.add_column(col, justify="right")
+        table.add_row(
+            str(summary.trials),
+            fmt_reward(summary.mean_reward),
+            str(summary.rewarded),
+            str(summary.errors),
+            str(summary.resolved),
+        )
+        out.print(table)
+        out.print(f"results: {escape(str(job_path))}")
+    raise typer.Exit(1 if summary.errors else 0)
+
+
+@app.command()
+def verify(
+    path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
+    reruns: Annotated[
+        int, typer.Option("--reruns", "-k", min=0, help="Extra oracle runs that must agree.")
+    ] = 2,
+    sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
+    jobs: JobsOpt = 1,
+    write: Annotated[
+        bool,
+        typer.Option("--write/--no-write", help="Record the verdict in each task.toml."),
+    ] = True,
+    mutants: Annotated[
+        int,
+        typer.Option(
+            "--mutants",
+            min=0,
+            help="Also run K wrong solutions derived from the gold patch; record the share the "
+            "tests kill (mutant_kill_rate).",
+        ),
+    ] = 0,
+    limit: LimitOpt = None,
+    pass_env: PassEnvOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The quality gate: oracle must score 1, nop 0, and oracle reruns must agree.
+
+    Records status verified | flaky | broken in [metadata.repo2env.evaluation] (with --mutants,
+    also mutant_kill_rate); exit 1 if any task is not verified.
+    """
+    use_ca_bundle(ca_bundle)
+    from repogym.run.gate import VERIFIED, verify_tasks
+    from repogym.run.trial import TrialRunner
+    from repogym.sandbox import SandboxError, get_backend
+
+    sandbox_or_exit(sandbox)
+    tasks = trusted_or_exit(path, limit, pass_env, quiet=json_out)
+    try:
+        runner = TrialRunner(get_backend(sandbox))
+    except SandboxError as exc:
+        raise bad_input(str(exc)) from None
+
+    def done(verdict: Any) -> None:
+        if not json_out:
+            colour = "green" if verdict.status == VERIFIED else "red"
+            err.print(f"  {escape(verdict.task_id)}: [{colour}]{verdict.status}[/]")
+
+    if not json_out:
+        extra = f", {mutants} mutant(s)" if mutants else ""
+        err.print(
+            f"verifying {len(tasks)} task(s): oracle × {1 + reruns}, nop × 1{extra}, on {sandbox}"
+        )
+    verdicts = verify_tasks(
+        tasks, runner, reruns=reruns, jobs=jobs, write=write, mutants=mutants, on_done=done
+    )
+    bad = [v for v in verdicts if v.status != VERIFIED]
+    if json_out:
+        payload = {
+            "summary": {
+                "tasks": len(verdicts),
+                "verified": len(verdicts) - len(bad),
+                "flaky": sum(v.status == "flaky" for v in verdicts),
+                "broken": sum(v.status == "broken" for v in verdicts),
+            },
+            "tasks": [v.to_json() for v in verdicts],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        table = Table(title=f"verify {escape(str(path))}", title_justify="left")
+        for col in ("task", "status", "mode", "oracle", "nop", "kill rate", "why"):
+            table.add_column(col, overflow="fold")
+        by_id = {t.id: t for t in tasks}
+        for v in verdicts:
+            colour = "green" if v.status == VERIFIED else "red"
+            mode, kill = verification_facts(by_id.get(v.task_id), v)
+            table.add_row(
+                escape(v.task_id),
+                f"[{colour}]{v.status}[/]",
+                mode,
+                " ".join(fmt_reward(r) for r in v.oracle_rewards),
+                fmt_reward(v.nop_reward),
+                kill,
+                escape("; ".join(v.reasons)[:300]),
+            )
+        out.print(table)
+    raise typer.Exit(1 if bad else 0)
+
+
+def verification_facts(task: Any, verdict: Any) -> tuple[str, str]:
+    """(verification mode, kill rate) of a task for the verify table: the kill rate measured
+    now, else the one recorded in its evaluation block, else —."""
+    from repogym.harbor import load_task
+    from repogym.harbor.verification import read_verification
+
+    if task is None:
+        return "—", "—"
+    try:
+        mode = read_verification(task.repo2env).mode
+    except ValueError:
+        mode = "invalid"
+    if verdict.mutants is not None:
+        rate = verdict.mutants.kill_rate
+        runs = len(verdict.mutants.results)
+    else:
+        try:
+            block = (load_task(task.path).repo2env or {}).get("evaluation") or {}
+        except Exception:  # noqa: BLE001 - a table cell, never a crash
+            block = {}
+        rate = block.get("mutant_kill_rate")
+        rate = rate if isinstance(rate, int | float) else None
+        runs = block.get("mutants", 0)
+    kill = "—" if rate is None else f"{rate:.2f} ({runs})"
+    return mode.replace("_", " "), kill

@@ -1,0 +1,117 @@
+"""``repogym serve`` (tasks as a live OpenEnv environment) and ``repogym export`` (as a
+deployable package)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from repogym.cli.app import app
+from repogym.cli.common import (
+    CaBundleOpt,
+    HostOpt,
+    LimitOpt,
+    PassEnvOpt,
+    PortOpt,
+    SandboxOpt,
+    bad_input,
+    host_limits_or_exit,
+    not_a_file_or_exit,
+    port_free_or_exit,
+    sandbox_or_exit,
+    trusted_or_exit,
+    use_ca_bundle,
+)
+from repogym.ui import err, escape, out
+
+
+@app.command()
+def serve(
+    path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8000,
+    sandbox: SandboxOpt = "local",
+    ca_bundle: CaBundleOpt = None,
+    max_sessions: Annotated[
+        int, typer.Option("--max-sessions", min=1, help="Concurrent episodes (one sandbox each).")
+    ] = 8,
+    idle_timeout: Annotated[
+        float,
+        typer.Option("--idle-timeout", min=1, help="Seconds before an idle session is reaped."),
+    ] = 900.0,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--orchestrator-token",
+            envvar="REPOGYM_ORCHESTRATOR_TOKEN",
+            help="Secret the trainer sends with evaluate/solve (default: random, printed).",
+        ),
+    ] = None,
+    limit: LimitOpt = None,
+    pass_env: PassEnvOpt = None,
+) -> None:
+    """Serve tasks as an OpenEnv environment (WebSocket /ws, /health, /schema, /tasks)."""
+    from repogym.openenv import INSTALL_HINT, OpenEnvMissing, require_openenv
+
+    use_ca_bundle(ca_bundle)
+    try:
+        import uvicorn
+
+        require_openenv()
+    except OpenEnvMissing as exc:
+        raise bad_input(str(exc)) from None
+    except ImportError as exc:
+        raise bad_input(f"{INSTALL_HINT} ({exc.name or 'uvicorn'} is missing)") from None
+    sandbox_or_exit(sandbox)
+    trusted_or_exit(path, limit, pass_env, strict=True)
+    limits = host_limits_or_exit(limit, pass_env)
+    port_free_or_exit(host, port)
+    from repogym.openenv import build_app
+
+    token = token or secrets.token_urlsafe(24)
+    try:
+        server_app = build_app(
+            path,
+            sandbox=sandbox,
+            max_sessions=max_sessions,
+            idle_timeout_s=idle_timeout,
+            orchestrator_token=token,
+            limits=limits,
+        )
+    except (OpenEnvMissing, FileNotFoundError, ValueError) as exc:
+        raise bad_input(str(exc)) from None
+    err.print(f"orchestrator token (for the trainer, not the agent): {token}")
+    uvicorn.run(server_app, host=host, port=port)
+
+
+@app.command()
+def export(
+    path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Package folder to write (new or empty).")],
+    fmt: Annotated[str, typer.Option("--format", help="Package format: openenv.")] = "openenv",
+    requirement: Annotated[
+        str | None,
+        typer.Option("--requirement", help="pip spec for repogym (default: this version)."),
+    ] = None,
+    limit: LimitOpt = None,
+) -> None:
+    """Export tasks as a deployable package (an OpenEnv environment / HF Docker Space).
+
+    The package is written beside --out and renamed into place: a failure leaves nothing.
+    """
+    from repogym.openenv.export import export_openenv
+
+    if fmt != "openenv":
+        raise bad_input(f"unknown format {fmt!r}: use --format openenv")
+    not_a_file_or_exit(out_dir, "--out")
+    trusted_or_exit(path, limit, strict=True)
+    try:
+        result = export_openenv(path, out_dir, requirement=requirement)
+    except (OSError, ValueError) as exc:
+        raise bad_input(str(exc)) from None
+    for message in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(message)}")
+    out.print(f"exported {result.tasks} task(s) to {result.out}")

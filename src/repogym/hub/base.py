@@ -1,0 +1,132 @@
+"""What both registries share: dataset names, results, content revisions and the staging of a push.
+
+:mod:`repogym.hub.file_registry` and :mod:`repogym.hub.hf_registry` import from here and never
+from each other; :func:`repogym.hub.registry.open_registry` picks one from a URL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from repogym.harbor import Task, atomic_write, discover, iter_task_dirs
+from repogym.harbor.dataset import build_manifest
+from repogym.hub._safety import RegistryError, check_tree, copy_tree
+from repogym.hub.card import dataset_card
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+META_FILES = ("registry.json", "manifest.json", "README.md")
+
+
+def parse_dataset_ref(ref: str) -> tuple[str, str | None]:
+    """``owner/name[@rev]`` → (``owner/name``, rev or None)."""
+    name, _, rev = ref.partition("@")
+    if not _NAME.match(name) or ".." in name:
+        raise RegistryError(f"dataset name must look like owner/name, got {ref!r}")
+    return name, rev or None
+
+
+def check_name(name: str) -> list[str]:
+    """``owner/name`` → ``[owner, name]``, refusing anything else."""
+    if not _NAME.match(name) or ".." in name:
+        raise RegistryError(f"dataset name must look like owner/name, got {name!r}")
+    return name.split("/")
+
+
+@dataclass
+class PushResult:
+    name: str
+    revision: str
+    tasks: int
+    location: Path | str
+    """Where the revision lives: a folder, or the dataset's URL on a hosted registry."""
+    unchanged: bool
+    tasks_commit: str | None = None
+    """On the Hub: the commit holding the tasks, which ``registry.json`` pins."""
+
+
+@dataclass
+class PullResult:
+    name: str
+    revision: str
+    tasks: list[str]
+    dest: Path
+
+
+def revision_of(tasks: list[Task]) -> str:
+    """The content revision of a set of tasks: 16 hex digits of sha256 over the sorted
+    (task id, content_hash) pairs; the same tasks give the same revision on every registry."""
+    h = hashlib.sha256()
+    for task in sorted(tasks, key=lambda t: t.id):
+        h.update(f"{task.id}\0{task.compute_hash()}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def collect_tasks(src: Path) -> list[Task]:
+    """The tasks under ``src``, refusing unreadable tasks, an empty folder, duplicate ids, and
+    tasks holding a special file or a symlink that leaves the task or loops (checked before
+    any file is read: a FIFO would block the content hash)."""
+    for task_dir in iter_task_dirs(src):
+        check_tree(task_dir, task_dir.name)
+    found = discover(src)
+    if found.invalid:
+        path, exc = found.invalid[0]
+        raise RegistryError(
+            f"{len(found.invalid)} task(s) cannot be read, e.g. {path.name}: {exc.file}: {exc}"
+        )
+    if not found.tasks:
+        raise RegistryError(f"{src}: no tasks to push")
+    ids = [t.id for t in found.tasks]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise RegistryError(f"two tasks share the id {dup!r}: task ids must be unique")
+    return found.tasks
+
+
+def stage_tasks(tasks: list[Task], staging: Path) -> list[Task]:
+    """Copy tasks to ``staging/tasks/<id>`` (no symlink followed) and check every copy keeps
+    its content hash."""
+    (staging / "tasks").mkdir(parents=True, exist_ok=True)
+    for task in tasks:
+        copy_tree(task.path, staging / "tasks" / task.id, task.id)
+    copied = discover(staging / "tasks").tasks
+    for original, copy in zip(
+        sorted(tasks, key=lambda t: t.id), sorted(copied, key=lambda t: t.id), strict=True
+    ):
+        if original.compute_hash() != copy.compute_hash():
+            raise RegistryError(f"{original.id}: copy differs from the source")
+    return copied
+
+
+def write_card_and_manifest(
+    staging: Path,
+    tasks: list[Task],
+    src: Path,
+    name: str,
+    rev: str,
+    *,
+    private: bool,
+    registry: str = "<this registry>",
+) -> None:
+    """``manifest.json`` and the dataset card ``README.md`` of a staged revision."""
+    manifest = build_manifest(tasks, staging)
+    atomic_write(staging / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    card = dataset_card(name, rev, manifest, src, private=private, tasks=tasks, registry=registry)
+    atomic_write(staging / "README.md", card)
+
+
+__all__ = [
+    "META_FILES",
+    "PullResult",
+    "PushResult",
+    "RegistryError",
+    "check_name",
+    "collect_tasks",
+    "parse_dataset_ref",
+    "revision_of",
+    "stage_tasks",
+    "write_card_and_manifest",
+]

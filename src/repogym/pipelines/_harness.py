@@ -1,0 +1,194 @@
+"""The frame every pipeline's harness shares: one temporary folder per candidate, errors
+turned into drop reasons, the optional LLM rewrite of the instruction, and the verify gate that
+stands between a staged task and the dataset.
+
+A harness subclasses :class:`TaskHarness` and implements :meth:`TaskHarness._evaluate`: stage
+the task under ``<out>/tasks/.<id>.staging`` and hand it to :meth:`TaskHarness._gate_and_publish`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from repogym.harbor import TaskConfig, load_task, publish_task_dir, update_task_toml
+from repogym.pipelines._errors import INTERNAL_ERROR, describe, log_error
+from repogym.pipelines._instruction import Rewrite
+from repogym.pipelines.base import Candidate, HarnessContext, Outcome
+from repogym.run.agents import NopAgent, OracleAgent
+from repogym.run.gate import (
+    VERIFIED,
+    MutantReport,
+    Verdict,
+    judge,
+    record,
+    run_mutants,
+    verifier_seconds,
+)
+from repogym.run.trial import TrialRunner
+from repogym.sandbox import BuildError, SandboxError
+
+WEAK_TESTS = "tests too weak (mutants survive)"
+
+
+class RunFailed(Exception):
+    """A verifier run at generation gave nothing usable: (drop reason, detail)."""
+
+    def __init__(self, reason: str, detail: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+class TaskHarness:
+    """Evaluates candidates of one repository into verified tasks (thread-safe; one per job)."""
+
+    def __init__(self, ctx: HarnessContext) -> None:
+        self.ctx = ctx
+        self.source = ctx.source
+        self.backend = ctx.backend
+        self.options: Any = ctx.options
+        self.pipeline = ctx.pipeline
+        self.pipeline_version = ctx.pipeline_version
+        self.repo_label = ctx.repo_label
+        self.out_dir = ctx.out_dir
+        self.source_access = ctx.source_access
+        self.rewriter = ctx.rewriter
+        self.error_log = ctx.error_log
+        self.runner = TrialRunner(ctx.backend)
+        self.rewrites: dict[str, dict[str, Any]] = {}
+        """task id → what the rewrite came to (for the report)."""
+
+    def evaluate(self, cand: Candidate) -> Outcome:
+        """Evaluate one candidate; never raises for it: an unexpected exception becomes the
+        drop reason ``internal error`` (traceback in :attr:`error_log`), and neither its
+        temporary folder nor its staging folder survives."""
+        start = time.monotonic()
+        work = Path(tempfile.mkdtemp(prefix=f"repogym-{cand.task_id}-"))
+        outcome = Outcome(cand, kept=False)
+        try:
+            self._evaluate(cand, work, outcome)
+        except RunFailed as exc:
+            outcome.reason, outcome.detail = exc.reason, exc.detail
+        except (BuildError, SandboxError) as exc:
+            outcome.reason, outcome.detail = "sandbox error", str(exc).splitlines()[0][:300]
+        except Exception as exc:  # a bug met by this candidate: it costs the candidate only
+            outcome.kept, outcome.reason, outcome.detail = False, INTERNAL_ERROR, describe(exc)
+            log_error(self.error_log, f"candidate {cand.key} ({cand.task_id})", exc)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(self.out_dir / "tasks" / f".{cand.task_id}.staging", ignore_errors=True)
+            outcome.seconds = time.monotonic() - start
+        return outcome
+
+    def _drop(self, outcome: Outcome, reason: str, detail: str | None = None) -> None:
+        outcome.reason, outcome.detail = reason, detail
+
+    def _evaluate(self, cand: Candidate, work: Path, outcome: Outcome) -> None:
+        """Stage one candidate's task in ``work`` and publish it (or set the drop reason)."""
+        raise NotImplementedError
+
+    def _rewrite(
+        self,
+        cand: Candidate,
+        instruction: str,
+        *,
+        gold_patch: str,
+        workdir: str,
+        finish: Callable[[str], str] = lambda text: text,
+        required: list[str] | None = None,
+        visible: str = "",
+    ) -> tuple[str, Rewrite | None]:
+        """``generate --llm``: the rewritten instruction (``finish`` adds a pipeline's footer)
+        when the rewrite is accepted, else ``instruction``; the outcome is kept for the report."""
+        if self.rewriter is None:
+            return instruction, None
+        rewrite = self.rewriter.rewrite(
+            instruction,
+            gold_patch=gold_patch,
+            workdir=workdir,
+            min_words=self.options.min_instruction_words,
+            required=required,
+            visible=visible,
+        )
+        self.rewrites[cand.task_id] = rewrite.to_json()
+        if rewrite.instruction is None:
+            return instruction, rewrite
+        return finish(rewrite.instruction), rewrite
+
+    def _gate_and_publish(
+        self, staging: Path, cand: Candidate, outcome: Outcome, rewrite: Rewrite | None
+    ) -> bool:
+        """Stamp provenance, run the verify gate on the staged task and publish it atomically
+        under ``<out>/tasks/<id>`` when verified; the staging folder never survives."""
+        try:
+            stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
+            verdict, seconds, mutants = self._verify(staging)
+            outcome.test_seconds += seconds
+            if verdict.status != VERIFIED:
+                detail = "; ".join(verdict.reasons)[:300]
+                self._drop(outcome, f"verify: {verdict.status}", detail)
+                return False
+            floor = getattr(self.options, "min_kill_rate", 0.0)
+            if mutants is not None and mutants.kill_rate is not None and mutants.kill_rate < floor:
+                detail = f"kill rate {mutants.kill_rate:.2f} < {floor:g}: " + "; ".join(
+                    m.description for m in mutants.results if not m.killed
+                )
+                self._drop(outcome, WEAK_TESTS, detail[:300])
+                return False
+            publish_task_dir(staging, self.out_dir / "tasks" / cand.task_id)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        outcome.kept = True
+        outcome.task_dir = self.out_dir / "tasks" / cand.task_id
+        return True
+
+    def _verify(self, task_dir: Path) -> tuple[Verdict, float, MutantReport | None]:
+        task = load_task(task_dir)
+        oracle = [
+            self.runner.run(task, OracleAgent()) for _ in range(1 + self.options.verify_reruns)
+        ]
+        nop = self.runner.run(task, NopAgent())
+        spent = sum(_test_seconds(o.result) for o in [*oracle, nop])
+        verdict = judge(task.id, oracle, nop)
+        mutants = None
+        k = getattr(self.options, "mutants", 0)
+        if verdict.status == VERIFIED and k:
+            mutants = run_mutants(task, self.runner, k, oracle_seconds=verifier_seconds(oracle))
+            spent += sum(m.seconds for m in mutants.results)
+        if verdict.status == VERIFIED:
+            record(task, verdict, self.backend.name, self.options.verify_reruns, mutants=mutants)
+        return verdict, spent, mutants
+
+
+def stamp_provenance(task_dir: Path, *, source_access: str, rewrite: Rewrite | None) -> None:
+    """Record where the source came from and what the LLM rewrite did in ``task.toml``
+    (``source_access``, ``synthesis_llm``, ``[metadata.repogym].instruction_rewrite``), then
+    refresh the content hash."""
+    if source_access == "local" and rewrite is None:
+        return
+
+    def change(config: TaskConfig) -> None:
+        prov = config.metadata.setdefault("repo2env", {})
+        prov["source_access"] = source_access
+        if rewrite is not None:
+            prov["synthesis_llm"] = rewrite.llm if rewrite.status == "accepted" else "none"
+            config.metadata.setdefault("repogym", {})["instruction_rewrite"] = rewrite.to_json()
+
+    update_task_toml(task_dir, change)
+
+
+def _test_seconds(result: dict[str, Any]) -> float:
+    """Seconds a trial spent running code in the task (agent and verifier phases)."""
+    total = 0.0
+    for phase in ("agent_execution", "verifier"):
+        t = result.get(phase) or {}
+        if t.get("started_at") and t.get("finished_at"):
+            total += (
+                datetime.fromisoformat(t["finished_at"]) - datetime.fromisoformat(t["started_at"])
+            ).total_seconds()
+    return total

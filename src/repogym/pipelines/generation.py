@@ -1,0 +1,504 @@
+"""``generate(GenerationInput)``: run a pipeline over a repository into a dataset folder.
+
+It drives any registered :class:`~repogym.pipelines.base.Pipeline`: it walks the pipeline's
+candidates, evaluates them in parallel in the sandbox, publishes each kept task atomically
+under ``<out>/tasks/``, records every outcome for ``--resume``, and writes ``registry.json``,
+``manifest.json`` and ``generate-report.json`` at the end.
+
+``--repo`` is anything :func:`repogym.sources.resolve.parse_repo_arg` accepts. GitHub and GitLab
+repositories are read through their API plus a cached clone (:mod:`repogym.sources.remote`);
+a pipeline declares the kinds of source it reads (:attr:`Pipeline.sources`) and ``generate``
+refuses other pairings before doing any work.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from repogym.atomic import atomic_write
+from repogym.errors import RepogymError
+from repogym.harbor import discover
+from repogym.harbor.dataset import write_dataset_index
+from repogym.pipelines._errors import INTERNAL_ERROR, ErrorLog, describe, log_error
+from repogym.pipelines.base import (
+    Candidate,
+    Harness,
+    HarnessContext,
+    Outcome,
+    Pipeline,
+    YieldStats,
+)
+from repogym.pipelines.registry import get_pipeline
+from repogym.spec import GenerationInput
+
+if TYPE_CHECKING:
+    from repogym.pipelines._instruction import InstructionRewriter
+    from repogym.sources.resolve import RepoArg
+
+STATE_DIR = ".repogym"
+
+
+class GenerateError(RepogymError, ValueError):
+    """Bad input for generate (unknown pipeline, not a repository, …): exit code 2."""
+
+
+@dataclass
+class GenerateResult:
+    stats: YieldStats
+    outcomes: list[Outcome]
+    out: Path
+    report: Path
+
+
+class _State:
+    """Outcome of every candidate examined, for ``--resume`` (written after each one)."""
+
+    def __init__(self, path: Path, resume: bool) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.done: dict[str, dict[str, Any]] = {}
+        if resume and path.is_file():
+            self.done = json.loads(path.read_text())
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        with self.lock:
+            self.done[key] = value
+            atomic_write(self.path, json.dumps(self.done, indent=1, sort_keys=True))
+
+
+def slug_for(repo_id: str) -> str:
+    """``owner/name`` → ``owner__name``; a bare folder name gets the owner ``local``."""
+    owner, _, name = repo_id.rpartition("/")
+    clean = [
+        "".join(c if c.isalnum() or c in "-_." else "-" for c in part)
+        for part in (owner.split("/")[-1] or "local", name)
+    ]
+    return "__".join(clean)
+
+
+def resolve_repo(text: str, pipeline: Pipeline) -> RepoArg:
+    """``--repo`` → where the repository lives, refused up front when the pipeline cannot
+    read that kind of source (:attr:`Pipeline.sources`)."""
+    from repogym.sources.resolve import parse_repo_arg
+
+    try:
+        arg = parse_repo_arg(text)
+    except ValueError as exc:
+        raw = text.strip()
+        url = "://" in raw or raw.startswith("gitlab:")
+        if not url and (raw.startswith(("/", ".", "~")) or raw.count("/") > 1):
+            raise GenerateError(f"{text}: no such local repository") from None
+        raise GenerateError(str(exc)) from None
+    supported = set(pipeline.sources)
+    if arg.kind not in supported:
+        why = pipeline.sources_note
+        raise GenerateError(
+            f"pipeline {pipeline.name} cannot read {arg.kind} repositories (it reads: "
+            f"{', '.join(sorted(supported))}){': ' + why if why else ''}"
+        )
+    return arg
+
+
+def _rewriter(inp: GenerationInput, pipeline: Pipeline) -> InstructionRewriter | None:
+    """The LLM instruction rewriter of ``--llm``, checked before any work starts."""
+    if not inp.llm:
+        if inp.llm_endpoint:
+            raise GenerateError("--llm-endpoint needs --llm provider/model")
+        return None
+    if not pipeline.llm_rewrite:
+        raise GenerateError(f"--llm: pipeline {pipeline.name} has no instruction rewrite")
+    import importlib.util
+    import os
+
+    from repogym.llm import INSTALL_HINT, LLM, LLMError
+    from repogym.pipelines._instruction import InstructionRewriter
+
+    sdk = "anthropic" if inp.llm.startswith("anthropic/") else "openai"
+    if importlib.util.find_spec(sdk) is None:
+        raise GenerateError(f"--llm {inp.llm}: the {sdk!r} package is needed: {INSTALL_HINT}")
+    try:
+        llm = LLM(
+            inp.llm,
+            endpoint=inp.llm_endpoint,
+            api_key=os.environ.get("REPOGYM_LLM_API_KEY", "").strip() or None,
+            max_retries=2,
+            backoff_s=0.5,
+        )
+    except (LLMError, ValueError) as exc:
+        hint = " (or REPOGYM_LLM_API_KEY)" if "no API key" in str(exc) else ""
+        raise GenerateError(f"--llm: {exc}{hint}") from None
+    return InstructionRewriter(llm)
+
+
+def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    """``first`` then ``rest``; a source error on the way stops generate with a clear message
+    (tasks already published are complete; ``--resume`` continues)."""
+    from repogym.sources import SourceError
+
+    if first is None:
+        return
+    yield first
+    try:
+        yield from rest
+    except SourceError as exc:
+        msg = f"{exc} (tasks emitted so far are complete; rerun with --resume)"
+        raise GenerateError(msg) from None
+
+
+def _known_changes(tasks_dir: Path) -> dict[str, str]:
+    """change hash → task id of the tasks already in a dataset (see ``_emit.change_hash``):
+    the same gold patch and tests are one task, whichever commit or pull request they came
+    from."""
+    import tomllib
+
+    from repogym.pipelines._emit import change_hash
+
+    out: dict[str, str] = {}
+    if not tasks_dir.is_dir():
+        return out
+    for task_dir in sorted(tasks_dir.iterdir()):
+        try:
+            data = tomllib.loads((task_dir / "task.toml").read_text())
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            continue
+        digest = ((data.get("metadata") or {}).get("repogym") or {}).get("change_hash")
+        if not digest:
+            gold, tests = task_dir / "solution" / "patch.diff", task_dir / "tests" / "test.patch"
+            if not (gold.is_file() and tests.is_file()):
+                continue
+            digest = change_hash(
+                gold.read_bytes().decode("utf-8", "surrogateescape"),
+                tests.read_bytes().decode("utf-8", "surrogateescape"),
+            )
+        out.setdefault(digest, task_dir.name)
+    return out
+
+
+def generate(
+    inp: GenerationInput,
+    *,
+    on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
+    on_drop: Callable[[str, str, YieldStats], None] | None = None,
+) -> GenerateResult:
+    """Run ``inp.pipeline`` over ``inp.repo`` into ``inp.out`` (see the module docstring);
+    :class:`GenerateError` for bad input or a source that fails on the way."""
+    from repogym.sandbox import SandboxError, get_backend
+    from repogym.sources import LocalGitSource, Source, SourceError
+
+    try:
+        pipeline = get_pipeline(inp.pipeline)
+    except KeyError as exc:
+        raise GenerateError(exc.args[0]) from None
+    try:
+        options = pipeline.options_model.model_validate(inp.options)
+    except ValueError as exc:
+        raise GenerateError(str(exc)) from None
+    arg = resolve_repo(inp.repo, pipeline)
+    rewriter = _rewriter(inp, pipeline)
+    if getattr(options, "instruction", None) == "llm" and rewriter is None:
+        raise GenerateError("--opt instruction=llm needs --llm provider/model")
+    try:
+        backend = get_backend(inp.sandbox)
+    except SandboxError as exc:
+        raise GenerateError(str(exc)) from None
+    remote = None
+    source: Source
+    try:
+        if arg.kind == "local":
+            source = LocalGitSource(Path(arg.locator))
+        else:
+            from repogym.sources.remote import RemoteGitSource, open_remote
+
+            remote = open_remote(arg)
+            source = RemoteGitSource(remote)
+        source.resolve(inp.rev)
+    except SourceError as exc:
+        raise GenerateError(str(exc)) from None
+    repo_path = Path(arg.locator) if remote is None else remote.clone
+    repo_id = source.repo_id()
+    # First candidate before anything is written: an API error (rate limit, …) leaves no output.
+    items = pipeline.candidates(source, options, slug_for(repo_id), inp.rev)
+    try:
+        first = next(items, None)
+    except SourceError as exc:
+        raise GenerateError(str(exc)) from None
+    out = inp.out
+    (out / "tasks").mkdir(parents=True, exist_ok=True)
+    state = _State(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
+    errors = ErrorLog(out / STATE_DIR / f"{inp.pipeline}-errors.log")
+    stats = YieldStats()
+    outcomes: list[Outcome] = []
+    run = _Run()
+    slug = slug_for(repo_id)
+    context = _ReportContext(inp, options, repo_id, repo_path, remote, rewriter, errors)
+    # From here on the report is written however the run ends (done, error, Ctrl-C).
+    try:
+        harness = pipeline.harness(
+            HarnessContext(
+                source=source,
+                backend=backend,
+                options=options,
+                pipeline=pipeline.name,
+                pipeline_version=pipeline.version,
+                repo_label=repo_id,
+                out_dir=out,
+                source_access="local" if remote is None else remote.access,
+                rewriter=rewriter,
+                error_log=errors,
+            )
+        )
+        context.harness = harness
+        _run_candidates(
+            inp,
+            options,
+            harness=harness,
+            items=_chain(first, items),
+            dedupe=pipeline.dedupe_changes,
+            state=state,
+            stats=stats,
+            outcomes=outcomes,
+            run=run,
+            errors=errors,
+            on_outcome=on_outcome,
+            on_drop=on_drop,
+        )
+    except BaseException as exc:
+        run.error = exc
+        if isinstance(exc, GenerateError):
+            run.status = "stopped"
+        elif isinstance(exc, KeyboardInterrupt):
+            run.status = "interrupted"
+        else:
+            run.status = "error"
+            log_error(errors, "generate", exc)
+        raise
+    finally:
+        report = _write_report(context, stats, outcomes, run, index_name=f"{slug}-{inp.pipeline}")
+    return GenerateResult(stats, outcomes, out, report)
+
+
+@dataclass
+class _Run:
+    """How the run ended, for the report."""
+
+    status: str = "complete"
+    """``complete``, ``stopped`` (a source error: ``--resume`` continues), ``interrupted``
+    (Ctrl-C) or ``error`` (an unexpected exception outside any one candidate)."""
+    error: BaseException | None = None
+    in_flight: list[str] | None = None
+    """Keys of candidates still being evaluated when the run ended abnormally."""
+
+
+@dataclass
+class _ReportContext:
+    """What the report says about the run besides the outcomes."""
+
+    inp: GenerationInput
+    options: Any
+    repo_id: str
+    repo_path: Path
+    remote: Any
+    rewriter: InstructionRewriter | None
+    errors: ErrorLog
+    harness: Harness | None = None
+
+
+def _crashed(cand: Candidate, exc: BaseException, out: Path, errors: ErrorLog) -> Outcome:
+    """The outcome of a candidate whose evaluation raised out of the harness itself."""
+    import shutil
+
+    log_error(errors, f"candidate {cand.key} ({cand.task_id})", exc)
+    shutil.rmtree(out / "tasks" / f".{cand.task_id}.staging", ignore_errors=True)
+    return Outcome(cand, kept=False, reason=INTERNAL_ERROR, detail=describe(exc))
+
+
+def _run_candidates(
+    inp: GenerationInput,
+    options: Any,
+    *,
+    harness: Harness,
+    items: Iterator[Any],
+    dedupe: bool,
+    state: _State,
+    stats: YieldStats,
+    outcomes: list[Outcome],
+    run: _Run,
+    errors: ErrorLog,
+    on_outcome: Callable[[Outcome, YieldStats], None] | None,
+    on_drop: Callable[[str, str, YieldStats], None] | None,
+) -> None:
+    """Walk the candidates, evaluate them ``inp.jobs`` at a time and record every outcome.
+
+    A candidate whose evaluation raises is dropped as ``internal error``; the run goes on. A
+    source error (:class:`GenerateError`) stops the walk after the candidates in flight
+    finish. Any other exception (Ctrl-C included) leaves at once: candidates not started are
+    cancelled, those in flight are listed in ``run.in_flight``.
+    """
+    from repogym.pipelines._emit import change_hash
+
+    out = inp.out
+    max_candidates = getattr(options, "max_candidates", None)
+    futures: dict[Future[Outcome], Candidate] = {}
+    """Submitted evaluations whose outcome is not recorded yet."""
+
+    def dropped(key: str, reason: str) -> None:
+        stats.drop(reason)
+        state.put(key, {"status": "dropped", "reason": reason})
+        if on_drop:
+            on_drop(key, reason, stats)
+
+    def finished(fut: Future[Outcome], *, notify: bool = True) -> None:
+        cand = futures.pop(fut)
+        try:
+            outcome = fut.result()
+        except Exception as exc:  # a harness without the runtime one's safety net
+            outcome = _crashed(cand, exc, out, errors)
+        outcomes.append(outcome)
+        stats.record(outcome)
+        with stats.lock:
+            stats.running -= 1
+        if outcome.kept:
+            entry: dict[str, Any] = {"status": "kept", "task_id": cand.task_id}
+        else:
+            # An internal error is retried by --resume: the crash may be fixed by then.
+            status = "error" if outcome.reason == INTERNAL_ERROR else "dropped"
+            entry = {"status": status, "reason": outcome.reason, "detail": outcome.detail}
+        state.put(cand.key, entry)
+        if on_outcome and notify:
+            on_outcome(outcome, stats)
+
+    changes = _known_changes(out / "tasks")
+    pending: set[Future[Outcome]] = set()
+    stopped: GenerateError | None = None
+    pool = ThreadPoolExecutor(max_workers=inp.jobs)
+    clean = False
+    try:
+        try:
+            for item in items:
+                if max_candidates is not None and stats.seen >= max_candidates:
+                    break
+                if inp.limit is not None and stats.kept >= inp.limit:
+                    break
+                if isinstance(item, tuple):
+                    key, reason = item
+                    if key not in state.done:
+                        dropped(key, reason)
+                    continue
+                cand: Candidate = item
+                if (out / "tasks" / cand.task_id).exists():
+                    stats.drop("already emitted")
+                    continue
+                if state.done.get(cand.key, {}).get("status") not in (None, "error"):
+                    continue  # --resume: examined by an earlier run
+                digest = (
+                    change_hash(cand.source_patch, cand.test_patch)
+                    if dedupe and cand.patch
+                    else None
+                )
+                if digest is not None and digest in changes:
+                    dropped(cand.key, "duplicate change")
+                    continue
+                if digest is not None:
+                    changes[digest] = cand.task_id
+                # Keep at most `jobs` evaluations in flight, and never more than the limit needs.
+                while pending and (
+                    len(pending) >= inp.jobs
+                    or (inp.limit is not None and stats.kept + len(pending) >= inp.limit)
+                ):
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        finished(fut)
+                if inp.limit is not None and stats.kept >= inp.limit:
+                    break
+                with stats.lock:
+                    stats.seen += 1
+                    stats.running += 1
+                fut = pool.submit(harness.evaluate, cand)
+                futures[fut] = cand
+                pending.add(fut)
+        except GenerateError as exc:
+            stopped = exc  # candidates in flight still finish and are recorded
+        for fut in list(futures):  # in submission order; each waits for its outcome
+            finished(fut)
+        clean = True
+    finally:
+        pool.shutdown(wait=clean, cancel_futures=True)
+        if not clean:
+            # Record what finished meanwhile (quietly: the run is ending), list the rest.
+            for fut in [f for f in futures if f.done() and not f.cancelled()]:
+                try:
+                    finished(fut, notify=False)
+                except Exception:  # the report must still be written
+                    futures.pop(fut, None)
+            run.in_flight = [c.key for f, c in futures.items() if not f.cancelled()]
+    if stopped is not None:
+        raise stopped
+
+
+def _write_report(
+    ctx: _ReportContext, stats: YieldStats, outcomes: list[Outcome], run: _Run, *, index_name: str
+) -> Path:
+    """Write ``registry.json``, ``manifest.json`` and ``generate-report.json`` for the tasks
+    published so far (also after an error or Ctrl-C: never raises on that path)."""
+    from repogym._secrets import redact_url
+
+    inp, out, remote = ctx.inp, ctx.inp.out, ctx.remote
+    try:
+        found = discover(out / "tasks")
+        write_dataset_index(out, found.tasks, name=index_name)
+    except Exception as exc:
+        if run.error is None:
+            raise
+        log_error(ctx.errors, "dataset index", exc)
+    report = out / "generate-report.json"
+    rewrites = ctx.harness.rewrites if ctx.harness is not None else {}
+    payload: dict[str, Any] = {
+        "repo": redact_url(inp.repo) if remote is not None else str(ctx.repo_path),
+        "repo_id": ctx.repo_id,
+        "source": remote.describe() if remote is not None else {"kind": "local"},
+        "source_access": "local" if remote is None else remote.access,
+        "pipeline": inp.pipeline,
+        "options": ctx.options.model_dump(),
+        "status": run.status,
+        "yield": stats.to_json(),
+        "overhead_ratio": round(stats.elapsed / stats.test_seconds, 3)
+        if stats.test_seconds
+        else None,
+        "outcomes": [
+            {
+                "key": o.candidate.key,
+                "task_id": o.candidate.task_id,
+                "kept": o.kept,
+                "reason": o.reason,
+                "detail": o.detail,
+                "seconds": round(o.seconds, 2),
+                "test_seconds": round(o.test_seconds, 2),
+                "f2p": o.f2p,
+                "p2p": o.p2p,
+                **(
+                    {"instruction_rewrite": rewrites[o.candidate.task_id]}
+                    if o.candidate.task_id in rewrites
+                    else {}
+                ),
+            }
+            for o in outcomes
+        ],
+    }
+    if run.error is not None:
+        payload["error"] = (
+            "KeyboardInterrupt" if isinstance(run.error, KeyboardInterrupt) else describe(run.error)
+        )
+    if run.in_flight:
+        payload["in_flight"] = run.in_flight
+    if ctx.errors.count:
+        payload["errors_log"] = str(ctx.errors.path)
+    if ctx.rewriter is not None:
+        payload["llm"] = ctx.rewriter.summary()
+    atomic_write(report, json.dumps(payload, indent=2) + "\n")
+    return report

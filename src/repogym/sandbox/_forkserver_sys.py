@@ -1,0 +1,256 @@
+"""System calls, messages and identities for the fork server (standard library only).
+
+Loaded by :mod:`._forkserver` (a script run as ``python -I -S``) by its file name, not through the
+``repogym`` package: it must import nothing but the standard library. ``libc`` wrappers for
+mount/unshare/setns/prctl, the ``SOCK_SEQPACKET`` + ``marshal`` message format with
+``SCM_RIGHTS`` descriptors, user resolution from the sandbox's ``/etc/passwd`` and capabilities.
+"""
+
+import ctypes
+import fcntl
+import marshal
+import os
+import socket
+import struct
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWNET = 0x40000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 0x2
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SYS_MOVE_MOUNT = 429
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+
+# Docker's default capability set for container processes.
+KEEP_CAPS = frozenset({0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31})
+MAX_MSG = 1 << 20
+OOM_SCORE_ADJ = b"500"
+CAP_NET_RAW = 13
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = [
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_ulong,
+    ctypes.c_char_p,
+]
+libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+libc.syscall.restype = ctypes.c_long
+
+
+class SetupError(Exception):
+    """A command could not be started; the message is shown to the user as is."""
+
+
+def check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def to_bytes(s):
+    return s.encode() if isinstance(s, str) else s
+
+
+def mount(source, target, fstype, flags=0, data=None):
+    check(
+        libc.mount(to_bytes(source), to_bytes(target), to_bytes(fstype), flags, to_bytes(data)),
+        "mount " + str(target),
+    )
+
+
+def umount(target):
+    check(libc.umount2(to_bytes(target), MNT_DETACH), "umount " + str(target))
+
+
+def unshare(flags):
+    check(libc.unshare(flags), "unshare")
+
+
+def setns(fd, flags):
+    check(libc.setns(fd, flags), "setns")
+
+
+def prctl(option, arg2=0, arg3=0, arg4=0, arg5=0):
+    return libc.prctl(
+        option,
+        ctypes.c_ulong(arg2),
+        ctypes.c_ulong(arg3),
+        ctypes.c_ulong(arg4),
+        ctypes.c_ulong(arg5),
+    )
+
+
+def recv(sock):
+    """Receive one message and its file descriptors; ``(None, [])`` at EOF."""
+    fds = []
+    msg, ancdata, _flags, _addr = sock.recvmsg(
+        MAX_MSG, socket.CMSG_LEN(64 * 4), socket.MSG_CMSG_CLOEXEC
+    )
+    for level, ctype, data in ancdata:
+        if level == socket.SOL_SOCKET and ctype == socket.SCM_RIGHTS:
+            n = len(data) - len(data) % 4
+            fds.extend(struct.unpack(f"{n // 4}i", data[:n]))
+    if not msg:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return marshal.loads(msg), fds
+
+
+def send(sock, obj, fds=()):
+    data = marshal.dumps(obj)
+    if fds:
+        sock.sendmsg(
+            [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
+        )
+    else:
+        sock.send(data)
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def report(fd, obj):
+    """Write a marshal-encoded result to a status pipe and close it."""
+    try:
+        write_all(fd, marshal.dumps(obj))
+    finally:
+        os.close(fd)
+
+
+# ----------------------------------------------------------------------------------- users
+
+
+def _read_db(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return [
+                line.rstrip("\n").split(":")
+                for line in fh
+                if line.strip() and not line.startswith("#")
+            ]
+    except OSError:
+        return []
+
+
+def resolve_user(spec):
+    """``user``/``uid``[``:group``/``:gid``] → (uid, gid, groups, home) inside the root."""
+    spec = (spec or "root").strip()
+    name, _, group = spec.partition(":")
+    passwd = _read_db("/etc/passwd")
+    uid = gid = None
+    home = "/"
+    username = None
+    for row in passwd:
+        if len(row) >= 7 and (row[0] == name or (name.isdigit() and row[2] == name)):
+            username, uid, gid, home = row[0], int(row[2]), int(row[3]), row[5] or "/"
+            break
+    if uid is None:
+        if not name.isdigit():
+            raise LookupError(f"unable to find user {name}: no matching entries in passwd file")
+        uid, gid = int(name), int(name)
+    groups_db = _read_db("/etc/group")
+    if group:
+        gid = None
+        for row in groups_db:
+            if len(row) >= 3 and (row[0] == group or (group.isdigit() and row[2] == group)):
+                gid = int(row[2])
+                break
+        if gid is None:
+            if not group.isdigit():
+                raise LookupError(
+                    f"unable to find group {group}: no matching entries in group file"
+                )
+            gid = int(group)
+        groups = [gid]
+    else:
+        groups = [gid]
+        if username is not None:
+            for row in groups_db:
+                if len(row) >= 4 and username in row[3].split(",") and row[2].isdigit():
+                    groups.append(int(row[2]))
+    return uid, gid, sorted(set(groups)), home
+
+
+_user_cache = {}
+
+
+def resolve_user_cached(spec):
+    """``resolve_user`` memoized on the identity of /etc/passwd and /etc/group."""
+    stamp = []
+    for path in ("/etc/passwd", "/etc/group"):
+        try:
+            st = os.stat(path)
+            stamp.append((st.st_ino, st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamp.append(None)
+    key = (spec, tuple(stamp))
+    if key not in _user_cache:
+        if len(_user_cache) > 64:
+            _user_cache.clear()
+        _user_cache[key] = resolve_user(spec)
+    return _user_cache[key]
+
+
+# ------------------------------------------------------------------------------- commands
+
+
+def _caps_to_drop():
+    last = 40
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            last = int(fh.read())
+    except (OSError, ValueError):
+        pass
+    return [cap for cap in range(last + 1) if cap not in KEEP_CAPS]
+
+
+CAPS_TO_DROP = _caps_to_drop()
+
+
+def drop_caps(networked=False):
+    """Reduce the bounding set to Docker's default capabilities (root keeps only those).
+
+    With a network (slirp4netns) ``CAP_NET_RAW`` goes too: a raw frame on ``tap0`` addressed
+    to 127.0.0.1 would be forwarded by slirp to the *host's* loopback (its
+    ``--disable-host-loopback`` only guards the 10.0.2.2 alias).
+    """
+    fn = libc.prctl
+    for cap in CAPS_TO_DROP:
+        fn(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    if networked:
+        fn(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0)
+    fn(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+
+def loopback_up():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        req = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, req))[1]
+        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+    finally:
+        sock.close()
