@@ -26,8 +26,8 @@ import time
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
-from repogym.sources._patches import split_patch
 from repogym.sources.local import _LOG_FILES, _LOG_FLAGS, LocalGitSource
+from repogym.sources.patches import split_patch
 
 VERBS = ["parse", "load", "save", "cache", "retry", "merge", "split", "render", "index", "query"]
 NOUNS = ["token", "buffer", "stream", "config", "option", "user", "session", "error", "worker"]

@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh test
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/ruff format --check src tests benchmarks
+.venv/bin/mypy src
 .venv/bin/python -m pytest "$@"

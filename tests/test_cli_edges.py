@@ -281,6 +281,53 @@ def test_generate_view_reports_progress_before_the_first_result() -> None:
     assert "2 candidate(s)" in view.now_line()
 
 
+def test_generate_view_shows_the_step_of_each_candidate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from repogym.pipelines import Progress
+    from repogym.ui.generate import GenerateView
+
+    view = GenerateView(enabled=True, title="commit_runtime · demo", jobs=2)
+    view.progress(Progress("demo-1", "started"))
+    view.progress(Progress("demo-1", "build_started"))
+    assert view.now_line().startswith("building the environment of demo-1 … ")
+    view.progress(Progress("demo-2", "started"))
+    view.progress(Progress("demo-1", "tests_before"))
+    line = view.now_line()
+    assert "preparing demo-2" in line and "running the tests of demo-1 (before the fix)" in line
+    view.progress(Progress("demo-2", "finished"))
+    view.outcome(
+        SimpleNamespace(
+            kept=True, reason=None, seconds=1.0, candidate=SimpleNamespace(task_id="demo-1")
+        ),
+        SimpleNamespace(running=0, seen=2, kept=1, elapsed=3.0, drops=Counter()),
+    )
+    assert "demo" not in view.now_line()
+    # not a terminal: one line per long step, none for the short ones
+    printed = capsys.readouterr().err.splitlines()
+    assert printed == [
+        "  building the environment of demo-1 …",
+        "  running the tests of demo-1 (before the fix) …",
+        "  demo-1: kept (1.0 s)",
+    ]
+
+
+def test_generate_json_prints_no_progress(tmp_path: Path, monkeypatch) -> None:
+    """--json: the report only; the progress hook is not even passed."""
+    import repogym.pipelines
+
+    seen: dict[str, object] = {}
+
+    def fake_generate(inp, **kw):
+        seen.update(kw)
+        raise repogym.pipelines.GenerateError("stop here")
+
+    monkeypatch.setattr(repogym.pipelines, "generate", fake_generate)
+    code, output = invoke("generate", "--repo", str(tmp_path), "--json")
+    one_line_error(code, output)
+    assert seen["on_progress"] is None
+
+
 def test_overhead_ratio_when_nothing_ran(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -313,6 +360,21 @@ def test_validate_reports_duplicate_task_ids(tmp_path: Path) -> None:
     problems = [p for t in payload["tasks"] for p in t["problems"] if p["check"] == "unique_id"]
     assert len(problems) == 2
     assert "share the id 'hello-file'" in problems[0]["message"]
+
+
+def test_dataset_index_refuses_duplicate_task_ids(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for group in ("a", "b"):
+        shutil.copytree(EXAMPLES / "hello-file", data / group / "hello-file", symlinks=True)
+    code, output = invoke("dataset", "index", str(data))
+    one_line_error(code, output)
+    assert "share the id 'hello-file'" in output
+    assert len(output.strip().splitlines()) == 1
+    assert not (data / "registry.json").exists() and not (data / "manifest.json").exists()
+    shutil.rmtree(data / "b")
+    code, output = invoke("dataset", "index", str(data))
+    assert code == 0, output
+    assert (data / "registry.json").is_file()
 
 
 def test_generate_view_says_what_it_waits_for_only_after_a_silence(

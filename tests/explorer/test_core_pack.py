@@ -207,7 +207,7 @@ def test_task_index_is_whole(tmp_path: Path, monkeypatch, helper: bool) -> None:
     """The task FTS index, built by a helper process and copied in (big builds) or in place
     (small ones): FTS5's own integrity check passes on the published file and every word
     finds its task."""
-    from repogym.explorer import snapshot as snap_mod
+    from repogym.explorer import snapshot_write as snap_mod
 
     monkeypatch.setattr(snap_mod, "HELPER_MIN_TASKS", 0 if helper else 10**9)
     out = tmp_path / "out"
@@ -228,7 +228,7 @@ def test_task_index_is_whole(tmp_path: Path, monkeypatch, helper: bool) -> None:
 
 
 def test_helper_failure_is_one_line_and_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
-    from repogym.explorer import snapshot as snap_mod
+    from repogym.explorer import snapshot_write as snap_mod
 
     monkeypatch.setattr(snap_mod, "HELPER_MIN_TASKS", 0)
     out = tmp_path / "out"
@@ -244,7 +244,7 @@ def test_helper_failure_is_one_line_and_leaves_nothing(tmp_path: Path, monkeypat
 def test_rows_of_environments_interleaved(tmp_path: Path) -> None:
     """Rows added out of environment order still give each environment its own tasks."""
     from repogym.explorer.index import index_row, prepare
-    from repogym.explorer.snapshot import SnapshotWriter, publish
+    from repogym.explorer.snapshot_write import SnapshotWriter, publish
 
     a, b = toy_env("a"), toy_env("b")
     writer = SnapshotWriter(tmp_path / "out" / "snapshots" / ".build-x.sqlite")
@@ -291,7 +291,7 @@ def test_a_server_follows_a_pack_rebuilt_in_place(tmp_path: Path) -> None:
 
 
 def test_no_helper_on_this_host_builds_in_place(tmp_path: Path, monkeypatch, caplog) -> None:
-    from repogym.explorer import snapshot as snap_mod
+    from repogym.explorer import snapshot_write as snap_mod
 
     monkeypatch.setattr(snap_mod, "HELPER_MIN_TASKS", 0)
     monkeypatch.setattr(snap_mod.sys, "executable", str(tmp_path / "no-such-python"))

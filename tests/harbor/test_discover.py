@@ -42,3 +42,23 @@ def test_invalid_reported_not_raised(tmp_path: Path) -> None:
     assert len(result.invalid) == 1
     path, exc = result.invalid[0]
     assert path.name == "bad" and "invalid TOML" in str(exc)
+
+
+def test_duplicate_ids_one_rule_for_every_command(tmp_path: Path) -> None:
+    """Ids are folder names, unique across groups: the rule push, dataset index and validate
+    share."""
+    import pytest
+
+    from repogym.harbor import DuplicateIdError, check_unique_ids, duplicate_ids
+    from repogym.hub.base import RegistryError, collect_tasks
+
+    for group, name in (("a", "same"), ("b", "same"), ("b", "other")):
+        write_task(tmp_path / group, name)
+    tasks = discover(tmp_path).tasks
+    assert duplicate_ids(tasks) == {"same": [tmp_path / "a/same", tmp_path / "b/same"]}
+    assert duplicate_ids([t.path for t in tasks]) == duplicate_ids(tasks)
+    with pytest.raises(DuplicateIdError, match="two tasks share the id 'same'"):
+        check_unique_ids(tasks)
+    with pytest.raises(RegistryError, match="two tasks share the id 'same'"):
+        collect_tasks(tmp_path)
+    check_unique_ids([t for t in tasks if t.path.parent.name == "b"])

@@ -271,6 +271,20 @@ def test_pr_runtime_from_merges_and_squashes(make_repo, tmp_path) -> None:
     assert "circle" in task.instruction().lower()
 
 
+def test_an_out_holding_tasks_needs_resume(tmp_path) -> None:
+    """The API refuses what the CLI refuses: --out already holding tasks without resume."""
+    import shutil
+
+    from tests.conftest import EXAMPLES
+
+    out = tmp_path / "out"
+    shutil.copytree(EXAMPLES / "hello-file", out / "tasks" / "hello-file", symlinks=True)
+    inp = GenerationInput(repo=str(tmp_path / "nope"), pipeline="commit_runtime", out=out)
+    with pytest.raises(GenerateError, match=r"already holds 1 task\(s\).*--resume"):
+        generate(inp)
+    assert sorted(p.name for p in out.iterdir()) == ["tasks"]
+
+
 def test_bad_input(tmp_path) -> None:
     with pytest.raises(GenerateError, match="no such local repository"):
         generate(

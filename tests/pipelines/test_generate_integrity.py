@@ -190,12 +190,14 @@ def test_gate_dedup_scope_pins_and_skips(make_repo, tmp_path) -> None:
     assert dockerfile.rstrip().splitlines()[-1].startswith("RUN python3 /usr/lib/repogym/record.py")
 
     # pr_runtime over the same (squash-merged) clone into the same dataset: pull request 7 is
-    # the commit commit_runtime already made into a task, so it is not emitted again.
+    # the commit commit_runtime already made into a task, so it is not emitted again (adding to
+    # a dataset that holds tasks is a resume).
     again = generate(
         GenerationInput(
             repo=str(repo.path),
             pipeline="pr_runtime",
             out=out,
+            resume=True,
             options={"reruns": 0, "verify_reruns": 0, "mutants": 0},
         )
     )

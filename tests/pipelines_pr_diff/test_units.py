@@ -16,7 +16,7 @@ from repogym.cli import app
 from repogym.harbor.trust import expand_env
 from repogym.pipelines.pr_diff import filter_reason, is_doc_path, verifier_module
 from repogym.sources import FileChange, PullRequest
-from repogym.sources._patches import is_test_path
+from repogym.sources.patches import is_test_path
 from repogym.spec import PrDiffOptions
 from repogym.verify import infra
 from repogym.verify.diff_reward import file_diff, parse_judge_score, score_diff, tree_diff

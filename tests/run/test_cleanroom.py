@@ -19,7 +19,7 @@ from repogym.run.agents import CommandAgent
 from repogym.run.cleanroom import plan_carry_over
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import Change, get_backend
-from repogym.sources._patches import is_test_path
+from repogym.sources.patches import is_test_path
 from tests.conftest import write_task
 
 # ------------------------------------------------------------------------------ patterns

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from repogym.sources._patches import encode_patch
+from repogym.sources.patches import encode_patch
 
 
 def git_apply(workdir: Path, patch: str, *, check: bool = False) -> subprocess.CompletedProcess:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from repogym.sources._patches import (
+from repogym.sources.patches import (
     _unquote,
     added_lines,
     decode_patch,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from repogym.sources import LocalGitSource
-from repogym.sources._patches import decode_patch, files_in_patch, parse_patch, split_patch
+from repogym.sources.patches import decode_patch, files_in_patch, parse_patch, split_patch
 from tests.sources._helpers import git_apply, tree_state
 from tests.sources.conftest import GitRepo
 

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from repogym.sources._patches import decode_patch, encode_patch, files_in_patch, parse_patch
+from repogym.sources.patches import decode_patch, encode_patch, files_in_patch, parse_patch
 from repogym.verify.mutants import (
     KINDS,
     Mutant,

@@ -230,7 +230,7 @@ def _steps_commands(
         if not isinstance(step, dict):
             continue
         run, uses = step.get("run"), step.get("uses")
-        with_ = step.get("with") if isinstance(step.get("with"), dict) else {}
+        with_ = with_raw if isinstance(with_raw := step.get("with"), dict) else {}
         if isinstance(run, str):
             line = getattr(run, "line", 0)
             for number, words in split_commands(run, line):
@@ -300,8 +300,8 @@ def gitlab_jobs(repo: Path) -> list[CiJob]:
     data = load_yaml(read_text(repo / rel) or "")
     if not isinstance(data, dict):
         return []
-    default = data.get("default") if isinstance(data.get("default"), dict) else {}
-    variables = data.get("variables") if isinstance(data.get("variables"), dict) else {}
+    default = default_raw if isinstance(default_raw := data.get("default"), dict) else {}
+    variables = variables_raw if isinstance(variables_raw := data.get("variables"), dict) else {}
     jobs = []
     for name in data:
         if not isinstance(name, str) or name.startswith(".") or name in _GITLAB_RESERVED:

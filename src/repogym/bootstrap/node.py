@@ -63,7 +63,7 @@ def host_node() -> str | None:
 
 def host_nodes() -> list[str]:
     """Node versions the local sandbox can map ``node:*`` onto (the default first)."""
-    from repogym.sandbox._toolchains import host_node_installs
+    from repogym.sandbox import host_node_installs
 
     default = host_node()
     return list(dict.fromkeys([v for v in (default, *host_node_installs()) if v]))
@@ -236,7 +236,7 @@ def _choose_version(project: NodeProject, repo: Path, pkg: dict[str, Any]) -> No
 
 def _choose_runner(project: NodeProject, repo: Path, pkg: dict[str, Any]) -> None:
     notes = project.notes
-    scripts = pkg.get("scripts") if isinstance(pkg.get("scripts"), dict) else {}
+    scripts = scripts_raw if isinstance(scripts_raw := pkg.get("scripts"), dict) else {}
     script = resolve_script(scripts) if scripts else None
     raw = scripts.get("test")
     project.test_script = raw if isinstance(raw, str) else None
@@ -244,7 +244,11 @@ def _choose_runner(project: NodeProject, repo: Path, pkg: dict[str, Any]) -> Non
     for key in ("dependencies", "devDependencies"):
         if isinstance(pkg.get(key), dict):
             deps.update(pkg[key])
-    runner, args, globs, env, launcher = (None, [], [], [], None)
+    runner: str | None = None
+    launcher: str | None = None
+    args: list[str] = []
+    globs: list[str] = []
+    env: list[str] = []
     if script and "no test specified" not in script:
         runner, args, globs, env, launcher = _script_runner(script)
         if runner:
@@ -352,7 +356,7 @@ def detect_node(repo: Path, *, before: str | None = None) -> NodeProject:
     project.name = pkg.get("name") if isinstance(pkg.get("name"), str) else None
     project.manifests.append("package.json")
     copy = ["package.json"]
-    scripts = pkg.get("scripts") if isinstance(pkg.get("scripts"), dict) else {}
+    scripts = scripts_raw if isinstance(scripts_raw := pkg.get("scripts"), dict) else {}
     _choose_version(project, repo, pkg)
     for name in (".npmrc",):
         if (repo / name).is_file():

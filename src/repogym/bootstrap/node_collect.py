@@ -54,7 +54,7 @@ def mocha_collect(select: str) -> str:
 
 def fixture_modules(repo: Path) -> list[str]:
     """Files of ``repo`` named like JS/TS tests that define no test (sorted, repo-relative)."""
-    out = []
+    out: list[str] = []
     scanned = 0
     for dirpath, dirnames, filenames in os.walk(repo):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))

@@ -304,7 +304,7 @@ def wrapped_runner(repo: Path, pkg: dict[str, Any], script: str) -> tuple[str, s
         if found:
             return runner, f"the test script calls {shown}; {found} is a {runner} plug-in"
     for command, _name in wrappers:
-        runner = KNOWN_WRAPPERS.get(command)
-        if runner:
-            return runner, f"`{command}` is a known wrapper of {runner}"
+        wrapped = KNOWN_WRAPPERS.get(command)
+        if wrapped:
+            return wrapped, f"`{command}` is a known wrapper of {wrapped}"
     return None

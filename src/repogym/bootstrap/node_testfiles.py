@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from repogym.verify.tamper import _js_lex
+from repogym.verify.tamper import js_lex
 
 JS_TEST_FILE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$|(^|/)__tests__/.*\.[cm]?[jt]sx?$")
 _CALL = re.compile(
@@ -52,7 +52,7 @@ class ComputedTitle:
 
 def has_test_calls(source: str) -> bool:
     """Whether ``source`` defines at least one test or suite (or imports ``node:test``)."""
-    code, strings = _js_lex(source)
+    code, strings = js_lex(source)
     if _CALL.search(code):
         return True
     return any(_NODE_TEST.fullmatch(source[a:b]) for a, b, _v in strings)
@@ -165,7 +165,7 @@ def _title_pattern(
 
 def computed_titles(source: str) -> list[ComputedTitle]:
     """Every test/suite call in ``source`` whose title is not a plain literal."""
-    code, strings = _js_lex(source)
+    code, strings = js_lex(source)
     by_start = {s[0]: s for s in strings}
     consts: dict[str, str] = {}
     for start, end, value in strings:

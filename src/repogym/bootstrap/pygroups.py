@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import configparser
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repogym.bootstrap.pyreqs import (
     as_list,
@@ -41,9 +41,13 @@ class GroupsMixin:
     skipped: list[str]
     group_buckets: dict[str, str]
 
-    def req_file(self, rel: str, kind: str, why: str) -> None: ...
-    def setup_kw(self, key: str) -> Any: ...
-    def cfg(self, section: str, key: str) -> str: ...
+    # Provided by the reader; declared for the checker only, so that nothing here can shadow
+    # the real methods at run time.
+    if TYPE_CHECKING:
+
+        def req_file(self, rel: str, kind: str, why: str) -> None: ...
+        def setup_kw(self, key: str) -> Any: ...
+        def cfg(self, section: str, key: str) -> str: ...
 
     @staticmethod
     def _table(parent: dict[str, Any], key: str) -> dict[str, Any]:

@@ -171,11 +171,12 @@ class _Reader(GroupsMixin, SourcesMixin):
         self.tool = self._table(self.pyproject, "tool")
         self.poetry = self._table(self.tool, "poetry")
         self.build_system = self._table(self.pyproject, "build-system")
-        self.setup_cfg = ini(read_text(repo / "setup.cfg"))
-        if self.setup_cfg is None:
+        setup_cfg = ini(read_text(repo / "setup.cfg"))
+        if setup_cfg is None:
             if (repo / "setup.cfg").is_file():
                 self.note("setup.cfg is not valid INI; ignored")
-            self.setup_cfg = configparser.ConfigParser(interpolation=None)
+            setup_cfg = configparser.ConfigParser(interpolation=None)
+        self.setup_cfg = setup_cfg
         self.dyn_optional: dict[str, Any] = {}
         self.setup_py = None
         if (repo / "setup.py").is_file():

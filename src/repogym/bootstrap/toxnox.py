@@ -25,7 +25,9 @@ from repogym.bootstrap.installs import InstallSpec, parse_install
 
 def _split_top(text: str, seps: str = ",") -> list[str]:
     """Split at ``seps`` outside braces."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "{":
             depth += 1

@@ -4,7 +4,6 @@ command with one line on stderr and exit 2."""
 from __future__ import annotations
 
 import errno
-import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -109,10 +108,10 @@ def trusted_or_exit(
     if refused:
         fail(f"{len(refused)} task(s) refused at the trust boundary; nothing was run or written")
         raise typer.Exit(2)
-    unreadable = [r for r in reports if r.error is not None]
-    for r in unreadable:
+    unreadable = [(r.path, r.error) for r in reports if r.error is not None]
+    for task_dir, error in unreadable:
         note = "" if strict else " (skipped)"
-        fail(f"{r.path.name}: {r.error.file}: {r.error}{note}")
+        fail(f"{task_dir.name}: {error.file}: {error}{note}")
     if strict and unreadable:
         fail(
             f"{len(unreadable)} task(s) cannot be read; fix or remove them (repogym validate "
@@ -140,14 +139,12 @@ def use_ca_bundle(path: Path | None) -> None:
     """Check ``--ca-bundle`` and hand it to every sandbox backend this command creates."""
     if path is None:
         return
-    from repogym.sandbox import _cabundle
-    from repogym.sandbox.local import default_cache_root
+    from repogym.sandbox import ca_bundle
 
     try:
-        _cabundle.load(path, default_cache_root())
-    except _cabundle.CaBundleError as exc:
+        ca_bundle.use_ca_bundle(path)
+    except ca_bundle.CaBundleError as exc:
         raise bad_input(str(exc)) from None
-    os.environ[_cabundle.ENV_VAR] = str(path.resolve())
 
 
 def sandbox_or_exit(name: str) -> None:

@@ -10,7 +10,13 @@ from typing import Annotated
 import typer
 
 from repogym.cli.app import app, new_group
-from repogym.cli.common import JsonOpt, LimitOpt, task_dirs_or_exit, trusted_or_exit
+from repogym.cli.common import (
+    JsonOpt,
+    LimitOpt,
+    bad_input,
+    task_dirs_or_exit,
+    trusted_or_exit,
+)
 from repogym.ui import escape, fail, out
 
 dataset_app = new_group(help="Dataset-level files: registry.json, manifest.json, content hashes.")
@@ -26,12 +32,19 @@ def dataset_index(
     limit: LimitOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Write registry.json (Harbor's registry format) and manifest.json at the dataset root."""
-    from repogym.harbor import discover
+    """Write registry.json (Harbor's registry format) and manifest.json at the dataset root.
+
+    Exit 1 when some task cannot be read (left out of the index), 2 when two tasks share an id.
+    """
+    from repogym.harbor import DuplicateIdError, check_unique_ids, discover
     from repogym.harbor.dataset import write_dataset_index
 
     trusted_or_exit(path, limit, quiet=True)
     found = discover(path)
+    try:
+        check_unique_ids([*found.tasks, *(p for p, _exc in found.invalid)])
+    except DuplicateIdError as dup:
+        raise bad_input(str(dup)) from None
     for bad_path, exc in found.invalid:
         fail(f"{bad_path.name}: {exc.file}: {exc} (left out of the index)")
     reg, man = write_dataset_index(

@@ -107,13 +107,6 @@ def generate(
         raise bad_input(f"bad option: {describe_option_error(exc, pipeline)}") from None
     except ValueError as exc:
         raise bad_input(str(exc)) from None
-    if not resume:
-        held = tasks_held(out_dir)
-        if held:
-            raise bad_input(
-                f"--out {out_dir} already holds {held} task(s) of an earlier run; use --resume "
-                "to continue it, or another --out"
-            )
 
     from repogym._secrets import redact_url
     from repogym.ui.generate import GenerateView
@@ -121,7 +114,12 @@ def generate(
     view = GenerateView(enabled=not json_out, title=f"{pipeline} · {redact_url(repo)}", jobs=jobs)
     try:
         with view:
-            result = run_generate(inp, on_outcome=view.outcome, on_drop=view.drop)
+            result = run_generate(
+                inp,
+                on_outcome=view.outcome,
+                on_drop=view.drop,
+                on_progress=None if json_out else view.progress,
+            )
     except GenerateError as exc:
         raise bad_input(str(exc)) from None
     stats = result.stats
@@ -152,14 +150,6 @@ def describe_option_error(exc: Any, pipeline: str) -> str:
     valid = ", ".join(sorted(model.model_fields))
     keys = ", ".join(repr(k) for k in unknown)
     return f"unknown --opt key {keys} for pipeline {pipeline}; valid keys: {valid}"
-
-
-def tasks_held(out_dir: Path) -> int:
-    """How many tasks ``out_dir/tasks`` already holds."""
-    from repogym.harbor import iter_task_dirs
-
-    tasks = out_dir / "tasks"
-    return sum(1 for _ in iter_task_dirs(tasks)) if tasks.is_dir() else 0
 
 
 @app.command("example-repo")
@@ -266,8 +256,10 @@ def bootstrap(
     if not repo.is_dir():
         raise bad_input(f"{repo}: not a directory")
     try:
-        kwargs = {"check": check, "sandbox": sandbox, "refresh": refresh}
-        result = bootstrap_ref(repo, ref, **kwargs) if ref else run_bootstrap(repo, **kwargs)
+        if ref:
+            result = bootstrap_ref(repo, ref, check=check, sandbox=sandbox, refresh=refresh)
+        else:
+            result = run_bootstrap(repo, check=check, sandbox=sandbox, refresh=refresh)
     except (UnsupportedRepo, ExportError, SandboxError) as exc:
         raise bad_input(str(exc)) from None
     code = 1 if result.check is not None and not result.check.ok else 0

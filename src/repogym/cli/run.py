@@ -253,6 +253,7 @@ def verification_facts(task: Any, verdict: Any) -> tuple[str, str]:
 
     if task is None:
         return "—", "—"
+    mode: str
     try:
         mode = read_verification(task.repo2env).mode
     except ValueError:

@@ -6,7 +6,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -39,7 +39,7 @@ def validate(
     json_out: JsonOpt = False,
 ) -> None:
     """Static checks of task directories. Exit 1 if any task fails, 2 for unusable input."""
-    from repogym.harbor.validate import default_jobs, validate_many
+    from repogym.harbor.validate import default_jobs, mark_duplicate_ids, validate_many
 
     if runnable:
         validate_runnable(path, sandbox, json_out)
@@ -93,26 +93,6 @@ def validate(
     raise typer.Exit(1 if failed else 0)
 
 
-def mark_duplicate_ids(reports: list) -> None:  # list[TaskReport]
-    """Give every task whose id another task shares an error, by the rule ``push`` applies
-    (a task's id is its folder name: ``Task.id``; ids must be unique within a dataset)."""
-    from repogym.harbor.validate import Problem
-
-    by_id: dict[str, list] = {}
-    for report in reports:
-        by_id.setdefault(report.task_id, []).append(report)
-    for task_id, same in by_id.items():
-        if len(same) < 2:
-            continue
-        for report in same:
-            others = ", ".join(r.path for r in same if r is not report)
-            message = (
-                f"two tasks share the id {task_id!r} (also {others}): task ids must be unique "
-                "(push refuses the dataset)"
-            )
-            report.problems.append(Problem("error", "unique_id", "task.toml", message))
-
-
 def validate_runnable(path: Path, sandbox: str, json_out: bool) -> None:
     """``validate --runnable``: the backend's preflight over every task; exits."""
     from repogym.harbor.trust import check_task, load_limits
@@ -124,7 +104,7 @@ def validate_runnable(path: Path, sandbox: str, json_out: bool) -> None:
         limits = load_limits()
     except ValueError as exc:
         raise bad_input(str(exc)) from None
-    rows = []
+    rows: list[dict[str, Any]] = []  # the JSON report's rows
     for d in dirs:
         trust = check_task(d, limits)
         reasons = list(trust.problems)

@@ -21,7 +21,8 @@ from repogym.explorer.adapters.base import AdapterError, EnvReader, open_locatio
 from repogym.explorer.index import index_row, walk
 from repogym.explorer.model import EnvDoc, TaskDoc
 from repogym.explorer.pack import PACK_FILE, PackError, PackWriter
-from repogym.explorer.snapshot import SNAPSHOTS, SnapshotWriter, connect_ro, publish
+from repogym.explorer.snapshot import SNAPSHOTS, connect_ro
+from repogym.explorer.snapshot_write import SnapshotWriter, publish
 
 __all__ = ["build_snapshot", "sources"]
 

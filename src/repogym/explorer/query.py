@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from repogym.explorer.facets import (
@@ -90,7 +90,7 @@ def env_match(q: str | None) -> EnvMatch:
     return EnvMatch(fts, [w.lower() for w in short])
 
 
-def norm_filters(filters: dict[str, Iterable[str]] | None) -> dict[str, set[str]]:
+def norm_filters(filters: Mapping[str, Iterable[str]] | None) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for key, values in (filters or {}).items():
         if not isinstance(key, str) or not FACET_KEY.match(key):

@@ -7,7 +7,15 @@ from repogym.harbor.config import (
     normalize_legacy,
     parse_size_mb,
 )
-from repogym.harbor.discover import Discovered, discover, iter_task_dirs
+from repogym.harbor.discover import (
+    Discovered,
+    DuplicateIdError,
+    check_unique_ids,
+    discover,
+    duplicate_id_message,
+    duplicate_ids,
+    iter_task_dirs,
+)
 from repogym.harbor.hashing import content_hash
 from repogym.harbor.task import (
     Task,
@@ -26,13 +34,17 @@ from repogym.harbor.task import (
 __all__ = [
     "SCHEMA_VERSION",
     "Discovered",
+    "DuplicateIdError",
     "Task",
     "TaskConfig",
     "TaskError",
     "atomic_write",
+    "check_unique_ids",
     "content_hash",
     "discover",
     "dump_task_toml",
+    "duplicate_id_message",
+    "duplicate_ids",
     "iter_task_dirs",
     "load_task",
     "new_task_config",

@@ -41,7 +41,9 @@ def manifest_row(task: Task, root: Path) -> dict[str, Any]:
         f2p = _id_list_len(task, "tests/f2p.json")
     if p2p is None:
         p2p = _id_list_len(task, "tests/p2p.json")
-    evaluation = block.get("evaluation") if isinstance(block.get("evaluation"), dict) else {}
+    evaluation = (
+        evaluation_raw if isinstance(evaluation_raw := block.get("evaluation"), dict) else {}
+    )
     return {
         "id": task.id,
         "name": task.name,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from repogym.errors import RepogymError
 from repogym.harbor.task import TASK_TOML, Task, TaskError, load_task
 
 # Folders that never hold tasks and can be large.
@@ -66,3 +67,37 @@ def discover(root: Path | str) -> Discovered:
         except TaskError as exc:
             invalid.append((path, exc))
     return Discovered(tasks=tasks, invalid=invalid)
+
+
+# ---------------------------------------------------------------------------- unique ids
+
+
+class DuplicateIdError(RepogymError, ValueError):
+    """Two tasks of one dataset share an id (the message is one line)."""
+
+
+def duplicate_ids(tasks: Iterable[Task | Path]) -> dict[str, list[Path]]:
+    """The ids more than one of ``tasks`` (tasks or task folders) share, each with the folders
+    that share it, in the order given.
+
+    The rule every command applies (``push``, ``dataset index``, ``validate``): a task's id is
+    its folder name (:attr:`Task.id`) and ids are unique within a dataset, whatever groups the
+    folders sit in.
+    """
+    by_id: dict[str, list[Path]] = {}
+    for item in tasks:
+        path = item.path if isinstance(item, Task) else Path(item)
+        by_id.setdefault(path.name, []).append(path)
+    return {task_id: paths for task_id, paths in by_id.items() if len(paths) > 1}
+
+
+def duplicate_id_message(task_id: str, paths: Iterable[Path | str]) -> str:
+    """One line saying which folders share ``task_id``."""
+    shown = ", ".join(str(p) for p in paths)
+    return f"two tasks share the id {task_id!r} ({shown}): task ids must be unique"
+
+
+def check_unique_ids(tasks: Iterable[Task | Path]) -> None:
+    """Raise :class:`DuplicateIdError` naming the first id shared by two of ``tasks``."""
+    for task_id, paths in duplicate_ids(tasks).items():
+        raise DuplicateIdError(duplicate_id_message(task_id, paths))

@@ -33,7 +33,11 @@ def canonical_task_toml(data: dict[str, Any]) -> bytes:
     """The bytes through which ``task.toml`` enters the hash."""
     metadata = data.get("metadata")
     block = metadata.get("repo2env") if isinstance(metadata, dict) else None
-    if isinstance(block, dict) and ("content_hash" in block or "evaluation" in block):
+    if (
+        isinstance(metadata, dict)
+        and isinstance(block, dict)
+        and ("content_hash" in block or "evaluation" in block)
+    ):
         # Copy only the path down to the block; the rest is shared, never mutated.
         block = {k: v for k, v in block.items() if k not in ("content_hash", "evaluation")}
         metadata = {**metadata, "repo2env": block}

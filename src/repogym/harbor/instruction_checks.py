@@ -32,7 +32,7 @@ def _grams(words: list[str], n: int) -> set[tuple[str, ...]]:
 
 def gold_added_lines(diff_text: str) -> list[str]:
     """Lines a unified diff adds (without the leading '+'), skipping file headers (a plain
-    text scan: for a parsed, hunk-exact view see :func:`repogym.sources._patches.added_lines`)."""
+    text scan: for a parsed, hunk-exact view see :func:`repogym.sources.patches.added_lines`)."""
     return [
         line[1:]
         for line in diff_text.splitlines()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from repogym.harbor.compose import ComposeError, compose_refusals, task_compose, task_healthcheck
-from repogym.harbor.config import TaskConfig, verifier_mode
+from repogym.harbor.config import StepVerifierConfig, TaskConfig, VerifierConfig, verifier_mode
 from repogym.harbor.mcp_servers import mcp_refusals, parse_mcp_servers
 
 DOCKER_TYPES = frozenset({"docker"})
@@ -71,7 +71,9 @@ def separate_verifier_refusals(config: TaskConfig, path: Path) -> list[str]:
     """A separate verifier needs an image to run in: ``tests/Dockerfile`` (Harbor builds the
     verifier's environment from ``tests/``) or ``[verifier.environment].docker_image``."""
     reasons = []
-    phases = [("[verifier]", config.verifier, path / "tests")]
+    phases: list[tuple[str, VerifierConfig | StepVerifierConfig, Path]] = [
+        ("[verifier]", config.verifier, path / "tests")
+    ]
     if config.steps:
         phases = [
             (f"step {s.name!r}", s.verifier, path / "steps" / s.name / "tests")
@@ -95,7 +97,9 @@ def separate_verifier_refusals(config: TaskConfig, path: Path) -> list[str]:
 def missing_verifier_refusals(config: TaskConfig, path: Path) -> list[str]:
     """A verifier needs ``tests/test.sh`` (a step's own ``tests/`` or the task's); a separate
     verifier's image holds its own ``/tests/test.sh``."""
-    phases = [("the task", config.verifier, [path / "tests"])]
+    phases: list[tuple[str, VerifierConfig | StepVerifierConfig, list[Path]]] = [
+        ("the task", config.verifier, [path / "tests"])
+    ]
     if config.steps:
         phases = [
             (f"step {s.name!r}", s.verifier, [path / "steps" / s.name / "tests", path / "tests"])

@@ -18,6 +18,7 @@ from typing import Any
 
 from repogym import dockerfile
 from repogym.harbor.config import verifier_mode
+from repogym.harbor.discover import duplicate_id_message, duplicate_ids
 from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files, read_bytes
 from repogym.harbor.instruction_checks import (
     NGRAM,
@@ -546,3 +547,15 @@ def validate_many(
     chunk = max(16, len(items) // (jobs * 16))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         yield from pool.map(_validate_one, items, chunksize=chunk)
+
+
+def mark_duplicate_ids(reports: list[TaskReport]) -> None:
+    """Give every task whose id another task of ``reports`` shares a ``unique_id`` error, by the
+    rule ``push`` and ``dataset index`` apply (:func:`repogym.harbor.discover.duplicate_ids`)."""
+    shared = duplicate_ids(Path(r.path) for r in reports)
+    for report in reports:
+        paths = shared.get(Path(report.path).name)
+        if paths:
+            message = duplicate_id_message(Path(report.path).name, paths)
+            message += " (push and dataset index refuse the dataset)"
+            report.problems.append(Problem("error", "unique_id", TASK_TOML, message))

@@ -127,7 +127,7 @@ class Matcher:
 
 #: What our runtime tasks protect (relative to the working directory). Test infrastructure:
 #: test files and their data, by the same rule the pipelines split patches with
-#: (``sources._patches.is_test_path``); runner configuration; interpreter start-up hooks;
+#: (``sources.patches.is_test_path``); runner configuration; interpreter start-up hooks;
 #: installed metadata, dependencies, caches and VCS data; modules that would shadow the test
 #: runner at the top of the tree.
 TEST_PATHS = (

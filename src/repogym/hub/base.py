@@ -12,7 +12,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogym.harbor import Task, atomic_write, discover, iter_task_dirs
+from repogym.harbor import (
+    DuplicateIdError,
+    Task,
+    atomic_write,
+    check_unique_ids,
+    discover,
+    iter_task_dirs,
+)
 from repogym.harbor.dataset import build_manifest
 from repogym.hub._safety import RegistryError, check_tree, copy_tree
 from repogym.hub.card import dataset_card
@@ -79,10 +86,10 @@ def collect_tasks(src: Path) -> list[Task]:
         )
     if not found.tasks:
         raise RegistryError(f"{src}: no tasks to push")
-    ids = [t.id for t in found.tasks]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise RegistryError(f"two tasks share the id {dup!r}: task ids must be unique")
+    try:
+        check_unique_ids(found.tasks)
+    except DuplicateIdError as exc:
+        raise RegistryError(str(exc)) from None
     return found.tasks
 
 

@@ -213,8 +213,10 @@ class HfRegistry:
         for task in tasks:
             for path in task.path.rglob("*"):
                 if path.is_symlink():
-                    rel = path.relative_to(task.path)
-                    raise RegistryError(f"{task.id}: {rel} is a symlink; the Hub stores files only")
+                    link = path.relative_to(task.path)
+                    raise RegistryError(
+                        f"{task.id}: {link} is a symlink; the Hub stores files only"
+                    )
         if not self.token:
             raise RegistryError(
                 f"pushing to {self.endpoint} needs a token: set HF_TOKEN "

@@ -5,7 +5,7 @@ Each pipeline (``commit_runtime``, ``pr_runtime``, ``pr_diff``, plug-ins) is a
 :func:`generate` (:mod:`repogym.pipelines.generation`) runs one over a repository.
 """
 
-from repogym.pipelines.base import Harness, HarnessContext, Pipeline
+from repogym.pipelines.base import Harness, HarnessContext, Pipeline, Progress
 from repogym.pipelines.generation import (
     STATE_DIR,
     GenerateError,
@@ -23,6 +23,7 @@ __all__ = [
     "Harness",
     "HarnessContext",
     "Pipeline",
+    "Progress",
     "generate",
     "get_pipeline",
     "pipelines",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from repogym.pipelines._emit import code_lines
 from repogym.pipelines.base import Candidate
 from repogym.sources import Source
-from repogym.sources._patches import is_test_path, parse_patch, split_patch
+from repogym.sources.patches import is_test_path, parse_patch, split_patch
 from repogym.spec import RuntimeOptions
 from repogym.verify.file_kinds import is_release_notes
 

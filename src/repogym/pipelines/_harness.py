@@ -8,6 +8,7 @@ the task under ``<out>/tasks/.<id>.staging`` and hand it to :meth:`TaskHarness._
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -19,7 +20,7 @@ from typing import Any
 from repogym.harbor import TaskConfig, load_task, publish_task_dir, update_task_toml
 from repogym.pipelines._errors import INTERNAL_ERROR, describe, log_error
 from repogym.pipelines._instruction import Rewrite
-from repogym.pipelines.base import Candidate, HarnessContext, Outcome
+from repogym.pipelines.base import Candidate, HarnessContext, Outcome, Progress
 from repogym.run.agents import NopAgent, OracleAgent
 from repogym.run.gate import (
     VERIFIED,
@@ -59,6 +60,7 @@ class TaskHarness:
         self.source_access = ctx.source_access
         self.rewriter = ctx.rewriter
         self.error_log = ctx.error_log
+        self.on_progress = ctx.on_progress
         self.runner = TrialRunner(ctx.backend)
         self.rewrites: dict[str, dict[str, Any]] = {}
         """task id → what the rewrite came to (for the report)."""
@@ -71,6 +73,7 @@ class TaskHarness:
         work = Path(tempfile.mkdtemp(prefix=f"repogym-{cand.task_id}-"))
         outcome = Outcome(cand, kept=False)
         try:
+            self._progress(cand, "started")
             self._evaluate(cand, work, outcome)
         except RunFailed as exc:
             outcome.reason, outcome.detail = exc.reason, exc.detail
@@ -83,7 +86,15 @@ class TaskHarness:
             shutil.rmtree(work, ignore_errors=True)
             shutil.rmtree(self.out_dir / "tasks" / f".{cand.task_id}.staging", ignore_errors=True)
             outcome.seconds = time.monotonic() - start
+        with contextlib.suppress(Exception):  # the outcome is what counts now
+            self._progress(cand, "finished")
         return outcome
+
+    def _progress(self, cand: Candidate, step: str) -> None:
+        """Tell :attr:`HarnessContext.on_progress` that ``step`` (a key of
+        :data:`~repogym.pipelines.base.PROGRESS_STEPS`) of ``cand`` starts."""
+        if self.on_progress is not None:
+            self.on_progress(Progress(cand.task_id, step))
 
     def _drop(self, outcome: Outcome, reason: str, detail: str | None = None) -> None:
         outcome.reason, outcome.detail = reason, detail
@@ -127,6 +138,7 @@ class TaskHarness:
         under ``<out>/tasks/<id>`` when verified; the staging folder never survives."""
         try:
             stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
+            self._progress(cand, "verify")
             verdict, seconds, mutants = self._verify(staging)
             outcome.test_seconds += seconds
             if verdict.status != VERIFIED:

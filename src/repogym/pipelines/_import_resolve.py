@@ -32,7 +32,7 @@ from repogym.pipelines._repo_index import (
     read_text_file_,
     walk_files,
 )
-from repogym.sources._patches import is_test_path
+from repogym.sources.patches import is_test_path
 
 # --------------------------------------------------------------------------- resolver
 
@@ -124,7 +124,7 @@ class ImportResolver:
         local = self._local_roots(path, folder, parsed)
         for level, module, names in imports:
             if level:
-                base = folder
+                base: str | None = folder
                 for _ in range(level - 1):
                     if not base:
                         base = None

@@ -100,13 +100,12 @@ _COMPOUND = tuple(
 
 def _collect_statements(body: list[ast.stmt], out: list[_PyImport], top: bool = True) -> None:
     for node in body:
-        kind = type(node)
-        if kind is ast.Import:
+        if isinstance(node, ast.Import):
             out.extend((0, alias.name, ()) for alias in node.names)
-        elif kind is ast.ImportFrom:
+        elif isinstance(node, ast.ImportFrom):
             names = tuple(a.name for a in node.names if a.name != "*")
             out.append((node.level or 0, node.module or "", names))
-        elif top and (kind is ast.Assign or kind is ast.AnnAssign):
+        elif top and isinstance(node, (ast.Assign, ast.AnnAssign)):
             _pytest_plugins(node, out)
         elif isinstance(node, _COMPOUND):
             for field in ("body", "orelse", "finalbody"):

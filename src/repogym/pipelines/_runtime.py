@@ -67,7 +67,7 @@ from repogym.sandbox import (
     SandboxError,
     Session,
 )
-from repogym.sources._patches import parse_patch
+from repogym.sources.patches import parse_patch
 from repogym.spec import RuntimeOptions
 from repogym.verify import infra, tamper
 
@@ -180,10 +180,12 @@ class RuntimeHarness(TaskHarness):
             memory_mb=4096,
             storage_mb=4096,
         )
+        self._progress(cand, "build_started")
         try:
             built = self._build_pinned(recipe, context, spec, key, work / "build.log")
         except BuildError as exc:
             return self._drop(outcome, "environment build failed", str(exc).splitlines()[0][:300])
+        self._progress(cand, "build_finished")
 
         tests = work / "tests"
         restore = {p: self.source.read_file(cand.head, p) for p in hidden}
@@ -213,10 +215,12 @@ class RuntimeHarness(TaskHarness):
                     changed_sources,
                     [p.path for p in source_changes if p.status == "D"],
                 )
+                self._progress(cand, "tests_after")
                 scope, after_results, t2 = self._after_runs(
                     after, recipe, tests, targeted if ids else None
                 )
             command = recipe.test_command if scope == "suite" else targeted()
+            self._progress(cand, "tests_before")
             before_results, t1 = self._runs(
                 before, recipe, tests, 1 + opts.reruns, "before the fix"
             )

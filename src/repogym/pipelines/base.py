@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -91,6 +91,38 @@ class YieldStats:
         }
 
 
+PROGRESS_STEPS: dict[str, str] = {
+    "started": "preparing {task} (reading the repository at its base)",
+    "build_started": "building the environment of {task}",
+    "build_finished": "environment of {task} built",
+    "tests_after": "running the tests of {task} (after the fix)",
+    "tests_before": "running the tests of {task} (before the fix)",
+    "verify": "verifying {task} (oracle and no-op runs, mutants)",
+    "finished": "{task} finished",
+}
+"""The steps of one candidate's evaluation a harness reports, in the order the runtime harness
+takes them (a candidate dropped early skips the rest; other harnesses report a subset), and
+what each says."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One step of one candidate's evaluation, for a live view (``generate(on_progress=…)``).
+
+    Sent from the worker thread evaluating the candidate, as the step starts (``finished``:
+    as the evaluation ends, whatever its outcome).
+    """
+
+    task_id: str
+    step: str
+    """A key of :data:`PROGRESS_STEPS`."""
+
+    @property
+    def text(self) -> str:
+        """What is happening, e.g. ``running the tests of <task> (before the fix)``."""
+        return PROGRESS_STEPS.get(self.step, "{task}: " + self.step).format(task=self.task_id)
+
+
 # ------------------------------------------------------------------------------ the contract
 
 
@@ -113,6 +145,9 @@ class HarnessContext:
     """Optional LLM rewrite of instructions (``generate --llm``)."""
     error_log: ErrorLog | None = None
     """Where tracebacks of candidates that crashed go."""
+    on_progress: Callable[[Progress], None] | None = None
+    """Told each step of each candidate's evaluation (:class:`Progress`), from the worker
+    thread; an exception it raises costs that candidate (``internal error``)."""
 
 
 @runtime_checkable

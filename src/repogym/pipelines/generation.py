@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from repogym.atomic import atomic_write
 from repogym.errors import RepogymError
-from repogym.harbor import discover
+from repogym.harbor import discover, iter_task_dirs
 from repogym.harbor.dataset import write_dataset_index
 from repogym.pipelines._errors import INTERNAL_ERROR, ErrorLog, describe, log_error
 from repogym.pipelines.base import (
@@ -32,6 +32,7 @@ from repogym.pipelines.base import (
     HarnessContext,
     Outcome,
     Pipeline,
+    Progress,
     YieldStats,
 )
 from repogym.pipelines.registry import get_pipeline
@@ -103,6 +104,13 @@ def resolve_repo(text: str, pipeline: Pipeline) -> RepoArg:
             f"{', '.join(sorted(supported))}){': ' + why if why else ''}"
         )
     return arg
+
+
+def tasks_held(out_dir: Path) -> int:
+    """How many tasks ``out_dir/tasks`` already holds (``generate`` without ``resume`` refuses
+    a folder holding any)."""
+    tasks = out_dir / "tasks"
+    return sum(1 for _ in iter_task_dirs(tasks)) if tasks.is_dir() else 0
 
 
 def _rewriter(inp: GenerationInput, pipeline: Pipeline) -> InstructionRewriter | None:
@@ -185,9 +193,15 @@ def generate(
     *,
     on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
     on_drop: Callable[[str, str, YieldStats], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> GenerateResult:
     """Run ``inp.pipeline`` over ``inp.repo`` into ``inp.out`` (see the module docstring);
-    :class:`GenerateError` for bad input or a source that fails on the way."""
+    :class:`GenerateError` for bad input (``inp.out`` holding tasks without ``inp.resume``
+    included) or a source that fails on the way.
+
+    ``on_outcome`` is told each candidate's outcome, ``on_drop`` each cheap drop (both from
+    this thread); ``on_progress`` each step of each evaluation (:class:`Progress`: build,
+    tests before and after the fix, verify …), from the worker threads."""
     from repogym.sandbox import SandboxError, get_backend
     from repogym.sources import LocalGitSource, Source, SourceError
 
@@ -199,6 +213,13 @@ def generate(
         options = pipeline.options_model.model_validate(inp.options)
     except ValueError as exc:
         raise GenerateError(str(exc)) from None
+    if not inp.resume:
+        held = tasks_held(inp.out)
+        if held:
+            raise GenerateError(
+                f"--out {inp.out} already holds {held} task(s) of an earlier run; use --resume "
+                "to continue it, or another --out"
+            )
     arg = resolve_repo(inp.repo, pipeline)
     rewriter = _rewriter(inp, pipeline)
     if getattr(options, "instruction", None) == "llm" and rewriter is None:
@@ -251,6 +272,7 @@ def generate(
                 source_access="local" if remote is None else remote.access,
                 rewriter=rewriter,
                 error_log=errors,
+                on_progress=on_progress,
             )
         )
         context.harness = harness

@@ -52,7 +52,7 @@ from repogym.pipelines._instruction import build_instruction
 from repogym.pipelines._prs import merged_prs, pr_reference, pr_text
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sources import FileChange, PullRequest, Source
-from repogym.sources._patches import encode_patch, is_test_path, split_patch
+from repogym.sources.patches import encode_patch, is_test_path, split_patch
 from repogym.spec import PrDiffOptions
 from repogym.verify import diff_reward
 
@@ -258,8 +258,8 @@ def write_task(
     write_file(tests / "oracle.patch", gold_diff)
     write_file(tests / "instruction.md", instruction)
     write_file(tests / "base_manifest.json", json.dumps(manifest, indent=0, sort_keys=True) + "\n")
-    config = {"workdir": WORKDIR, "base_dir": BASE_DIR}
-    write_file(tests / "config.json", json.dumps(config, indent=2) + "\n")
+    scorer_config = {"workdir": WORKDIR, "base_dir": BASE_DIR}
+    write_file(tests / "config.json", json.dumps(scorer_config, indent=2) + "\n")
 
     solution = dest / "solution"
     write_file(solution / "patch.diff", encode_patch(cand.source_patch))
@@ -341,7 +341,7 @@ class PrDiffHarness(TaskHarness):
     only the task content differs.
     """
 
-    options: PrDiffOptions  # type: ignore[assignment]
+    options: PrDiffOptions
 
     def _evaluate(self, cand: Candidate, work: Path, outcome: Outcome) -> None:
         opts = self.options

@@ -156,8 +156,10 @@ def sidecar_refusals(backend: Any, task: Task) -> list[str]:
             "a network between sessions)"
         ]
     hook = getattr(backend, "preflight", None)
+    if hook is None:
+        return []
     reasons: list[str] = []
-    for svc in compose.sidecars if hook is not None else []:
+    for svc in compose.sidecars:
         spec = sidecar_spec(task, svc, task.config.environment.network_mode)
         reasons += [f"service {svc.name!r}: {r}" for r in hook(spec)]
     return reasons
@@ -244,9 +246,7 @@ class Services:
                 builds[name] = build(sidecar, self._log(f"{name}.build.log"))
             except SandboxError as exc:
                 raise ServiceError(f"service {name!r}: {exc}") from None
-        self.network = self.backend.shared_network(  # type: ignore[attr-defined]
-            public=spec.network_mode == "public"
-        )
+        self.network = self.backend.shared_network(public=spec.network_mode == "public")
         main: Session | None = None
         try:
             for name in self.compose.order():
@@ -284,7 +284,7 @@ class Services:
 
     def _start_sidecar(self, svc: Service, built: BuiltEnvironment, spec: EnvironmentSpec) -> None:
         details = built.details
-        entry = svc.entrypoint if svc.entrypoint is not None else details.get("entrypoint")
+        entry: Any = svc.entrypoint if svc.entrypoint is not None else details.get("entrypoint")
         if svc.command is not None:
             cmd: Any = svc.command
         else:

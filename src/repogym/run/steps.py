@@ -219,7 +219,7 @@ def run_steps(
         error = f"no step rewards to roll up ({how})" + (f": {why}" if why else "")
         reading = RewardReading(None, None, "steps", error)
     else:
-        primary, error = primary_reward(rewards, f"the {strategy} of the steps' rewards")
-        reading = RewardReading(rewards, primary, "steps", error)
+        primary, problem = primary_reward(rewards, f"the {strategy} of the steps' rewards")
+        reading = RewardReading(rewards, primary, "steps", problem)
     reading.warnings.append(how)
     return StepsOutcome(rows, reading, strategy, "\n".join(outputs), code)

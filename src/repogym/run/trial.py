@@ -306,8 +306,9 @@ class Checked:
 
 def verifier_spec(task: Task, spec: EnvironmentSpec) -> EnvironmentSpec:
     """The environment request for a clean room: no network unless the verifier phase has it."""
-    mode = "public" if phase_network(task, "verifier") else "no-network"
-    return dataclasses.replace(spec, network_mode=mode)
+    return dataclasses.replace(
+        spec, network_mode="public" if phase_network(task, "verifier") else "no-network"
+    )
 
 
 def verify_after_agent(

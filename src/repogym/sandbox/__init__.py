@@ -26,6 +26,14 @@ def backend_names() -> list[str]:
     return sorted(_BACKENDS)
 
 
+def host_node_installs() -> dict[str, str]:
+    """Node installs on this host the local backend can map ``node:*`` onto: version → real
+    path of ``node`` (the one on ``PATH`` first)."""
+    from repogym.sandbox._toolchains import host_node_installs as find
+
+    return find()
+
+
 def get_backend(name: str, **kwargs: object) -> Sandbox:
     """Instantiate a backend by name; its module (and SDK) is imported only now."""
     try:
@@ -51,4 +59,5 @@ __all__ = [
     "Session",
     "backend_names",
     "get_backend",
+    "host_node_installs",
 ]

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repogym.sandbox._host import pid_alive
+
 _GROUP = "repogym"
 _counter = itertools.count(1)
 
@@ -176,16 +178,6 @@ def _enable_v2_controllers(h: _Hierarchy) -> frozenset[str]:
     return frozenset(enabled)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def cleanup_stale() -> None:
     """Remove session cgroups of repogym processes that died (cheap; safe to call often)."""
     _cleanup_stale(detect())
@@ -200,7 +192,7 @@ def _cleanup_stale(support: CgroupSupport) -> None:
         with contextlib.suppress(OSError):
             for d in base.iterdir():
                 owner = d.name.split("-", 1)[0]
-                if d.is_dir() and owner.isdigit() and not _pid_alive(int(owner)):
+                if d.is_dir() and owner.isdigit() and not pid_alive(int(owner)):
                     _kill_tree_dir(d, v2=support.v2 is not None and base == support.v2.base)
                     _rmdir_tree(d)
 

@@ -246,7 +246,7 @@ def hash_sources(sources: list[Source]) -> str:
     return h.hexdigest()
 
 
-def _hash_entry(h: hashlib._Hash, path: Path, rel: str) -> None:  # type: ignore[name-defined]
+def _hash_entry(h: hashlib._Hash, path: Path, rel: str) -> None:
     st = os.lstat(path) if os.path.lexists(path) else None
     if st is None:
         return

@@ -36,6 +36,8 @@ standard library is importable, so this script puts its own folder at the end of
 load the other two by file name.
 """
 
+from __future__ import annotations
+
 import contextlib
 import gc
 import json
@@ -48,43 +50,82 @@ import sys
 import time
 import warnings  # noqa: F401 - imported lazily by os.get_exec_path; unreachable after chroot
 
-sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+TYPE_CHECKING = False  # typing is not imported at run time (interpreter start-up)
+if TYPE_CHECKING:  # the checker sees the siblings as what they are, modules of the package
+    from typing import Any, NoReturn
 
-from _forkserver_files import file_op  # noqa: E402
-from _forkserver_sys import (  # noqa: E402
-    CLONE_NEWIPC,
-    CLONE_NEWNET,
-    CLONE_NEWNS,
-    CLONE_NEWPID,
-    CLONE_NEWUSER,
-    CLONE_NEWUTS,
-    MS_BIND,
-    MS_NODEV,
-    MS_NOSUID,
-    MS_PRIVATE,
-    MS_RDONLY,
-    MS_REC,
-    MS_REMOUNT,
-    OOM_SCORE_ADJ,
-    PR_SET_CHILD_SUBREAPER,
-    PR_SET_PDEATHSIG,
-    SetupError,
-    drop_caps,
-    loopback_up,
-    mount,
-    prctl,
-    recv,
-    report,
-    resolve_user_cached,
-    send,
-    setns,
-    unshare,
-)
+    from repogym.sandbox._forkserver_files import file_op
+    from repogym.sandbox._forkserver_sys import (
+        CLONE_NEWIPC,
+        CLONE_NEWNET,
+        CLONE_NEWNS,
+        CLONE_NEWPID,
+        CLONE_NEWUSER,
+        CLONE_NEWUTS,
+        MS_BIND,
+        MS_NODEV,
+        MS_NOSUID,
+        MS_PRIVATE,
+        MS_RDONLY,
+        MS_REC,
+        MS_REMOUNT,
+        OOM_SCORE_ADJ,
+        PR_SET_CHILD_SUBREAPER,
+        PR_SET_PDEATHSIG,
+        Ident,
+        SetupError,
+        drop_caps,
+        loopback_up,
+        mount,
+        prctl,
+        recv,
+        report,
+        resolve_user_cached,
+        send,
+        setns,
+        unshare,
+    )
+
+    Msg = dict[str, Any]  # a request or reply (marshal-encoded)
+    State = dict[str, Any]  # a session server's state (fds, running commands, ids, ...)
+else:  # run as a script: the siblings by file name (same names as above)
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+
+    from _forkserver_files import file_op
+    from _forkserver_sys import (
+        CLONE_NEWIPC,
+        CLONE_NEWNET,
+        CLONE_NEWNS,
+        CLONE_NEWPID,
+        CLONE_NEWUSER,
+        CLONE_NEWUTS,
+        MS_BIND,
+        MS_NODEV,
+        MS_NOSUID,
+        MS_PRIVATE,
+        MS_RDONLY,
+        MS_REC,
+        MS_REMOUNT,
+        OOM_SCORE_ADJ,
+        PR_SET_CHILD_SUBREAPER,
+        PR_SET_PDEATHSIG,
+        SetupError,
+        drop_caps,
+        loopback_up,
+        mount,
+        prctl,
+        recv,
+        report,
+        resolve_user_cached,
+        send,
+        setns,
+        unshare,
+    )
 
 # ------------------------------------------------------------------------------ commands
 
 
-def child_exec(req, fds, state, ident):
+def child_exec(req: Msg, fds: list[int], state: State, ident: Ident | BaseException) -> NoReturn:
     """In the forked command process: enter limits, switch user, exec. Never returns."""
     gc.disable()
     out_fd, err_fd, status_fd = fds[0], fds[1], fds[2]
@@ -163,7 +204,7 @@ def child_exec(req, fds, state, ident):
 # --------------------------------------------------------------------------- session server
 
 
-def setup_root(req):
+def setup_root(req: Msg) -> None:
     """Mount the session root (tmpfs + overlays) in this process's private mount namespace.
 
     Without root (``rootless``) a user namespace mapping our uid to 0 comes first: it grants
@@ -203,7 +244,9 @@ def setup_root(req):
         mount("none", target, None, flags)
 
 
-def start_slirp(argv, target_pid, parent_death=True, timeout=20.0):
+def start_slirp(
+    argv: list[str], target_pid: int, parent_death: bool = True, timeout: float = 20.0
+) -> tuple[int, int]:
     """Wire ``target_pid``'s network namespace to the outside with slirp4netns.
 
     slirp4netns runs here, in the host's network namespace (user-mode TCP/IP: its sockets are
@@ -261,7 +304,7 @@ def start_slirp(argv, target_pid, parent_death=True, timeout=20.0):
     return pid, exit_w
 
 
-def make_netns(slirp):
+def make_netns(slirp: list[str] | None) -> tuple[int, int]:
     """A new network namespace wired out by slirp4netns; returns (namespace fd, exit fd).
 
     For commands that need a network in a session that has none: they ``setns`` into it; and
@@ -302,7 +345,7 @@ def make_netns(slirp):
     return ns_fd, exit_fd
 
 
-def netns_main(sock, req):
+def netns_main(sock: socket.socket, req: Msg) -> None:
     """Fork server request ``netns``: reply with the fds of :func:`make_netns`."""
     try:
         fds = make_netns(req["slirp"])
@@ -313,7 +356,7 @@ def netns_main(sock, req):
     send(sock, {"ok": True}, list(fds))
 
 
-def spawn_bwrap(req, state):
+def spawn_bwrap(req: Msg, state: State) -> tuple[int, int]:
     """Start bwrap on the prepared root; return (bwrap pid, sandbox init pid)."""
     info_r, info_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -381,7 +424,7 @@ def spawn_bwrap(req, state):
     return pid, init_pid
 
 
-def _drain(fd):
+def _drain(fd: int) -> str:
     os.set_blocking(fd, False)
     try:
         return os.read(fd, 65536).decode(errors="replace").strip()
@@ -389,9 +432,9 @@ def _drain(fd):
         return ""
 
 
-def enter_sandbox(init_pid):
+def enter_sandbox(init_pid: int) -> None:
     root_fd = os.open(f"/proc/{init_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
-    ns_fds = []
+    ns_fds: list[tuple[int, int]] = []
     # Unprivileged, bwrap nests a user namespace of its own: join it first.
     if os.stat(f"/proc/{init_pid}/ns/user").st_ino != os.stat("/proc/self/ns/user").st_ino:
         ns_fds.append((os.open(f"/proc/{init_pid}/ns/user", os.O_RDONLY), CLONE_NEWUSER))
@@ -420,7 +463,7 @@ def enter_sandbox(init_pid):
     os.close(root_fd)
 
 
-def session_main(sock, req, fds):
+def session_main(sock: socket.socket, req: Msg, fds: list[int]) -> NoReturn:
     """The session server: set up the root, start bwrap, then serve exec and file requests."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -483,7 +526,7 @@ def session_main(sock, req, fds):
                 report(status_fd, result)
 
 
-def _ns_pid(state, host_pid):
+def _ns_pid(state: State, host_pid: int) -> int | None:
     """The sandbox-namespace pid of one of our children (via the host /proc kept open)."""
     try:
         fd = os.open(f"{host_pid}/status", os.O_RDONLY, dir_fd=state["host_proc"])
@@ -499,9 +542,9 @@ def _ns_pid(state, host_pid):
     return None
 
 
-def _proc_table():
+def _proc_table() -> list[tuple[int, int, int]]:
     """(pid, ppid, sid) of every process in this (the sandbox's) pid namespace."""
-    table = []
+    table: list[tuple[int, int, int]] = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -514,11 +557,11 @@ def _proc_table():
     return table
 
 
-def _init_command_pid(state):
+def _init_command_pid(state: State) -> int | None:
     """Sandbox pid of the init's command (``sleep infinity``): the init's oldest child."""
     if "keep" not in state:
         init = state["init_pid"]
-        kids = []
+        kids: list[tuple[int, int]] = []
         for name in os.listdir(state["host_proc"]):
             if not name.isdigit():
                 continue
@@ -538,10 +581,10 @@ def _init_command_pid(state):
     return state["keep"]
 
 
-def _freeze_and_kill(root, keep):
+def _freeze_and_kill(root: int | None, keep: set[int | None]) -> None:
     """SIGKILL ``root``'s tree (``root`` None: every process not in ``keep``). Freeze first
     (SIGSTOP) until the set stops growing, so a fork bomb cannot outrun us."""
-    frozen = set()
+    frozen: set[int] = set()
     for _ in range(500):
         table = _proc_table()
         alive = {p for p, _pp, _sid in table}
@@ -568,7 +611,7 @@ def _freeze_and_kill(root, keep):
             os.kill(p, signal.SIGKILL)
 
 
-def _fork_or_none(tries=40):
+def _fork_or_none(tries: int = 40) -> int | None:
     """``os.fork()``, retried while the process limit is exhausted (a fork bomb holding every
     slot); None when it never succeeds."""
     for i in range(tries):
@@ -579,7 +622,9 @@ def _fork_or_none(tries=40):
     return None
 
 
-def _spawn_killer(state, poller, root, status_fd=None):
+def _spawn_killer(
+    state: State, poller: select.poll, root: int | None, status_fd: int | None = None
+) -> None:
     """Without cgroups: SIGKILL a command's tree (``root``: its pid in the sandbox), or every
     process but the sandbox init (``root`` None), from a worker inside the pid namespace (or,
     when no process can be started, from the session server itself)."""
@@ -609,11 +654,12 @@ def _spawn_killer(state, poller, root, status_fd=None):
     poller.register(pidfd, select.POLLIN)
 
 
-def handle_request(msg, fds, state, poller):
-    kind = msg.get("kind")
+def handle_request(msg: Msg, fds: list[int], state: State, poller: select.poll) -> None:
+    kind = msg.get("kind", "")
     try:
         if kind == "exec":
             status_fd = fds[2]
+            ident: Ident | LookupError
             try:
                 ident = resolve_user_cached(msg.get("user"))
             except LookupError as exc:
@@ -641,16 +687,16 @@ def handle_request(msg, fds, state, poller):
             for fd in fds:
                 os.close(fd)
         elif kind == "kill_exec":
-            status_fd = fds[0] if fds else None
-            pid = state.get("ids", {}).pop(msg["id"], None)
-            ns_pid = _ns_pid(state, pid) if pid is not None else None
-            if pid is not None:
+            done_fd = fds[0] if fds else None
+            cmd_pid = state.get("ids", {}).pop(msg["id"], None)
+            ns_pid = _ns_pid(state, cmd_pid) if cmd_pid is not None else None
+            if cmd_pid is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL)
+                    os.killpg(cmd_pid, signal.SIGKILL)
             if ns_pid is not None:
-                _spawn_killer(state, poller, root=ns_pid, status_fd=status_fd)
-            elif status_fd is not None:
-                report(status_fd, {"ok": True})
+                _spawn_killer(state, poller, root=ns_pid, status_fd=done_fd)
+            elif done_fd is not None:
+                report(done_fd, {"ok": True})
         elif kind == "killall":
             for pgid in state.pop("pgids", ()):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -671,7 +717,7 @@ def handle_request(msg, fds, state, poller):
 # ------------------------------------------------------------------------------ fork server
 
 
-def main():
+def main() -> None:
     ctl = socket.socket(fileno=int(sys.argv[1]))
     # No parent-death signal here: it fires when the *thread* that started us exits. The
     # host's end of the control socket closing (it exited or died) is what ends us.

@@ -5,31 +5,50 @@
 passed from the host (:class:`Copier`), and ``mount``/``umount`` of a detached tree.
 """
 
+from __future__ import annotations
+
 import errno
 import os
 import stat
 
-from _forkserver_sys import (
-    MOVE_MOUNT_F_EMPTY_PATH,
-    SYS_MOVE_MOUNT,
-    check,
-    libc,
-    report,
-    resolve_user,
-    to_bytes,
-    umount,
-    write_all,
-)
+TYPE_CHECKING = False  # typing is not imported at run time (interpreter start-up)
+if TYPE_CHECKING:  # the checker sees the sibling as what it is, a module of the package
+    from collections.abc import Collection
+    from typing import Any, NoReturn
+
+    from repogym.sandbox._forkserver_sys import (
+        MOVE_MOUNT_F_EMPTY_PATH,
+        SYS_MOVE_MOUNT,
+        check,
+        libc,
+        report,
+        resolve_user,
+        to_bytes,
+        umount,
+        write_all,
+    )
+else:
+    from _forkserver_sys import (
+        MOVE_MOUNT_F_EMPTY_PATH,
+        SYS_MOVE_MOUNT,
+        check,
+        libc,
+        report,
+        resolve_user,
+        to_bytes,
+        umount,
+        write_all,
+    )
 
 # ------------------------------------------------------------------------------ file ops
 
 
-def _makedirs(path):
+def _makedirs(path: str) -> None:
     """``mkdir -p`` with root ownership and 0755 for created components."""
     os.makedirs(path, mode=0o755, exist_ok=True)
 
 
-def _remove(path):
+def _remove(path: str) -> None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -40,7 +59,7 @@ def _remove(path):
         os.unlink(path)
 
 
-def _rmtree_fd(dirfd):
+def _rmtree_fd(dirfd: int) -> None:
     for entry in os.scandir(dirfd):
         if entry.is_dir(follow_symlinks=False):
             sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dirfd)
@@ -53,7 +72,7 @@ def _rmtree_fd(dirfd):
             os.unlink(entry.name, dir_fd=dirfd)
 
 
-def _rmtree(path):
+def _rmtree(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         _rmtree_fd(fd)
@@ -62,7 +81,7 @@ def _rmtree(path):
     os.rmdir(path)
 
 
-def _copy_file(src_fd, dst_fd):
+def _copy_file(src_fd: int, dst_fd: int) -> None:
     while True:
         try:
             n = os.copy_file_range(src_fd, dst_fd, 1 << 30)
@@ -82,20 +101,26 @@ def _copy_file(src_fd, dst_fd):
 class Copier:
     """Copy a tree between two directory fds, creating entries by name only (no traversal)."""
 
-    def __init__(self, owner=None, chmod=None, include=None, preserve_owner=False):
+    def __init__(
+        self,
+        owner: tuple[int, int] | None = None,
+        chmod: int | None = None,
+        include: Collection[str] | None = None,
+        preserve_owner: bool = False,
+    ) -> None:
         self.owner = owner
         self.chmod = chmod
         self.include = include
         self.preserve_owner = preserve_owner
 
-    def _wanted(self, rel, is_dir):
+    def _wanted(self, rel: str, is_dir: bool) -> bool:
         if self.include is None:
             return True
         if rel in self.include:
             return True
         return is_dir and (rel + "/") in self.include
 
-    def _own(self, name, dirfd, st, is_link=False):
+    def _own(self, name: str, dirfd: int, st: os.stat_result, is_link: bool = False) -> None:
         if self.owner is not None:
             os.chown(name, self.owner[0], self.owner[1], dir_fd=dirfd, follow_symlinks=False)
         elif self.preserve_owner:
@@ -104,7 +129,7 @@ class Copier:
             mode = self.chmod if self.chmod is not None else stat.S_IMODE(st.st_mode)
             os.chmod(name, mode, dir_fd=dirfd)
 
-    def _clear(self, name, dirfd, keep_dir):
+    def _clear(self, name: str, dirfd: int, keep_dir: bool) -> os.stat_result | None:
         try:
             st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
         except FileNotFoundError:
@@ -122,7 +147,7 @@ class Copier:
             os.unlink(name, dir_fd=dirfd)
         return None
 
-    def entry(self, src_dir, name, dst_dir, dst_name, rel):
+    def entry(self, src_dir: int, name: str, dst_dir: int, dst_name: str, rel: str) -> None:
         st = os.stat(name, dir_fd=src_dir, follow_symlinks=False)
         if stat.S_ISDIR(st.st_mode):
             if not self._wanted(rel, True):
@@ -165,17 +190,17 @@ class Copier:
             self._own(dst_name, dst_dir, st)
         # sockets, fifos and devices are skipped, like a build context.
 
-    def tree(self, src_dir, dst_dir, rel=""):
+    def tree(self, src_dir: int, dst_dir: int, rel: str = "") -> None:
         for entry in sorted(os.scandir(src_dir), key=lambda e: e.name):
             sub_rel = entry.name if not rel else rel + "/" + entry.name
             self.entry(src_dir, entry.name, dst_dir, entry.name, sub_rel)
 
 
-def _open_dir(path):
+def _open_dir(path: str) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
 
 
-def file_op(req, fds):
+def file_op(req: dict[str, Any], fds: list[int]) -> NoReturn:
     """In a forked worker inside the sandbox root: one file operation. Never returns."""
     status_fd = fds[-1]
     try:
@@ -190,16 +215,21 @@ def file_op(req, fds):
             os._exit(1)
 
 
-def _owner(spec):
+def _owner(spec: str | None) -> tuple[int, int] | None:
     if spec is None:
         return None
     uid, gid, _groups, _home = resolve_user(spec)
     return uid, gid
 
 
-def _file_op(req, fds):
+_FILE_OPS = ("read", "write", "remove", "mkdir", "stat", "copy_in", "copy_out", "mount", "umount")
+
+
+def _file_op(req: dict[str, Any], fds: list[int]) -> dict[str, Any] | None:
     op = req["op"]
-    path = req.get("path")
+    if op not in _FILE_OPS:
+        raise ValueError(f"unknown file operation {op!r}")
+    path: str = req["path"]  # every operation names one
     if op == "read":
         with open(path, "rb") as fh:
             while True:
@@ -250,11 +280,9 @@ def _file_op(req, fds):
         if req.get("replace"):
             _remove(path)
         parent, name = os.path.split(path.rstrip("/") or "/")
-        if not name:
-            parent, name = "/", None
         _makedirs(parent)
         if src_is_dir:
-            if name is None:
+            if not name:  # the root itself
                 dst = _open_dir("/")
             else:
                 try:
@@ -272,6 +300,8 @@ def _file_op(req, fds):
             finally:
                 os.close(dst)
         else:
+            if not name:
+                raise IsADirectoryError(errno.EISDIR, "cannot replace / with a file", path)
             pdir = _open_dir(parent)
             try:
                 st = os.fstat(src)
@@ -309,4 +339,4 @@ def _file_op(req, fds):
     if op == "umount":
         umount(path)
         return None
-    raise ValueError(f"unknown file operation {op!r}")
+    raise AssertionError(op)  # every name in _FILE_OPS is handled above

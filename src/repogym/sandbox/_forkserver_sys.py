@@ -6,12 +6,22 @@ mount/unshare/setns/prctl, the ``SOCK_SEQPACKET`` + ``marshal`` message format w
 ``SCM_RIGHTS`` descriptors, user resolution from the sandbox's ``/etc/passwd`` and capabilities.
 """
 
+from __future__ import annotations
+
 import ctypes
 import fcntl
 import marshal
 import os
 import socket
 import struct
+
+TYPE_CHECKING = False  # typing is not imported at run time (interpreter start-up)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    # (uid, gid, supplementary groups, home) of a user inside the sandbox root
+    Ident = tuple[int, int, list[int], str]
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -60,36 +70,42 @@ class SetupError(Exception):
     """A command could not be started; the message is shown to the user as is."""
 
 
-def check(ret, what):
+def check(ret: int, what: str) -> None:
     if ret != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def to_bytes(s):
+def to_bytes(s: str | bytes | None) -> bytes | None:
     return s.encode() if isinstance(s, str) else s
 
 
-def mount(source, target, fstype, flags=0, data=None):
+def mount(
+    source: str | bytes,
+    target: str | bytes,
+    fstype: str | bytes | None,
+    flags: int = 0,
+    data: str | bytes | None = None,
+) -> None:
     check(
         libc.mount(to_bytes(source), to_bytes(target), to_bytes(fstype), flags, to_bytes(data)),
         "mount " + str(target),
     )
 
 
-def umount(target):
+def umount(target: str | bytes) -> None:
     check(libc.umount2(to_bytes(target), MNT_DETACH), "umount " + str(target))
 
 
-def unshare(flags):
+def unshare(flags: int) -> None:
     check(libc.unshare(flags), "unshare")
 
 
-def setns(fd, flags):
+def setns(fd: int, flags: int) -> None:
     check(libc.setns(fd, flags), "setns")
 
 
-def prctl(option, arg2=0, arg3=0, arg4=0, arg5=0):
+def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
     return libc.prctl(
         option,
         ctypes.c_ulong(arg2),
@@ -99,9 +115,9 @@ def prctl(option, arg2=0, arg3=0, arg4=0, arg5=0):
     )
 
 
-def recv(sock):
+def recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
     """Receive one message and its file descriptors; ``(None, [])`` at EOF."""
-    fds = []
+    fds: list[int] = []
     msg, ancdata, _flags, _addr = sock.recvmsg(
         MAX_MSG, socket.CMSG_LEN(64 * 4), socket.MSG_CMSG_CLOEXEC
     )
@@ -116,7 +132,7 @@ def recv(sock):
     return marshal.loads(msg), fds
 
 
-def send(sock, obj, fds=()):
+def send(sock: socket.socket, obj: dict[str, Any], fds: Sequence[int] = ()) -> None:
     data = marshal.dumps(obj)
     if fds:
         sock.sendmsg(
@@ -126,14 +142,14 @@ def send(sock, obj, fds=()):
         sock.send(data)
 
 
-def write_all(fd, data):
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         n = os.write(fd, view)
         view = view[n:]
 
 
-def report(fd, obj):
+def report(fd: int, obj: dict[str, Any]) -> None:
     """Write a marshal-encoded result to a status pipe and close it."""
     try:
         write_all(fd, marshal.dumps(obj))
@@ -144,7 +160,7 @@ def report(fd, obj):
 # ----------------------------------------------------------------------------------- users
 
 
-def _read_db(path):
+def _read_db(path: str) -> list[list[str]]:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return [
@@ -156,12 +172,13 @@ def _read_db(path):
         return []
 
 
-def resolve_user(spec):
+def resolve_user(spec: str | None) -> Ident:
     """``user``/``uid``[``:group``/``:gid``] → (uid, gid, groups, home) inside the root."""
     spec = (spec or "root").strip()
     name, _, group = spec.partition(":")
     passwd = _read_db("/etc/passwd")
-    uid = gid = None
+    uid: int | None = None
+    gid = 0
     home = "/"
     username = None
     for row in passwd:
@@ -174,17 +191,18 @@ def resolve_user(spec):
         uid, gid = int(name), int(name)
     groups_db = _read_db("/etc/group")
     if group:
-        gid = None
+        group_gid: int | None = None
         for row in groups_db:
             if len(row) >= 3 and (row[0] == group or (group.isdigit() and row[2] == group)):
-                gid = int(row[2])
+                group_gid = int(row[2])
                 break
-        if gid is None:
+        if group_gid is None:
             if not group.isdigit():
                 raise LookupError(
                     f"unable to find group {group}: no matching entries in group file"
                 )
-            gid = int(group)
+            group_gid = int(group)
+        gid = group_gid
         groups = [gid]
     else:
         groups = [gid]
@@ -195,12 +213,12 @@ def resolve_user(spec):
     return uid, gid, sorted(set(groups)), home
 
 
-_user_cache = {}
+_user_cache: dict[tuple[str | None, tuple[tuple[int, int, int] | None, ...]], Ident] = {}
 
 
-def resolve_user_cached(spec):
+def resolve_user_cached(spec: str | None) -> Ident:
     """``resolve_user`` memoized on the identity of /etc/passwd and /etc/group."""
-    stamp = []
+    stamp: list[tuple[int, int, int] | None] = []
     for path in ("/etc/passwd", "/etc/group"):
         try:
             st = os.stat(path)
@@ -218,7 +236,7 @@ def resolve_user_cached(spec):
 # ------------------------------------------------------------------------------- commands
 
 
-def _caps_to_drop():
+def _caps_to_drop() -> list[int]:
     last = 40
     try:
         with open("/proc/sys/kernel/cap_last_cap") as fh:
@@ -231,7 +249,7 @@ def _caps_to_drop():
 CAPS_TO_DROP = _caps_to_drop()
 
 
-def drop_caps(networked=False):
+def drop_caps(networked: bool = False) -> None:
     """Reduce the bounding set to Docker's default capabilities (root keeps only those).
 
     With a network (slirp4netns) ``CAP_NET_RAW`` goes too: a raw frame on ``tap0`` addressed
@@ -246,7 +264,7 @@ def drop_caps(networked=False):
     fn(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
 
-def loopback_up():
+def loopback_up() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         req = struct.pack("16sH14x", b"lo", 0)

@@ -1,5 +1,6 @@
 """Probing the host for the local backend: bubblewrap and slirp4netns (installed from Debian when
-missing, as root), whether rootless user namespaces work, memory, the platform ARGs, the cache root.
+missing, as root), whether rootless user namespaces work, memory, the platform ARGs, the cache root,
+whether a process is alive.
 """
 
 from __future__ import annotations
@@ -116,6 +117,25 @@ def memtotal_mb() -> int:
             if line.startswith("MemTotal:"):
                 return int(line.split()[1]) // 1024
     return 8192
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (one owned by another user counts).
+
+    The one check for leftovers named after the process that made them (session cgroups,
+    temporary layer folders): a folder whose owner is gone may be removed.
+    """
+    if pid <= 0:
+        return False  # 0 and negative numbers name process groups, not a process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:
+        return False
+    return True
 
 
 def platform_arg(name: str) -> str | None:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from repogym.sandbox._host import pid_alive
 from repogym.sandbox._rootfs import parts_present
 
 
@@ -53,16 +54,6 @@ def _rmtree(path: Path) -> None:
         path.unlink()
     elif path.exists():
         shutil.rmtree(path, onerror=onerror)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class LayerStore:
@@ -132,5 +123,5 @@ class LayerStore:
         for tmp in self.root.glob(".tmp-*"):
             pid = tmp.name.rsplit("-", 2)[-2]
             with contextlib.suppress(OSError, ValueError):
-                if not _alive(int(pid)) or now - tmp.stat().st_mtime > older_than_s:
+                if not pid_alive(int(pid)) or now - tmp.stat().st_mtime > older_than_s:
                     _rmtree(tmp)

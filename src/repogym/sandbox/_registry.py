@@ -236,13 +236,13 @@ class RegistryClient:
 
     def _pick(self, entries: list[dict[str, object]], name: str) -> str:
         os_, arch = self.platform.split("/")[:2]
-        found = []
+        found: list[tuple[str, dict[str, object]]] = []  # (variant, entry)
         for e in entries:
             plat = e.get("platform") or {}
             if not isinstance(plat, dict):
                 continue
             if plat.get("os") == os_ and plat.get("architecture") == arch:
-                found.append(e)
+                found.append((str(plat.get("variant", "")), e))
         if not found:
             have = sorted(
                 {
@@ -253,8 +253,8 @@ class RegistryClient:
             )
             raise RegistryError(f"{name} has no {self.platform} image (has: {', '.join(have)})")
         # amd64 has no variants; for arm prefer v8 / none.
-        found.sort(key=lambda e: str((e.get("platform") or {}).get("variant", "")))  # type: ignore[union-attr]
-        return str(found[0]["digest"])
+        found.sort(key=lambda vf: vf[0])
+        return str(found[0][1]["digest"])
 
     # -- blobs
 

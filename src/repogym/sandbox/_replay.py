@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from repogym import dockerfile as _dockerfile
 from repogym.sandbox import _context, _images, _pull, _toolchains
@@ -352,7 +352,8 @@ class Builder:
         stripped: list[str] = []
         with store.lock(key):
             if store.exists(key):
-                parts = list(store.meta(key).get("parts", []))  # type: ignore[arg-type]
+                stored: dict[str, Any] = store.meta(key)  # its JSON file, as written by commit
+                parts = list(stored.get("parts", []))
             else:
                 cached = False
                 tmp = store.new_tmp(key)

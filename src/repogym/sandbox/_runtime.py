@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from repogym.sandbox._cgroups import SessionCgroups
 from repogym.sandbox.base import SandboxError
@@ -28,7 +29,7 @@ _SERVER_SCRIPT = Path(__file__).with_name("_forkserver.py")
 _MAX_MSG = 1 << 20
 
 
-def _send(sock: socket.socket, obj: object, fds: list[int] | tuple[int, ...] = ()) -> None:
+def _send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
     data = marshal.dumps(obj)
     if fds:
         anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
@@ -44,7 +45,7 @@ def _recv(sock: socket.socket) -> object:
     return marshal.loads(msg)
 
 
-def _read_status(fd: int) -> dict[str, object]:
+def _read_status(fd: int) -> dict[str, Any]:
     """Read a status pipe to EOF and decode it (empty ⇒ the reporter died)."""
     chunks = []
     while True:
@@ -189,15 +190,15 @@ class SandboxProcess:
     def __init__(
         self,
         sock: socket.socket,
-        info: dict[str, object],
+        info: dict[str, Any],
         cgroups: SessionCgroups | None,
         network: bool,
         netns_factory: Callable[[], tuple[int, int]] | None = None,
     ) -> None:
         self.sock = sock
-        self.init_pid = int(info["init_pid"])  # type: ignore[arg-type]
-        self.server_pid = int(info["server_pid"])  # type: ignore[arg-type]
-        self.bwrap_pid = int(info["bwrap_pid"])  # type: ignore[arg-type]
+        self.init_pid = int(info["init_pid"])
+        self.server_pid = int(info["server_pid"])
+        self.bwrap_pid = int(info["bwrap_pid"])
         self.server_pidfd = os.pidfd_open(self.server_pid)
         self.pidfds: list[int] = []
         for pid in (self.init_pid, self.bwrap_pid):
@@ -232,7 +233,8 @@ class SandboxProcess:
             raise SandboxError("session is closed")
         netns_fd = self._network_for(network)
         start = time.monotonic()
-        exec_cg = self.cgroups.new_exec() if self.cgroups else None
+        cgroups = self.cgroups
+        exec_cg = cgroups.new_exec() if cgroups else None
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         st_r, st_w = os.pipe()
@@ -262,7 +264,7 @@ class SandboxProcess:
             for fd in send_fds:
                 os.close(fd)
         out, err = bytearray(), bytearray()
-        status: dict[str, object] | None = None
+        status: dict[str, Any] | None = None
         timed_out = False
         deadline = start + timeout_s if timeout_s else None
         sel = selectors.DefaultSelector()
@@ -314,10 +316,10 @@ class SandboxProcess:
             for fd in (out_r, err_r, st_r):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            if exec_cg is not None:
+            if cgroups is not None and exec_cg is not None:
                 if timed_out:
-                    self.cgroups.kill_exec(exec_cg)  # type: ignore[union-attr]
-                self.cgroups.exec_done(exec_cg)  # type: ignore[union-attr]
+                    cgroups.kill_exec(exec_cg)
+                cgroups.exec_done(exec_cg)
         duration = time.monotonic() - start
         status = status or {}
         error = status.get("error")
@@ -326,8 +328,8 @@ class SandboxProcess:
         if not status and not timed_out:
             error = "sandbox session ended while the command ran"
         return RawResult(
-            exit_code=int(code) if code is not None and not timed_out else None,  # type: ignore[arg-type]
-            signal=int(sig) if sig is not None else None,  # type: ignore[arg-type]
+            exit_code=int(code) if code is not None and not timed_out else None,
+            signal=int(sig) if sig is not None else None,
             stdout=bytes(out),
             stderr=bytes(err),
             duration_s=duration,
@@ -470,7 +472,7 @@ class SandboxProcess:
             os.close(fd)
 
 
-def _file_error(op: str, path: object, status: dict[str, object]) -> Exception:
+def _file_error(op: str, path: object, status: dict[str, Any]) -> Exception:
     import errno as _errno
 
     code = status.get("errno")

@@ -71,7 +71,8 @@ def tool_root(ref: ImageRef, tool: ToolImage, cache_root: Path) -> tuple[Path, s
             wheel = _pick_wheel(list(info.get("urls") or []))
             if wheel is None:
                 raise ToolImageError(f"PyPI has no {tool.pypi} {version} wheel for {_arch()}")
-            want = str((wheel.get("digests") or {}).get("sha256", ""))  # type: ignore[union-attr]
+            digests = wheel.get("digests")
+            want = str(digests.get("sha256", "")) if isinstance(digests, dict) else ""
             if not re.fullmatch(r"[0-9a-f]{64}", want):
                 raise ToolImageError(f"PyPI lists no sha256 for {wheel['filename']}")
             done.parent.mkdir(parents=True, exist_ok=True)

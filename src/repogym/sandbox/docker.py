@@ -70,18 +70,18 @@ class DockerSandbox(Sandbox):
         return True, ""
 
     def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment:
-        dockerfile = spec.context_dir / spec.dockerfile if spec.context_dir else None
-        if dockerfile is not None and dockerfile.is_file():
+        context = spec.context_dir
+        if context is not None and (context / spec.dockerfile).is_file():
             digest = hashlib.sha256()
-            for root, _dirs, files in sorted(os.walk(spec.context_dir)):
+            for root, _dirs, files in sorted(os.walk(context)):
                 for name in sorted(files):
                     p = Path(root) / name
-                    digest.update(str(p.relative_to(spec.context_dir)).encode() + b"\0")
+                    digest.update(str(p.relative_to(context)).encode() + b"\0")
                     digest.update(p.read_bytes())
             tag = f"repogym-env:{digest.hexdigest()[:16]}"
             try:
                 image, logs = self.client.images.build(
-                    path=str(spec.context_dir),
+                    path=str(context),
                     dockerfile=spec.dockerfile,
                     tag=tag,
                     rm=True,

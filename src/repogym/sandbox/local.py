@@ -29,7 +29,7 @@ import tempfile
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from repogym.sandbox import _cabundle, _context, _host, _rootfs, _toolchains
 from repogym.sandbox._cgroups import SessionCgroups, cleanup_stale, detect
@@ -347,7 +347,7 @@ class LocalSandbox(Sandbox):
         return path
 
     def _layers_of(self, built: BuiltEnvironment) -> list[tuple[str, list[str]]]:
-        raw = built.details.get("layers")
+        raw: Any = built.details.get("layers")  # JSON: [[key, [part, ...]], ...]
         if raw is None:
             manifest = self.images / f"{built.key}.json"
             if not manifest.is_file():
@@ -355,7 +355,7 @@ class LocalSandbox(Sandbox):
                     f"environment {built.key[:12]} is not in the local cache; build it again"
                 )
             raw = json.loads(manifest.read_text())["layers"]
-        layers = [(str(k), list(p)) for k, p in raw]  # type: ignore[union-attr]
+        layers = [(str(k), list(p)) for k, p in raw]
         for key, _parts in layers:
             if not self.store.exists(key):
                 raise SandboxError(f"layer {key[:12]} is missing from the local cache; rebuild")

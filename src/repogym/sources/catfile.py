@@ -44,6 +44,7 @@ class CatFile:
             for attempt in (0, 1):
                 proc = self._start()
                 assert proc.stdin is not None and proc.stdout is not None
+                stdout = proc.stdout
                 try:
                     proc.stdin.write(name + b"\n")
                     proc.stdin.flush()
@@ -59,8 +60,8 @@ class CatFile:
             if len(parts) != 3 or parts[1] not in OBJ_TYPES or not parts[2].isdigit():
                 return None
             size = int(parts[2])
-            data = proc.stdout.read(size)
-            proc.stdout.read(1)
+            data = stdout.read(size)
+            stdout.read(1)
             return parts[0], parts[1], data
 
     def close(self) -> None:

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 
 from repogym._secrets import redact_url
 from repogym.sources import Commit, PullRequest, SourceError
-from repogym.sources._patches import decode_patch
 from repogym.sources.catfile import CatFile
 from repogym.sources.gitlog import (
     LOG_FILES,
@@ -46,6 +45,7 @@ from repogym.sources.gitlog import (
     pull_request_from_commit,
     tokens,
 )
+from repogym.sources.patches import decode_patch
 
 if TYPE_CHECKING:
     from repogym.sources._http import Issue
@@ -367,7 +367,7 @@ class LocalGitSource:
         ``paths`` limits the diff to these files or directories (literal, no globs).
         ``binary=False`` leaves binary contents out (``Binary files … differ`` stubs, which
         only apply where git has the blobs). Text is UTF-8 with ``surrogateescape``: write it
-        with :func:`repogym.sources._patches.encode_patch`.
+        with :func:`repogym.sources.patches.encode_patch`.
         """
         b, h = self.resolve(base), self.resolve(head)
         args = [*_DIFF_CONFIG, "diff", *_DIFF_FLAGS]

@@ -184,7 +184,7 @@ def open_remote(
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         cache = "cloned"
-    return RemoteRepo(arg.kind, api, info, dest, cache)  # type: ignore[arg-type]
+    return RemoteRepo(arg.kind, api, info, dest, cache)
 
 
 class RemoteGitSource(LocalGitSource):

@@ -13,11 +13,14 @@ from repogym.ui import err, escape, out
 
 HEADER_AFTER_S = 2.0
 """Silence after which a non-terminal run says what it is waiting for."""
+PRINTED_STEPS = frozenset({"build_started", "tests_after", "tests_before", "verify"})
+"""The steps of a candidate a non-terminal run prints a line for (the long ones)."""
 
 
 class GenerateView:
-    """Candidates seen, running, kept, drops by reason and elapsed time, refreshed live on a
-    terminal; one line per finished candidate otherwise."""
+    """Candidates seen, running, kept, drops by reason, elapsed time and the step each candidate
+    in flight is at, refreshed live on a terminal; otherwise one line per long step (building,
+    running the tests, verifying) and per finished candidate."""
 
     def __init__(self, *, enabled: bool, title: str, jobs: int = 1) -> None:
         self.enabled = enabled
@@ -28,6 +31,9 @@ class GenerateView:
         self.timer: threading.Timer | None = None
         self.started = time.monotonic()
         self.last_event = self.started
+        self.steps: dict[str, tuple[str, float]] = {}
+        """task id → (what it is doing, since when) for the candidates in flight."""
+        self.lock = threading.Lock()
 
     def __enter__(self) -> GenerateView:
         self.started = self.last_event = time.monotonic()
@@ -47,10 +53,11 @@ class GenerateView:
         return self
 
     def _header(self) -> None:
-        if self.stats is None or not self.stats.seen:
+        if (self.stats is None or not self.stats.seen) and not self.steps:
             err.print(
                 f"{escape(self.title)}: each candidate builds its environment and runs its "
-                "tests (the first build takes longest); one line per finished candidate"
+                "tests (the first build takes longest); one line per long step and per "
+                "finished candidate"
             )
 
     def __exit__(self, *exc: object) -> None:
@@ -62,6 +69,14 @@ class GenerateView:
     def now_line(self) -> str:
         """What is happening now: the builds and test runs of the candidates in flight."""
         now = time.monotonic()
+        with self.lock:
+            steps = sorted(self.steps.values(), key=lambda step: step[1])
+        if steps:
+            text, since = steps[0]
+            line = f"{escape(text)} … {now - since:,.0f} s"
+            if len(steps) > 1:
+                line += "; " + "; ".join(escape(text) for text, _ in steps[1:])
+            return line
         s = self.stats
         if s is None:
             return (
@@ -96,7 +111,19 @@ class GenerateView:
         if self.live is not None:
             self.live.refresh()
 
+    def progress(self, event: Any) -> None:
+        """A step of a candidate (:class:`repogym.pipelines.Progress`), from a worker thread."""
+        with self.lock:
+            if event.step == "finished":
+                self.steps.pop(event.task_id, None)
+            else:
+                self.steps[event.task_id] = (event.text, time.monotonic())
+        if self.enabled and self.live is None and event.step in PRINTED_STEPS:
+            err.print(f"  {escape(event.text)} …")
+
     def outcome(self, outcome: Any, stats: Any) -> None:
+        with self.lock:
+            self.steps.pop(outcome.candidate.task_id, None)
         self._refresh(stats)
         if self.enabled and self.live is None:
             what = "[green]kept[/]" if outcome.kept else f"dropped: {escape(outcome.reason or '')}"

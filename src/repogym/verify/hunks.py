@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from repogym.sources._patches import FilePatch
+from repogym.sources.patches import FilePatch
 
 # --------------------------------------------------------------------------- hunks
 

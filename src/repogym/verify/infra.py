@@ -29,6 +29,7 @@ import hashlib
 import os
 import re
 import sys
+from typing import Callable, Dict, Optional, Union
 
 TEST_DIRS = frozenset(
     {"test", "tests", "__tests__", "spec", "testing", "testdata", "__snapshots__", "__mocks__"}
@@ -91,7 +92,7 @@ SKIP_DIRS = frozenset(
 )
 
 
-def is_test_path(path):
+def is_test_path(path: str) -> bool:
     """True when ``path`` (relative, ``/``-separated) is a test file or test data."""
     parts = path.strip("/").split("/")
     for part in parts[:-1]:
@@ -101,7 +102,7 @@ def is_test_path(path):
     return bool(TEST_FILE_RE.match(parts[-1]))
 
 
-def is_infra(path):
+def is_infra(path: str) -> bool:
     """True when ``path`` is test infrastructure (tests, runner configuration, start-up hooks)."""
     parts = path.strip("/").split("/")
     if is_test_path(path):
@@ -116,7 +117,7 @@ def is_infra(path):
     return head in SHADOW_NAMES and (len(top) > 1 or top[0].endswith(".py"))
 
 
-def sha256_file(path):
+def sha256_file(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while True:
@@ -127,9 +128,9 @@ def sha256_file(path):
     return h.hexdigest()
 
 
-def walk(root):
+def walk(root: "Union[str, os.PathLike[str]]") -> Dict[str, str]:
     """``{relative path: absolute path}`` of the files and symlinks under ``root``."""
-    out = {}
+    out = {}  # type: Dict[str, str]
     root = os.path.abspath(root)
     for current, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
@@ -140,16 +141,18 @@ def walk(root):
     return out
 
 
-def digest(path):
+def digest(path: str) -> str:
     """sha256 of a file's bytes, ``link:<target>`` for a symlink (never followed)."""
     if os.path.islink(path):
         return "link:" + os.readlink(path)
     return sha256_file(path)
 
 
-def manifest(root, select=None):
+def manifest(
+    root: "Union[str, os.PathLike[str]]", select: Optional[Callable[[str], bool]] = None
+) -> Dict[str, str]:
     """``{relative path: digest}`` of the files under ``root`` for which ``select(rel)`` holds."""
-    out = {}
+    out = {}  # type: Dict[str, str]
     for rel, path in sorted(walk(root).items()):
         if select is None or select(rel):
             try:

@@ -54,7 +54,7 @@ TypeScript and JSX files (``.ts .tsx .jsx .mts .cts``) get ``hunk_revert`` only.
 Odd input never raises: binary sections, renames without edits, mode-only changes, deleted
 files, files whose base cannot be read or does not match the gold's context are kept verbatim
 and simply not mutated. Line endings (CRLF) and a missing final newline are preserved; text is
-``str`` decoded with UTF-8 + ``surrogateescape`` (see :mod:`repogym.sources._patches`), so any
+``str`` decoded with UTF-8 + ``surrogateescape`` (see :mod:`repogym.sources.patches`), so any
 encoding round-trips.
 """
 
@@ -71,7 +71,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from repogym.sources._patches import encode_patch, parse_patch
+from repogym.sources.patches import encode_patch, parse_patch
 from repogym.verify.file_kinds import (
     CODE_EXTENSIONS,
     JS_EXT,
@@ -141,8 +141,8 @@ def _node_check(texts: list[str], suffix: str) -> list[bool] | None:
             paths = []
             for i, text in enumerate(texts):
                 p = os.path.join(tmp, f"m{i}{suffix}")
-                with open(p, "wb") as fh:
-                    fh.write(encode_patch(text))
+                with open(p, "wb") as out:
+                    out.write(encode_patch(text))
                 paths.append(p)
 
             def run(p: str) -> bool:

@@ -74,7 +74,9 @@ ANSI codes or control characters, at most ``MAX_MESSAGE`` characters each, at mo
 import json
 import re
 import sys
-from typing import Dict, Iterable, List, Optional, Tuple
+
+# Callable and Set appear only in type comments, which ruff does not read (hence F401).
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple, Union  # noqa: F401
 
 __all__ = [
     "ERROR",
@@ -527,7 +529,7 @@ class _Unittest:
             _worst(self.run, self.pending, self.candidate)
         self.pending = self.candidate = None
 
-    def test_line(self, m: "re.Match") -> None:
+    def test_line(self, m: "Optional[re.Match[str]]") -> None:
         while m:
             self.commit()
             self.out.recognised = self.open_run = True
@@ -587,9 +589,9 @@ class _Unittest:
             self.run = {}
             return
         if self.pending is not None:
-            status = _ut_status(line, exact=False)
-            if status is not None:
-                self.candidate = status
+            guess = _ut_status(line, exact=False)
+            if guess is not None:
+                self.candidate = guess
 
 
 def _parse_unittest(text: str, lines: List[str]) -> _Out:
@@ -818,7 +820,7 @@ def _jest_text(lines: List[str], out: _Out) -> List[str]:
     in_tree = False
     stack = []  # type: List[Tuple[int, str]]
     prefix = ""
-    in_block = set()  # ids the current file's tree reported
+    in_block = set()  # type: Set[str]  # ids the current file's tree reported
     saw_header = saw_totals = False
     for line in lines:
         stripped = line.lstrip()
@@ -1083,8 +1085,9 @@ def _parse_mocha(text: str, lines: List[str]) -> _Out:
             # A suite title is only accepted when something deeper follows it.
             nxt = None
             for j in range(i + 1, min(len(region), i + 200)):
-                if markers[j] is not None:
-                    nxt = markers[j][0]
+                mk_next = markers[j]
+                if mk_next is not None:
+                    nxt = mk_next[0]
                     break
                 if _indent(region[j]) >= 2 and region[j].strip():
                     nxt = _indent(region[j])
@@ -1478,7 +1481,12 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
                 output = ev.get("Output")
                 target = ev["ImportPath"].split(" ", 1)[0]
                 message = short_message(output)
-                if message and not output.startswith("#") and target not in build_messages:
+                if (
+                    message
+                    and isinstance(output, str)
+                    and not output.startswith("#")
+                    and target not in build_messages
+                ):
                     build_messages[target] = message
                 continue
             pkg = ev.get("Package")
@@ -1489,8 +1497,8 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
             if action == "output":
                 output = ev.get("Output")
                 if isinstance(output, str) and "--- " in output:
-                    for m in _GO_RESULT.finditer(output):
-                        b.fallback[m.group(2)] = _GO_STATUS[m.group(1)]
+                    for hit in _GO_RESULT.finditer(output):
+                        b.fallback[hit.group(2)] = _GO_STATUS[hit.group(1)]
                 if (
                     isinstance(test, str)
                     and isinstance(output, str)
@@ -1581,8 +1589,9 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
     for i, tid in enumerate(ids):
         out.tests[tid] = entries[i][2]
         out.failures.pop(tid, None)
-        if entry_messages[i]:
-            out.failures[tid] = entry_messages[i]
+        message = entry_messages[i]
+        if message:
+            out.failures[tid] = message
     for pkg in errors:
         out.tests[pkg] = ERROR
         out.failures.pop(pkg, None)
@@ -1692,7 +1701,7 @@ def _parse_cargo(text: str, lines: List[str]) -> _Out:
                     if m:
                         binary, src = _cargo_binary(m.group("bin")), m.group("src")
                         qual = binary + ":" + src if src else binary
-                    else:
+                    elif m_old:
                         qual = _cargo_binary(m_old.group("bin"))
                     continue
             elif stripped.startswith("Doc-tests "):
@@ -1920,8 +1929,9 @@ def detect_runner(text: str) -> Optional[str]:
     return ranked[0] if ranked else None
 
 
-def parse_log(text: str, runner: Optional[str] = None) -> ParseResult:
-    """Parse a test log; ``runner`` is one of RUNNERS, or None to detect it."""
+def parse_log(text: Union[str, bytes], runner: Optional[str] = None) -> ParseResult:
+    """Parse a test log (bytes are decoded as UTF-8); ``runner`` is one of RUNNERS, or None to
+    detect it."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     if runner is not None and runner not in _PARSERS:

@@ -18,7 +18,8 @@ repository's own Python.  CLI::
 ``scan`` reports the pseudo-rules ``unparseable`` (Python that does not parse here) and
 ``unreadable`` (missing, not a regular file, binary or over ``MAX_BYTES``); the API never does.
 
-API: ``language_of``, ``scan``, ``parse_ok``, ``signatures``, ``new_hits``, ``baseline``.  A hit is
+API: ``language_of``, ``scan``, ``parse_ok``, ``signatures``, ``new_hits``, ``baseline``,
+``js_lex`` (JS/TS source split into code and string literals).  A hit is
 ``{"rule", "line", "sig", "detail"}`` (hits sorted by line; ``detail`` at most 120 characters).
 The ``sig`` names the construct without its position (``exit-call:os._exit``,
 ``runner-import:_pytest.runner``, ``result-string:PASSED``): it is compared between the original
@@ -124,6 +125,7 @@ __all__ = [
     "MAX_BYTES",
     "SKIP_DIRS",
     "baseline",
+    "js_lex",
     "language_of",
     "new_hits",
     "parse_ok",
@@ -243,14 +245,14 @@ def _string_findings(value: str) -> List[Tuple[str, str, int, str]]:
                 )
             )
     if "OK" not in seen and "\n" in value.strip("\n"):
-        m = _OK_LINE_RE.search(value)
-        if m is not None:
+        ok_line = _OK_LINE_RE.search(value)
+        if ok_line is not None:
             found.append(
                 (
                     "result-string",
                     "result-string:OK",
-                    m.start(),
-                    "string has a unittest 'OK' line: %s" % _snippet(m.group(0)),
+                    ok_line.start(),
+                    "string has a unittest 'OK' line: %s" % _snippet(ok_line.group(0)),
                 )
             )
     for tok in _VERIFIER_TOKENS:
@@ -487,6 +489,7 @@ class _PyScan:
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
+        root = None  # type: Optional[str]
         if isinstance(node, ast.Name):
             root = self.alias.get(node.id, node.id)
         elif isinstance(node, ast.Call):
@@ -998,7 +1001,7 @@ def _js_regex_end(text: str, j: int) -> Optional[Tuple[int, int]]:
     return None
 
 
-def _js_lex(text: str) -> Tuple[str, List[Tuple[int, int, str]]]:
+def js_lex(text: str) -> Tuple[str, List[Tuple[int, int, str]]]:
     """Split JS/TS source into code and string literals.
 
     Returns the text with comments blanked and the contents of string, template and regex
@@ -1149,7 +1152,7 @@ def _js_runner_module(spec: str) -> bool:
 
 
 def _scan_js(text: str) -> List[Hit]:
-    code, strings = _js_lex(text)
+    code, strings = js_lex(text)
     by_start = {s[0]: s for s in strings}
     newlines = [m.start() for m in re.finditer("\n", text)]
     hits = []  # type: List[Hit]

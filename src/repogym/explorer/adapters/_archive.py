@@ -20,6 +20,7 @@ import stat
 import tarfile
 import zipfile
 from dataclasses import dataclass
+from typing import IO
 
 __all__ = [
     "ArchiveLimits",
@@ -164,7 +165,7 @@ class _CountingReader(io.RawIOBase):
         return n
 
 
-def _read_capped(stream: io.BufferedIOBase, budget: _Budget, charge: bool = True) -> bytes:
+def _read_capped(stream: IO[bytes], budget: _Budget, charge: bool = True) -> bytes:
     out = bytearray()
     while True:
         chunk = stream.read(64 * 1024)
@@ -216,11 +217,11 @@ def _read_zip(data: bytes, limits: ArchiveLimits, budget: _Budget) -> dict[str, 
 def _decompressor(data: bytes, budget: _Budget) -> io.BufferedReader:
     raw: io.BufferedIOBase
     if data.startswith(_GZIP):
-        raw = gzip.GzipFile(fileobj=io.BytesIO(data))  # type: ignore[assignment]
+        raw = gzip.GzipFile(fileobj=io.BytesIO(data))
     elif data.startswith(_BZIP2):
-        raw = bz2.BZ2File(io.BytesIO(data))  # type: ignore[assignment]  # noqa: SIM115
+        raw = bz2.BZ2File(io.BytesIO(data))  # noqa: SIM115
     elif data.startswith(_XZ):
-        raw = lzma.LZMAFile(io.BytesIO(data))  # type: ignore[assignment]  # noqa: SIM115
+        raw = lzma.LZMAFile(io.BytesIO(data))  # noqa: SIM115
     else:
         raw = io.BytesIO(data)
     return io.BufferedReader(_CountingReader(raw, budget), buffer_size=64 * 1024)
@@ -256,7 +257,7 @@ def _read_tar(data: bytes, limits: ArchiveLimits, budget: _Budget) -> dict[str, 
                 if fh is None:
                     continue
                 # bytes were already charged when the stream decompressed them
-                files.setdefault(path, _read_capped(fh, budget, charge=False))  # type: ignore[arg-type]
+                files.setdefault(path, _read_capped(fh, budget, charge=False))
     except ArchiveRejected:
         raise
     except (tarfile.TarError, OSError, EOFError, ValueError, lzma.LZMAError) as exc:

@@ -121,7 +121,7 @@ def _instantiate(obj: object) -> Adapter:
         obj = obj()  # class or factory
     if not (hasattr(obj, "detect") and hasattr(obj, "open") and hasattr(obj, "name")):
         raise TypeError(f"not an explorer adapter: {obj!r}")
-    return obj  # type: ignore[return-value]
+    return obj
 
 
 def _load_builtins() -> None:

@@ -409,7 +409,7 @@ class HarborReader:
 
         title = (cfg.task.description or "").strip().splitlines()[0:1]
         title_text = title[0][:160] if title else (cfg.task.name or task_id)
-        own = meta.get("repogym") if isinstance(meta.get("repogym"), dict) else {}
+        own = own_raw if isinstance(own_raw := meta.get("repogym"), dict) else {}
         summary = str(own.get("summary") or "") or _first_paragraph(instruction) or title_text
 
         sections = [Section("instruction", "Instruction", instruction, "markdown")]

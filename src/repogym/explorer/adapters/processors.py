@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from repogym.explorer.model import FileDoc, Section, TaskDoc
@@ -485,7 +485,7 @@ def processors() -> list[Processor]:
         return list(_processors)
 
 
-def pick_processor(sample: list[Mapping[str, Any]]) -> Processor:
+def pick_processor(sample: Sequence[Mapping[str, Any]]) -> Processor:
     """The processor with the best mean score over ``sample`` (the first rows of a dataset)."""
     best: tuple[float, int, Processor] | None = None
     for i, p in enumerate(processors()):

@@ -192,7 +192,7 @@ class _File:
         self._pq: Any = None
         self._pq_fh: Any = None
         self._group_cache: tuple[int, Any] | None = None
-        self._csv_cursor: tuple[int, Iterator[dict[str, str]], Any] | None = None
+        self._csv_cursor: tuple[int, Iterator[dict[str | None, Any]], Any] | None = None
         self.encoding = "utf-8"
         if self.fmt == "csv":
             self.encoding, self.note = _csv_encoding(self.open_bin())

@@ -198,14 +198,20 @@ class SearchState:
     sort: str = "relevance"
     page: int = 1
 
-    def params(self, **change: object) -> list[tuple[str, object]]:
-        q = change.get("q", self.q)
-        kind = change.get("kind", self.kind)
-        filters = change.get("filters", self.filters) or {}
-        sort = change.get("sort", self.sort)
-        page = change.get("page", 1)
-        out: list[tuple[str, object]] = [("q", q), ("kind", kind)]
-        for name, values in sorted(filters.items()):  # type: ignore[union-attr]
+    def params(
+        self,
+        *,
+        kind: str | None = None,
+        filters: dict[str, list[str]] | None = None,
+        sort: str | None = None,
+        page: int = 1,
+    ) -> list[tuple[str, object]]:
+        """Query parameters of this search with some changed (``page`` back to 1 unless given)."""
+        kind = self.kind if kind is None else kind
+        filters = (self.filters if filters is None else filters) or {}
+        sort = self.sort if sort is None else sort
+        out: list[tuple[str, object]] = [("q", self.q), ("kind", kind)]
+        for name, values in sorted(filters.items()):
             out += [("f", f"{name}:{v}") for v in values]
         if sort != "relevance":
             out.append(("sort", sort))

@@ -43,6 +43,7 @@ def router(ctx: Context) -> APIRouter:
             args = parse_search(request.query_params)
         except BadRequest as exc:
             return ctx.api_error(400, str(exc))
+        key: tuple[object, ...]
         if name == "envs":
             env, key = None, (version, name, json.dumps(args, sort_keys=True))
         else:

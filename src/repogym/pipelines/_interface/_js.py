@@ -205,9 +205,9 @@ def _js_signature(text: str | None, name: str) -> str | None:
             elif not after.startswith("{"):
                 continue
             return cap_items(f"{name}({_js_params(code[open_i + 1 : close])})")
-    m = re.search(rf"\b(?:const|let|var)\s+{n}\s*=\s*(?:async\s+)?([\w$]+)\s*=>", code)
-    if m:
-        return f"{name}({m.group(1)})"
+    arrow = re.search(rf"\b(?:const|let|var)\s+{n}\s*=\s*(?:async\s+)?([\w$]+)\s*=>", code)
+    if arrow:
+        return f"{name}({arrow.group(1)})"
     return None
 
 

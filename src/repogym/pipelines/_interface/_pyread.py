@@ -423,10 +423,10 @@ class Reader:
                         record(exc[v.id][0] or True, _literal(node.args[0], True))
                 elif fname in ("assertEqual", "assertIn", "assertRegex") and len(node.args) >= 2:
                     a, b = node.args[0], node.args[1]
-                    regex = fname == "assertRegex"
-                    if fname != "assertRegex":
+                    is_regex = fname == "assertRegex"
+                    if not is_regex:
                         record(text_of(b), _literal(a, False))
-                    record(text_of(a), _literal(b, regex))
+                    record(text_of(a), _literal(b, is_regex))
                 elif fname == "startswith" and isinstance(node.func, ast.Attribute) and node.args:
                     record(text_of(node.func.value), _literal(node.args[0], False))
             elif isinstance(node, ast.Compare) and len(node.ops) == 1:

@@ -20,15 +20,15 @@ _PLACEHOLDER = re.compile(
 def python_strings(tree: ast.Module, strings: list[str], templates: list[tuple[str, ...]]) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
-            pieces = tuple(
+            parts = tuple(
                 v.value
                 for v in node.values
                 if isinstance(v, ast.Constant) and isinstance(v.value, str)
             )
-            templates.append(tuple(p for p in pieces if p))
-            strings.extend(p for p in pieces if p)
+            templates.append(tuple(p for p in parts if p))
+            strings.extend(p for p in parts if p)
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            pieces = []
+            pieces: list[str] = []
             _flatten_concat(node, pieces)
             if len(pieces) > 1:
                 templates.append(tuple(pieces))

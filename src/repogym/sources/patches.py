@@ -169,9 +169,9 @@ def _git_header_names(rest: str) -> tuple[str | None, str | None]:
     # both unquoted: for an unrenamed file both sides name the same path
     candidates = [i for i, ch in enumerate(rest) if ch == " "]
     for i in candidates:
-        a, b = _strip1(rest[:i]), _strip1(rest[i + 1 :])
-        if a == b:
-            return a, b
+        left, right = _strip1(rest[:i]), _strip1(rest[i + 1 :])
+        if left == right:
+            return left, right
     if candidates:
         mid = candidates[len(candidates) // 2]
         return _strip1(rest[:mid]), _strip1(rest[mid + 1 :])
