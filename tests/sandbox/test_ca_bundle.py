@@ -109,3 +109,28 @@ def test_a_file_without_certificates_is_refused(tmp_path: Path, cache_dir: Path)
         LocalSandbox(ca_bundle=bogus)
     with pytest.raises(SandboxError, match="bundle"):
         LocalSandbox(ca_bundle=tmp_path / "missing.pem")
+
+
+def test_a_task_ca_path_that_is_missing_is_replaced_by_the_bundle(
+    tls_server: tuple[str, Path], tmp_path: Path, cache_dir: Path
+) -> None:
+    """A Dockerfile naming the proxy CA its builder was meant to inject (a file that is not
+    there) gets the bundle instead; a variable naming a file that exists keeps its value."""
+    url, ca = tls_server
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(
+        "FROM python:3.11-slim\n"
+        "ENV SSL_CERT_FILE=/usr/local/share/ca-certificates/fwdproxy.crt\n"
+        "ENV CURL_CA_BUNDLE=/etc/hostname\n"
+        f'RUN python3 -c "{FETCH}" {url} > /fetched\n'
+    )
+    spec = EnvironmentSpec(context_dir=ctx, network_mode="public")
+    with pytest.raises(SandboxError, match="CERTIFICATE_VERIFY_FAILED"):
+        LocalSandbox().build(spec)  # without the bundle the missing file is just missing
+    sandbox = LocalSandbox(ca_bundle=ca)
+    built = sandbox.build(spec)
+    with sandbox.start(built, spec) as session:
+        assert session.read("/fetched").decode().strip() == "through the proxy"
+        assert session.exec("echo $SSL_CERT_FILE").stdout.strip() == SANDBOX_PATH
+        assert session.exec("echo $CURL_CA_BUNDLE").stdout.strip() == "/etc/hostname"

@@ -4,7 +4,9 @@ Nothing is taken from the host implicitly: the bundle is given with ``--ca-bundl
 ``$REPOGYM_CA_BUNDLE``), e.g. ``--ca-bundle "$SSL_CERT_FILE"``. A private copy (checked to hold
 PEM certificates) is bind-mounted read-only at :data:`SANDBOX_PATH` in every sandbox — build
 steps and sessions — and the usual variables point at it (:data:`VARIABLES`); a Dockerfile or
-task that sets one of them itself keeps its own value. The mount lives on the sandbox's
+task that sets one of them itself keeps its own value, unless that value names a file missing
+from the sandbox — the proxy CA its author expected the builder to inject — which the bundle
+then stands in for (:func:`resolve_env`). The mount lives on the sandbox's
 ``/dev`` (a tmpfs of its own), so it never enters a build layer or a step's cache key.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +56,21 @@ class CaBundle:
     def bwrap_args(self) -> list[str]:
         """bubblewrap arguments that mount it (after ``--dev /dev``)."""
         return ["--ro-bind", str(self.copy), SANDBOX_PATH]
+
+
+def resolve_env(
+    bundle: CaBundle | None, env: Mapping[str, str], exists: Callable[[str], bool]
+) -> dict[str, str]:
+    """``env`` with the bundle's variables: the task's own value of one is kept unless it is an
+    absolute path ``exists`` says is missing in the sandbox, which the bundle replaces."""
+    if bundle is None:
+        return dict(env)
+    out = {**bundle.env, **env}
+    for name in VARIABLES:
+        value = env.get(name, "")
+        if value.startswith("/") and value != SANDBOX_PATH and not exists(value):
+            out[name] = SANDBOX_PATH
+    return out
 
 
 def load(path: str | os.PathLike[str], cache_root: Path) -> CaBundle:

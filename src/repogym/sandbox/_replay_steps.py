@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from repogym import dockerfile as _dockerfile
-from repogym.sandbox import _context, _images, _pull, _registry, _toolchains, _unpack
+from repogym.sandbox import _cabundle, _context, _images, _pull, _registry, _toolchains, _unpack
 from repogym.sandbox._layerfs import ArchiveError, copy_in, extract_archive, is_archive, oneline
 from repogym.sandbox._layers import step_key
 from repogym.sandbox._replay_state import ImageConfig, StageState
@@ -193,7 +193,7 @@ def run_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> Non
     if not argv or argv == [*cfg.shell, ""]:
         raise b.fail(ins, "RUN needs a command")
     # The CA bundle's variables are not part of the step (nor of its cache key).
-    env = {**b.sb.ca_env, **cfg.args, **cfg.env}
+    env = {**cfg.args, **cfg.env}
     env.setdefault("PATH", _toolchains.DEFAULT_PATH)
     network = ins.flags.get("network") != "none"
     key = step_key(
@@ -222,7 +222,9 @@ def run_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> Non
             )
         res = proc.exec(
             argv,
-            env=env,
+            env=_cabundle.resolve_env(
+                b.sb.ca_bundle, env, lambda path: bool(proc.file_op("stat", path=path))
+            ),
             cwd=workdir,
             user=user,
             network=None,

@@ -424,7 +424,11 @@ class LocalSession(Session):
         self.proc = proc
         self.built = built
         self.spec = spec
-        self.env = {**sandbox.ca_env, **built.env, **spec.env}
+        self.env = _cabundle.resolve_env(
+            sandbox.ca_bundle,
+            {**built.env, **spec.env},
+            lambda path: bool(proc.file_op("stat", path=path)),
+        )
         self.env.setdefault("PATH", _toolchains.DEFAULT_PATH)
         self.workdir = spec.workdir or built.workdir or "/"
         self.user = built.user
