@@ -13,7 +13,8 @@ PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
 def test_a_usable_bundle_is_copied_and_offered(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv(ENV_VAR, "")  # recorded, so whatever the hook sets is undone after
+    monkeypatch.delenv(ENV_VAR)
     given = tmp_path / "corp.pem"
     given.write_bytes(PEM * 2)
     bundle = use_ca_bundle(given, tmp_path / "cache")
@@ -27,7 +28,8 @@ def test_a_usable_bundle_is_copied_and_offered(tmp_path: Path, monkeypatch) -> N
 def test_an_unusable_bundle_is_one_line_and_sets_nothing(
     tmp_path: Path, monkeypatch, content: bytes | None
 ) -> None:
-    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv(ENV_VAR, "")  # recorded, so whatever the hook sets is undone after
+    monkeypatch.delenv(ENV_VAR)
     given = tmp_path / "corp.pem"
     if content is not None:
         given.write_bytes(content)
