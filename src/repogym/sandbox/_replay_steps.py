@@ -263,6 +263,20 @@ def run_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> Non
 # -- COPY / ADD
 
 
+def _owner_and_mode(
+    b: Builder, ins: _dockerfile.Instruction, cfg: ImageConfig
+) -> tuple[str | None, int | None]:
+    """``COPY``/``ADD`` ``--chown`` (variables expanded) and ``--chmod`` (octal)."""
+    chown = b.expand(ins, ins.flags["chown"], cfg) if ins.flags.get("chown") else None
+    chmod = None
+    if ins.flags.get("chmod"):
+        try:
+            chmod = int(ins.flags["chmod"], 8)
+        except ValueError:
+            raise b.fail(ins, f"invalid --chmod {ins.flags['chmod']!r}") from None
+    return chown, chmod
+
+
 def copy_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> None:
     if ins.flags.get("from"):
         copy_from_step(b, state, ins)
@@ -293,15 +307,7 @@ def copy_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> No
             f"when using {ins.keyword} with more than one source file, the destination "
             "must be a directory and end with a /",
         )
-    chown = ins.flags.get("chown") or None
-    if chown:
-        chown = b.expand(ins, chown, cfg)
-    chmod = None
-    if ins.flags.get("chmod"):
-        try:
-            chmod = int(ins.flags["chmod"], 8)
-        except ValueError:
-            raise b.fail(ins, f"invalid --chmod {ins.flags['chmod']!r}") from None
+    chown, chmod = _owner_and_mode(b, ins, cfg)
     bodies: dict[str, str] = {}
     for n, h in heredocs.items():
         try:
@@ -369,13 +375,7 @@ def copy_from_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) 
     *srcs, dest = words
     dest_abs = _context.posix_join(cfg.workdir, dest)
     dest_is_dir = dest.endswith("/") or dest in (".", "..")
-    chown = b.expand(ins, ins.flags["chown"], cfg) if ins.flags.get("chown") else None
-    chmod = None
-    if ins.flags.get("chmod"):
-        try:
-            chmod = int(ins.flags["chmod"], 8)
-        except ValueError:
-            raise b.fail(ins, f"invalid --chmod {ins.flags['chmod']!r}") from None
+    chown, chmod = _owner_and_mode(b, ins, cfg)
     stage_idx = b.stage_ref(source, b.current)
     with contextlib.ExitStack() as stack:
         if stage_idx is not None:

@@ -123,17 +123,7 @@ def _resolve(image: str, ref: _images.ImageRef) -> BaseImage:
     if name in JDK_IMAGES:
         return _jdk(image, tag, host)
     if name in ("debian", "ubuntu", "buildpack-deps") or name.startswith(("debian", "ubuntu")):
-        mapping = {"from": image, "host": f"host base ({host})"}
-        note = distro_note(name, tag, host)
-        if note:
-            mapping["note"] = note
-        return BaseImage(
-            image=image,
-            kind="host",
-            mapping=mapping,
-            env={"PATH": DEFAULT_PATH},
-            fingerprint=_fingerprint("host", host),
-        )
+        return _host_base(image, host, f"host base ({host})", distro_note(name, tag, host))
     raise UnsupportedBase(
         f"cannot map base image {image!r} onto this host (supported: python:3.X, node, rust, "
         "golang, gcc, eclipse-temurin/openjdk, debian, ubuntu, buildpack-deps, and the derived "
