@@ -314,3 +314,28 @@ def test_a_task_without_tests_is_refused_before_building(tmp_path: Path) -> None
     path = write_task(tmp_path, "t", dockerfile=DOCKERFILE, test_sh=None)
     reasons = preflight(load_task(path))
     assert reasons == ["the task has no tests/test.sh: its verifier has nothing to run"]
+
+
+def test_a_later_step_sees_neither_the_tests_nor_the_verifier_output_of_an_earlier_one(
+    runner: TrialRunner, tmp_path: Path
+) -> None:
+    """An agent in step 2 looks for what step 1's verifier had: /tests, /logs/verifier and a
+    process the verifier left behind. Step 2's verifier pays 1 only if it found any."""
+    path = _steps_task(tmp_path)
+    (path / "steps/one/tests/test.sh").write_text(
+        "#!/bin/bash\necho secret-expected-output > /logs/verifier/details.txt\n"
+        "(sleep 30.0517; true) > /dev/null 2>&1 &\n"
+        'echo "{\\"reward\\": 1}" > /logs/verifier/reward.json\n'
+    )
+    (path / "steps/two/tests/test.sh").write_text(
+        "#!/bin/bash\n"
+        "grep -qE 'secret-expected-output|test.sh|lingering' /app/seen && r=1 || r=0\n"
+        'echo "{\\"reward\\": $r}" > /logs/verifier/reward.json\n'
+    )
+    spy = CommandAgent(
+        "ls /tests >> /app/seen 2>&1; cat /logs/verifier/details.txt >> /app/seen 2>&1; "
+        "pgrep -f 'sleep 30[.]0517' > /dev/null && echo lingering >> /app/seen; true"
+    )
+    outcome = runner.run(load_task(path), spy)
+    rewards = [s["verifier_result"]["reward"] for s in outcome.result["step_results"]]
+    assert rewards == [1.0, 0.0], outcome.result["step_results"]

@@ -172,6 +172,15 @@ def run_step(
             )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        # Nothing of this step's verifier reaches the next step's agent: its processes are
+        # gone and its output is taken away (Harbor moves it out of the container too).
+        session.kill_all()
+        session.exec(
+            "rm -rf /logs/verifier && mkdir -p /logs/verifier",
+            timeout_s=60,
+            user="root",
+            network=False,
+        )
     row["verifier_result"] = {
         "rewards": reading.rewards,
         "reward": reading.reward,
