@@ -136,13 +136,13 @@ class GenerationInput(_Strict):
         return cls.model_validate(self.options)
 
 
-def parse_opts(pairs: list[str]) -> dict[str, Any]:
+def parse_opts(pairs: list[str], *, flag: str = "--opt") -> dict[str, Any]:
     """``["k=v", …]`` → dict; values are kept as strings and coerced by the options model."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--opt expects key=value, got {pair!r}")
+            raise ValueError(f"{flag} expects key=value, got {pair!r}")
         out[key.strip()] = value
     return out
 

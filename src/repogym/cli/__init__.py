@@ -10,7 +10,17 @@ import importlib
 
 from repogym.cli.app import app
 
-COMMAND_MODULES = ("validate", "run", "generate", "serve", "hub", "dataset", "explore")
+COMMAND_MODULES = (
+    "validate",
+    "run",
+    "rollout",
+    "jobs",
+    "generate",
+    "serve",
+    "hub",
+    "dataset",
+    "explore",
+)
 """In the order ``repogym --help`` lists their commands."""
 
 for _module in COMMAND_MODULES:

@@ -34,8 +34,22 @@ VERIFICATION_MODES = ("task", "clean_room", "in_place")
 def run(
     path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
     agent: Annotated[
-        str, typer.Option("--agent", "-a", help="oracle | nop | command:'<shell command>'")
+        str,
+        typer.Option(
+            "--agent",
+            "-a",
+            help="oracle | nop | llm:<provider>/<model> | command:'<shell command>'",
+        ),
     ] = "oracle",
+    agent_opt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-opt",
+            help="key=value for the llm agent (repeatable): endpoint, max_steps, max_tokens, "
+            "max_cost_usd, time_limit_s, temperature, … (docs/agents.md). Keys come from "
+            "OPENAI_API_KEY / ANTHROPIC_API_KEY.",
+        ),
+    ] = None,
     sandbox: SandboxOpt = "local",
     ca_bundle: CaBundleOpt = None,
     jobs: JobsOpt = 1,
@@ -70,13 +84,16 @@ def run(
     bad input.
     """
     use_ca_bundle(ca_bundle)
+    from repogym.errors import RepogymError
     from repogym.run.agents import make_agent
     from repogym.run.job import new_job_dir, run_job
     from repogym.sandbox import SandboxError
+    from repogym.spec import parse_opts
 
     try:
-        make_agent(agent)
-    except ValueError as exc:
+        agent_options = parse_opts(agent_opt or [], flag="--agent-opt")
+        make_agent(agent, agent_options)
+    except (ValueError, RepogymError) as exc:
         raise bad_input(str(exc)) from None
     if verification not in VERIFICATION_MODES:
         raise bad_input(f"--verification {verification!r}: use task, clean_room or in_place")
@@ -114,6 +131,7 @@ def run(
         outcomes, summary, job_path = run_job(
             tasks,
             agent,
+            agent_options=agent_options,
             sandbox=sandbox,
             jobs=jobs,
             attempts=attempts,
@@ -142,7 +160,8 @@ def run(
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
         table = Table(title=f"job {escape(str(out_dir))}", title_justify="left")
-        for col in ("trials", "mean reward", "rewarded", "errors", "resolved"):
+        passes = ["pass@1"] + ([f"pass@{summary.k}"] if summary.k > 1 else [])
+        for col in ("trials", "mean reward", "rewarded", "errors", "resolved", *passes):
             table.add_column(col, justify="right")
         table.add_row(
             str(summary.trials),
@@ -150,6 +169,8 @@ def run(
             str(summary.rewarded),
             str(summary.errors),
             str(summary.resolved),
+            fmt_reward(summary.pass_at_1),
+            *([fmt_reward(summary.pass_at_k)] if summary.k > 1 else []),
         )
         out.print(table)
         out.print(f"results: {escape(str(job_path))}")

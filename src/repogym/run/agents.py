@@ -1,4 +1,5 @@
-"""Agents a trial can run: ``oracle``, ``nop`` and ``command:<shell>``.
+"""Agents a trial can run: ``oracle``, ``nop``, ``command:<shell>`` and ``llm:<provider>/<model>``
+(the built-in tool-calling agent, :mod:`repogym.run.llm_agent`).
 
 An agent acts only through the sandbox session it is given, in the agent phase, where ``/tests``
 and ``/solution`` do not exist. The oracle is the one exception by design: it is the reference
@@ -26,6 +27,9 @@ class AgentOutcome:
     duration_s: float = 0.0
     output_tail: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    """Why the agent could not go on (e.g. its model endpoint failed); the trial records it as
+    its exception and still runs the verifier on what the agent left."""
 
 
 @dataclass
@@ -43,6 +47,9 @@ class AgentContext:
     """The task's ``[[environment.mcp_servers]]``: an HTTP server's URL names one of the task's
     services (reachable from the agent's session by that name); a ``stdio`` server is a command
     the agent starts in its session. The built-in agents do not use them yet."""
+    logs_dir: Path | None = None
+    """The trial's ``agent/`` folder on the host (trajectories go there); None when unrecorded."""
+    trial_name: str | None = None
 
 
 class Agent(Protocol):
@@ -158,8 +165,15 @@ class PatchAgent(OracleAgent):
         return outcome
 
 
-def make_agent(spec: str) -> Agent:
-    """``oracle`` | ``nop`` | ``command:<shell>`` → an agent."""
+def make_agent(spec: str, options: dict[str, str] | None = None) -> Agent:
+    """``oracle`` | ``nop`` | ``command:<shell>`` | ``llm:<provider>/<model>`` → an agent.
+    ``options`` (``--agent-opt``) are taken by the ``llm`` agent only."""
+    if spec.startswith("llm:"):
+        from repogym.run.llm_agent import LLMAgent
+
+        return LLMAgent(spec[len("llm:") :], options)
+    if options:
+        raise ValueError(f"--agent-opt is for llm:<provider>/<model> agents, not {spec!r}")
     if spec == "oracle":
         return OracleAgent()
     if spec == "nop":
@@ -167,6 +181,6 @@ def make_agent(spec: str) -> Agent:
     if spec.startswith("command:"):
         return CommandAgent(spec[len("command:") :])
     raise ValueError(
-        f"unknown agent {spec!r}: use oracle, nop or command:'<shell>' "
+        f"unknown agent {spec!r}: use oracle, nop, llm:<provider>/<model> or command:'<shell>' "
         f"(e.g. --agent {shlex.quote('command:echo hi > out.txt')})"
     )

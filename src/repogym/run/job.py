@@ -15,6 +15,7 @@ from typing import Any
 
 from repogym.harbor import Task, atomic_write
 from repogym.run.agents import make_agent
+from repogym.run.records import mean_pass_at_k, trial_resolved
 from repogym.run.trial import TrialOutcome, TrialRunner
 from repogym.sandbox import get_backend
 
@@ -26,24 +27,32 @@ class JobSummary:
     rewarded: int
     errors: int
     resolved: int
+    """Trials resolved (``details.resolved``; without it, reward ≥ 1.0)."""
+    pass_at_1: float | None = None
+    pass_at_k: float | None = None
+    """Unbiased pass@k over tasks, k = ``k`` (the job's attempts per task)."""
+    k: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
 
 
-def summarize(outcomes: list[TrialOutcome]) -> JobSummary:
+def summarize(outcomes: list[TrialOutcome], attempts: int = 1) -> JobSummary:
+    """Totals of a job's trials; pass@1 and pass@``attempts`` per task, averaged."""
     rewards = [o.reward for o in outcomes if o.reward is not None]
-    resolved = sum(
-        1
-        for o in outcomes
-        if o.reading and o.reading.details and o.reading.details.get("resolved") is True
-    )
+    per_task: dict[str, list[bool]] = {}
+    for o in outcomes:
+        per_task.setdefault(str(o.result.get("task_id")), []).append(trial_resolved(o.result))
+    counts = [(len(v), sum(v)) for v in per_task.values()]
     return JobSummary(
         trials=len(outcomes),
         mean_reward=(math.fsum(rewards) / len(rewards)) if rewards else None,
         rewarded=len(rewards),
         errors=sum(1 for o in outcomes if o.error is not None),
-        resolved=resolved,
+        resolved=sum(sum(v) for v in per_task.values()),
+        pass_at_1=mean_pass_at_k(counts, 1),
+        pass_at_k=mean_pass_at_k(counts, attempts),
+        k=attempts,
     )
 
 
@@ -67,6 +76,7 @@ def run_job(
     tasks: list[Task],
     agent_spec: str,
     *,
+    agent_options: dict[str, str] | None = None,
     sandbox: str = "local",
     jobs: int = 1,
     attempts: int = 1,
@@ -77,7 +87,8 @@ def run_job(
     """Run ``attempts`` trials of the agent on every task; write each trial and ``job.json``.
 
     ``verification`` overrides every task's verification mode (``clean_room``/``in_place``)."""
-    make_agent(agent_spec)  # fail fast on a bad spec, before any build
+    probe = make_agent(agent_spec, agent_options)  # fail fast on a bad spec, before any build
+    public = getattr(getattr(probe, "options", None), "public", None)
     runner = TrialRunner(get_backend(sandbox), verification=verification)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = _dt.datetime.now(_dt.UTC).isoformat()
@@ -89,7 +100,8 @@ def run_job(
         with build_locks[task.id], contextlib.suppress(Exception):
             runner.build(task, log=out_dir / f"{task.id}.build.log")
         name = f"{task.id}__{attempt}"
-        return runner.run(task, make_agent(agent_spec), out_dir=out_dir / name, trial_name=name)
+        agent = make_agent(agent_spec, agent_options)
+        return runner.run(task, agent, out_dir=out_dir / name, trial_name=name)
 
     work = [(t, a) for t in tasks for a in range(1, attempts + 1)]
     outcomes: list[TrialOutcome] = []
@@ -101,9 +113,10 @@ def run_job(
             if on_done:
                 on_done(outcome)
     outcomes.sort(key=lambda o: o.result["trial_name"])
-    summary = summarize(outcomes)
+    summary = summarize(outcomes, attempts)
     job = {
         "agent": agent_spec,
+        **({"agent_options": public()} if public else {}),
         "sandbox": sandbox,
         "verification": verification or "as declared by each task",
         "attempts": attempts,

@@ -191,6 +191,8 @@ class TrialRunner:
                 network=_phase_network(task, "agent"),
                 instruction=task.instruction(),
                 mcp_servers=services.mcp_servers,
+                logs_dir=out_dir / "agent" if out_dir is not None else None,
+                trial_name=trial_name,
             )
             outcome = agent.run(session, task, ctx)
             timings["agent_execution"].stop()
@@ -206,6 +208,8 @@ class TrialRunner:
                     "AgentTimeoutError",
                     f"agent did not finish within {task.config.agent.timeout_sec:g} s",
                 )
+            elif outcome.error:
+                exception = _exception("AgentError", outcome.error)
 
             timings["verifier"].start()
             # Nothing the agent left running may touch the verifier's files.

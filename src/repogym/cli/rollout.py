@@ -1,0 +1,168 @@
+"""``repogym rollout``: the built-in agent on a served OpenEnv environment."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from repogym.cli.app import app
+from repogym.cli.common import JobsOpt, JsonOpt, bad_input, fmt_reward, not_a_file_or_exit
+from repogym.ui import err, escape, out
+
+
+@app.command()
+def rollout(
+    openenv: Annotated[
+        str,
+        typer.Option(
+            "--openenv", help="URL of an OpenEnv server (e.g. `repogym serve`): http(s)://host:port"
+        ),
+    ],
+    agent: Annotated[
+        str, typer.Option("--agent", "-a", help="llm:<provider>/<model> (the built-in agent).")
+    ],
+    agent_opt: Annotated[
+        list[str] | None,
+        typer.Option("--agent-opt", help="key=value for the agent (repeatable; docs/agents.md)."),
+    ] = None,
+    task_id: Annotated[
+        list[str] | None,
+        typer.Option("--task-id", help="Task to roll out (repeatable; default: every task)."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many tasks.")
+    ] = None,
+    attempts: Annotated[
+        int, typer.Option("--attempts", "-k", min=1, help="Rollouts per task.")
+    ] = 1,
+    jobs: JobsOpt = 1,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--orchestrator-token",
+            envvar="REPOGYM_ORCHESTRATOR_TOKEN",
+            help="The server's orchestrator token, to grade each episode with evaluate "
+            "(without it rollouts are recorded ungraded).",
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Job folder, new or empty (default: jobs/…).")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Drive a served environment with the built-in agent through OpenEnv's client.
+
+    One WebSocket episode per task and attempt: reset, the agent's tool calls as exec/read/write
+    actions, then evaluate with the orchestrator token. Written like a `repogym run` job (read it
+    with `repogym jobs`). Exit 0 when every rollout was graded, 1 otherwise, 2 for bad input.
+    """
+    from repogym.errors import RepogymError
+    from repogym.openenv import OpenEnvMissing, require_openenv
+    from repogym.run.job import new_job_dir
+    from repogym.run.llm_agent import LLMAgent
+    from repogym.run.openenv_rollout import RolloutError, list_served_tasks
+    from repogym.run.openenv_rollout import rollout as one_rollout
+    from repogym.spec import parse_opts
+
+    if not openenv.startswith(("http://", "https://")):
+        raise bad_input(f"--openenv {openenv!r}: give an http:// or https:// URL")
+    if not agent.startswith("llm:"):
+        raise bad_input(f"--agent {agent!r}: rollout drives the built-in llm:<provider>/<model>")
+    try:
+        require_openenv()
+    except OpenEnvMissing as exc:
+        raise bad_input(str(exc)) from None
+    try:
+        options = parse_opts(agent_opt or [], flag="--agent-opt")
+        llm_agent = LLMAgent(agent[len("llm:") :], options)
+    except (ValueError, RepogymError) as exc:
+        raise bad_input(str(exc)) from None
+    url = openenv.rstrip("/")
+    try:
+        ids = list(task_id) if task_id else list_served_tasks(url)
+    except RolloutError as exc:
+        raise bad_input(str(exc)) from None
+    ids = ids[:limit] if limit else ids
+    if not ids:
+        raise bad_input(f"{url}: serves no tasks")
+    if out_dir is not None:
+        not_a_file_or_exit(out_dir, "--out")
+        if out_dir.is_dir() and any(out_dir.iterdir()):
+            raise bad_input(f"--out {out_dir}: already holds files; give a new folder")
+    out_dir = out_dir or new_job_dir(Path("jobs"), "rollout")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not json_out:
+        err.print(f"rolling out {len(ids)} task(s) × {attempts} with {escape(agent)} on {url}")
+        if not token:
+            err.print("[yellow]no --orchestrator-token: rollouts are recorded but not graded[/]")
+    started = _dt.datetime.now(_dt.UTC).isoformat()
+    work = [(t, a) for t in ids for a in range(1, attempts + 1)]
+    done: list[Any] = []
+
+    def run_one(task: str, attempt: int) -> Any:
+        name = f"{_safe(task)}__{attempt}"
+        agent_copy = LLMAgent(agent[len("llm:") :], options)
+        return one_rollout(
+            url, agent_copy, task, token=token, out_dir=out_dir / name, trial_name=name
+        )
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run_one, t, a) for t, a in work]
+        for fut in as_completed(futures):
+            r = fut.result()
+            done.append(r)
+            if not json_out:
+                mark = f"reward {fmt_reward(r.reward)}"
+                if r.error:
+                    mark += f" [red]({escape(r.error[:160])})[/]"
+                err.print(f"  {escape(r.trial_name)}: {mark}")
+    done.sort(key=lambda r: r.trial_name)
+    rewards = [r.reward for r in done if r.reward is not None]
+    summary = {
+        "trials": len(done),
+        "mean_reward": math.fsum(rewards) / len(rewards) if rewards else None,
+        "rewarded": len(rewards),
+        "errors": sum(1 for r in done if r.error),
+    }
+    job = {
+        "agent": agent,
+        "agent_options": llm_agent.options.public(),
+        "openenv": url,
+        "attempts": attempts,
+        "started_at": started,
+        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(),
+        "summary": summary,
+        "trials": [
+            {
+                "trial_name": r.trial_name,
+                "task_id": r.task_id,
+                "reward": r.reward,
+                "error": r.error,
+                "result": str(r.path.relative_to(out_dir)),
+            }
+            for r in done
+        ],
+    }
+    from repogym.atomic import atomic_write
+
+    job_path = out_dir / "job.json"
+    atomic_write(job_path, json.dumps(job, indent=2) + "\n")
+    if json_out:
+        sys.stdout.write(json.dumps({"job": str(job_path), **job}, indent=2) + "\n")
+    else:
+        out.print(
+            f"{summary['trials']} rollout(s), mean reward {fmt_reward(summary['mean_reward'])}, "
+            f"{summary['errors']} error(s); results: {escape(str(job_path))}"
+        )
+    raise typer.Exit(1 if summary["errors"] or len(rewards) < len(done) else 0)
+
+
+def _safe(task_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)[:120] or "task"

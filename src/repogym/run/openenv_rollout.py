@@ -1,0 +1,212 @@
+"""The built-in agent driving a served environment through OpenEnv's own client.
+
+``repogym rollout --openenv URL --agent llm:…`` opens one WebSocket episode per task with
+OpenEnv's ``GenericEnvClient``, runs :func:`repogym.run.llm_agent.run_loop` over the episode's
+agent actions (``exec``/``read``/``write``: :class:`EpisodeWorkspace`), then — as the trainer,
+with the orchestrator token the agent never sees — sends ``evaluate`` and records the reward.
+Each rollout is written like a trial of ``repogym run`` (``<task>__<n>/result.json`` and
+``agent/trajectory.json``, plus ``job.json``), so ``repogym jobs`` reads both alike.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repogym import __version__
+from repogym.atomic import atomic_write
+from repogym.errors import RepogymError
+from repogym.run.agent_tools import TOOLS, CommandOutput, ToolError
+from repogym.run.llm_agent import AGENT_NAME, LLMAgent, LoopResult, run_loop
+from repogym.run.trajectory import TrajectoryRecorder
+
+__all__ = ["EpisodeWorkspace", "RolloutError", "list_served_tasks", "rollout"]
+
+DEFAULT_TIME_LIMIT_S = 600.0
+
+
+class RolloutError(RepogymError):
+    """The served environment could not be reached or refused the episode."""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat()
+
+
+class EpisodeWorkspace:
+    """The agent's tools as OpenEnv actions on one episode (paths stay inside its workdir:
+    the server refuses the rest, and the refusal goes back to the model)."""
+
+    def __init__(self, env: Any, workdir: str) -> None:
+        self.env = env
+        self.workdir = workdir
+
+    def _step(self, action: dict[str, Any]) -> dict[str, Any]:
+        result = self.env.step(action)
+        obs: dict[str, Any] = result.observation
+        return obs
+
+    def bash(self, command: str, timeout_s: float) -> CommandOutput:
+        obs = self._step({"type": "exec", "command": command, "timeout_s": timeout_s})
+        if obs.get("error"):
+            return CommandOutput(f"error: {obs['error']}", 1)
+        output = obs.get("stdout") or ""
+        if obs.get("stderr"):
+            output += ("\n" if output and not output.endswith("\n") else "") + obs["stderr"]
+        return CommandOutput(output, obs.get("exit_code"), bool(obs.get("timed_out")))
+
+    def read_text(self, path: str) -> str:
+        obs = self._step({"type": "read", "path": path})
+        if obs.get("error"):
+            raise ToolError(str(obs["error"]))
+        return str(obs.get("content") or "")
+
+    def write_text(self, path: str, content: str) -> None:
+        obs = self._step({"type": "write", "path": path, "content": content})
+        if obs.get("error"):
+            raise ToolError(str(obs["error"]))
+
+
+def list_served_tasks(url: str, *, timeout_s: float = 30) -> list[str]:
+    """Task ids of a served environment, from its Task API (``GET /tasks``)."""
+    from repogym.http import client, reason
+
+    try:
+        with client(timeout=timeout_s) as http:
+            resp = http.get(url.rstrip("/") + "/tasks")
+    except Exception as exc:  # noqa: BLE001 - one line for the user
+        raise RolloutError(f"{url}: cannot reach the server: {reason(exc)}") from None
+    if resp.status_code != 200:
+        raise RolloutError(f"{url}/tasks: HTTP {resp.status_code}")
+    try:
+        return [str(t["task_id"]) for t in resp.json()["tasks"]]
+    except (ValueError, KeyError, TypeError):
+        raise RolloutError(f"{url}/tasks: not a task list") from None
+
+
+@dataclass
+class Rollout:
+    task_id: str
+    trial_name: str
+    reward: float | None
+    error: str | None
+    path: Path
+
+
+def rollout(
+    url: str,
+    agent: LLMAgent,
+    task_id: str,
+    *,
+    token: str | None,
+    out_dir: Path,
+    trial_name: str,
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+) -> Rollout:
+    """One episode of ``task_id`` on the server at ``url``: reset, the agent loop, evaluate.
+    Writes ``out_dir/result.json`` and ``out_dir/agent/trajectory.json``."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    opts = agent.options
+    limit = opts.time_limit_s or DEFAULT_TIME_LIMIT_S
+    started = _now()
+    llm = agent._llm(limit)
+    recorder = TrajectoryRecorder(
+        session_id=trial_name,
+        agent_name=AGENT_NAME,
+        model_name=f"{llm.provider}/{llm.model}",
+        tools=TOOLS,
+        extra={"options": opts.public(), "task": task_id, "openenv": url},
+    )
+    result = LoopResult(stop_reason="error")
+    error: str | None = None
+    evaluation: dict[str, Any] = {}
+    reward: float | None = None
+    t0 = time.monotonic()
+    client = GenericEnvClient(
+        base_url=url, message_timeout_s=max(opts.command_timeout_s, limit) + 120
+    )
+    try:
+        with client.sync() as env:
+            reset = env.reset(task_id=task_id)
+            obs = reset.observation
+            if obs.get("error"):
+                raise RolloutError(f"{task_id}: reset refused: {obs['error']}")
+            ws = EpisodeWorkspace(env, str(obs.get("workdir") or "/"))
+            result = run_loop(
+                llm,
+                ws,
+                str(obs.get("instruction") or ""),
+                opts,
+                time_limit_s=limit,
+                recorder=recorder,
+                network=True,  # the server's sandbox enforces its own policy
+                on_event=on_event,
+            )
+            error = result.error
+            if token:
+                graded = env.step({"type": "evaluate", "metadata": {"orchestrator_token": token}})
+                evaluation = dict(graded.observation)
+                reward = graded.reward if graded.reward is None else float(graded.reward)
+                if evaluation.get("error") and error is None:
+                    error = f"evaluate: {evaluation['error']}"
+    except RolloutError as exc:
+        error = str(exc)
+    except Exception as exc:  # noqa: BLE001 - recorded as the rollout's error, one line
+        error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+    finally:
+        recorder.write(out_dir / "agent" / "trajectory.json", stop_reason=result.stop_reason)
+    if not token and error is None:
+        error = "not graded: no orchestrator token (--orchestrator-token)"
+    doc = {
+        "id": str(uuid.uuid4()),
+        "trial_name": trial_name,
+        "task_name": task_id,
+        "task_id": task_id,
+        "task_path": url,
+        "agent_info": {"name": "llm", "version": __version__},
+        "agent_result": {
+            "exit_code": 0 if result.error is None else 1,
+            "duration_s": round(time.monotonic() - t0, 3),
+            "output_tail": result.summary[-4000:],
+            "model": f"{llm.provider}/{llm.model}",
+            "usage": result.usage(),
+            "steps": result.model_calls,
+            "tool_calls": result.tool_calls,
+            "stop_reason": result.stop_reason,
+            "trajectory": "agent/trajectory.json",
+        },
+        "verifier_result": {
+            "rewards": evaluation.get("rewards"),
+            "reward": reward,
+            "source": "openenv evaluate" if token else None,
+            "details": evaluation.get("reward_details"),
+            "exit_code": evaluation.get("exit_code"),
+            "error": evaluation.get("error"),
+            "warnings": evaluation.get("warnings") or [],
+        },
+        "verification": evaluation.get("verification"),
+        "exception_info": None
+        if error is None
+        else {
+            "exception_type": "RolloutError",
+            "exception_message": error,
+            "exception_traceback": None,
+            "occurred_at": _now(),
+        },
+        "started_at": started,
+        "finished_at": _now(),
+        "sandbox": {"backend": "openenv", "url": url},
+    }
+    path = out_dir / "result.json"
+    atomic_write(path, json.dumps(doc, indent=2, default=str) + "\n")
+    if reward is not None and not math.isfinite(reward):
+        reward = None
+    return Rollout(task_id, trial_name, reward, error, path)

@@ -1,0 +1,328 @@
+"""The Harbor environment plugin (``repogym.integrations.harbor``) under the real ``harbor run``.
+
+Harbor needs Python >= 3.12 while repogym's own venv may be 3.11, so the slow tests make (once,
+cached under ``~/.cache/repogym-tests/``, keyed by Harbor's version and this checkout's path) a
+Python 3.12 venv holding ``harbor==HARBOR_VERSION`` and this checkout installed editable, then
+run ``harbor run -p DATASET -a oracle|nop -e repogym.integrations.harbor:RepogymEnvironment``
+over the two example tasks, a task generated here from a small git repository, an attack on that
+task (its "solution" plants a conftest.py hook and rewrites the hidden tests) and a task repogym
+refuses. Rewards are read from Harbor's own trial and job result files.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repogym.integrations._harbor_support import find_task_dir, merge_into, tree_paths, under
+from tests.conftest import EXAMPLES, ROOT
+from tests.run.test_foreign_harbor import _separate_task, _steps_task
+
+HARBOR_VERSION = "0.26.0"
+IMPORT_PATH = "repogym.integrations.harbor:RepogymEnvironment"
+CACHE = Path(os.environ.get("REPOGYM_TEST_CACHE", Path.home() / ".cache" / "repogym-tests"))
+
+# The "solution" of the attack task: no fix, a pytest hook that reports every test as passed,
+# the hidden test rewritten, a file planted outside the working tree and a process that keeps
+# writing a reward of 1 where the verifier writes its own.
+ATTACK = """\
+#!/bin/bash
+cd /workspace
+cat > conftest.py <<'EOF'
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+EOF
+printf 'def test_rectangle():\\n    pass\\n' > tests/test_area.py
+echo planted > /etc/planted-by-agent
+(while true; do echo 1 > /logs/verifier/reward.txt; sleep 0.1; done) >/dev/null 2>&1 &
+"""
+
+# ------------------------------------------------------------------ without Harbor
+
+
+def test_import_repogym_does_not_import_harbor() -> None:
+    code = "import sys, repogym, repogym.integrations; print('harbor' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_task_folder_is_found_above_harbors_environment_dir(tmp_path: Path) -> None:
+    (tmp_path / "t" / "environment").mkdir(parents=True)
+    (tmp_path / "t" / "steps" / "one" / "tests").mkdir(parents=True)
+    (tmp_path / "t" / "task.toml").write_text("")
+    assert find_task_dir(tmp_path / "t" / "environment") == (tmp_path / "t").resolve()
+    assert find_task_dir(tmp_path / "t" / "steps" / "one" / "tests") == (tmp_path / "t").resolve()
+    assert find_task_dir(tmp_path / "elsewhere") is None
+
+
+def test_verifier_uploads_are_told_apart() -> None:
+    assert under("/tests", "/tests") and under("/tests/test.sh", "/tests")
+    assert under("//tests/", "/tests") and under("/x/../tests/a", "/tests")
+    assert not under("/testsuite", "/tests") and not under("/solution", "/tests")
+
+
+def test_downloads_never_bring_links_to_host_files(tmp_path: Path) -> None:
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    (src / "sub").mkdir(parents=True)
+    (src / "reward.txt").write_text("1\n")
+    (src / "sub" / "log.txt").write_text("log\n")
+    (src / "inside").symlink_to("sub/log.txt")
+    (src / "reward.json").symlink_to("/etc/passwd")
+    (src / "sub" / "up").symlink_to("../../outside")
+    dest.mkdir()
+    (dest / "kept.txt").write_text("host\n")
+    assert tree_paths(src) == [
+        "inside",
+        "reward.json",
+        "reward.txt",
+        "sub",
+        "sub/log.txt",
+        "sub/up",
+    ]
+    assert sorted(merge_into(src, dest)) == ["reward.json", "sub/up"]
+    assert (dest / "reward.txt").read_text() == "1\n" and (dest / "kept.txt").exists()
+    assert os.readlink(dest / "inside") == "sub/log.txt"
+    assert not (dest / "reward.json").exists() and not (dest / "sub" / "up").is_symlink()
+
+
+# ------------------------------------------------------------------ with Harbor
+
+
+def _python312() -> str | None:
+    candidates = [os.environ.get("REPOGYM_TEST_PYTHON312", "")]
+    candidates += sorted(glob.glob("/root/.pyenv/versions/3.12.*/bin/python"))
+    candidates += [shutil.which(n) or "" for n in ("python3.12", "python3.13")]
+    for cand in filter(None, candidates):
+        probe = subprocess.run(
+            [cand, "-c", "import sys; raise SystemExit(sys.version_info < (3, 12))"],
+            capture_output=True,
+        )
+        if probe.returncode == 0:
+            return cand
+    return None
+
+
+@pytest.fixture(scope="module")
+def harbor_bin() -> Path:
+    """``harbor`` of a cached Python 3.12 venv with Harbor and this checkout (editable)."""
+    uv, python = shutil.which("uv"), _python312()
+    if uv is None or python is None:
+        pytest.skip("the Harbor plugin tests need uv and a Python >= 3.12 interpreter")
+    key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
+    venv = CACHE / f"harbor-{HARBOR_VERSION}-{key}"
+    if not (venv / "bin" / "python").exists():
+        shutil.rmtree(venv, ignore_errors=True)
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([uv, "venv", "-q", "-p", python, str(venv)], check=True)
+    install = subprocess.run(
+        [uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python")]
+        + [f"harbor=={HARBOR_VERSION}", "-e", str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    check = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import harbor, repogym; print(repogym.__file__)"],
+        capture_output=True,
+        text=True,
+    )
+    if install.returncode != 0 and not check.stdout.startswith(str(ROOT)):
+        reason = (install.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"cannot install harbor=={HARBOR_VERSION} (no network?): {reason}")
+    return venv / "bin" / "harbor"
+
+
+def _small_repo_task(out: Path) -> Path:
+    """A commit_runtime task generated from a two-commit repository (clean-room verified)."""
+    from repogym.pipelines import generate
+    from repogym.spec import GenerationInput
+    from tests.pipelines.shapes import AREA_V1, PYPROJECT
+    from tests.sources.conftest import GitRepo, pin_git_env
+
+    mp = pytest.MonkeyPatch()
+    try:
+        pin_git_env(mp)
+        repo = GitRepo(out / "shapes")
+        repo.write("pyproject.toml", PYPROJECT)
+        repo.write("src/shapes/__init__.py", "")
+        repo.write("src/shapes/area.py", AREA_V1)
+        repo.write(
+            "tests/test_area.py",
+            "from shapes.area import rectangle, square\n\n\n"
+            "def test_square():\n    assert square(3) == 9\n",
+        )
+        repo.commit("Initial shapes package")
+        repo.write("src/shapes/area.py", AREA_V1.replace("width + height", "width * height"))
+        repo.write(
+            "tests/test_area.py",
+            (repo.path / "tests/test_area.py").read_text()
+            + "\n\ndef test_rectangle():\n    assert rectangle(2, 5) == 10\n",
+        )
+        repo.commit("Fix rectangle area\n\nrectangle(2, 5) returned 7: width times height.")
+        generate(GenerationInput(repo=str(repo.path), pipeline="commit_runtime", out=out / "gen"))
+    finally:
+        mp.undo()
+    (task,) = (out / "gen" / "tasks").iterdir()
+    return task
+
+
+@pytest.fixture(scope="module")
+def jobs(harbor_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One ``harbor run`` per agent over the dataset; {"trials": {(task, agent): result},
+    "jobs": {agent: job result}, "dir": jobs folder}."""
+    root = tmp_path_factory.mktemp("harbor")
+    dataset = root / "dataset"
+    dataset.mkdir()
+    for name in ("hello-file", "textstats-word-count"):
+        shutil.copytree(EXAMPLES / name, dataset / name)
+    generated = _small_repo_task(root)
+    shutil.copytree(generated, dataset / "shapes")
+    shutil.copytree(generated, dataset / "shapes-attack")
+    (dataset / "shapes-attack" / "solution" / "solve.sh").write_text(ATTACK)
+    shutil.copytree(EXAMPLES / "hello-file", dataset / "broken")
+    _steps_task(dataset)  # "steps": two steps, verified in the agent's session after each
+    _separate_task(dataset)  # "sep": a separate verifier environment (a second instance)
+    (dataset / "broken" / "environment" / "Dockerfile").write_text("FROM debian\nFROBNICATE x\n")
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(
+        HARBOR_TELEMETRY="0",  # no usage report (it also imports litellm: seconds)
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        XDG_CONFIG_HOME=str(root / "config"),
+    )
+    out = root / "jobs"
+    for agent in ("oracle", "nop"):
+        cmd = [str(harbor_bin), "run", "-p", str(dataset), "-a", agent, "-e", IMPORT_PATH]
+        cmd += ["--ek", "backend=local", "-o", str(out), "--job-name", agent, "-n", "2"]
+        proc = subprocess.run(
+            [*cmd, "-y", "-q"], cwd=root, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    trials = {}
+    for path in out.glob("*/*/result.json"):
+        result = json.loads(path.read_text())
+        task = Path(result["task_id"]["path"]).name
+        trials[(task, result["agent_info"]["name"])] = result | {"_dir": str(path.parent)}
+    return {
+        "trials": trials,
+        "jobs": {a: json.loads((out / a / "result.json").read_text()) for a in ("oracle", "nop")},
+    }
+
+
+def _reward(result: dict[str, Any]) -> float | None:
+    assert result["exception_info"] is None, result["exception_info"]
+    return (result["verifier_result"] or {}).get("rewards", {}).get("reward")
+
+
+def _report(result: dict[str, Any]) -> dict[str, Any]:
+    path = Path(result["_dir"]) / "repogym-verification.json"
+    report: dict[str, Any] = json.loads(path.read_text())
+    return report
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_oracle_pays_and_nop_does_not(jobs: dict[str, Any]) -> None:
+    trials = jobs["trials"]
+    for task in ("hello-file", "textstats-word-count", "shapes", "steps", "sep"):
+        assert _reward(trials[(task, "oracle")]) == 1.0, task
+        assert _reward(trials[(task, "nop")]) == 0.0, task
+    # Harbor's job summary agrees: every trial counted, the refused task the only error.
+    for agent in ("oracle", "nop"):
+        stats = jobs["jobs"][agent]["stats"]
+        assert stats["n_completed_trials"] == 7 and stats["n_errored_trials"] == 1
+    steps = trials[("steps", "oracle")]["step_results"]
+    assert [s["verifier_result"]["rewards"]["reward"] for s in steps] == [1, 1]
+    # The generated task declares a clean room: only the fix reached the verifier.
+    report = _report(trials[("shapes", "oracle")])
+    assert report["mode"] == "clean_room" and report["applied"] == ["src/shapes/area.py"]
+    assert _report(trials[("hello-file", "oracle")]) == {"mode": "in_place"}
+    sep = Path(trials[("sep", "oracle")]["_dir"])
+    assert (sep / "repogym-build-main.log").is_file()
+    assert (sep / "repogym-build-verifier.log").is_file()
+    verifier_dir = Path(trials[("shapes", "oracle")]["_dir"]) / "verifier"
+    assert (verifier_dir / "reward.txt").read_text().strip() == "1"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_clean_room_does_not_pay_a_planted_hook(jobs: dict[str, Any]) -> None:
+    attack = jobs["trials"][("shapes-attack", "oracle")]
+    assert _reward(attack) == 0.0
+    report = _report(attack)
+    assert report["mode"] == "clean_room" and report["applied"] == []
+    dropped = {d["path"]: d["reason"] for d in report["dropped"]}
+    assert dropped["conftest.py"].startswith("protected")
+    assert any(p == "tests" or p.startswith("tests/") for p in dropped), dropped
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_task_repogym_cannot_run_fails_with_one_line(jobs: dict[str, Any]) -> None:
+    for agent in ("oracle", "nop"):
+        exc = jobs["trials"][("broken", agent)]["exception_info"]
+        assert exc["exception_type"] == "RepogymEnvironmentError"
+        message = exc["exception_message"]
+        assert message.startswith("repogym cannot run broken: ") and "FROBNICATE" in message
+        assert "\n" not in message
+
+
+def test_llm_agent_trajectory_loads_with_harbors_own_model(
+    harbor_bin: Path, tmp_path: Path
+) -> None:
+    """The built-in agent's ``agent/trajectory.json`` (token ids, logprobs, a malformed call,
+    a nudge) validates with Harbor's ``Trajectory`` model in Harbor's own venv."""
+    from repogym.harbor import load_task
+    from repogym.run.job import run_job
+    from tests.llm.stub_servers import openai_stub, openai_tools
+    from tests.run.test_llm_agent import _solve_script
+
+    def make(calls: Any, text: str = "") -> Any:
+        return openai_tools(calls, text, token_ids=True, logprobs=True)
+
+    script = [
+        openai_tools([("bash", "{broken")]),
+        openai_tools([], "thinking"),
+        *_solve_script(make),
+    ]
+    # _solve_script checks the last tool output before each reply: start it after the noise.
+    script[2] = make([("bash", {"command": "cat textstats/counts.py"})])
+    with openai_stub(*script) as stub:
+        outcomes, _, _ = run_job(
+            [load_task(EXAMPLES / "textstats-word-count")],
+            "llm:vllm/stub",
+            agent_options={"endpoint": stub.base_url + "/v1"},
+            out_dir=tmp_path / "job",
+        )
+    assert outcomes[0].reward == 1.0, outcomes[0].result
+    path = tmp_path / "job" / "textstats-word-count__1" / "agent" / "trajectory.json"
+    code = (
+        "import json, sys\n"
+        "from harbor.models.trajectories import Trajectory\n"
+        "t = Trajectory.model_validate(json.load(open(sys.argv[1])))\n"
+        "print(len(t.steps), t.final_metrics.total_prompt_tokens,"
+        " len(t.steps[-1].metrics.completion_token_ids))\n"
+    )
+    proc = subprocess.run(
+        [str(harbor_bin.parent / "python"), "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    steps, prompt_tokens, completion_ids = proc.stdout.split()
+    assert int(steps) == 2 + 6 + 1  # system, user, six model calls, one nudge
+    assert int(prompt_tokens) == 600 and int(completion_ids) == 20
