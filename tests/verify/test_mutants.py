@@ -416,6 +416,17 @@ def test_js_operators_without_syntax_check(tmp_path: Path) -> None:
     check_mutants(case, ms)
 
 
+def test_methods_named_if_in_an_object_literal_are_not_conditions(tmp_path: Path) -> None:
+    """``{ if (y) { … } }`` in an object literal is a method called ``if``: negating its
+    "condition" would not parse (found by the property test below)."""
+    base = "function f(x) {\n  const o = {\n    a: 0,\n  };\n  return o;\n}\n"
+    head = base.replace("    a: 0,\n", "    a: 0,\n    if (y) { y = 0; }\n")
+    head += "function g(y) {\n  if (y) { y = 0; }\n  return y;\n}\n"
+    case = make_case(tmp_path, {"lib/o.js": base}, {"lib/o.js": head})
+    negated = [m.description for m in case.mutants(check_syntax=False) if "negate" in m.description]
+    assert negated == ["negate condition at lib/o.js:9: if (y) { y = 0; }"]
+
+
 def test_one_hunk_gold_has_no_hunk_revert(tmp_path: Path) -> None:
     base = "def f(x):\n    return x\n"
     head = "def f(x):\n    if x is None:\n        x = 0\n    return x + 1\n"

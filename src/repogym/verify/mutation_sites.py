@@ -243,7 +243,7 @@ def py_candidates(contents: list[str], added: set[int]) -> list[Site]:
 class _JsLine:
     masked: str  # same length as the line; string/regex bodies "x", comments " "
     start_code: bool  # the line starts in code (not in a comment, string or template)
-    start_top: str | None  # innermost open bracket at the start
+    start_top: str | None  # innermost open bracket at the start ("o{": an object literal)
     start_depth: int
     end_code: bool
     end_depth: int
@@ -284,6 +284,11 @@ _JS_REGEX_AFTER_CHARS = frozenset("(,=:[!&|?{};~+-*%<>^")
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
+# A "{" after these tokens opens an object literal, not a block (after ":" it may be either:
+# `case 1: {` is a block, so ":" is left out and its braces count as blocks).
+_JS_BEFORE_OBJECT = frozenset("=(,[?!&|+-*%<~^") | {"return", "yield", "typeof", "void", "await"}
+
+
 def _js_word_char(ch: str) -> bool:
     return ch.isalnum() or ch in "_$" or ord(ch) > 127
 
@@ -291,12 +296,13 @@ def _js_word_char(ch: str) -> bool:
 def _js_scan(lines: list[str]) -> list[_JsLine] | None:
     """A light lexer: per line, what is code, and the bracket nesting (None if confused)."""
     stack: list[str] = []  # "(" "[" "{" "`" (template text) "${" (template expression)
+    kinds: list[str] = []  # beside ``stack``: "o{" where a "{" opened an object literal
     mode = ""  # "" code, "*" block comment, "'" / '"' string continued with a backslash
     prev = ""  # the last significant token (a punctuation char or a word)
     out: list[_JsLine] = []
     for ln, line in enumerate(lines):
         in_tpl = bool(stack) and stack[-1] == "`"
-        start_code, start_top = mode == "" and not in_tpl, stack[-1] if stack else None
+        start_code, start_top = mode == "" and not in_tpl, kinds[-1] if kinds else None
         start_depth = min_depth = len(stack)
         buf = list(line)
         n, i = len(line), 0
@@ -333,10 +339,12 @@ def _js_scan(lines: list[str]) -> list[_JsLine] | None:
                     i = end
                 elif c == "`":
                     stack.pop()
+                    kinds.pop()
                     min_depth = min(min_depth, len(stack))
                     prev, i = "x", i + 1
                 elif c == "$" and line[i + 1 : i + 2] == "{":
                     stack.append("${")
+                    kinds.append("${")
                     prev, i = "{", i + 2
                 else:
                     buf[i] = "x"
@@ -366,6 +374,7 @@ def _js_scan(lines: list[str]) -> list[_JsLine] | None:
                 prev, i = "x", j + 1
             elif c == "`":
                 stack.append("`")
+                kinds.append("`")
                 i += 1
             elif c == "/":
                 if prev == "" or prev in _JS_REGEX_AFTER_CHARS or prev in _JS_REGEX_AFTER_WORDS:
@@ -392,12 +401,14 @@ def _js_scan(lines: list[str]) -> list[_JsLine] | None:
                 prev, i = "/", i + 1
             elif c in _OPEN:
                 stack.append(c)
+                kinds.append("o{" if c == "{" and prev in _JS_BEFORE_OBJECT else c)
                 prev, i = c, i + 1
             elif c in _CLOSE:
                 want = "${" if c == "}" and stack and stack[-1] == "${" else _PAIRS[c]
                 if not stack or stack[-1] != want:
                     return None
                 stack.pop()
+                kinds.pop()
                 min_depth = min(min_depth, len(stack))
                 prev, i = c, i + 1
             elif _js_word_char(c):
@@ -451,7 +462,7 @@ def js_candidates(contents: list[str], added: set[int]) -> list[Site]:
         prev = info[sig[pos - 1]].masked.strip() if pos > 0 else None
         nxt = info[sig[pos + 1]].masked.strip() if pos + 1 < len(sig) else None
         m = _JS_COND.match(li.masked)
-        if m is not None and li.start_code:
+        if m is not None and li.statement_level:
             open_at, depth, close_at = m.end() - 1, 0, None
             for k in range(open_at, len(li.masked)):
                 ch = li.masked[k]
