@@ -434,3 +434,26 @@ def test_file_tools_have_only_the_agent_users_rights(tmp_path: Path) -> None:
     assert "cannot write" in outputs[1] and "cannot write" in outputs[2]
     assert "not a readable file" in outputs[3] and "not a readable file" in outputs[4]
     assert "s3cret" not in "".join(outputs)
+
+
+def test_cli_run_with_the_llm_agent_prints_usage(tmp_path: Path) -> None:
+    script = [openai_tools([("bash", {"command": "ls"})]), openai_tools([("finish", {})])]
+    with openai_stub(*script) as stub:
+        res = CliRunner().invoke(
+            app,
+            [
+                "run",
+                str(EXAMPLES / "hello-file"),
+                "--agent",
+                "llm:openai/gpt-4o-mini",
+                "--agent-opt",
+                f"endpoint={stub.base_url}/v1",
+                "--agent-opt",
+                f"api_key={SECRET}",
+                "--out",
+                str(tmp_path / "job"),
+            ],
+        )
+    assert res.exit_code == 0, res.output
+    assert "model: 2 call(s), 200 tokens in / 40 out, $0.0001; stopped: finished 1" in res.output
+    assert SECRET not in _files_text(tmp_path / "job")

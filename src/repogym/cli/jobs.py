@@ -156,14 +156,14 @@ def jobs_list(jobs_dir: JobsDirOpt = Path("jobs"), json_out: JsonOpt = False) ->
         padding=0,
         show_edge=False,
     )
-    table.add_column("job", no_wrap=True)
+    table.add_column("job", overflow="fold", min_width=10)
     table.add_column("status")
-    table.add_column("agent", overflow="fold")
-    table.add_column("started", no_wrap=True)
+    table.add_column("agent", overflow="fold", min_width=8)
+    table.add_column("started", min_width=10)
     for col in ("tasks", "trials", "reward", "resolved", "pass@1", "errors"):
-        table.add_column(col, justify="right")
-    table.add_column("tokens in/out", justify="right")
-    table.add_column("cost", justify="right")
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("tokens in/out", justify="right", min_width=7)
+    table.add_column("cost", justify="right", no_wrap=True)
     for job in jobs:
         s = job.stats()
         table.add_row(
@@ -209,10 +209,11 @@ def jobs_show(job: JobArg, jobs_dir: JobsDirOpt = Path("jobs"), json_out: JsonOp
         f"{fmt_status(record.status)} · started {fmt_time(record.started_at)}"
     )
     table = Table(title=title, title_justify="left")
-    table.add_column("task", no_wrap=True)
+    # Long task ids wrap; the numbers never do (a squeezed number would read "1…").
+    table.add_column("task", overflow="fold", min_width=16)
     for col in ("reward", "resolved", "pass@1", pass_k, "tokens in/out", "cost", "duration"):
-        table.add_column(col, justify="right")
-    table.add_column("errors", overflow="fold")
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("errors", overflow="fold", min_width=8)
     for t in tasks.values():
         first = t.errors[0][:160] if t.errors else ""
         table.add_row(
@@ -305,9 +306,9 @@ def jobs_compare(
     out.print(head)
 
     table = Table(title="per task", title_justify="left")
-    table.add_column("task", no_wrap=True)
+    table.add_column("task", overflow="fold", min_width=16)
     for col in ("A reward", "B reward", "B − A", "A resolved", "B resolved"):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", no_wrap=True)
     table.add_column("flip")
     for p in cmp.pairs:
         flip = {"b": "[green]B only[/]", "a": "[red]A only[/]"}.get(p.flip or "", "")

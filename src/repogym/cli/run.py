@@ -173,8 +173,34 @@ def run(
             *([fmt_reward(summary.pass_at_k)] if summary.k > 1 else []),
         )
         out.print(table)
+        usage = model_usage(outcomes)
+        if usage:
+            out.print(usage)
         out.print(f"results: {escape(str(job_path))}")
     raise typer.Exit(1 if summary.errors else 0)
+
+
+def model_usage(outcomes: list[Any]) -> str | None:
+    """One line of model usage over the trials whose agent reported any (the llm agent)."""
+    usages = [u for o in outcomes if isinstance(u := o.result["agent_result"].get("usage"), dict)]
+    if not usages:
+        return None
+    calls = sum(int(u.get("model_calls") or 0) for u in usages)
+    tin = sum(int(u.get("input_tokens") or 0) for u in usages)
+    tout = sum(int(u.get("output_tokens") or 0) for u in usages)
+    costs = [u.get("cost_usd") for u in usages]
+    cost = (
+        f"${sum(c for c in costs if c is not None):.4f}"
+        if all(c is not None for c in costs)
+        else "cost unknown (no price for the model)"
+    )
+    reasons: dict[str, int] = {}
+    for o in outcomes:
+        reason = o.result["agent_result"].get("stop_reason")
+        if reason:
+            reasons[reason] = reasons.get(reason, 0) + 1
+    stops = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
+    return f"model: {calls} call(s), {tin:,} tokens in / {tout:,} out, {cost}; stopped: {stops}"
 
 
 @app.command()
