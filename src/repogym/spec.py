@@ -8,7 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 
 class _Strict(BaseModel):
@@ -60,6 +67,79 @@ class RuntimeOptions(_Strict):
     )
 
 
+def _comma_list(value: Any) -> Any:
+    """``"a,b"`` (as ``--opt`` gives it) → ``["a", "b"]``; other values unchanged."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class SynthOptions(RuntimeOptions):
+    """Options shared by the synthesized-task pipelines (``bug_synth``, ``code_instruct``):
+    the runtime options, with defaults for many small edits of one revision."""
+
+    reruns: int = Field(
+        0, ge=0, description="extra runs of the suite (baseline and each edit); flips are dropped"
+    )
+    mutants: int = Field(
+        2, ge=0, description="wrong solutions derived from the gold patch to test the tests with"
+    )
+    min_kill_rate: float = Field(
+        0.5, ge=0, le=1, description="drop tasks whose tests kill fewer of the mutants"
+    )
+    max_break_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="drop edits that break more than this share of the tests in scope (a crash, "
+        "not a bug)",
+    )
+    max_per_function: int = Field(3, ge=1, description="candidates per function at most")
+    max_files: int | None = Field(None, ge=1, description="read at most this many source files")
+    paths: list[str] = Field(
+        default_factory=list,
+        description="only edit files under these folders or paths (repository-relative; "
+        "comma-separated on the command line)",
+    )
+
+    @field_validator("paths", mode="before")
+    @classmethod
+    def _comma_paths(cls, value: Any) -> Any:
+        return _comma_list(value)
+
+
+class BugSynthOptions(SynthOptions):
+    """Options of ``bug_synth`` (procedural bugs the repository's own tests catch)."""
+
+    operators: list[str] = Field(
+        default_factory=list,
+        description="only these mutation operators, comma-separated (default: all; see "
+        "docs/generate.md)",
+    )
+
+    @field_validator("operators", mode="before")
+    @classmethod
+    def _known_operators(cls, value: Any) -> Any:
+        from repogym.pipelines._synth_ops import OPERATORS
+
+        value = _comma_list(value)
+        unknown = [v for v in value if v not in OPERATORS] if isinstance(value, list) else []
+        if unknown:
+            raise ValueError(
+                f"unknown operator(s) {', '.join(unknown)}; known: {', '.join(OPERATORS)}"
+            )
+        return value
+
+
+class CodeInstructOptions(SynthOptions):
+    """Options of ``code_instruct`` (implement a function whose body was removed)."""
+
+    require_docstring: bool = Field(
+        True, description="only functions with a docstring (the instruction quotes it)"
+    )
+    min_statements: int = Field(2, ge=1, description="skip functions with fewer statements")
+
+
 class PrDiffOptions(_Strict):
     """Options of ``pr_diff`` (text-only tasks from merged PRs, graded by diff similarity).
 
@@ -94,11 +174,134 @@ class PrDiffOptions(_Strict):
     max_candidates: int | None = Field(None, ge=1, description="stop after examining this many")
 
 
-PIPELINE_OPTIONS: dict[str, type[_Strict]] = {
-    "commit_runtime": RuntimeOptions,
-    "pr_runtime": RuntimeOptions,
-    "pr_diff": PrDiffOptions,
-}
+class CvePatchesOptions(RuntimeOptions):
+    """Options of ``cve_patches`` (OSV advisories whose fix commits are in the repository):
+    where the advisories come from and how they are matched, the runtime options of the graded
+    tasks, and the thin-image options of the text-only ones (fixes without a test change)."""
+
+    osv: str | None = Field(
+        None,
+        description="the advisories: an OSV record (.json), a folder of records, a .zip export "
+        "(osv.dev's all.zip), or 'api' to query the OSV API",
+    )
+    osv_url: str | None = Field(
+        None, description="OSV API base URL (default $REPOGYM_OSV_URL, else https://api.osv.dev)"
+    )
+    package: str | None = Field(
+        None, description="osv=api: the package to ask about (default: read from the repository)"
+    )
+    ecosystem: str | None = Field(
+        None, description="osv=api: its OSV ecosystem (PyPI, npm, crates.io, Go, Packagist, …)"
+    )
+    api_commits: int = Field(
+        0, ge=0, le=1000, description="osv=api: also ask about this many commits of the history"
+    )
+    match_repo: bool = Field(
+        True, description="keep only advisories naming this repository (false: every advisory)"
+    )
+    repo_url: str | None = Field(
+        None, description="the repository's URL as advisories name it (default: its origin)"
+    )
+    text_only: bool = Field(
+        True, description="a fix without a test change becomes a text-only, diff-scored task"
+    )
+    verifier_timeout: float = Field(300.0, gt=0, description="text-only tasks: [verifier] timeout")
+    verifier_network: Literal["no-network", "public"] = Field(
+        "no-network", description="text-only tasks: [verifier].network_mode (LLM judge)"
+    )
+    base_image: str = Field("python:3.12-slim", description="text-only tasks: FROM image")
+
+    @field_validator("osv")
+    @classmethod
+    def _check_osv(cls, value: str | None) -> str | None:
+        if value is None or value.strip().lower() == "api":
+            return None if value is None else "api"
+        path = Path(value).expanduser()
+        if not path.exists():
+            raise ValueError(f"{value}: no such file or folder")
+        if path.is_dir():
+            return str(path)
+        if path.suffix.lower() not in (".json", ".zip"):
+            raise ValueError(
+                f"{value}: not an OSV export (a .json record, a folder of records or a .zip)"
+            )
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(4)
+        except OSError as exc:
+            raise ValueError(f"{value}: unreadable ({exc.strerror or exc})") from None
+        if path.suffix.lower() == ".zip" and head[:2] != b"PK":
+            raise ValueError(f"{value}: not a zip archive")
+        return str(path)
+
+    @field_validator("osv_url")
+    @classmethod
+    def _check_osv_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip().lower().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r}: not an http(s) URL")
+        return value
+
+
+class EquivalenceOptions(SynthOptions):
+    """Options of ``equivalence_tests`` (re-implement a function; graded by comparing it with
+    the original on recorded and generated inputs)."""
+
+    reward: Literal["resolved", "graded"] = Field(
+        "graded",
+        description="graded: the share of hidden inputs whose outcome matches the original's; "
+        "resolved: 1 only when every input matches",
+    )
+    max_inputs: int = Field(50, ge=1, description="hidden inputs per task at most")
+    max_recorded: int = Field(
+        40, ge=0, description="distinct argument tuples recorded per function while tests run"
+    )
+    hypothesis_examples: int = Field(
+        30, ge=0, description="inputs drawn from builtin type hints with hypothesis (0: none)"
+    )
+    infer_types: bool = Field(
+        True,
+        description="draw inputs for parameters without a type hint from the type their "
+        "recorded arguments share",
+    )
+    min_inputs: int = Field(
+        10, ge=1, validate_default=True, description="drop functions with fewer usable inputs"
+    )
+    examples: int = Field(
+        3, ge=0, le=3, description="example calls shown in the instruction (never graded)"
+    )
+    call_timeout: float = Field(
+        2.0,
+        gt=0,
+        le=600,
+        description="seconds per call in the verifier; the original must answer each input "
+        "within a quarter of it",
+    )
+    max_error_share: float = Field(
+        0.5, ge=0, lt=1, description="at most this share of hidden inputs may expect an exception"
+    )
+    seed: int = Field(0, ge=0, description="seed of the hypothesis draws")
+
+    @field_validator("min_inputs")
+    @classmethod
+    def _check_min_inputs(cls, value: int, info: ValidationInfo) -> int:
+        top = info.data.get("max_inputs")
+        if top is not None and value > top:
+            raise ValueError(f"{value} is larger than max_inputs ({top})")
+        sources = [info.data.get(k) for k in ("max_recorded", "hypothesis_examples")]
+        if None not in sources and sum(sources) < value:  # type: ignore[arg-type]
+            total = f"{sources[0]} + {sources[1]}"
+            raise ValueError(f"max_recorded + hypothesis_examples ({total}) cannot reach it")
+        return value
+
+
+def options_model(pipeline: str) -> type[BaseModel]:
+    """The options model of a registered pipeline (ValueError naming the available ones)."""
+    from repogym.pipelines.registry import get_pipeline
+
+    try:
+        return get_pipeline(pipeline).options_model
+    except KeyError as exc:
+        raise ValueError(str(exc.args[0])) from None
 
 
 class GenerationInput(_Strict):
@@ -128,12 +331,7 @@ class GenerationInput(_Strict):
 
     def pipeline_options(self) -> BaseModel:
         """The validated options model of the chosen pipeline."""
-        try:
-            cls = PIPELINE_OPTIONS[self.pipeline]
-        except KeyError:
-            known = ", ".join(sorted(PIPELINE_OPTIONS))
-            raise ValueError(f"unknown pipeline {self.pipeline!r} (available: {known})") from None
-        return cls.model_validate(self.options)
+        return options_model(self.pipeline).model_validate(self.options)
 
 
 def parse_opts(pairs: list[str], *, flag: str = "--opt") -> dict[str, Any]:

@@ -15,6 +15,10 @@ from repogym.pipelines.base import Harness
 from repogym.sources import LocalGitSource, Source
 
 ALL = sorted(pipelines())
+RUN_INPUTS: dict[str, dict[str, str]] = {
+    "cve_patches": {"osv": "{tmp}/input", "match_repo": "false"},
+}
+"""Options a pipeline needs to walk candidates at all (an empty input here)."""
 
 
 @pytest.fixture
@@ -34,6 +38,10 @@ def test_pipeline_contract(name: str, example: Path, tmp_path: Path) -> None:
     assert issubclass(pipeline.options_model, BaseModel)
     assert pipeline.options_model.model_config.get("extra") == "forbid"
     options = pipeline.options_model()  # every option has a default
+    if name in RUN_INPUTS:  # a pipeline whose input is an option (it refuses to run without)
+        (tmp_path / "input").mkdir()
+        given = {k: v.format(tmp=tmp_path) for k, v in RUN_INPUTS[name].items()}
+        options = pipeline.options_model.model_validate(given)
     assert pipeline.sources and set(pipeline.sources) <= {"local", "github", "gitlab"}
     assert isinstance(pipeline.sources_note, str)
     assert isinstance(pipeline.llm_rewrite, bool) and isinstance(pipeline.dedupe_changes, bool)
@@ -85,7 +93,7 @@ def test_broken_plugin_is_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         importlib.metadata, "entry_points", lambda group: [EntryPoint(), NotAPipeline()]
     )
-    assert {"commit_runtime", "pr_runtime", "pr_diff"} == set(pipelines())
+    assert {module.rsplit(".", 1)[1] for module, _ in reg.BUILTINS} == set(pipelines())
 
 
 def test_register_and_unknown() -> None:

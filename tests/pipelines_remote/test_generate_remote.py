@@ -119,7 +119,7 @@ def test_rate_limit_far_away_is_one_clear_line(
 def test_unsupported_pairing_refused_up_front(
     hosted: Hosted, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from repogym import pipelines, spec
+    from repogym import pipelines
     from repogym.pipelines.commit_runtime import CommitRuntime
 
     class LocalOnly(CommitRuntime):
@@ -129,7 +129,6 @@ def test_unsupported_pairing_refused_up_front(
         llm_rewrite = False
 
     pipelines.register(LocalOnly())
-    monkeypatch.setitem(spec.PIPELINE_OPTIONS, "local_only", spec.RuntimeOptions)
     out = tmp_path / "out"
     try:
         with HostedGitHub(hosted) as gh:

@@ -141,11 +141,14 @@ def generate(
 
 def describe_option_error(exc: Any, pipeline: str) -> str:
     """A pydantic error of the options, with the valid keys listed for an unknown one."""
-    from repogym.spec import PIPELINE_OPTIONS, describe_error
+    from repogym.spec import describe_error, options_model
 
     unknown = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "extra_forbidden"]
-    model = PIPELINE_OPTIONS.get(pipeline)
-    if not unknown or model is None:
+    try:
+        model = options_model(pipeline)
+    except ValueError:
+        return describe_error(exc)
+    if not unknown:
         return describe_error(exc)
     valid = ", ".join(sorted(model.model_fields))
     keys = ", ".join(repr(k) for k in unknown)

@@ -57,6 +57,7 @@ _SAFE_KEYS = frozenset(
         "target_os",
         # provenance written by repogym: the pipeline's name and verification counts
         "pr_diff",
+        "cve_patches",
         "oracle_runs",
         "oracle_passes",
     }

@@ -307,6 +307,18 @@ def compose(
     return Composed(final, mode, cov, missing, removed)
 
 
+def compose_synthesized(head: str, body: str, evidence: Evidence, workdir: str) -> Composed:
+    """The instruction of a synthesized task: ``head`` and ``body`` as written (the pipeline's
+    own text, nothing to clean), the expected behaviour of the fail-to-pass tests, the footer."""
+    parts = [f"# {head}", "", body.strip(), ""]
+    section = behaviour_section(evidence.groups)
+    if section:
+        parts += [section.rstrip("\n"), ""]
+    parts += _footer(workdir)
+    text = "\n".join(parts)
+    return Composed(text, "evidence", 1.0, [])
+
+
 def repair(composed: Composed, evidence: Evidence, workdir: str) -> Composed:
     """Add the evidence a ``title`` instruction lacks (required interface, expected behaviour)
     before its closing paragraph."""

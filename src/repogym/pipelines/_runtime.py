@@ -198,7 +198,7 @@ class RuntimeHarness(TaskHarness):
                 restore=restore,
                 delete=delete,
                 infra={k: v for k, v in known.items() if k not in restore and k not in delete},
-                sources=infra.manifest(base, _scanned_source),
+                sources=infra.manifest(base, scanned_source),
                 integrity_key=key,
                 reward_mode=opts.reward,
             ),
@@ -478,12 +478,18 @@ class RuntimeHarness(TaskHarness):
         return result
 
     def _runs(
-        self, session: Session, recipe: Recipe, tests: Path, count: int, state: str
+        self,
+        session: Session,
+        recipe: Recipe,
+        tests: Path,
+        count: int,
+        state: str,
+        timeout: float | None = None,
     ) -> tuple[list[dict[str, Any]], float]:
         runs: list[dict[str, Any]] = []
         spent = 0.0
         for _ in range(count):
-            result = self._result(session, recipe, tests, self.options.test_timeout)
+            result = self._result(session, recipe, tests, timeout or self.options.test_timeout)
             if result is None:
                 raise RunFailed(f"tests time out ({state})")
             spent += result["seconds"]
@@ -520,7 +526,7 @@ class RuntimeHarness(TaskHarness):
         return "targeted", runs, spent + more
 
 
-def _scanned_source(rel: str) -> bool:
+def scanned_source(rel: str) -> bool:
     """Files whose base digest the verifier keeps: source it scans, compiled modules it checks."""
     if infra.is_infra(rel):
         return False

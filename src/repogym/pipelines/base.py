@@ -37,6 +37,8 @@ class Candidate:
     source_patch: str = ""
     test_patch: str = ""
     number: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """What a pipeline needs beyond the change itself (e.g. a synthesized edit); not stored."""
 
 
 @dataclass

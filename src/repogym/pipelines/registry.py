@@ -23,8 +23,11 @@ BUILTINS = (
     ("repogym.pipelines.commit_runtime", "PIPELINE"),
     ("repogym.pipelines.pr_runtime", "PIPELINE"),
     ("repogym.pipelines.pr_diff", "PIPELINE"),
+    ("repogym.pipelines.bug_synth", "PIPELINE"),
+    ("repogym.pipelines.code_instruct", "PIPELINE"),
+    ("repogym.pipelines.cve_patches", "PIPELINE"),
+    ("repogym.pipelines.equivalence_tests", "PIPELINE"),
 )
-
 _lock = threading.RLock()
 _registered: dict[str, Pipeline] = {}
 _loaded = False

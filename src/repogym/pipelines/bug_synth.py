@@ -1,0 +1,100 @@
+"""``bug_synth``: procedural bugs the repository's own tests catch, with no LLM.
+
+Each function of the revision that the test suite calls gets procedural mutants (comparison and
+boolean operators, off-by-one bounds, removed guards and statements, swapped arguments, changed
+constants, wrong returns, exception types: :mod:`._synth_ops`). A mutant is kept when it
+compiles, breaks at least one test, breaks at most ``max_break_share`` of the tests in scope, and
+does not break exactly the tests another mutant of the same function broke. The repository with
+the mutant is the task's environment; undoing it is the gold patch; the broken tests are the
+fail-to-pass tests. The instruction names the failing behaviour (from the tests and their
+failures), never the mutation. See :mod:`._synth` for the harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from repogym.pipelines._instruction import Composed, Evidence, compose_synthesized
+from repogym.pipelines._synth import (
+    WORKDIR,
+    SynthEdit,
+    SynthHarness,
+    python_sources,
+    round_robin,
+    synth_candidate,
+)
+from repogym.pipelines._synth_ops import python_mutants
+from repogym.pipelines.base import Candidate, HarnessContext
+from repogym.sources import Source
+from repogym.spec import BugSynthOptions
+
+BODY = (
+    "Some of the project's tests fail at this revision. The behaviour they check is broken in "
+    "the code, not in the tests: find the cause in the source and fix it. Keep every other "
+    "behaviour as it is."
+)
+
+
+class BugSynthHarness(SynthHarness):
+    def compose_instruction(self, cand: Candidate, edit: SynthEdit, evidence: Evidence) -> Composed:
+        head = f"Fix {evidence.groups[0].name}" if evidence.groups else "Fix the failing tests"
+        return compose_synthesized(head, BODY, evidence, WORKDIR)
+
+
+class BugSynth:
+    """Local clones, or GitHub/GitLab repositories through a cached clone (default branch)."""
+
+    name = "bug_synth"
+    version = "1"
+    options_model = BugSynthOptions
+    sources = frozenset({"local", "github", "gitlab"})
+    sources_note = ""
+    llm_rewrite = True
+    dedupe_changes = True
+
+    def candidates(
+        self, source: Source, options: BugSynthOptions, slug: str, rev: str
+    ) -> Iterator[Candidate | tuple[str, str]]:
+        sha = source.resolve(rev)
+        per_function: list[list[Candidate]] = []
+        for item in python_sources(source, sha, options):
+            if len(item) == 3:
+                yield f"bug:{item[0]}", item[2]
+                continue
+            path, text = item[0], item[1]
+            assert text is not None
+            groups: dict[str, list[Candidate]] = {}
+            mutants = python_mutants(
+                text,
+                path,
+                per_function=options.max_per_function,
+                operators=options.operators or None,
+            )
+            for m in mutants:
+                edit = SynthEdit(
+                    path=path,
+                    function=m.function,
+                    line=m.function_line,
+                    kind=m.operator,
+                    new_text=m.text,
+                    description=m.description,
+                )
+                groups.setdefault(m.function, []).append(
+                    synth_candidate(
+                        slug=slug,
+                        sha=sha,
+                        kind="bug_synth",
+                        tag="bug",
+                        edit=edit,
+                        original=text,
+                        ident=m.mutation_id,
+                    )
+                )
+            per_function.extend(groups.values())
+        yield from round_robin(per_function)
+
+    def harness(self, ctx: HarnessContext) -> BugSynthHarness:
+        return BugSynthHarness(ctx)
+
+
+PIPELINE = BugSynth()
