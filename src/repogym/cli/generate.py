@@ -33,7 +33,13 @@ def generate(
         ),
     ],
     pipeline: Annotated[
-        str, typer.Option("--pipeline", "-p", help="commit_runtime | pr_runtime | pr_diff")
+        str,
+        typer.Option(
+            "--pipeline",
+            "-p",
+            help="commit_runtime | pr_runtime | pr_diff | bug_synth | code_instruct | "
+            "cve_patches | equivalence_tests (or a plug-in's name)",
+        ),
     ] = "commit_runtime",
     opt: Annotated[
         list[str] | None,
