@@ -131,3 +131,18 @@ def test_options_are_checked_before_any_work(statkit: Path, tmp_path: Path) -> N
         str(tmp_path / "y"), "--opt", "operators=nonsense,compare",
     )  # fmt: skip
     assert res.returncode == 2 and "nonsense" in res.stderr, res.stderr
+
+
+def test_resume_goes_on_where_the_last_run_stopped(statkit: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    first = _generate(statkit, out, "bug_synth", 1)
+    assert [o.kept for o in first.outcomes].count(True) == 1
+    seen = {o.candidate.key for o in first.outcomes}
+    second = generate(
+        GenerationInput(
+            repo=str(statkit), pipeline="bug_synth", out=out, limit=1, jobs=2, resume=True
+        )
+    )
+    again = {o.candidate.key for o in second.outcomes}
+    assert not seen & again  # nothing examined twice
+    assert len(list((out / "tasks").iterdir())) == 2

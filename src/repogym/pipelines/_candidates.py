@@ -6,9 +6,28 @@ from __future__ import annotations
 from repogym.pipelines._emit import code_lines
 from repogym.pipelines.base import Candidate
 from repogym.sources import Source
-from repogym.sources.patches import is_test_path, parse_patch, split_patch
+from repogym.sources.patches import FilePatch, is_test_path, parse_patch, split_patch
 from repogym.spec import RuntimeOptions
 from repogym.verify.file_kinds import is_release_notes
+
+
+def split_sized(
+    patch: str, files: list[FilePatch], options: RuntimeOptions
+) -> tuple[tuple[str, str] | None, str | None]:
+    """``((source_patch, test_patch), None)`` when the change's code part is a gold patch of an
+    acceptable kind and size, else ``(None, drop reason)``. Release notes and changelogs ride
+    along with the gold patch but are not the change."""
+    code = [f for f in files if not is_test_path(f.path) and not is_release_notes(f.path)]
+    if not code:
+        return None, "tests and release notes only"
+    if all(f.binary for f in code):
+        return None, "binary-only source change"
+    if len(code) > options.max_source_files:
+        return None, "too many source files"
+    source_patch, test_patch = split_patch(patch)
+    if len(code_lines(source_patch)) > options.max_patch_lines:
+        return None, "gold patch too large"
+    return (source_patch, test_patch), None
 
 
 def candidate_from_change(
@@ -38,17 +57,10 @@ def candidate_from_change(
         return None, "tests only"
     if not any(f.status != "D" for f in tests):
         return None, "no added or changed test"
-    # Release notes and changelogs ride along with the gold patch but are not the change.
-    code = [f for f in sources if not is_release_notes(f.path)]
-    if not code:
-        return None, "tests and release notes only"
-    if all(f.binary for f in code):
-        return None, "binary-only source change"
-    if len(code) > options.max_source_files:
-        return None, "too many source files"
-    source_patch, test_patch = split_patch(patch)
-    if len(code_lines(source_patch)) > options.max_patch_lines:
-        return None, "gold patch too large"
+    split, why = split_sized(patch, files, options)
+    if split is None:
+        return None, why
+    source_patch, test_patch = split
     return (
         Candidate(
             key=key,

@@ -34,9 +34,8 @@ from typing import Any
 from repogym.harbor import update_task_toml
 from repogym.harbor.config import TaskConfig
 from repogym.pipelines._advisory_text import advisory_text
-from repogym.pipelines._candidates import candidate_from_change
+from repogym.pipelines._candidates import candidate_from_change, split_sized
 from repogym.pipelines._diff_task import DiffTaskHarness
-from repogym.pipelines._emit import code_lines
 from repogym.pipelines._instruction import Rewrite
 from repogym.pipelines._osv import (
     Advisory,
@@ -51,9 +50,8 @@ from repogym.pipelines._osv import (
 from repogym.pipelines._runtime import RuntimeHarness
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sources import Source, SourceError
-from repogym.sources.patches import is_test_path, parse_patch, split_patch
+from repogym.sources.patches import parse_patch
 from repogym.spec import CvePatchesOptions, PrDiffOptions
-from repogym.verify.file_kinds import is_release_notes
 
 log = logging.getLogger(__name__)
 
@@ -319,17 +317,10 @@ def _text_only(
 ) -> tuple[Candidate | None, str | None]:
     """A fix without a test change as a text-only candidate (the runtime size limits)."""
     patch = source.diff(fields["base"], fields["head"])
-    code = [f for f in parse_patch(patch) if not is_test_path(f.path)]
-    code = [f for f in code if not is_release_notes(f.path)]
-    if not code:
-        return None, "release notes only"
-    if all(f.binary for f in code):
-        return None, "binary-only source change"
-    if len(code) > options.max_source_files:
-        return None, "too many source files"
-    source_patch, test_patch = split_patch(patch)
-    if len(code_lines(source_patch)) > options.max_patch_lines:
-        return None, "gold patch too large"
+    split, why = split_sized(patch, parse_patch(patch), options)
+    if split is None:
+        return None, "release notes only" if why == "tests and release notes only" else why
+    source_patch, test_patch = split
     return (
         Candidate(**fields, patch=patch, source_patch=source_patch, test_patch=test_patch),
         None,
