@@ -115,6 +115,10 @@ INPUTS: dict[str, dict[str, Any]] = {
     "equivalence_tests": {},
 }
 
+SYNTHESIZED = {"bug_synth", "code_instruct", "equivalence_tests"}
+"""Pipelines whose gold lines appear nowhere in the task but the solution (for mined tasks,
+the base snapshot may hold a gold line elsewhere in the code, which is no leak)."""
+
 ATTACK = (
     "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
     "printf 'import pytest\\n\\n@pytest.hookimpl(hookwrapper=True)\\n"
@@ -170,6 +174,19 @@ def test_emitted_tasks_hold_the_contract(
     patch = (task_dir / "solution" / "patch.diff").read_text(errors="replace")
     for line in _added_lines(patch):
         assert line not in instruction, (name, line)
+    # nor on its explorer page (sections and every file shown)
+    from repogym.explorer import withhold
+    from repogym.explorer.adapters.harbor import HarborAdapter
+
+    doc = withhold.apply(HarborAdapter().open(str(out)).task(task_dir.name))
+    shown = "\n".join(
+        [sec.body for sec in doc.sections]
+        + [f.data.decode("utf-8", "replace") for f in doc.files if f.data is not None]
+    )
+    shown_lines = {ln.strip() for ln in shown.splitlines()}
+    for line in _added_lines(patch):
+        if name in SYNTHESIZED:  # the environment (shown) holds the edited, not the original
+            assert line not in shown_lines, (name, line)
     # a structural hack earns no more than doing nothing
     hacked = TrialRunner(get_backend("local")).run(task, CommandAgent(ATTACK))
     assert hacked.reward is not None, hacked.error
