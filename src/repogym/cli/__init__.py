@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "hub",
     "dataset",
     "explore",
+    "mcp",
 )
 """In the order ``repogym --help`` lists their commands."""
 

@@ -153,6 +153,12 @@ def explore_serve(
         f"explorer: {total} environment(s) listed in {time.perf_counter() - t0:.2f}s; "
         f"open http://{host}:{port}/"
     )
+    from repogym.mcp import sdk_available
+    from repogym.mcp.web import allowed_hosts_for
+
+    mcp_hosts = allowed_hosts_for(host)
+    if sdk_available():
+        err.print(f"explorer: MCP (Streamable HTTP) at http://{host}:{port}/mcp/d/<env>")
     if snapshot is None:
         import threading
 
@@ -170,6 +176,7 @@ def explore_serve(
 
         store.close()
         os.environ["REPOGYM_EXPLORE_SNAPSHOT"] = str(snapshot)
+        os.environ["REPOGYM_EXPLORE_HOST"] = host
         uvicorn.run(
             "repogym.explorer.web.app:snapshot_app",
             factory=True,
@@ -181,7 +188,7 @@ def explore_serve(
         return
     from repogym.explorer.web.app import settle_heap
 
-    server_app = create_app(store)
+    server_app = create_app(store, mcp_hosts=mcp_hosts)
     settle_heap()
     uvicorn.run(server_app, host=host, port=port, log_level="warning")
 

@@ -10,19 +10,28 @@ answer carries a weak ETag ``W/"<store.version>-<hash of path and query>"`` (so 
 query), ``Cache-Control``, ``Server-Timing: db;dur=…, render;dur=…`` and security headers; HTML
 and JSON are gzipped. Raw files are served as ``text/plain`` or ``application/octet-stream``
 under a CSP that forbids scripts, only when the path is in the task's (already withheld) file
-list.
+list. With ``mcp`` each environment is also an MCP server (Streamable HTTP) at
+``/mcp/d/<env>`` (:mod:`repogym.mcp.web`, started by the app's lifespan).
 """
 
 import gc
+from collections.abc import Sequence
 from typing import Any
 
-from repogym.explorer.web.http import GZIP_MIN, SecurityHeaders
+from repogym.explorer.web.http import GZIP_MIN, LOOPBACK_HOSTS, SecurityHeaders
 from repogym.explorer.web.search import BadRequest, SearchFastPath, parse_search
 
 __all__ = ["BadRequest", "create_app", "parse_search", "settle_heap", "snapshot_app"]
 
 
-def create_app(store: Any, *, result_cache: int = 2048, fast_search: bool = True) -> Any:
+def create_app(
+    store: Any,
+    *,
+    result_cache: int = 2048,
+    fast_search: bool = True,
+    mcp: bool = True,
+    mcp_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
+) -> Any:
     """Build the explorer web app over ``store`` (a ``repogym.explorer.store.Store``).
 
     ``result_cache`` search answers are kept per snapshot version (a snapshot is immutable,
@@ -30,7 +39,8 @@ def create_app(store: Any, *, result_cache: int = 2048, fast_search: bool = True
     ``GET /api/search`` in a plain-ASGI handler in front of the routes (same answers, a
     fraction of the per-request overhead); off, the routed handler answers. Handlers call
     the store inline: its queries take about a millisecond, less than a hop through a thread
-    pool.
+    pool. ``mcp`` mounts the MCP endpoints ``/mcp/d/<env>``; they accept the ``Host`` names
+    ``mcp_hosts`` (None: any) and refuse cross-site requests (see :mod:`repogym.mcp.web`).
     """
     from fastapi import FastAPI
     from starlette.middleware.gzip import GZipMiddleware
@@ -39,11 +49,24 @@ def create_app(store: Any, *, result_cache: int = 2048, fast_search: bool = True
     from repogym.explorer.web.context import Context
 
     ctx = Context(store, result_cache=result_cache)
-    app = FastAPI(title="repogym explorer", docs_url=None, redoc_url=None, openapi_url=None)
+    endpoints = None
+    if mcp:  # the MCP package needs the explorer, not the other way round: imported here
+        from repogym.mcp.web import PREFIX, McpEndpoints
+
+        endpoints = McpEndpoints(store, allowed_hosts=mcp_hosts)
+    app = FastAPI(
+        title="repogym explorer",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=endpoints.lifespan if endpoints is not None else None,
+    )
     app.state.store = store
     app.include_router(routes_static.router(ctx))
     app.include_router(routes_api.router(ctx))
     app.include_router(routes_pages.router(ctx))
+    if endpoints is not None:
+        app.mount(PREFIX, endpoints)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN)
     if fast_search:
@@ -67,10 +90,12 @@ def snapshot_app() -> Any:
     import os
 
     from repogym.explorer.store import open_store
+    from repogym.mcp.web import allowed_hosts_for
 
     folder = os.environ.get("REPOGYM_EXPLORE_SNAPSHOT")
     if not folder:
         raise RuntimeError("REPOGYM_EXPLORE_SNAPSHOT is not set")
-    app = create_app(open_store(snapshot=folder))
+    host = os.environ.get("REPOGYM_EXPLORE_HOST", "127.0.0.1")
+    app = create_app(open_store(snapshot=folder), mcp_hosts=allowed_hosts_for(host))
     settle_heap()
     return app

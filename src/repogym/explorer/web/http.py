@@ -29,6 +29,8 @@ SECURITY_HEADERS = [*COMMON_HEADERS, (b"content-security-policy", PAGE_CSP.encod
 """Every header :class:`SecurityHeaders` adds to a page answer, as raw ASGI headers."""
 GZIP_MIN = 512
 """Bodies from this size are gzipped (the same threshold as GZipMiddleware)."""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+"""``Host`` names of this machine: what the MCP endpoints accept by default."""
 
 
 def etag(path: str, query: str, version: str) -> str:
