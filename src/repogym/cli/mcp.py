@@ -90,4 +90,11 @@ def run_bridge(url: str) -> None:
     runner = getattr(bridge, "run_stdio", None)
     if runner is None:
         raise bad_input("--openenv: the OpenEnv bridge is not available")
-    runner(url)
+    from repogym.errors import RepogymError
+
+    try:
+        runner(url)
+    except RepogymError as exc:
+        raise bad_input(str(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
