@@ -52,7 +52,7 @@ from repogym.pipelines._runtime import PASSED, RuntimeHarness, scanned_source, t
 from repogym.pipelines._selection import find_test_files, tests_exercising
 from repogym.pipelines._synth_ops import called_keys, trace_script
 from repogym.pipelines.base import Candidate, Outcome
-from repogym.sandbox import BuiltEnvironment, EnvironmentSpec
+from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Session
 from repogym.verify import infra, tamper
 
 WORKDIR = "/workspace"
@@ -100,7 +100,7 @@ def gold_patch(path: str, edited: str, original: str) -> str:
 
 
 @dataclass
-class _Baseline:
+class Baseline:
     """What every candidate of the run shares."""
 
     snapshot: Path
@@ -126,7 +126,7 @@ class SynthHarness(RuntimeHarness):
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self._lock = threading.Lock()
-        self._base: _Baseline | RunFailed | None = None
+        self._base: Baseline | RunFailed | None = None
         self._shared = Path(tempfile.mkdtemp(prefix="repogym-synth-"))
         weakref.finalize(self, shutil.rmtree, str(self._shared), True)
 
@@ -138,7 +138,7 @@ class SynthHarness(RuntimeHarness):
 
     # ------------------------------------------------------------------------------ baseline
 
-    def _baseline(self, rev: str) -> _Baseline:
+    def _baseline(self, rev: str) -> Baseline:
         with self._lock:
             if self._base is None:
                 try:
@@ -149,7 +149,7 @@ class SynthHarness(RuntimeHarness):
                 raise RunFailed(self._base.reason, self._base.detail)
             return self._base
 
-    def _compute_baseline(self, rev: str) -> _Baseline:
+    def _compute_baseline(self, rev: str) -> Baseline:
         opts = self.options
         context = self._shared / "environment"
         snapshot = context / "repo"
@@ -206,7 +206,7 @@ class SynthHarness(RuntimeHarness):
             raise RunFailed("no test passes at the revision")
         update_config(tests, collected=runs[0].get("collected"))
         called = self._trace(built, spec, recipe)
-        return _Baseline(
+        return Baseline(
             snapshot=snapshot,
             recipe=recipe,
             built=built,
@@ -224,35 +224,12 @@ class SynthHarness(RuntimeHarness):
         self, built: BuiltEnvironment, spec: EnvironmentSpec, recipe: Recipe
     ) -> set[tuple[str, int]] | None:
         """The functions one run of the suite calls, or None when the traced run fails."""
-        if recipe.runner == "pytest":
-            args = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        else:
-            args = ["-m", "unittest", "discover", "-q"]
         with self.backend.start(built, spec) as session:
             session.write("/tmp/repogym-trace.py", trace_script())
-            res = session.exec(
-                [
-                    "python",
-                    "/tmp/repogym-trace.py",
-                    "--root",
-                    recipe.workdir,
-                    "--out",
-                    TRACE_OUT,
-                    "--",
-                    *args,
-                ],
-                cwd=recipe.workdir,
-                timeout_s=self.options.test_timeout,
-                network=False,
-                env=dict(recipe.env),
+            data, _ = run_wrapped_suite(
+                session, recipe, "/tmp/repogym-trace.py", TRACE_OUT, [], self.options.test_timeout
             )
-            try:
-                data = json.loads(session.read(TRACE_OUT))
-            except (OSError, ValueError, RuntimeError):
-                return None
-        if res.timed_out or not isinstance(data, dict):
-            return None
-        return called_keys(data)
+        return None if data is None else called_keys(data)
 
     # ----------------------------------------------------------------------------- evaluate
 
@@ -307,7 +284,7 @@ class SynthHarness(RuntimeHarness):
                 failures.setdefault(test_id, message)
         self._emit(cand, edit, base, work, outcome, f2p, p2p, command, scope, selected, failures)
 
-    def _edit_timeout(self, base: _Baseline) -> float:
+    def _edit_timeout(self, base: Baseline) -> float:
         """An edit often makes a loop endless: its run gets ten times the suite's time (at
         least a minute), not the whole ``test_timeout``."""
         return min(self.options.test_timeout, max(60.0, 10 * base.suite_seconds))
@@ -316,7 +293,7 @@ class SynthHarness(RuntimeHarness):
         self,
         cand: Candidate,
         edit: SynthEdit,
-        base: _Baseline,
+        base: Baseline,
         work: Path,
         outcome: Outcome,
         f2p: list[str],
@@ -411,6 +388,40 @@ class SynthHarness(RuntimeHarness):
         update_task_toml(staging, note)
         if self._gate_and_publish(staging, cand, outcome, rewrite):
             outcome.f2p, outcome.p2p = len(f2p), len(p2p)
+
+
+def run_wrapped_suite(
+    session: Session,
+    recipe: Recipe,
+    script: str,
+    out: str,
+    options: list[str],
+    timeout_s: float,
+) -> tuple[dict[str, Any] | None, str]:
+    """Run the suite in-process under a wrapping script of ``_templates`` (``python SCRIPT
+    --root WORKDIR --out OUT [OPTIONS] -- -m pytest|unittest …``) and read the JSON report it
+    writes: ``(report, "")``, or ``(None, why)`` when it timed out or wrote nothing usable."""
+    if recipe.runner == "pytest":
+        suite = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    else:
+        suite = ["-m", "unittest", "discover", "-q"]
+    res = session.exec(
+        ["python", script, "--root", recipe.workdir, "--out", out, *options, "--", *suite],
+        cwd=recipe.workdir,
+        timeout_s=timeout_s,
+        network=False,
+        env=dict(recipe.env),
+    )
+    try:
+        data = json.loads(session.read(out))
+    except (OSError, ValueError, RuntimeError):
+        tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["no output"]
+        return None, "timed out" if res.timed_out else tail[0][:300]
+    if res.timed_out:
+        return None, "timed out"
+    if not isinstance(data, dict):
+        return None, "malformed record"
+    return data, ""
 
 
 def _stable(runs: list[dict[str, str]]) -> dict[str, str]:

@@ -69,11 +69,12 @@ from repogym.pipelines._equiv import (
 from repogym.pipelines._harness import RunFailed
 from repogym.pipelines._synth import (
     WORKDIR,
+    Baseline,
     SynthEdit,
     SynthHarness,
-    _Baseline,
     python_sources,
     round_robin,
+    run_wrapped_suite,
     synth_candidate,
 )
 from repogym.pipelines._synth_ops import TRACE_SCRIPT, stub_function
@@ -113,10 +114,6 @@ class EquivalenceHarness(SynthHarness):
     ) -> set[tuple[str, int]] | None:
         """One run of the suite that records both which functions it calls and the arguments
         of the module-level ones (replaces the plain tracer run of the baseline)."""
-        if recipe.runner == "pytest":
-            args = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        else:
-            args = ["-m", "unittest", "discover", "-q"]
         with self.backend.start(built, spec) as session:
             for name, as_name in (
                 (RECORD_TEMPLATE, RECORD_TEMPLATE),
@@ -124,32 +121,16 @@ class EquivalenceHarness(SynthHarness):
                 (VERIFIER_TEMPLATE, "equiv_verifier.py"),
             ):
                 session.write(f"{TOOLS_DIR}/{as_name}", template(name))
-            res = session.exec(
-                [
-                    "python",
-                    f"{TOOLS_DIR}/{RECORD_TEMPLATE}",
-                    "--root",
-                    recipe.workdir,
-                    "--out",
-                    RECORD_OUT,
-                    "--max",
-                    str(self.options.max_recorded),
-                    "--",
-                    *args,
-                ],
-                cwd=recipe.workdir,
-                timeout_s=self.options.test_timeout,
-                network=False,
-                env=dict(recipe.env),
+            data, why = run_wrapped_suite(
+                session,
+                recipe,
+                f"{TOOLS_DIR}/{RECORD_TEMPLATE}",
+                RECORD_OUT,
+                ["--max", str(self.options.max_recorded)],
+                self.options.test_timeout,
             )
-            try:
-                data = json.loads(session.read(RECORD_OUT))
-            except (OSError, ValueError, SandboxError):
-                tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["no output"]
-                self._record_error = tail[0][:300]
-                return None
-        if res.timed_out or not isinstance(data, dict):
-            self._record_error = "timed out" if res.timed_out else "malformed record"
+        if data is None:
+            self._record_error = why
             return None
         self._records = {
             (str(f["path"]), int(f["line"])): f
@@ -237,7 +218,7 @@ class EquivalenceHarness(SynthHarness):
         self._emit_task(cand, edit, target, base, work, outcome, config, kept, facts)
 
     def _reference_runs(
-        self, base: _Baseline, work: Path, config: dict[str, Any], blobs: list[bytes]
+        self, base: Baseline, work: Path, config: dict[str, Any], blobs: list[bytes]
     ) -> tuple[list[dict[str, Any]], float]:
         """The reference's raw outcomes on every input, twice (separate processes), through
         the task's verifier in a session of the shared (original) build."""
@@ -356,7 +337,7 @@ class EquivalenceHarness(SynthHarness):
         cand: Candidate,
         edit: SynthEdit,
         target: Target,
-        base: _Baseline,
+        base: Baseline,
         work: Path,
         outcome: Outcome,
         config: dict[str, Any],
