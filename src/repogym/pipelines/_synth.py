@@ -465,6 +465,17 @@ def _infra(root: Path, restore: dict[str, bytes]) -> dict[str, str]:
 # ------------------------------------------------------------------------------ candidates
 
 
+class SynthPipeline:
+    """What the synthesized-task pipelines share besides their harness: every source kind
+    (they read one revision of a clone), instructions the ``--llm`` rewrite may reword, and
+    de-duplication of identical edits."""
+
+    sources: frozenset[str] = frozenset({"local", "github", "gitlab"})
+    sources_note = ""
+    llm_rewrite = True
+    dedupe_changes = True
+
+
 def python_sources(
     source: Any, sha: str, options: Any
 ) -> Iterator[tuple[str, str] | tuple[str, None, str]]:

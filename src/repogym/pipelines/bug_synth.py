@@ -19,6 +19,7 @@ from repogym.pipelines._synth import (
     WORKDIR,
     SynthEdit,
     SynthHarness,
+    SynthPipeline,
     python_sources,
     round_robin,
     synth_candidate,
@@ -41,16 +42,12 @@ class BugSynthHarness(SynthHarness):
         return compose_synthesized(head, BODY, evidence, WORKDIR)
 
 
-class BugSynth:
+class BugSynth(SynthPipeline):
     """Local clones, or GitHub/GitLab repositories through a cached clone (default branch)."""
 
     name = "bug_synth"
     version = "1"
     options_model = BugSynthOptions
-    sources = frozenset({"local", "github", "gitlab"})
-    sources_note = ""
-    llm_rewrite = True
-    dedupe_changes = True
 
     def candidates(
         self, source: Source, options: BugSynthOptions, slug: str, rev: str

@@ -19,6 +19,7 @@ from repogym.pipelines._synth import (
     WORKDIR,
     SynthEdit,
     SynthHarness,
+    SynthPipeline,
     python_sources,
     round_robin,
     synth_candidate,
@@ -45,16 +46,12 @@ class CodeInstructHarness(SynthHarness):
         return compose_synthesized(head, "\n".join(body), evidence, WORKDIR)
 
 
-class CodeInstruct:
+class CodeInstruct(SynthPipeline):
     """Local clones, or GitHub/GitLab repositories through a cached clone (default branch)."""
 
     name = "code_instruct"
     version = "1"
     options_model = CodeInstructOptions
-    sources = frozenset({"local", "github", "gitlab"})
-    sources_note = ""
-    llm_rewrite = True
-    dedupe_changes = True
 
     def candidates(
         self, source: Source, options: CodeInstructOptions, slug: str, rev: str

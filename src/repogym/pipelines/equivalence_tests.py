@@ -72,6 +72,7 @@ from repogym.pipelines._synth import (
     Baseline,
     SynthEdit,
     SynthHarness,
+    SynthPipeline,
     python_sources,
     round_robin,
     run_wrapped_suite,
@@ -566,17 +567,14 @@ def _mix(cases: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------ pipeline
 
 
-class EquivalenceTests:
+class EquivalenceTests(SynthPipeline):
     """Local clones, or GitHub/GitLab repositories through a cached clone (default branch)."""
 
     name = "equivalence_tests"
     version = "1"
     options_model = EquivalenceOptions
-    sources = frozenset({"local", "github", "gitlab"})
-    sources_note = ""
     llm_rewrite = False
     """The instruction is generated from the function and its examples; nothing to rewrite."""
-    dedupe_changes = True
 
     def candidates(
         self, source: Source, options: EquivalenceOptions, slug: str, rev: str
