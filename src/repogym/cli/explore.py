@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from repogym.cli import explore_runs as er
 from repogym.cli.app import app, new_group
 from repogym.cli.common import (
     HostOpt,
@@ -101,6 +102,17 @@ def explore_serve(
     ] = 1,
     limit: LimitOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", hidden=True)] = None,
+    runs: er.RunsOpt = True,
+    runs_dir: er.RunsDirOpt = None,
+    run_tasks: er.RunTasksOpt = None,
+    max_concurrent_runs: er.MaxRunsOpt = 2,
+    runs_per_hour: er.RunsPerHourOpt = 20,
+    run_time_limit: er.RunTimeOpt = 900.0,
+    run_budget_usd: er.RunBudgetOpt = 1.0,
+    run_max_steps: er.RunStepsOpt = 50,
+    allow_command_agent: er.CommandAgentOpt = False,
+    allow_internal_endpoints: er.InternalOpt = None,
+    runs_visibility: er.VisibilityOpt = "public",
 ) -> None:
     """Serve the explorer (the default: 'repogym explore PATH...' is this command)."""
     import time
@@ -172,6 +184,8 @@ def explore_serve(
 
         threading.Thread(target=report_ready, daemon=True).start()
     if workers > 1:  # each worker process opens the snapshot itself
+        if runs:
+            err.print("explorer: runs from task pages are off with --workers N (one process only)")
         import os
 
         store.close()
@@ -188,7 +202,30 @@ def explore_serve(
         return
     from repogym.explorer.web.app import settle_heap
 
-    server_app = create_app(store, mcp_hosts=mcp_hosts)
+    for p in run_tasks or []:
+        if not p.is_dir():
+            raise bad_input(f"--run-tasks {p}: no such folder")
+    trusted_folders_or_exit([str(p) for p in run_tasks or []], limit)
+    service = er.run_service(
+        store,
+        enabled=runs,
+        roots=[str(p) for p in run_tasks or []] or paths,
+        folder=runs_dir,
+        host=host,
+        workers=workers,
+        max_concurrent=max_concurrent_runs,
+        per_hour=runs_per_hour,
+        time_limit_s=run_time_limit,
+        budget_usd=run_budget_usd,
+        max_steps=run_max_steps,
+        allow_command=allow_command_agent,
+        allow_internal=allow_internal_endpoints,
+        visibility=runs_visibility,
+    )
+    if service is not None:
+        where = service.why_disabled() or f"records in {service.records.path}"
+        err.print(f"explorer: runs from task pages: {where}")
+    server_app = create_app(store, mcp_hosts=mcp_hosts, runs=service)
     settle_heap()
     uvicorn.run(server_app, host=host, port=port, log_level="warning")
 

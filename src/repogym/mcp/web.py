@@ -1,12 +1,19 @@
 """Streamable HTTP endpoints of the explorer app: ``/mcp/d/<env>``, one MCP server per
-environment the explorer serves (the tools of :mod:`repogym.mcp.environment`).
+environment the explorer serves (the tools of :mod:`repogym.mcp.environment`), and
+``/mcp/o/<env>``, the MCP bridge (:mod:`repogym.mcp.bridge`) to each live OpenEnv server the
+explorer catalogs.
 
 :class:`McpEndpoints` is a plain ASGI app mounted at ``/mcp/d`` by the explorer's
-``create_app``; its :meth:`McpEndpoints.run` belongs in the app's lifespan. Each environment gets
-the SDK's ``StreamableHTTPSessionManager`` when it is first asked for (at most
-:data:`MAX_ENVS` at once, least recently used ones closed first), so an explorer of thousands of
-environments costs nothing until an agent connects. The SDK itself is imported then, off the
-event loop: ``import repogym.mcp.web`` needs only anyio.
+``create_app``, :class:`BridgeEndpoints` its sibling at ``/mcp/o``; their ``run`` belongs in the
+app's lifespan. Each environment gets the SDK's ``StreamableHTTPSessionManager`` when it is first
+asked for (at most :data:`MAX_ENVS` at once, least recently used ones closed first), so an
+explorer of thousands of environments costs nothing until an agent connects. The SDK itself is
+imported then, off the event loop: ``import repogym.mcp.web`` needs only anyio.
+
+A bridge talks only to the URL the explorer cataloged for that environment id (the env doc's
+``source``, for an environment of kind ``openenv``), never to one a request names; it is built
+(the server's schema and tools read, off the event loop) on first use, with the bridge's own
+caps: sessions, calls a minute, idle end.
 
 Requests are checked before the SDK sees them, and again by the SDK's own transport security:
 the ``Host`` header must name this server (loopback names, or the address it listens on; any
@@ -29,11 +36,14 @@ import anyio
 from repogym.explorer.web.http import LOOPBACK_HOSTS
 
 __all__ = [
+    "BRIDGE_PREFIX",
     "LOOPBACK_HOSTS",
     "MAX_ENVS",
     "PREFIX",
+    "BridgeEndpoints",
     "McpEndpoints",
     "allowed_hosts_for",
+    "refusal",
 ]
 
 log = logging.getLogger("repogym.mcp")
@@ -49,6 +59,16 @@ SESSION_IDLE_SECONDS = 600.0
 """A session with no request for this long is closed (its id then answers 404)."""
 MAX_BODY_BYTES = 1024 * 1024
 """Largest request body (the tools' arguments are small)."""
+BRIDGE_PREFIX = "/mcp/o"
+"""Where the bridges are mounted: ``/mcp/o/<env>``."""
+MAX_BRIDGES = 64
+"""OpenEnv bridges running at once (least recently used ones closed first)."""
+BRIDGE_MAX_SESSIONS = 8
+"""Episodes open at once through one bridge (the bridge's own cap)."""
+BRIDGE_CALLS_PER_MINUTE = 120
+"""Tool calls a minute per MCP session of a bridge."""
+BRIDGE_BODY_BYTES = 4_000_000 + 64 * 1024
+"""Largest request body of a bridge (an action may carry a file's content)."""
 
 
 def allowed_hosts_for(bind_host: str) -> list[str] | None:
@@ -74,26 +94,50 @@ def _host_ok(host: str, names: Sequence[str]) -> bool:
     return False
 
 
-class McpEndpoints:
-    """ASGI app answering ``<mount>/<env>`` with that environment's MCP server."""
+def refusal(
+    headers: Mapping[str, str], allowed_hosts: Sequence[str] | None
+) -> tuple[int, str] | None:
+    """(status, reason) for a request from the wrong host or another site; None: fine.
 
-    def __init__(
-        self,
-        store: Any,
-        *,
-        allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
-        max_envs: int = MAX_ENVS,
-        max_sessions: int = MAX_SESSIONS,
-        idle_seconds: float = SESSION_IDLE_SECONDS,
-    ) -> None:
-        self.store = store
+    ``headers`` has lower-case names; ``allowed_hosts`` None accepts any ``Host``."""
+    host = headers.get("host", "")
+    if allowed_hosts is not None and not _host_ok(host, allowed_hosts):
+        return 421, "Invalid Host header"
+    origin = headers.get("origin")
+    if origin is None:
+        return None
+    parts = urlsplit(origin.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return 403, "Invalid Origin header: cross-site requests are refused"
+    if parts.netloc.lower() == host.strip().lower():
+        return None  # the same origin as the request
+    if allowed_hosts is not None and _host_ok(parts.netloc, allowed_hosts):
+        return None  # e.g. a local tool on another loopback port
+    return 403, "Invalid Origin header: cross-site requests are refused"
+
+
+def _security(allowed_hosts: Sequence[str] | None) -> Any:
+    """The SDK's own transport security for ``allowed_hosts`` (the same rule as
+    :func:`refusal`, checked again inside the SDK)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if allowed_hosts is None:  # any host: the Origin check of refusal() still applies
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts = [p for h in allowed_hosts for p in (h, f"{h}:*")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"{s}://{h}" for h in hosts for s in ("http", "https")],
+    )
+
+
+class _Hosted:
+    """What both endpoint apps share: the lifespan task group their session managers run in,
+    the lazily imported SDK, the request checks."""
+
+    def __init__(self, allowed_hosts: Sequence[str] | None) -> None:
         self.allowed_hosts = None if allowed_hosts is None else [h.lower() for h in allowed_hosts]
-        self.max_envs = max_envs
-        self.max_sessions = max_sessions
-        self.idle_seconds = idle_seconds
         self._tg: Any = None
-        self._lock = anyio.Lock()
-        self._managers: OrderedDict[str, tuple[Any, anyio.CancelScope]] = OrderedDict()
         self._sdk_error: str | None = None
         self._sdk_loaded = False
 
@@ -108,59 +152,44 @@ class McpEndpoints:
                 yield
             finally:
                 self._tg = None
-                self._managers.clear()
+                self._forget()
                 tg.cancel_scope.cancel()
 
     def lifespan(self, _app: Any) -> Any:
         """For ``FastAPI(lifespan=…)``."""
         return self.run()
 
-    # -- requests
+    def _forget(self) -> None:
+        """Drop the running managers (their tasks are being cancelled)."""
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+    def refusal(self, headers: dict[str, str]) -> tuple[int, str] | None:
+        """(status, reason) for a request from the wrong host or another site; None: fine."""
+        return refusal(headers, self.allowed_hosts)
+
+    async def _precheck(
+        self, scope: MutableMapping[str, Any], send: Any, prefix: str, what: str
+    ) -> str | None:
+        """The environment id of an acceptable request, or None once a refusal was sent."""
         if scope["type"] != "http":
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
-            return
+            return None
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         refused = self.refusal(headers)
         if refused is not None:
             await _reply(send, *refused)
-            return
-        env_id = _env_of(scope)
+            return None
+        env_id = _env_of(scope, prefix)
         if not env_id:
-            await _reply(send, 404, "name an environment: /mcp/d/<env>")
-            return
+            await _reply(send, 404, f"name {what}: {prefix}/<env>")
+            return None
         if self._tg is None:
             await _reply(send, 503, "MCP endpoints not started (the app's lifespan did not run)")
-            return
+            return None
         if not await self._load_sdk():
             await _reply(send, 501, self._sdk_error or "MCP is not available")
-            return
-        if self.store.env(env_id) is None:
-            await _reply(send, 404, f"no environment {env_id[:200]!r}")
-            return
-        manager = await self._manager(env_id)
-        await manager.handle_request(scope, receive, send)
-
-    def refusal(self, headers: dict[str, str]) -> tuple[int, str] | None:
-        """(status, reason) for a request from the wrong host or another site; None: fine."""
-        host = headers.get("host", "")
-        if self.allowed_hosts is not None and not _host_ok(host, self.allowed_hosts):
-            return 421, "Invalid Host header"
-        origin = headers.get("origin")
-        if origin is None:
             return None
-        parts = urlsplit(origin.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            return 403, "Invalid Origin header: cross-site requests are refused"
-        if parts.netloc.lower() == host.strip().lower():
-            return None  # the same origin as the request
-        if self.allowed_hosts is not None and _host_ok(parts.netloc, self.allowed_hosts):
-            return None  # e.g. a local tool on another loopback port
-        return 403, "Invalid Origin header: cross-site requests are refused"
-
-    # -- the SDK and the managers
+        return env_id
 
     async def _load_sdk(self) -> bool:
         if not self._sdk_loaded and self._sdk_error is None:
@@ -173,17 +202,46 @@ class McpEndpoints:
                 self._sdk_error = INSTALL_HINT
         return self._sdk_loaded
 
-    def _security(self) -> Any:
-        from mcp.server.transport_security import TransportSecuritySettings
 
-        if self.allowed_hosts is None:  # any host: the Origin check above still applies
-            return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        hosts = [p for h in self.allowed_hosts for p in (h, f"{h}:*")]
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=hosts,
-            allowed_origins=[f"{s}://{h}" for h in hosts for s in ("http", "https")],
-        )
+class McpEndpoints(_Hosted):
+    """ASGI app answering ``<mount>/<env>`` with that environment's MCP server."""
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
+        max_envs: int = MAX_ENVS,
+        max_sessions: int = MAX_SESSIONS,
+        idle_seconds: float = SESSION_IDLE_SECONDS,
+    ) -> None:
+        super().__init__(allowed_hosts)
+        self.store = store
+        self.max_envs = max_envs
+        self.max_sessions = max_sessions
+        self.idle_seconds = idle_seconds
+        self._lock = anyio.Lock()
+        self._managers: OrderedDict[str, tuple[Any, anyio.CancelScope]] = OrderedDict()
+
+    def _forget(self) -> None:
+        self._managers.clear()
+
+    # -- requests
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        env_id = await self._precheck(scope, send, PREFIX, "an environment")
+        if env_id is None:
+            return
+        if self.store.env(env_id) is None:
+            await _reply(send, 404, f"no environment {env_id[:200]!r}")
+            return
+        manager = await self._manager(env_id)
+        await manager.handle_request(scope, receive, send)
+
+    # -- the managers
+
+    def _security(self) -> Any:
+        return _security(self.allowed_hosts)
 
     async def _manager(self, env_id: str) -> Any:
         """The running session manager of ``env_id`` (started on first use)."""
@@ -214,6 +272,117 @@ class McpEndpoints:
             return manager
 
 
+class BridgeEndpoints(_Hosted):
+    """ASGI app answering ``<mount>/<env>`` with the MCP bridge to the OpenEnv server the
+    explorer cataloged as ``env`` (kind ``openenv``; its env doc's ``source`` is the server's
+    URL). One bridge per environment, built on first use: the server's schema and tools are
+    read then, and again when the cataloged URL changes."""
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
+        max_bridges: int = MAX_BRIDGES,
+        max_sessions: int = BRIDGE_MAX_SESSIONS,
+        max_calls_per_minute: int = BRIDGE_CALLS_PER_MINUTE,
+        idle_seconds: float = SESSION_IDLE_SECONDS,
+    ) -> None:
+        super().__init__(allowed_hosts)
+        self.store = store
+        self.max_bridges = max_bridges
+        self.max_sessions = max_sessions
+        self.max_calls_per_minute = max_calls_per_minute
+        self.idle_seconds = idle_seconds
+        self._locks: dict[tuple[str, str], anyio.Lock] = {}
+        self._bridges: OrderedDict[tuple[str, str], tuple[Any, anyio.CancelScope]] = OrderedDict()
+
+    def _forget(self) -> None:
+        self._bridges.clear()
+        self._locks.clear()
+
+    def target(self, env_id: str) -> tuple[str | None, str]:
+        """The cataloged server URL of ``env_id``, or None and why there is none."""
+        env = self.store.env(env_id)
+        shown = repr(env_id[:200])
+        if env is None:
+            return None, f"no environment {shown}"
+        source = env.get("source")
+        if env.get("kind") != "openenv" or not isinstance(source, str) or not source:
+            return None, (
+                f"environment {shown} is not a cataloged OpenEnv server "
+                f"(kind {str(env.get('kind'))[:40]!r}); its MCP endpoint is {PREFIX}/<env>"
+            )
+        return source, ""
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        env_id = await self._precheck(scope, send, BRIDGE_PREFIX, "an OpenEnv environment")
+        if env_id is None:
+            return
+        url, why = self.target(env_id)
+        if url is None:
+            await _reply(send, 404, why)
+            return
+        from repogym.mcp._bridge_remote import BridgeError, one_line
+
+        try:
+            handler = await self._bridge(env_id, url)
+        except BridgeError as exc:
+            await _reply(send, 502, one_line(str(exc)))
+            return
+        await handler(scope, receive, send)
+
+    async def _bridge(self, env_id: str, url: str) -> Any:
+        """The request handler of the running bridge to ``url`` (built on first use)."""
+        key = (env_id, url)
+        entry = self._bridges.get(key)
+        if entry is not None:
+            self._bridges.move_to_end(key)
+            return entry[0]
+        lock = self._locks.setdefault(key, anyio.Lock())
+        async with lock:  # one build per server; other environments are not held up
+            entry = self._bridges.get(key)
+            if entry is not None:
+                return entry[0]
+            manager, handler = await anyio.to_thread.run_sync(self._build, url)
+            if self._tg is None:
+                from repogym.mcp._bridge_remote import BridgeError
+
+                raise BridgeError("the explorer is shutting down")
+            cancel = await self._tg.start(_host, manager)
+            for old in [k for k in self._bridges if k[0] == env_id]:  # the URL changed
+                self._bridges.pop(old)[1].cancel()
+            self._bridges[key] = (handler, cancel)
+            while len(self._bridges) > self.max_bridges:
+                _old, (_handler, old_cancel) = self._bridges.popitem(last=False)
+                old_cancel.cancel()
+        self._locks.pop(key, None)
+        return handler
+
+    def _build(self, url: str) -> tuple[Any, Any]:
+        """A session manager serving the bridge to ``url``, and the handler for its requests
+        (synchronous: reads the server's schema and tools)."""
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        from repogym.mcp.bridge import _build, _EndOnDelete
+
+        server, bridge = _build(
+            url,
+            max_sessions=self.max_sessions,
+            max_calls_per_minute=self.max_calls_per_minute,
+            idle_timeout_s=self.idle_seconds,
+            shared=True,
+        )
+        manager = StreamableHTTPSessionManager(
+            app=server,
+            security_settings=_security(self.allowed_hosts),
+            session_idle_timeout=self.idle_seconds,
+            max_sessions=MAX_SESSIONS,  # MCP sessions; the bridge caps their episodes
+            max_request_body_size=BRIDGE_BODY_BYTES,
+        )
+        return manager, _EndOnDelete(manager.handle_request, bridge)
+
+
 async def _host(manager: Any, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
     """Run one session manager until its cancel scope (handed to the starter) is cancelled."""
     with anyio.CancelScope() as cancel:
@@ -232,14 +401,14 @@ def _import_sdk() -> None:
     import mcp.types  # noqa: F401
 
 
-def _env_of(scope: Mapping[str, Any]) -> str:
+def _env_of(scope: Mapping[str, Any], prefix: str = PREFIX) -> str:
     """The environment id: the path below the mount point (``scope['path']`` holds the
     whole path, ``root_path`` the mount point)."""
     path, root = scope.get("path", ""), scope.get("root_path", "")
     if root and path.startswith(root):
         path = path[len(root) :]
-    elif path.startswith(PREFIX + "/"):
-        path = path[len(PREFIX) :]
+    elif path.startswith(prefix + "/"):
+        path = path[len(prefix) :]
     return path.strip("/")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,6 +51,9 @@ class AgentContext:
     logs_dir: Path | None = None
     """The trial's ``agent/`` folder on the host (trajectories go there); None when unrecorded."""
     trial_name: str | None = None
+    on_event: Callable[[str, dict[str, Any]], None] | None = None
+    """Told of each step an agent takes (the built-in LLM agent: each model call and tool
+    call with its output), for live views; None when nobody watches."""
 
 
 class Agent(Protocol):

@@ -254,7 +254,15 @@ def run_loop(
             if res.is_error:
                 message["is_error"] = True
             messages.append(message)
-            emit("tool", {"name": call.name, "is_error": res.is_error, "output": res.content})
+            emit(
+                "tool",
+                {
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "is_error": res.is_error,
+                    "output": res.content,
+                },
+            )
             if res.finished:
                 finished = True
                 result.summary = res.content
@@ -309,6 +317,7 @@ class LLMAgent:
                 time_limit_s=limit,
                 recorder=recorder,
                 network=ctx.network,
+                on_event=ctx.on_event,
             )
         finally:
             if ctx.logs_dir is not None:

@@ -11,6 +11,7 @@ import datetime as _dt
 import json
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,18 @@ class TrialRunner:
         out_dir: Path | None = None,
         trial_name: str | None = None,
         verifier_timeout: float | None = None,
+        agent_timeout_s: float | None = None,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> TrialOutcome:
+        """One trial of ``agent`` on ``task``. ``agent_timeout_s`` caps the task's agent
+        timeout; ``on_event(kind, data)`` is told of each phase as it starts and ends
+        (``phase``), of the agent's own steps (through :class:`AgentContext`), the agent's
+        output, the verifier's output and the reward (``agent_output``, ``verifier_output``,
+        ``reward``) and of a failure (``error``), for live views."""
+        emit = on_event or (lambda kind, data: None)
+        agent_timeout = task.config.agent.timeout_sec
+        if agent_timeout_s is not None:
+            agent_timeout = min(agent_timeout, agent_timeout_s)
         trial_name = trial_name or f"{task.id}__{uuid.uuid4().hex[:8]}"
         timings = {k: Timing() for k in ("environment_setup", "agent_execution", "verifier")}
         started = _now()
@@ -157,6 +169,7 @@ class TrialRunner:
         try:
             spec = environment_spec(task)
             timings["environment_setup"].start()
+            emit("phase", {"phase": "environment_setup", "state": "start"})
             built = self.build(task, log=out_dir / "build.log" if out_dir else None)
             # The main session, with the task's compose sidecars (if any) on a shared network.
             session, services = start_services(self.backend, task, built, spec, out_dir=out_dir)
@@ -166,6 +179,7 @@ class TrialRunner:
                 )
                 wait_healthy(session, check, label="the environment", user=built.user)
             timings["environment_setup"].stop()
+            emit("phase", {"phase": "environment_setup", "state": "end"})
             workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
             if task.is_multi_step:
                 from repogym.run.steps import run_steps
@@ -184,18 +198,29 @@ class TrialRunner:
                 raise _Done
 
             timings["agent_execution"].start()
+            emit("phase", {"phase": "agent_execution", "state": "start", "agent": agent.name})
             ctx = AgentContext(
                 workdir=workdir,
-                timeout_s=task.config.agent.timeout_sec,
+                timeout_s=agent_timeout,
                 user=task.config.agent.user,
                 network=_phase_network(task, "agent"),
                 instruction=task.instruction(),
                 mcp_servers=services.mcp_servers,
                 logs_dir=out_dir / "agent" if out_dir is not None else None,
                 trial_name=trial_name,
+                on_event=on_event,
             )
             outcome = agent.run(session, task, ctx)
             timings["agent_execution"].stop()
+            emit(
+                "agent_output",
+                {
+                    "exit_code": outcome.exit_code,
+                    "timed_out": outcome.timed_out,
+                    "text": outcome.output_tail,
+                },
+            )
+            emit("phase", {"phase": "agent_execution", "state": "end"})
             agent_result = {
                 "exit_code": outcome.exit_code,
                 "timed_out": outcome.timed_out,
@@ -206,12 +231,13 @@ class TrialRunner:
             if outcome.timed_out:
                 exception = _exception(
                     "AgentTimeoutError",
-                    f"agent did not finish within {task.config.agent.timeout_sec:g} s",
+                    f"agent did not finish within {agent_timeout:g} s",
                 )
             elif outcome.error:
                 exception = _exception("AgentError", outcome.error)
 
             timings["verifier"].start()
+            emit("phase", {"phase": "verifier", "state": "start"})
             # Nothing the agent left running may touch the verifier's files.
             session.kill_all()
             checked = verify_after_agent(
@@ -230,6 +256,8 @@ class TrialRunner:
             verifier_stdout, verifier_exit = checked.stdout, checked.exit_code
             reading = checked.reading
             timings["verifier"].stop()
+            emit("verifier_output", {"exit_code": verifier_exit, "text": verifier_stdout})
+            emit("phase", {"phase": "verifier", "state": "end"})
             if reading.error:
                 if exception is None:
                     exception = _exception("RewardFileError", reading.error)
@@ -251,7 +279,7 @@ class TrialRunner:
                         exception = _exception("SandboxCloseError", str(exc))
             if services is not None:
                 services.close()
-        result = {
+        result: dict[str, Any] = {
             "id": str(uuid.uuid4()),
             "trial_name": trial_name,
             "task_name": task.name,
@@ -284,6 +312,12 @@ class TrialRunner:
                 **(services.to_json() if services is not None else {}),
             },
         }
+        if exception is not None:
+            emit(
+                "error",
+                {"kind": exception["exception_type"], "text": exception["exception_message"]},
+            )
+        emit("reward", dict(result["verifier_result"]))
         path = None
         if out_dir is not None:
             path = out_dir / "result.json"

@@ -11,11 +11,14 @@ query), ``Cache-Control``, ``Server-Timing: db;dur=…, render;dur=…`` and sec
 and JSON are gzipped. Raw files are served as ``text/plain`` or ``application/octet-stream``
 under a CSP that forbids scripts, only when the path is in the task's (already withheld) file
 list. With ``mcp`` each environment is also an MCP server (Streamable HTTP) at
-``/mcp/d/<env>`` (:mod:`repogym.mcp.web`, started by the app's lifespan).
+``/mcp/d/<env>``, and each cataloged OpenEnv server has an MCP bridge at ``/mcp/o/<env>``
+(:mod:`repogym.mcp.web`, started by the app's lifespan). The OpenEnv playground ``/play/<env>``
+relays a browser's episode to a cataloged OpenEnv server (:mod:`.routes_play`).
 """
 
 import gc
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from repogym.explorer.web.http import GZIP_MIN, LOOPBACK_HOSTS, SecurityHeaders
@@ -31,6 +34,8 @@ def create_app(
     fast_search: bool = True,
     mcp: bool = True,
     mcp_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
+    runs: Any = None,
+    play: bool = True,
 ) -> Any:
     """Build the explorer web app over ``store`` (a ``repogym.explorer.store.Store``).
 
@@ -39,40 +44,74 @@ def create_app(
     ``GET /api/search`` in a plain-ASGI handler in front of the routes (same answers, a
     fraction of the per-request overhead); off, the routed handler answers. Handlers call
     the store inline: its queries take about a millisecond, less than a hop through a thread
-    pool. ``mcp`` mounts the MCP endpoints ``/mcp/d/<env>``; they accept the ``Host`` names
-    ``mcp_hosts`` (None: any) and refuse cross-site requests (see :mod:`repogym.mcp.web`).
+    pool. ``runs`` (a :class:`repogym.explorer.runs.RunService`) adds rollouts: the run panel
+    on task pages, the runs API with live events and the run, list and compare pages
+    (:mod:`.routes_runs`). ``mcp`` mounts the MCP endpoints ``/mcp/d/<env>``; they accept the
+    ``Host`` names
+    ``mcp_hosts`` (None: any) and refuse cross-site requests (see :mod:`repogym.mcp.web`), and
+    the MCP bridges ``/mcp/o/<env>`` to the OpenEnv servers the store catalogs. ``play`` adds
+    the OpenEnv playground ``/play/<env>`` and its API ``/api/play/<env>/…``
+    (:mod:`.routes_play`; same ``Host`` names).
     """
     from fastapi import FastAPI
     from starlette.middleware.gzip import GZipMiddleware
 
-    from repogym.explorer.web import routes_api, routes_pages, routes_static
+    from repogym.explorer.web import routes_api, routes_pages, routes_play, routes_static
     from repogym.explorer.web.context import Context
 
     ctx = Context(store, result_cache=result_cache)
-    endpoints = None
+    ctx.runs = runs
+    endpoints = bridges = None
     if mcp:  # the MCP package needs the explorer, not the other way round: imported here
-        from repogym.mcp.web import PREFIX, McpEndpoints
+        from repogym.mcp.web import BRIDGE_PREFIX, PREFIX, BridgeEndpoints, McpEndpoints
 
         endpoints = McpEndpoints(store, allowed_hosts=mcp_hosts)
+        bridges = BridgeEndpoints(store, allowed_hosts=mcp_hosts)
+    play_hub = routes_play.PlayHub(store) if play else None
     app = FastAPI(
         title="repogym explorer",
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
-        lifespan=endpoints.lifespan if endpoints is not None else None,
+        lifespan=_lifespan([endpoints, bridges, play_hub]),
     )
     app.state.store = store
     app.include_router(routes_static.router(ctx))
     app.include_router(routes_api.router(ctx))
     app.include_router(routes_pages.router(ctx))
+    if runs is not None:
+        from repogym.explorer.web import routes_runs
+
+        app.include_router(routes_runs.router(ctx, runs, allowed_hosts=mcp_hosts))
+    if play_hub is not None:
+        app.include_router(routes_play.router(ctx, play_hub, allowed_hosts=mcp_hosts))
     if endpoints is not None:
         app.mount(PREFIX, endpoints)
+    if bridges is not None:
+        app.mount(BRIDGE_PREFIX, bridges)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN)
     if fast_search:
         # in front of the whole FastAPI app, its own middleware stack included
         return SearchFastPath(app, store=store, results=ctx.results)
     return app
+
+
+def _lifespan(parts: Sequence[Any]) -> Any:
+    """One ``FastAPI(lifespan=…)`` entering the ``run()`` of every part that is not None (the
+    MCP endpoints, the bridges, the playground), in order; None when there is none."""
+    running = [p for p in parts if p is not None]
+    if not running:
+        return None
+
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for part in running:
+                await stack.enter_async_context(part.run())
+            yield
+
+    return lifespan
 
 
 def settle_heap() -> None:

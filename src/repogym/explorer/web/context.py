@@ -42,7 +42,10 @@ class Static:
 
     def assets(self) -> pages.Assets:
         return pages.Assets(
-            css=self.urls["app.css"], js=self.urls["app.js"], icon=self.urls["icon.svg"]
+            css=self.urls["app.css"],
+            js=self.urls["app.js"],
+            icon=self.urls["icon.svg"],
+            runs=self.urls.get("runs.js", ""),
         )
 
 
@@ -119,6 +122,8 @@ class Context:
         self.assets = self.static.assets()
         self.docs = DocCache(store)
         self.results = LRU(result_cache)
+        self.runs: Any = None
+        """The :class:`repogym.explorer.runs.RunService` when runs are on."""
 
     # -- responses (FastAPI is imported by then: an app is being served)
 

@@ -48,6 +48,8 @@ class Assets:
     css: str
     js: str
     icon: str
+    runs: str = ""
+    """``static/runs.js`` (run panel, live runs, compare picks); empty: not loaded."""
 
 
 def e(value: object) -> str:
@@ -110,7 +112,9 @@ def layout(title: str, body: str, assets: Assets, *, topsearch: bool = True) -> 
         f"<title>{e(title)} · repogym explorer</title>"
         f'<link rel="stylesheet" href="{e(assets.css)}">'
         f'<link rel="icon" href="{e(assets.icon)}" type="image/svg+xml">'
-        f'<script src="{e(assets.js)}"></script></head><body>'
+        f'<script src="{e(assets.js)}"></script>'
+        + (f'<script src="{e(assets.runs)}" defer></script>' if assets.runs else "")
+        + "</head><body>"
         '<header class="top"><a class="brand" href="/">repogym <span>explorer</span></a>'
         + (TOPSEARCH if topsearch else "")
         + '<button id="theme" class="theme" type="button" aria-label="Switch light/dark theme"'
@@ -313,6 +317,20 @@ def _task_hits(tasks: Mapping | None, q: str) -> str:
     )
 
 
+def _openenv_links(env: Mapping) -> str:
+    """For a cataloged OpenEnv server: its playground and its MCP bridge endpoint."""
+    if env.get("kind") != "openenv" or not env.get("source"):
+        return ""
+    tail = quote(str(env["id"]), safe="/:@")
+    return (
+        '<section id="try"><h2>Try it</h2><ul class="opts">'
+        f'<li><a class="play-link" href="/play/{e(tail)}">Playground</a>: reset, send actions '
+        "and read the observations in the browser.</li>"
+        f"<li>MCP bridge (Streamable HTTP) for agents: <code>/mcp/o/{e(tail)}</code> on this "
+        "explorer (reset, step, state and the server's own tools).</li></ul></section>"
+    )
+
+
 def env_page(env: Mapping, tasks: Mapping, q: str, page: int, assets: Assets) -> str:
     """An environment page: description, where it runs, run options and its task list."""
     eid = env["id"]
@@ -361,6 +379,7 @@ def env_page(env: Mapping, tasks: Mapping, q: str, page: int, assets: Assets) ->
             else ""
         )
         + (f'<section><h2>Run options</h2><ul class="opts">{opts}</ul></section>' if opts else "")
+        + _openenv_links(env)
         + (f"<section><h2>Tasks at a glance</h2>{counts}</section>" if counts else "")
         + f"<section><h2>Tasks <small>{int(env.get('task_count') or total)}</small></h2>"
         f'<form class="search" action="{e(here)}" method="get" role="search" data-live>'
@@ -435,8 +454,10 @@ def task_page(
     file: str | None = None,
     file_html: str = "",
     pending: bool = False,
+    panel: str = "",
 ) -> str:
     """A task page: instruction, environment, grading, what was withheld, files and viewer.
+    ``panel`` (already safe HTML: the run panel) goes before the files.
 
     ``pending``: the task is listed but not read yet; the page says so instead of claiming
     that nothing was withheld.
@@ -481,6 +502,7 @@ def task_page(
         f' · <span class="id">{e(task_id)}</span></p>'
         f"{_facet_tags(doc.get('facets'))}{withheld}"
         + "".join(_section(s) for s in doc.get("sections") or [])
+        + panel
         + f'<section id="files"><h2>Files <small>{len(files)}</small></h2>'
         f'<ul class="files">{"".join(files)}</ul></section>'
         + file_html

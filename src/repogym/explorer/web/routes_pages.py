@@ -99,7 +99,14 @@ def router(ctx: Context) -> APIRouter:
             file_html = pages.viewer(ids[0], ids[1], file, data, reason if data is None else None)
         t1 = time.perf_counter()
         pending = is_pending(doc)
-        text = pages.task_page(doc, ctx.assets, file=file, file_html=file_html, pending=pending)
+        panel = ""
+        if ctx.runs is not None and ctx.runs.enabled and not pending:
+            from repogym.explorer.web.pages_runs import runs_panel
+
+            panel = runs_panel(ids[0], ids[1], bool(doc.get("runnable")))
+        text = pages.task_page(
+            doc, ctx.assets, file=file, file_html=file_html, pending=pending, panel=panel
+        )
         cache = "no-store" if pending else CACHE_PAGE
         return ctx.html_response(text, etag, cache, t1 - t0, t1, status=status)
 
