@@ -89,3 +89,11 @@ def snapshot(path: Path) -> dict[str, tuple[int, bytes]]:
             p = Path(dirpath) / name
             out[str(p.relative_to(path))] = (p.stat().st_mtime_ns, p.read_bytes())
     return out
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():  # type: ignore[no-untyped-def]
+    """A local Ray cluster: a head with no CPUs and two 1-CPU worker nodes (tests/ray_support.py)."""
+    from tests.ray_support import cluster_fixture
+
+    yield from cluster_fixture()

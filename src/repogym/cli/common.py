@@ -201,3 +201,35 @@ def leave_nothing_on_failure(folder: Path) -> Iterator[None]:
                 else:
                     entry.unlink(missing_ok=True)
         raise
+
+
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="Where the work runs: local (threads on this machine) or ray (an existing Ray "
+        "cluster; pip install 'repogym[ray]').",
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="The Ray cluster's address (host:port of its head, or ray://host:port). "
+        "Default: $RAY_ADDRESS, else a cluster started on this machine with 'ray start'.",
+    ),
+]
+
+
+def executor_or_exit(
+    name: str, *, jobs: int = 1, address: str | None = None, env: dict[str, str] | None = None
+) -> Any:
+    """The executor for ``--executor``/``--ray-address``, or one line and exit 2."""
+    from repogym.integrations.executors import ExecutorError, get_executor
+
+    if address is not None and name != "ray":
+        raise bad_input("--ray-address is for --executor ray")
+    try:
+        return get_executor(name, jobs=jobs, address=address, env=env)
+    except ExecutorError as exc:
+        raise bad_input(str(exc)) from None
