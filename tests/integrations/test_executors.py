@@ -15,6 +15,14 @@ def square(x: int) -> int:
     return x * x
 
 
+def slow_square(x: int) -> int:
+    """Long enough that one 1-CPU node cannot take every unit before the other starts."""
+    import time
+
+    time.sleep(0.3)
+    return x * x
+
+
 def boom(x: int) -> int:
     raise ValueError(f"bad input {x}\nsecond line")
 
@@ -37,7 +45,7 @@ def test_local_executor_runs_everything() -> None:
 
 def test_ray_executor_matches_local_and_retries_lost_workers(ray_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ex = RayExecutor(ray_cluster.address)
-    work = [Work(str(i), square, (i,)) for i in range(8)]
+    work = [Work(str(i), slow_square, (i,)) for i in range(8)]
     done = {d.key: d for d in ex.map(work)}
     assert {k: d.value for k, d in done.items()} == {str(i): i * i for i in range(8)}
     assert len({d.node for d in done.values()}) == 2  # both worker nodes took work

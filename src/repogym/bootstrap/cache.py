@@ -4,6 +4,10 @@ Files live under ``$REPOGYM_CACHE/recipes`` (default ``~/.cache/repogym/recipes`
 file per key, written atomically. A ref should name a commit: the cache trusts that the same
 (repository, ref) always means the same files. Entries also record which recipe generator wrote
 them (:func:`generator_id`); entries of other generator code are ignored.
+
+With ``$REPOGYM_SHARED_CACHE`` set, entries are also uploaded to ``<url>/recipes/…`` and a local
+miss is looked up there (:mod:`repogym.sandbox._shared_cache`), so the nodes of a cluster
+detect each repository once.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 from repogym.atomic import atomic_write
 from repogym.bootstrap.check import CheckResult
 from repogym.bootstrap.model import BOOTSTRAP_VERSION, Recipe
+from repogym.sandbox import _shared_cache
 
 _NOT_GENERATORS = frozenset({"__init__", "cache", "check", "render", "service", "survey"})
 """Modules of this package that do not shape recipes; every other one enters generator_id."""
@@ -96,9 +101,23 @@ class RecipeCache:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root is not None else cache_root() / "recipes"
+        # Recipes other nodes made ($REPOGYM_SHARED_CACHE); None (no calls at all) when unset.
+        self.shared = _shared_cache.from_env(self.root.parent)
 
     def _dir(self, repo_id: str, ref: str) -> Path:
         return self.root / _slug(repo_id) / _slug(ref)
+
+    def _shared_rel(self, path: Path) -> str:
+        return "recipes/" + path.relative_to(self.root).as_posix()
+
+    def _parse(self, data: bytes) -> CacheEntry | None:
+        """A shared entry usable here (None: written by other generator code)."""
+        entry = CacheEntry.from_json(json.loads(data))
+        return entry if entry.bootstrap_version == generator_id() else None
+
+    def _fetch(self, path: Path) -> bool:
+        assert self.shared is not None
+        return self.shared.fetch_file(self._shared_rel(path), path, self._parse, "recipes")
 
     def path_for(self, repo_id: str, ref: str, recipe_hash: str) -> Path:
         return self._dir(repo_id, ref) / f"{recipe_hash}.json"
@@ -112,7 +131,10 @@ class RecipeCache:
 
     def get(self, repo_id: str, ref: str, recipe_hash: str) -> CacheEntry | None:
         """The entry for exactly this key, or None."""
-        entry = self._load(self.path_for(repo_id, ref, recipe_hash))
+        path = self.path_for(repo_id, ref, recipe_hash)
+        entry = self._load(path)
+        if entry is None and self.shared is not None and self._fetch(path):
+            entry = self._load(path)
         if entry and (entry.repo_id, entry.ref, entry.recipe.hash) == (repo_id, ref, recipe_hash):
             return entry
         return None
@@ -120,6 +142,12 @@ class RecipeCache:
     def find(self, repo_id: str, ref: str) -> CacheEntry | None:
         """The newest entry for (repository, ref) whatever its recipe hash (skips detection)."""
         folder = self._dir(repo_id, ref)
+        if self.shared is not None and not any(
+            self._load(p) for p in (folder.glob("*.json") if folder.is_dir() else ())
+        ):
+            for name in self.shared.list_files(self._shared_rel(folder)):
+                if name.endswith(".json"):
+                    self._fetch(folder / name)
         entries = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             entry = self._load(path)
@@ -138,5 +166,8 @@ class RecipeCache:
         """Store (atomically) and return the entry."""
         entry = CacheEntry(repo_id, ref, recipe, check, detection, time.time())
         path = self.path_for(repo_id, ref, recipe.hash)
-        atomic_write(path, json.dumps(entry.to_json(), indent=2, sort_keys=True))
+        data = json.dumps(entry.to_json(), indent=2, sort_keys=True)
+        atomic_write(path, data)
+        if self.shared is not None:
+            self.shared.put_file(self._shared_rel(path), data.encode(), "recipes")
         return entry

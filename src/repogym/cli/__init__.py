@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "dataset",
     "explore",
     "mcp",
+    "cluster",
 )
 """In the order ``repogym --help`` lists their commands."""
 

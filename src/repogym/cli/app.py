@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from repogym import __version__
-from repogym.ui import out
+from repogym.ui import fail, out
 
 SIGTERM_EXIT = 128 + signal.SIGTERM
 
@@ -80,10 +80,34 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _shared_cache(value: str | None) -> str | None:
+    """``--shared-cache URL``: checked, then this process's and its Ray workers' cache."""
+    if value is not None:
+        from repogym.sandbox._shared_cache import SharedCacheError, use
+
+        try:
+            use(value)
+        except SharedCacheError as exc:
+            fail(str(exc))
+            raise typer.Exit(2) from None
+    return value
+
+
 @app.callback()
 def main(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    shared_cache: Annotated[
+        str | None,
+        typer.Option(
+            "--shared-cache",
+            metavar="URL",
+            callback=_shared_cache,
+            help="Share built environment layers and bootstrap recipes with other machines "
+            "through this fsspec URL (file:///shared/cache, s3://bucket/prefix, ...), for the "
+            "command that follows (generate, verify, run, ...). Default: $REPOGYM_SHARED_CACHE.",
+        ),
+    ] = None,
 ) -> None:
     """repogym: generate, verify, run, serve, publish and explore RL tasks from repositories."""

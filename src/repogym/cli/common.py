@@ -147,10 +147,18 @@ def use_ca_bundle(path: Path | None) -> None:
         raise bad_input(str(exc)) from None
 
 
-def sandbox_or_exit(name: str) -> None:
-    """Stop at once (exit 2) when the sandbox backend ``name`` is unknown or unavailable."""
-    from repogym.sandbox import SandboxError, get_backend
+def sandbox_or_exit(name: str, *, here: bool = True) -> None:
+    """Stop at once (exit 2) when the sandbox backend ``name`` is unknown or unavailable.
 
+    ``here=False`` (the work runs on other machines): only the name is checked."""
+    from repogym.sandbox import SandboxError, backend_names, get_backend
+
+    if not here:
+        if name not in backend_names():
+            raise bad_input(
+                f"unknown sandbox backend {name!r}; choose one of: {', '.join(backend_names())}"
+            )
+        return
     try:
         get_backend(name)
     except SandboxError as exc:
@@ -233,3 +241,13 @@ def executor_or_exit(
         return get_executor(name, jobs=jobs, address=address, env=env)
     except ExecutorError as exc:
         raise bad_input(str(exc)) from None
+
+
+def remote_executor_or_exit(
+    name: str, *, address: str | None = None, env: dict[str, str] | None = None
+) -> Any:
+    """None for ``--executor local`` (the command works in this process, as it always has);
+    else the executor (Ray: connected now, ``env`` for its workers), or one line and exit 2."""
+    if name == "local" and address is None:
+        return None
+    return executor_or_exit(name, address=address, env=env)

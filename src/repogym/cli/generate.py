@@ -13,9 +13,12 @@ import typer
 from repogym.cli.app import app
 from repogym.cli.common import (
     CaBundleOpt,
+    ExecutorOpt,
     JsonOpt,
+    RayAddressOpt,
     SandboxOpt,
     bad_input,
+    executor_or_exit,
     not_a_file_or_exit,
     use_ca_bundle,
 )
@@ -25,13 +28,23 @@ from repogym.ui import escape, fail, out
 @app.command()
 def generate(
     repo: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--repo",
             help="Repository: a local clone's path, owner/name or a GitHub URL, "
             "gitlab:group/name or a GitLab URL.",
         ),
-    ],
+    ] = None,
+    repos: Annotated[
+        Path | None,
+        typer.Option(
+            "--repos",
+            help="A campaign: a file listing repositories, one a line (what --repo takes, "
+            "optionally followed by pipeline=NAME and key=value options; # comments). One "
+            "dataset per repository under --out DIR/<owner__name>/, plus "
+            "DIR/campaign-report.json.",
+        ),
+    ] = None,
     pipeline: Annotated[
         str,
         typer.Option(
@@ -53,14 +66,22 @@ def generate(
         int | None, typer.Option("--limit", min=1, help="Stop after emitting N tasks.")
     ] = None,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", min=1, help="Candidates examined in parallel.")
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            help="Candidates examined in parallel (with --executor ray: the cluster's CPUs, "
+            "at least this many).",
+        ),
     ] = 1,
     out_dir: Annotated[Path, typer.Option("--out", help="Dataset folder to write.")] = Path("out"),
     resume: Annotated[
         bool,
         typer.Option(
             "--resume",
-            help="Continue an earlier run into --out: skip candidates it already examined.",
+            help="Continue an earlier run into --out: skip candidates it already examined "
+            "(with --repos: skip repositories already complete, resume the others).",
         ),
     ] = False,
     rev: Annotated[
@@ -80,9 +101,14 @@ def generate(
     llm_endpoint: Annotated[
         str | None, typer.Option("--llm-endpoint", help="Base URL of the LLM API.")
     ] = None,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Mine a repository into verified Harbor tasks (no Docker; an LLM only with --llm).
+
+    With --repos FILE: a campaign over many repositories (resumable with --resume). With
+    --executor ray the candidates are evaluated on a Ray cluster's workers.
 
     Exit 0 when at least one task was emitted, 1 when none, 2 for bad input.
     """
@@ -94,6 +120,30 @@ def generate(
     from repogym.spec import GenerationInput, parse_opts
 
     not_a_file_or_exit(out_dir, "--out")
+    if (repo is None) == (repos is None):
+        raise bad_input("give one of --repo REPO or --repos FILE")
+    if repos is not None:
+        try:
+            options = parse_opts(opt or [])
+        except ValueError as exc:
+            raise bad_input(str(exc)) from None
+        campaign(
+            repos,
+            out_dir=out_dir,
+            pipeline=pipeline,
+            options=options,
+            limit=limit,
+            jobs=jobs,
+            resume=resume,
+            sandbox=sandbox,
+            rev=rev,
+            llm=llm,
+            llm_endpoint=llm_endpoint,
+            executor=executor,
+            ray_address=ray_address,
+            json_out=json_out,
+        )
+    assert repo is not None
     try:
         inp = GenerationInput(
             repo=repo,
@@ -117,6 +167,8 @@ def generate(
     from repogym._secrets import redact_url
     from repogym.ui.generate import GenerateView
 
+    runner = _executor(executor, ray_address, jobs, [repo])
+    local = runner is None
     view = GenerateView(enabled=not json_out, title=f"{pipeline} · {redact_url(repo)}", jobs=jobs)
     try:
         with view:
@@ -124,7 +176,8 @@ def generate(
                 inp,
                 on_outcome=view.outcome,
                 on_drop=view.drop,
-                on_progress=None if json_out else view.progress,
+                on_progress=view.progress if local and not json_out else None,
+                executor=runner,
             )
     except GenerateError as exc:
         raise bad_input(str(exc)) from None
@@ -143,6 +196,70 @@ def generate(
                 f"{usage['rejected']}, failed {usage['failed']}"
             )
     raise typer.Exit(0 if stats.kept else 1)
+
+
+def _executor(name: str, address: str | None, jobs: int, repos: list[str]) -> Any:
+    """None for the local executor (generate's own threads), else the connected executor."""
+    from repogym.pipelines._dispatch import worker_env_for
+
+    if name == "local" and address is None:
+        return None
+    return executor_or_exit(name, jobs=jobs, address=address, env=worker_env_for(repos))
+
+
+def campaign(
+    repos: Path,
+    *,
+    out_dir: Path,
+    pipeline: str,
+    options: dict[str, Any],
+    limit: int | None,
+    jobs: int,
+    resume: bool,
+    sandbox: str,
+    rev: str,
+    llm: str | None,
+    llm_endpoint: str | None,
+    executor: str,
+    ray_address: str | None,
+    json_out: bool,
+) -> None:
+    """``generate --repos FILE``: flags → :func:`repogym.pipelines.campaign.run_campaign`."""
+    from repogym.pipelines.campaign import CampaignError, CampaignInput, read_campaign, run_campaign
+    from repogym.ui.campaign import repo_line, summary
+
+    inp = CampaignInput(
+        repos_file=repos,
+        out=out_dir,
+        pipeline=pipeline,
+        options=options,
+        limit=limit,
+        jobs=jobs,
+        resume=resume,
+        sandbox=sandbox,
+        rev=rev,
+        llm=llm,
+        llm_endpoint=llm_endpoint,
+    )
+    try:
+        entries = read_campaign(inp)
+    except CampaignError as exc:
+        raise bad_input(str(exc)) from None
+    runner = _executor(executor, ray_address, jobs, [e.repo for e in entries])
+    try:
+        report = run_campaign(
+            inp, entries, executor=runner, on_repo=None if json_out else repo_line
+        )
+    except CampaignError as exc:
+        raise bad_input(str(exc)) from None
+    except KeyboardInterrupt:
+        fail(f"interrupted: finished repositories are in {out_dir}; rerun with --resume")
+        raise typer.Exit(130) from None
+    if json_out:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        summary(report)
+    raise typer.Exit(0 if report.tasks else 1)
 
 
 def describe_option_error(exc: Any, pipeline: str) -> str:

@@ -13,14 +13,18 @@ from rich.table import Table
 from repogym.cli.app import app
 from repogym.cli.common import (
     CaBundleOpt,
+    ExecutorOpt,
     JobsOpt,
     JsonOpt,
     LimitOpt,
     PassEnvOpt,
+    RayAddressOpt,
     SandboxOpt,
     bad_input,
     fmt_reward,
+    host_limits_or_exit,
     not_a_file_or_exit,
+    remote_executor_or_exit,
     sandbox_or_exit,
     trusted_or_exit,
     use_ca_bundle,
@@ -76,6 +80,8 @@ def run(
     ] = "task",
     limit: LimitOpt = None,
     pass_env: PassEnvOpt = None,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run an agent on tasks in sandboxes; the task's verifier decides each reward.
@@ -87,6 +93,7 @@ def run(
     from repogym.errors import RepogymError
     from repogym.run.agents import make_agent
     from repogym.run.job import new_job_dir, run_job
+    from repogym.run.remote import worker_env
     from repogym.sandbox import SandboxError
     from repogym.spec import parse_opts
 
@@ -104,7 +111,11 @@ def run(
                 f"--out {out_dir}: already holds a job; give a new folder, or --overwrite to "
                 "replace its trials"
             )
-    sandbox_or_exit(sandbox)
+    host_env = host_limits_or_exit(limit, pass_env).host_env()
+    ex = remote_executor_or_exit(
+        executor, address=ray_address, env=worker_env(agent, agent_options, host_env)
+    )
+    sandbox_or_exit(sandbox, here=ex is None)
     tasks = trusted_or_exit(path, limit, pass_env, quiet=json_out)
     if out_dir is None:
         out_dir = new_job_dir(Path("jobs"), agent.split(":")[0])
@@ -124,8 +135,9 @@ def run(
             err.print(f"    [dim]{escape(outcome.error.splitlines()[0][:200])}[/]")
 
     if not json_out:
+        where = f"{sandbox} via {ex.name}" if ex is not None else sandbox
         err.print(
-            f"running {len(tasks)} task(s) × {attempts} with agent {escape(agent)} on {sandbox}"
+            f"running {len(tasks)} task(s) × {attempts} with agent {escape(agent)} on {where}"
         )
     try:
         outcomes, summary, job_path = run_job(
@@ -138,6 +150,7 @@ def run(
             out_dir=out_dir,
             verification=None if verification == "task" else verification,
             on_done=done,
+            executor=ex,
         )
     except SandboxError as exc:
         raise bad_input(str(exc)) from None
@@ -227,6 +240,8 @@ def verify(
     ] = 0,
     limit: LimitOpt = None,
     pass_env: PassEnvOpt = None,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The quality gate: oracle must score 1, nop 0, and oracle reruns must agree.
@@ -235,16 +250,23 @@ def verify(
     also mutant_kill_rate); exit 1 if any task is not verified.
     """
     use_ca_bundle(ca_bundle)
-    from repogym.run.gate import VERIFIED, verify_tasks
+    from repogym.run.gate import ERROR, VERIFIED, verify_tasks
+    from repogym.run.remote import worker_env
     from repogym.run.trial import TrialRunner
     from repogym.sandbox import SandboxError, get_backend
 
-    sandbox_or_exit(sandbox)
+    host_env = host_limits_or_exit(limit, pass_env).host_env()
+    ex = remote_executor_or_exit(
+        executor, address=ray_address, env=worker_env(None, None, host_env)
+    )
+    sandbox_or_exit(sandbox, here=ex is None)
     tasks = trusted_or_exit(path, limit, pass_env, quiet=json_out)
-    try:
-        runner = TrialRunner(get_backend(sandbox))
-    except SandboxError as exc:
-        raise bad_input(str(exc)) from None
+    runner = None
+    if ex is None:  # on a cluster, each worker makes its own
+        try:
+            runner = TrialRunner(get_backend(sandbox))
+        except SandboxError as exc:
+            raise bad_input(str(exc)) from None
 
     def done(verdict: Any) -> None:
         if not json_out:
@@ -253,13 +275,23 @@ def verify(
 
     if not json_out:
         extra = f", {mutants} mutant(s)" if mutants else ""
+        where = f"{sandbox} via {ex.name}" if ex is not None else sandbox
         err.print(
-            f"verifying {len(tasks)} task(s): oracle × {1 + reruns}, nop × 1{extra}, on {sandbox}"
+            f"verifying {len(tasks)} task(s): oracle × {1 + reruns}, nop × 1{extra}, on {where}"
         )
     verdicts = verify_tasks(
-        tasks, runner, reruns=reruns, jobs=jobs, write=write, mutants=mutants, on_done=done
+        tasks,
+        runner,
+        reruns=reruns,
+        jobs=jobs,
+        write=write,
+        mutants=mutants,
+        on_done=done,
+        executor=ex,
+        sandbox=sandbox,
     )
     bad = [v for v in verdicts if v.status != VERIFIED]
+    errors = sum(v.status == ERROR for v in verdicts)  # their gate could not run
     if json_out:
         payload = {
             "summary": {
@@ -267,6 +299,7 @@ def verify(
                 "verified": len(verdicts) - len(bad),
                 "flaky": sum(v.status == "flaky" for v in verdicts),
                 "broken": sum(v.status == "broken" for v in verdicts),
+                **({"error": errors} if errors else {}),
             },
             "tasks": [v.to_json() for v in verdicts],
         }

@@ -357,6 +357,16 @@ class HfRegistry:
         """Fetch each of ``paths`` (already checked by :func:`safe_relpath`) at commit ``sha``;
         the local path of each is ours (``into/path``), never one the server chose."""
         root = os.path.realpath(into)
+        # A file and a folder of one name (``x`` and ``x/y``) cannot both be written; which
+        # one the parallel downloads meet first would decide the error, and the Hub client
+        # moves a folder aside to put a file in its place: refuse the listing up front.
+        folders = {p.rsplit("/", 1)[0] for p in paths if "/" in p}
+        folders |= {f.rsplit("/", i)[0] for f in list(folders) for i in range(1, f.count("/") + 1)}
+        both = sorted(set(paths) & folders)
+        if both:
+            raise RegistryError(
+                f"{name}@{sha}: cannot write {both[0]!r} (it is both a file and a folder)"
+            )
 
         def fetch(path: str) -> None:
             local = self.api.hf_hub_download(

@@ -13,8 +13,13 @@ another worker up to ``retries`` times; then the unit is a :class:`Done` with an
 naming the reason. An exception raised by the work function itself is not retried (it would
 fail the same way): it comes back as the ``error``.
 
-Secrets never travel in a task's arguments: :func:`secret_env` moves them into the job's
-``runtime_env`` environment variables, where the work function reads them.
+Secrets never travel in a task's arguments: the executor's ``env`` (API keys, ``--pass-env``
+values) becomes each Ray task's ``runtime_env`` environment variables, where the work function
+reads them (also when this process was already connected to the cluster).
+
+Large inputs shared by many units (a task folder packed as an archive) go through
+:meth:`Executor.put` once: a reference into Ray's object store (the value itself, locally) that
+the work function resolves with :func:`fetch`.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ __all__ = [
     "LocalExecutor",
     "RayExecutor",
     "Work",
+    "fetch",
     "get_executor",
 ]
 
@@ -82,7 +88,23 @@ class Executor(Protocol):
         decide); yield each as it finishes."""
         ...
 
+    def put(self, value: Any) -> Any:
+        """A handle to ``value`` that many units can share (stored once); :func:`fetch`
+        reads it in the work function."""
+        ...
+
     def close(self) -> None: ...
+
+
+def fetch(handle: Any) -> Any:
+    """The value behind a handle from :meth:`Executor.put`, in a work function: a Ray object
+    reference is read from the object store, anything else is the value itself."""
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is not None and isinstance(handle, ray.ObjectRef):
+        return ray.get(handle)
+    return handle
 
 
 def _node() -> str:
@@ -134,6 +156,9 @@ class LocalExecutor:
             ok, value, tb, node = fut.result()
             yield Done(key, value if ok else None, None if ok else value, node, detail=tb)
 
+    def put(self, value: Any) -> Any:
+        return value
+
     def close(self) -> None:
         return None
 
@@ -163,14 +188,14 @@ class RayExecutor:
         self.ray = ray
         self.retries = retries
         target = address or os.environ.get("RAY_ADDRESS") or "auto"
-        runtime_env = {"env_vars": dict(env)} if env else None
+        # Per task (not only at ray.init): a process already connected gets it too.
+        self._runtime_env = {"env_vars": dict(env)} if env else None
         if not ray.is_initialized():
             if target not in ("auto", "local") and not _reachable(target, connect_timeout_s):
                 raise ExecutorError(f"--ray-address {target}: no Ray cluster answers there")
             try:
                 ray.init(
                     address=None if target == "local" else target,
-                    runtime_env=runtime_env,
                     log_to_driver=False,
                     include_dashboard=False,
                     logging_level="ERROR",
@@ -184,29 +209,55 @@ class RayExecutor:
         self._remote = ray.remote(_call)
 
     def map(self, work: Iterable[Work], *, parallel: int | None = None) -> Iterator[Done]:
+        """``parallel``: at most that many units in flight, the next one taken from ``work``
+        only when one has finished (a lazy ``work`` can then depend on what finished); None:
+        every unit submitted at once. Units still running when the caller stops (an error,
+        Ctrl-C) are cancelled."""
         ray = self.ray
         refs: dict[Any, str] = {}
-        for unit in work:
-            opts: dict[str, Any] = {"num_cpus": unit.cpus, "max_retries": self.retries}
-            if unit.memory_mb:
-                opts["memory"] = int(unit.memory_mb) * 1024 * 1024
-            refs[self._remote.options(**opts).remote(unit.fn, unit.args)] = unit.key
-        while refs:
-            ready, _ = ray.wait(list(refs), num_returns=1)
-            for ref in ready:
-                key = refs.pop(ref)
-                try:
-                    ok, value, tb, node = ray.get(ref)
-                except Exception as exc:  # noqa: BLE001 - a worker or node died past the retries
-                    first = (str(exc).splitlines() or [""])[0]
-                    yield Done(
-                        key,
-                        error=f"worker lost after {self.retries + 1} attempts: "
-                        f"{type(exc).__name__}: {first}"[:500],
-                        attempts=self.retries + 1,
-                    )
-                    continue
-                yield Done(key, value if ok else None, None if ok else value, node, detail=tb)
+        units = iter(work)
+        room = max(1, parallel) if parallel else None
+        try:
+            while True:
+                while room is None or len(refs) < room:
+                    unit = next(units, None)
+                    if unit is None:
+                        room = len(refs)  # nothing more to submit
+                        break
+                    opts: dict[str, Any] = {"num_cpus": unit.cpus, "max_retries": self.retries}
+                    if unit.memory_mb:
+                        opts["memory"] = int(unit.memory_mb) * 1024 * 1024
+                    if self._runtime_env:
+                        opts["runtime_env"] = self._runtime_env
+                    refs[self._remote.options(**opts).remote(unit.fn, unit.args)] = unit.key
+                if not refs:
+                    return
+                yield from self._finished(refs)
+        finally:
+            for ref in refs:
+                ray.cancel(ref)
+
+    def _finished(self, refs: dict[Any, str]) -> Iterator[Done]:
+        """Wait for one of ``refs`` to finish; yield it (and any other ready) as Done."""
+        ray = self.ray
+        ready, _ = ray.wait(list(refs), num_returns=1)
+        for ref in ready:
+            key = refs.pop(ref)
+            try:
+                ok, value, tb, node = ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - a worker or node died past the retries
+                first = (str(exc).splitlines() or [""])[0]
+                yield Done(
+                    key,
+                    error=f"worker lost after {self.retries + 1} attempts: "
+                    f"{type(exc).__name__}: {first}"[:500],
+                    attempts=self.retries + 1,
+                )
+                continue
+            yield Done(key, value if ok else None, None if ok else value, node, detail=tb)
+
+    def put(self, value: Any) -> Any:
+        return self.ray.put(value)
 
     def close(self) -> None:
         return None  # the connection is the process's; ray.shutdown() would end a local cluster
@@ -230,9 +281,12 @@ def get_executor(
     name: str, *, jobs: int = 1, address: str | None = None, env: dict[str, str] | None = None
 ) -> Executor:
     """``local`` (threads, ``jobs`` at once) or ``ray`` (the cluster at ``address``; default
-    ``$RAY_ADDRESS`` or ``auto``). ``env``: secrets for the workers' environment."""
+    ``$RAY_ADDRESS`` or ``auto``). ``env``: secrets for the workers' environment; this
+    process's shared environment cache (``$REPOGYM_SHARED_CACHE``) goes along."""
     if name == "local":
         return LocalExecutor(jobs)
     if name == "ray":
-        return RayExecutor(address, env=env)
+        from repogym.sandbox._shared_cache import forwarded_env
+
+        return RayExecutor(address, env={**forwarded_env(), **(env or {})} or None)
     raise ExecutorError(f"unknown executor {name!r}: use local or ray")

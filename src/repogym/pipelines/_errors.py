@@ -47,6 +47,19 @@ class ErrorLog:
         except OSError:
             pass  # the report still carries the one-line detail
 
+    def extend(self, text: str) -> None:
+        """Append tracebacks already formatted elsewhere (a worker's log; never raises)."""
+        if not text:
+            return
+        try:
+            with self._lock:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8", errors="replace") as fh:
+                    fh.write(text if text.endswith("\n") else text + "\n")
+                self.count += 1
+        except OSError:
+            pass
+
 
 def log_error(log: ErrorLog | None, where: str, exc: BaseException) -> None:
     """:meth:`ErrorLog.write` when there is a log."""

@@ -3,7 +3,10 @@
 It drives any registered :class:`~repogym.pipelines.base.Pipeline`: it walks the pipeline's
 candidates, evaluates them in parallel in the sandbox, publishes each kept task atomically
 under ``<out>/tasks/``, records every outcome for ``--resume``, and writes ``registry.json``,
-``manifest.json`` and ``generate-report.json`` at the end.
+``manifest.json`` and ``generate-report.json`` at the end. With a Ray executor
+(``generate(inp, executor=…)``) the candidates are evaluated on the cluster's workers and this
+process still alone writes the dataset (:mod:`._dispatch`); campaigns over many repositories
+are :mod:`.campaign`.
 
 ``--repo`` is anything :func:`repogym.sources.resolve.parse_repo_arg` accepts. GitHub and GitLab
 repositories are read through their API plus a cached clone (:mod:`repogym.sources.remote`);
@@ -17,7 +20,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +42,9 @@ from repogym.pipelines.registry import get_pipeline
 from repogym.spec import GenerationInput
 
 if TYPE_CHECKING:
+    from repogym.integrations.executors import Executor
     from repogym.pipelines._instruction import InstructionRewriter
+    from repogym.sources import Source
     from repogym.sources.resolve import RepoArg
 
 STATE_DIR = ".repogym"
@@ -188,22 +193,45 @@ def _known_changes(tasks_dir: Path) -> dict[str, str]:
     return out
 
 
-def generate(
-    inp: GenerationInput,
-    *,
-    on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
-    on_drop: Callable[[str, str, YieldStats], None] | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-) -> GenerateResult:
-    """Run ``inp.pipeline`` over ``inp.repo`` into ``inp.out`` (see the module docstring);
-    :class:`GenerateError` for bad input (``inp.out`` holding tasks without ``inp.resume``
-    included) or a source that fails on the way.
+@dataclass
+class Setup:
+    """A run ready to evaluate candidates (:func:`prepare`): the input checked, the source
+    open, the first candidate read, the output folder and its resume state open."""
 
-    ``on_outcome`` is told each candidate's outcome, ``on_drop`` each cheap drop (both from
-    this thread); ``on_progress`` each step of each evaluation (:class:`Progress`: build,
-    tests before and after the fix, verify …), from the worker threads."""
+    inp: GenerationInput
+    pipeline: Pipeline
+    options: Any
+    arg: RepoArg
+    backend: Any
+    """The sandbox backend (None when the candidates are evaluated elsewhere)."""
+    source: Source
+    remote: Any
+    repo_id: str
+    slug: str
+    items: Iterator[Any]
+    state: _State
+    errors: ErrorLog
+    context: _ReportContext
+    stats: YieldStats = field(default_factory=YieldStats)
+    outcomes: list[Outcome] = field(default_factory=list)
+    run: _Run = field(default_factory=lambda: _Run())
+
+    @property
+    def source_access(self) -> str:
+        return "local" if self.remote is None else str(self.remote.access)
+
+    def write_report(self) -> Path:
+        """``registry.json``, ``manifest.json`` and ``generate-report.json`` of the run so far."""
+        name = f"{self.slug}-{self.inp.pipeline}"
+        return _write_report(self.context, self.stats, self.outcomes, self.run, index_name=name)
+
+
+def prepare(inp: GenerationInput, *, local: bool = True) -> Setup:
+    """Check ``inp`` and open the run (see :func:`generate`); :class:`GenerateError` for bad
+    input, with nothing written. ``local=False``: the candidates are evaluated on other
+    machines, so this one needs no sandbox backend."""
     from repogym.sandbox import SandboxError, get_backend
-    from repogym.sources import LocalGitSource, Source, SourceError
+    from repogym.sources import LocalGitSource, SourceError
 
     try:
         pipeline = get_pipeline(inp.pipeline)
@@ -224,10 +252,12 @@ def generate(
     rewriter = _rewriter(inp, pipeline)
     if getattr(options, "instruction", None) == "llm" and rewriter is None:
         raise GenerateError("--opt instruction=llm needs --llm provider/model")
-    try:
-        backend = get_backend(inp.sandbox)
-    except SandboxError as exc:
-        raise GenerateError(str(exc)) from None
+    backend = None
+    if local:
+        try:
+            backend = get_backend(inp.sandbox)
+        except SandboxError as exc:
+            raise GenerateError(str(exc)) from None
     remote = None
     source: Source
     try:
@@ -243,66 +273,106 @@ def generate(
         raise GenerateError(str(exc)) from None
     repo_path = Path(arg.locator) if remote is None else remote.clone
     repo_id = source.repo_id()
+    slug = slug_for(repo_id)
     # First candidate before anything is written: an API error (rate limit, …) leaves no output.
-    items = pipeline.candidates(source, options, slug_for(repo_id), inp.rev)
+    items = pipeline.candidates(source, options, slug, inp.rev)
     try:
         first = next(items, None)
     except SourceError as exc:
         raise GenerateError(str(exc)) from None
     out = inp.out
     (out / "tasks").mkdir(parents=True, exist_ok=True)
-    state = _State(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
     errors = ErrorLog(out / STATE_DIR / f"{inp.pipeline}-errors.log")
-    stats = YieldStats()
-    outcomes: list[Outcome] = []
-    run = _Run()
-    slug = slug_for(repo_id)
-    context = _ReportContext(inp, options, repo_id, repo_path, remote, rewriter, errors)
-    # From here on the report is written however the run ends (done, error, Ctrl-C).
+    return Setup(
+        inp=inp,
+        pipeline=pipeline,
+        options=options,
+        arg=arg,
+        backend=backend,
+        source=source,
+        remote=remote,
+        repo_id=repo_id,
+        slug=slug,
+        items=_chain(first, items),
+        state=_State(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume),
+        errors=errors,
+        context=_ReportContext(inp, options, repo_id, repo_path, remote, rewriter, errors),
+    )
+
+
+def generate(
+    inp: GenerationInput,
+    *,
+    on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
+    on_drop: Callable[[str, str, YieldStats], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    executor: Executor | None = None,
+) -> GenerateResult:
+    """Run ``inp.pipeline`` over ``inp.repo`` into ``inp.out`` (see the module docstring);
+    :class:`GenerateError` for bad input (``inp.out`` holding tasks without ``inp.resume``
+    included) or a source that fails on the way.
+
+    ``on_outcome`` is told each candidate's outcome, ``on_drop`` each cheap drop (both from
+    this thread); ``on_progress`` each step of each evaluation (:class:`Progress`: build,
+    tests before and after the fix, verify …), from the worker threads.
+
+    ``executor``: None or a local one evaluates ``inp.jobs`` candidates at once in threads
+    here; another (Ray) evaluates them on its workers (:mod:`._dispatch`; no ``on_progress``).
+    """
+    if executor is not None and executor.name != "local":
+        from repogym.pipelines._dispatch import generate_remote
+
+        return generate_remote(inp, executor, on_outcome=on_outcome, on_drop=on_drop)
+    return run_here(prepare(inp), on_outcome=on_outcome, on_drop=on_drop, on_progress=on_progress)
+
+
+def run_here(
+    s: Setup,
+    *,
+    on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
+    on_drop: Callable[[str, str, YieldStats], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> GenerateResult:
+    """Evaluate the candidates of a prepared run in threads of this process (``jobs`` at once);
+    the reports are written however it ends."""
+    inp = s.inp
     try:
-        harness = pipeline.harness(
+        harness = s.pipeline.harness(
             HarnessContext(
-                source=source,
-                backend=backend,
-                options=options,
-                pipeline=pipeline.name,
-                pipeline_version=pipeline.version,
-                repo_label=repo_id,
-                out_dir=out,
-                source_access="local" if remote is None else remote.access,
-                rewriter=rewriter,
-                error_log=errors,
+                source=s.source,
+                backend=s.backend,
+                options=s.options,
+                pipeline=s.pipeline.name,
+                pipeline_version=s.pipeline.version,
+                repo_label=s.repo_id,
+                out_dir=inp.out,
+                source_access=s.source_access,
+                rewriter=s.context.rewriter,
+                error_log=s.errors,
                 on_progress=on_progress,
             )
         )
-        context.harness = harness
+        s.context.harness = harness
         _run_candidates(
             inp,
-            options,
+            s.options,
             harness=harness,
-            items=_chain(first, items),
-            dedupe=pipeline.dedupe_changes,
-            state=state,
-            stats=stats,
-            outcomes=outcomes,
-            run=run,
-            errors=errors,
+            items=s.items,
+            dedupe=s.pipeline.dedupe_changes,
+            state=s.state,
+            stats=s.stats,
+            outcomes=s.outcomes,
+            run=s.run,
+            errors=s.errors,
             on_outcome=on_outcome,
             on_drop=on_drop,
         )
     except BaseException as exc:
-        run.error = exc
-        if isinstance(exc, GenerateError):
-            run.status = "stopped"
-        elif isinstance(exc, KeyboardInterrupt):
-            run.status = "interrupted"
-        else:
-            run.status = "error"
-            log_error(errors, "generate", exc)
+        s.run.ended_by(exc, s.errors)
         raise
     finally:
-        report = _write_report(context, stats, outcomes, run, index_name=f"{slug}-{inp.pipeline}")
-    return GenerateResult(stats, outcomes, out, report)
+        report = s.write_report()
+    return GenerateResult(s.stats, s.outcomes, inp.out, report)
 
 
 @dataclass
@@ -315,6 +385,17 @@ class _Run:
     error: BaseException | None = None
     in_flight: list[str] | None = None
     """Keys of candidates still being evaluated when the run ended abnormally."""
+
+    def ended_by(self, exc: BaseException, errors: ErrorLog) -> None:
+        """Record that ``exc`` ended the run (a source error, Ctrl-C, anything else)."""
+        self.error = exc
+        if isinstance(exc, GenerateError):
+            self.status = "stopped"
+        elif isinstance(exc, KeyboardInterrupt):
+            self.status = "interrupted"
+        else:
+            self.status = "error"
+            log_error(errors, "generate", exc)
 
 
 @dataclass
@@ -329,6 +410,8 @@ class _ReportContext:
     rewriter: InstructionRewriter | None
     errors: ErrorLog
     harness: Harness | None = None
+    rewrites: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """task id → the LLM rewrite of its instruction, when no harness of this process has it."""
 
 
 def _crashed(cand: Candidate, exc: BaseException, out: Path, errors: ErrorLog) -> Outcome:
@@ -479,7 +562,7 @@ def _write_report(
             raise
         log_error(ctx.errors, "dataset index", exc)
     report = out / "generate-report.json"
-    rewrites = ctx.harness.rewrites if ctx.harness is not None else {}
+    rewrites = ctx.harness.rewrites if ctx.harness is not None else ctx.rewrites
     payload: dict[str, Any] = {
         "repo": redact_url(inp.repo) if remote is not None else str(ctx.repo_path),
         "repo_id": ctx.repo_id,

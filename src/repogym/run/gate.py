@@ -13,7 +13,7 @@ import datetime as _dt
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repogym import __version__
 from repogym.harbor import Task, TaskConfig, load_task, update_task_toml
@@ -21,7 +21,12 @@ from repogym.run.agents import NopAgent, OracleAgent, PatchAgent
 from repogym.run.trial import TrialOutcome, TrialRunner, environment_spec
 from repogym.verify.mutants import build_mutants, select_mutants
 
+if TYPE_CHECKING:
+    from repogym.integrations.executors import Executor
+
 VERIFIED, FLAKY, BROKEN = "verified", "flaky", "broken"
+ERROR = "error"
+"""Not a verdict on the task: its gate could not run (e.g. its worker was lost)."""
 
 
 @dataclass
@@ -250,30 +255,56 @@ def record(
     update_task_toml(task.path, change, rehash=False)
 
 
+def gate_task(task: Task, runner: TrialRunner, *, reruns: int = 2, mutants: int = 0) -> Verdict:
+    """The gate on one task: oracle × (1 + ``reruns``), nop, and (when verified) ``mutants``
+    mutants; nothing written."""
+    oracle = [
+        runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle{i}")
+        for i in range(1 + reruns)
+    ]
+    nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
+    verdict = judge(task.id, oracle, nop)
+    if mutants and verdict.status == VERIFIED:
+        verdict.mutants = run_mutants(
+            task, runner, mutants, oracle_seconds=verifier_seconds(oracle)
+        )
+    return verdict
+
+
 def verify_tasks(
     tasks: list[Task],
-    runner: TrialRunner,
+    runner: TrialRunner | None,
     *,
     reruns: int = 2,
     jobs: int = 1,
     write: bool = True,
     mutants: int = 0,
     on_done: Callable[[Verdict], None] | None = None,
+    executor: Executor | None = None,
+    sandbox: str = "local",
 ) -> list[Verdict]:
     """Run the gate over tasks (each task's trials in sequence, tasks in parallel); with
-    ``mutants`` > 0 a verified task's tests are also run against that many mutants."""
+    ``mutants`` > 0 a verified task's tests are also run against that many mutants.
+
+    ``executor``: each task is a unit there, on the ``sandbox`` backend of its worker
+    (:mod:`repogym.run.remote_gate`; ``runner`` and ``jobs`` unused); None: here, on
+    ``runner``, ``jobs`` tasks at once."""
+    if executor is not None:
+        from repogym.run.remote_gate import verify_on
+
+        return verify_on(
+            executor,
+            tasks,
+            sandbox=sandbox,
+            reruns=reruns,
+            write=write,
+            mutants=mutants,
+            on_done=on_done,
+        )
+    assert runner is not None, "verify_tasks needs a runner or an executor"
 
     def one(task: Task) -> Verdict:
-        oracle = [
-            runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle{i}")
-            for i in range(1 + reruns)
-        ]
-        nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
-        verdict = judge(task.id, oracle, nop)
-        if mutants and verdict.status == VERIFIED:
-            verdict.mutants = run_mutants(
-                task, runner, mutants, oracle_seconds=verifier_seconds(oracle)
-            )
+        verdict = gate_task(task, runner, reruns=reruns, mutants=mutants)
         if write:
             record(
                 load_task(task.path), verdict, runner.backend.name, reruns, mutants=verdict.mutants

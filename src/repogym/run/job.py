@@ -11,13 +11,16 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repogym.harbor import Task, atomic_write
 from repogym.run.agents import make_agent
 from repogym.run.records import mean_pass_at_k, trial_resolved
 from repogym.run.trial import TrialOutcome, TrialRunner
 from repogym.sandbox import get_backend
+
+if TYPE_CHECKING:
+    from repogym.integrations.executors import Executor
 
 
 @dataclass
@@ -83,15 +86,79 @@ def run_job(
     out_dir: Path,
     verification: str | None = None,
     on_done: Callable[[TrialOutcome], None] | None = None,
+    executor: Executor | None = None,
 ) -> tuple[list[TrialOutcome], JobSummary, Path]:
     """Run ``attempts`` trials of the agent on every task; write each trial and ``job.json``.
 
-    ``verification`` overrides every task's verification mode (``clean_room``/``in_place``)."""
+    ``verification`` overrides every task's verification mode (``clean_room``/``in_place``).
+    ``executor``: run the trials as units there (:mod:`repogym.run.remote_job`; ``jobs`` is
+    then the executor's to decide); None runs them here, ``jobs`` threads at once."""
     probe = make_agent(agent_spec, agent_options)  # fail fast on a bad spec, before any build
     public = getattr(getattr(probe, "options", None), "public", None)
-    runner = TrialRunner(get_backend(sandbox), verification=verification)
+    runner = (
+        TrialRunner(get_backend(sandbox), verification=verification) if executor is None else None
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     started = _dt.datetime.now(_dt.UTC).isoformat()
+    if runner is not None:
+        outcomes = _run_here(
+            runner, tasks, agent_spec, agent_options, jobs, attempts, out_dir, on_done
+        )
+    else:
+        assert executor is not None
+        from repogym.run.remote_job import run_trials
+
+        outcomes = run_trials(
+            executor,
+            tasks,
+            agent_spec,
+            agent_options,
+            agent_name=probe.name,
+            sandbox=sandbox,
+            attempts=attempts,
+            out_dir=out_dir,
+            verification=verification,
+            on_done=on_done,
+        )
+    outcomes.sort(key=lambda o: o.result["trial_name"])
+    summary = summarize(outcomes, attempts)
+    job = {
+        "agent": agent_spec,
+        **({"agent_options": public()} if public else {}),
+        "sandbox": sandbox,
+        **({"executor": executor.name} if executor is not None else {}),
+        "verification": verification or "as declared by each task",
+        "attempts": attempts,
+        "started_at": started,
+        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(),
+        "summary": summary.to_json(),
+        "trials": [
+            {
+                "trial_name": o.result["trial_name"],
+                "task_id": o.result["task_id"],
+                "reward": o.reward,
+                "error": o.error,
+                "result": str(o.path.relative_to(out_dir)) if o.path else None,
+            }
+            for o in outcomes
+        ],
+    }
+    job_path = out_dir / "job.json"
+    atomic_write(job_path, json.dumps(job, indent=2) + "\n")
+    return outcomes, summary, job_path
+
+
+def _run_here(
+    runner: TrialRunner,
+    tasks: list[Task],
+    agent_spec: str,
+    agent_options: dict[str, str] | None,
+    jobs: int,
+    attempts: int,
+    out_dir: Path,
+    on_done: Callable[[TrialOutcome], None] | None,
+) -> list[TrialOutcome]:
+    """The trials on this machine: ``jobs`` threads, one build per task."""
     build_locks: dict[str, threading.Lock] = {t.id: threading.Lock() for t in tasks}
 
     def one(task: Task, attempt: int) -> TrialOutcome:
@@ -112,28 +179,4 @@ def run_job(
             outcomes.append(outcome)
             if on_done:
                 on_done(outcome)
-    outcomes.sort(key=lambda o: o.result["trial_name"])
-    summary = summarize(outcomes, attempts)
-    job = {
-        "agent": agent_spec,
-        **({"agent_options": public()} if public else {}),
-        "sandbox": sandbox,
-        "verification": verification or "as declared by each task",
-        "attempts": attempts,
-        "started_at": started,
-        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(),
-        "summary": summary.to_json(),
-        "trials": [
-            {
-                "trial_name": o.result["trial_name"],
-                "task_id": o.result["task_id"],
-                "reward": o.reward,
-                "error": o.error,
-                "result": str(o.path.relative_to(out_dir)) if o.path else None,
-            }
-            for o in outcomes
-        ],
-    }
-    job_path = out_dir / "job.json"
-    atomic_write(job_path, json.dumps(job, indent=2) + "\n")
-    return outcomes, summary, job_path
+    return outcomes

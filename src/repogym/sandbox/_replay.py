@@ -348,9 +348,15 @@ class Builder:
         assert action is None or populate_host is None
         t0 = time.monotonic()
         store = self.sb.store
+        # Other machines' layers ($REPOGYM_SHARED_CACHE; None when unset). Not for a copy of
+        # this host's own toolchain (FROM mapped onto the host): made here faster than fetched.
+        shared = self.sb.shared if populate_host is None else None
         cached = True
+        from_shared = False
         stripped: list[str] = []
         with store.lock(key):
+            if shared is not None and not store.exists(key):
+                from_shared = shared.fetch_layer(store, key)
             if store.exists(key):
                 stored: dict[str, Any] = store.meta(key)  # its JSON file, as written by commit
                 parts = list(stored.get("parts", []))
@@ -376,14 +382,15 @@ class Builder:
                 except BaseException:
                     store.discard(tmp)
                     raise
+                if shared is not None:
+                    shared.put_layer(store, key)
         seconds = time.monotonic() - t0
         if cached:
             self.hits += 1
         else:
             self.misses += 1
-        self.note(
-            f"#{ins.lineno} {'CACHED ' if cached else ''}{label or ins.text} ({seconds:.2f}s)"
-        )
+        tag = "CACHED (shared) " if from_shared else "CACHED " if cached else ""
+        self.note(f"#{ins.lineno} {tag}{label or ins.text} ({seconds:.2f}s)")
         step: dict[str, object] = {
             "line": ins.lineno,
             "instruction": label or ins.text,
@@ -391,6 +398,8 @@ class Builder:
             "cached": cached,
             "seconds": round(seconds, 3),
         }
+        if from_shared:
+            step["shared"] = True
         if stripped:
             step["stripped"] = stripped[:STRIPPED_KEPT]
             shown = ", ".join(oneline(x) for x in stripped[:5])

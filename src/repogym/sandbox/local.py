@@ -3,7 +3,8 @@
 * **build** replays the task's Dockerfile step by step (:mod:`._replay`). ``FROM`` is mapped onto
   the host's matching toolchain (:mod:`._toolchains`); ``RUN`` runs in a sandbox over the layers
   built so far; ``COPY``/``ADD`` copy from the build context. Every step that changes files becomes
-  a cached layer (:mod:`._layers`), keyed like Docker's build cache. A step runs under a
+  a cached layer (:mod:`._layers`), keyed like Docker's build cache (and shared with other
+  machines through ``$REPOGYM_SHARED_CACHE``, :mod:`._shared_cache`). A step runs under a
   session's limits (its upper on a tmpfs of the storage limit, copied into the layer once it
   succeeded); symlinks never lead a copy out of the context, ``ADD`` archives are bounded, and
   setuid bits and special files never reach the host's layer cache (:mod:`._layerfs`).
@@ -31,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from repogym.sandbox import _cabundle, _context, _host, _rootfs, _toolchains
+from repogym.sandbox import _cabundle, _context, _host, _rootfs, _shared_cache, _toolchains
 from repogym.sandbox._cgroups import SessionCgroups, cleanup_stale, detect
 from repogym.sandbox._host import default_cache_root
 from repogym.sandbox._layers import LayerStore
@@ -96,6 +97,8 @@ class LocalSandbox(Sandbox):
                     "see as their base system; set REPOGYM_CACHE elsewhere"
                 )
         self.store = LayerStore(self.cache_root / "layers")
+        # Layers other nodes built ($REPOGYM_SHARED_CACHE); None (no calls at all) when unset.
+        self.shared = _shared_cache.from_env(self.cache_root)
         self.images = self.cache_root / "images"
         self.images.mkdir(exist_ok=True)
         self.mountpoint = self.cache_root / "run" / "mnt"

@@ -1,0 +1,203 @@
+"""A job's trials on an executor (``repogym run --executor ray``).
+
+Each trial (task × attempt) is one unit: :func:`run_trial_unit` runs on a worker, from the
+task's archive, and returns the trial's outcome and the files of its folder as data
+(:class:`ShippedTrial`). The driver alone writes: each trial folder and its ``result.json``
+(``task_path`` naming the driver's task folder, ``executor`` naming the node), the task's build
+log once, and — in :func:`repogym.run.job.run_job` — ``job.json``: the same layout as a local
+job. A unit that never finishes (its worker died past the executor's retries, or the unit
+itself failed outside the trial) is still a trial: a result with ``exception_info``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as _dt
+import json
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repogym import __version__
+from repogym.atomic import atomic_write
+from repogym.harbor import Task
+from repogym.integrations.executors import Done, Executor, Work
+from repogym.integrations.shipping import folder_files, write_files
+from repogym.run.remote import (
+    AgentSpec,
+    ShippedTask,
+    agent_for_workers,
+    runner_for,
+    ship_tasks,
+    worker_agent,
+    worker_task,
+)
+from repogym.run.rewards import RewardReading
+from repogym.run.trial import TrialOutcome
+
+RESULT_FILE = "result.json"
+
+
+@dataclass
+class ShippedTrial:
+    """What a trial unit returns: the outcome (no path: the driver decides where it lives),
+    the files of the trial folder, and the task's build log when this unit built it."""
+
+    outcome: TrialOutcome
+    files: dict[str, bytes]
+    build_log: bytes | None = None
+
+
+def run_trial_unit(
+    task: ShippedTask,
+    trial_name: str,
+    agent: AgentSpec,
+    sandbox: str,
+    verification: str | None,
+) -> ShippedTrial:
+    """One trial on a worker (module-level: a Ray task runs it by reference)."""
+    loaded = worker_task(task)
+    runner = runner_for(sandbox, verification)
+    scratch = Path(tempfile.mkdtemp(prefix="repogym-trial-"))
+    try:
+        log = scratch / "build.log"
+        with contextlib.suppress(Exception):  # as locally: a failed build is the trial's to report
+            runner.build(loaded, log=log)
+        trial_dir = scratch / trial_name
+        outcome = runner.run(
+            loaded, worker_agent(agent, scratch), out_dir=trial_dir, trial_name=trial_name
+        )
+        return ShippedTrial(
+            dataclasses.replace(outcome, path=None),
+            folder_files(trial_dir),
+            log.read_bytes() if log.is_file() else None,
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def trial_work(
+    executor: Executor,
+    tasks: Sequence[Task],
+    agent_spec: str,
+    agent_options: dict[str, str] | None,
+    *,
+    sandbox: str,
+    attempts: int,
+    verification: str | None,
+) -> list[Work]:
+    """The units of a job: one per trial, asking the task's ``[environment]`` cpus and memory."""
+    agent = agent_for_workers(agent_spec, agent_options)
+    units = []
+    for task, shipped in zip(tasks, ship_tasks(executor, tasks), strict=True):
+        env = task.config.environment
+        for attempt in range(1, attempts + 1):
+            name = f"{task.id}__{attempt}"
+            args = (shipped, name, agent, sandbox, verification)
+            units.append(Work(name, run_trial_unit, args, cpus=env.cpus, memory_mb=env.memory_mb))
+    return units
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat()
+
+
+def failed_result(
+    task: Task, trial_name: str, agent: str, sandbox: str, done: Done
+) -> dict[str, Any]:
+    """The result of a trial whose unit did not come back with one."""
+    lost = (done.error or "").startswith("worker lost")
+    return {
+        "id": str(uuid.uuid4()),
+        "trial_name": trial_name,
+        "task_name": task.name,
+        "task_id": task.id,
+        "task_path": str(task.path),
+        "task_checksum": (task.repo2env or {}).get("content_hash"),
+        "agent_info": {"name": agent, "version": __version__},
+        "agent_result": {},
+        "verifier_result": {
+            **dict.fromkeys(("rewards", "reward", "source", "details", "exit_code", "error")),
+            "warnings": [],
+        },
+        "verification": None,
+        "exception_info": {
+            "exception_type": "WorkerLost" if lost else "WorkerError",
+            "exception_message": done.error or "the unit returned nothing",
+            "exception_traceback": done.detail or None,
+            "occurred_at": _now(),
+        },
+        "started_at": None,
+        "finished_at": _now(),
+        "sandbox": {"backend": sandbox, "base_mapping": {}},
+    }
+
+
+def record_trial(
+    out_dir: Path, task: Task, done: Done, *, agent: str, sandbox: str, executor: str
+) -> TrialOutcome:
+    """Write a finished unit's trial folder under ``out_dir``; its outcome as a local trial's."""
+    trial_dir = out_dir / done.key
+    reading: RewardReading | None = None
+    stdout, timings = "", {}
+    if done.ok:
+        shipped: ShippedTrial = done.value
+        result: dict[str, Any] = dict(shipped.outcome.result)
+        result["task_path"] = str(task.path)  # the worker's copy is no path a reader can use
+        write_files(trial_dir, {k: v for k, v in shipped.files.items() if k != RESULT_FILE})
+        build_log = out_dir / f"{task.id}.build.log"
+        if shipped.build_log is not None and not build_log.exists():
+            atomic_write(build_log, shipped.build_log)
+        reading = shipped.outcome.reading
+        stdout, timings = shipped.outcome.verifier_stdout, shipped.outcome.timings
+    else:
+        result = failed_result(task, done.key, agent, sandbox, done)
+    result["executor"] = {"name": executor, "node": done.node or None}
+    path = trial_dir / RESULT_FILE
+    atomic_write(path, json.dumps(result, indent=2, default=str) + "\n")
+    return TrialOutcome(result, reading, path, stdout, timings)
+
+
+def run_trials(
+    executor: Executor,
+    tasks: Sequence[Task],
+    agent_spec: str,
+    agent_options: dict[str, str] | None,
+    *,
+    agent_name: str,
+    sandbox: str,
+    attempts: int,
+    out_dir: Path,
+    verification: str | None,
+    on_done: Callable[[TrialOutcome], None] | None = None,
+) -> list[TrialOutcome]:
+    """Every trial of a job on ``executor``, written under ``out_dir`` as each comes back."""
+    by_name = {f"{t.id}__{a}": t for t in tasks for a in range(1, attempts + 1)}
+    units = trial_work(
+        executor,
+        tasks,
+        agent_spec,
+        agent_options,
+        sandbox=sandbox,
+        attempts=attempts,
+        verification=verification,
+    )
+    outcomes = []
+    for done in executor.map(units):
+        outcome = record_trial(
+            out_dir,
+            by_name[done.key],
+            done,
+            agent=agent_name,
+            sandbox=sandbox,
+            executor=executor.name,
+        )
+        outcomes.append(outcome)
+        if on_done:
+            on_done(outcome)
+    return outcomes
