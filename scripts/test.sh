@@ -7,4 +7,4 @@ scripts/setup.sh test
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/ruff format --check src tests benchmarks
 .venv/bin/mypy src
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --durations=25 "$@"

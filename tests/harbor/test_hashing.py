@@ -7,10 +7,12 @@ import shutil
 import tomllib
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repogym.harbor import content_hash, load_task, set_content_hash
+from repogym.harbor.validate import validate_task
 from tests.conftest import write_task
 
 
@@ -121,3 +123,21 @@ def test_read_bytes_small_large_and_empty(tmp_path: Path) -> None:
         data = os.urandom(size)
         p.write_bytes(data)
         assert read_bytes(str(p)) == data
+
+
+@pytest.mark.parametrize("metadata", ["", "[metadata]\n", "[metadata.repo2env]\n"])
+def test_recording_a_hash_into_a_task_without_metadata_matches_its_files(
+    tmp_path: Path, metadata: str
+) -> None:
+    """A task with no (or an empty) ``[metadata]`` gets a ``[metadata.repo2env]`` block when its
+    hash is recorded; the recorded hash is still the hash of its files afterwards."""
+    task = tmp_path / "t"
+    (task / "tests").mkdir(parents=True)
+    (task / "instruction.md").write_text("Do it.\n")
+    (task / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    (task / "task.toml").write_text(
+        f'schema_version = "1.4"\n{metadata}\n[agent]\ntimeout_sec = 5.0\n'
+    )
+    recorded = set_content_hash(task)
+    assert recorded == content_hash(task)
+    assert not [p for p in validate_task(task).problems if "hash" in p.message.lower()]

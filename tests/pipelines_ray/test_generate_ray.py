@@ -2,10 +2,11 @@
 worker nodes): the candidates are evaluated on the workers over a shipped git bundle, the
 driver alone publishes the tasks, and the dataset is the one the local executor writes.
 
-Two runs of generate never give byte-identical tasks, whatever the executor: each task carries
-its own random integrity key (``tests/integrity.key``, also in the Dockerfile's record step) and
-its build time (``built_at``). Tasks are compared by their content hash with those two
-normalised; everything else must be the same bytes."""
+Each task carries a random integrity key (``tests/integrity.key``, also in the Dockerfile's
+record step) and its build time (``built_at``); with ``REPOGYM_BUILD_SEED`` and
+``SOURCE_DATE_EPOCH`` set (reproducible builds) both are fixed, and the tasks the two executors
+write have the same content hashes, byte for byte. Without them, tasks are compared with those
+two values normalised."""
 
 from __future__ import annotations
 
@@ -66,9 +67,17 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return build_example_repo(root / "statkit")
 
 
+REPRODUCIBLE = {"REPOGYM_BUILD_SEED": "test-seed-0c1d", "SOURCE_DATE_EPOCH": "1790000000"}
+
+
+def exact_hashes(out: Path) -> dict[str, str]:
+    return {d.name: content_hash(d) for d in iter_task_dirs(out / "tasks")}
+
+
 @pytest.fixture(scope="module")
 def reference(example: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The local executor's dataset for the two newest commits (one kept, one dropped)."""
+    """The local executor's dataset for the two newest commits (one kept, one dropped), built
+    reproducibly."""
     out = tmp_path_factory.mktemp("local") / "out"
     inp = GenerationInput(
         repo=str(example),
@@ -76,9 +85,17 @@ def reference(example: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         out=out,
         options={**CHEAP, "max_candidates": "2"},
     )
-    result = generate(inp)
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in REPRODUCIBLE.items():
+            mp.setenv(k, v)
+        result = generate(inp)
     assert result.stats.kept == 1, outcomes(out)
-    return {"out": out, "hashes": hashes(out, out.parent / "scratch"), "outcomes": outcomes(out)}
+    return {
+        "out": out,
+        "hashes": hashes(out, out.parent / "scratch"),
+        "exact": exact_hashes(out),
+        "outcomes": outcomes(out),
+    }
 
 
 def test_ray_gives_the_local_tasks(
@@ -93,7 +110,9 @@ def test_ray_gives_the_local_tasks(
     from repogym.integrations.executors import RayExecutor
 
     marker = tmp_path / "killed-once"
-    executor = RayExecutor(ray_cluster.address, env={KILL_HOOK: str(marker)})
+    for k, v in REPRODUCIBLE.items():
+        monkeypatch.setenv(k, v)
+    executor = RayExecutor(ray_cluster.address, env={KILL_HOOK: str(marker), **REPRODUCIBLE})
     out = tmp_path / "out"
     inp = GenerationInput(
         repo=str(example),
@@ -105,6 +124,7 @@ def test_ray_gives_the_local_tasks(
     assert marker.exists(), "no worker was killed: the retry was not exercised"
     assert outcomes(out) == reference["outcomes"]
     assert hashes(out, tmp_path / "scratch") == reference["hashes"]
+    assert exact_hashes(out) == reference["exact"]  # reproducible builds: the same bytes
     for task_dir in iter_task_dirs(out / "tasks"):
         assert validate_task(task_dir, deep=True).ok, task_dir  # recorded hash = the files
     assert [o.task_dir for o in result.outcomes if o.kept] == [

@@ -30,22 +30,23 @@ def _json_default(value: Any) -> str:
 
 
 def canonical_task_toml(data: dict[str, Any]) -> bytes:
-    """The bytes through which ``task.toml`` enters the hash."""
+    """The bytes through which ``task.toml`` enters the hash: ``[metadata.repo2env]`` without
+    ``content_hash`` and ``evaluation``, and a table left empty (or empty to begin with) the same
+    as an absent one — so recording a hash into a task never changes what was hashed."""
     metadata = data.get("metadata")
-    block = metadata.get("repo2env") if isinstance(metadata, dict) else None
-    if (
-        isinstance(metadata, dict)
-        and isinstance(block, dict)
-        and ("content_hash" in block or "evaluation" in block)
-    ):
+    if isinstance(metadata, dict):
         # Copy only the path down to the block; the rest is shared, never mutated.
-        block = {k: v for k, v in block.items() if k not in ("content_hash", "evaluation")}
-        metadata = {**metadata, "repo2env": block}
-        if not block:  # a block that only held the hash or results is no content either
-            del metadata["repo2env"]
-        data = {**data, "metadata": metadata}
-        if not metadata:
-            del data["metadata"]
+        block = metadata.get("repo2env")
+        if isinstance(block, dict):
+            block = {k: v for k, v in block.items() if k not in ("content_hash", "evaluation")}
+            if block:
+                metadata = {**metadata, "repo2env": block}
+            else:
+                metadata = {k: v for k, v in metadata.items() if k != "repo2env"}
+        if metadata:
+            data = {**data, "metadata": metadata}
+        else:
+            data = {k: v for k, v in data.items() if k != "metadata"}
     return json.dumps(
         data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_json_default
     ).encode("utf-8")

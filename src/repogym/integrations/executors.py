@@ -45,6 +45,9 @@ __all__ = [
     "get_executor",
 ]
 
+FORWARDED = ("REPOGYM_BUILD_SEED", "SOURCE_DATE_EPOCH")
+"""Variables of the driver that workers get too, so their output is the driver's (integrity keys
+and build times of generated tasks; see :func:`repogym.pipelines._emit.integrity_key`)."""
 RAY_HINT = "the Ray executor needs Ray: pip install 'repogym[ray]'"
 
 
@@ -282,11 +285,13 @@ def get_executor(
 ) -> Executor:
     """``local`` (threads, ``jobs`` at once) or ``ray`` (the cluster at ``address``; default
     ``$RAY_ADDRESS`` or ``auto``). ``env``: secrets for the workers' environment; this
-    process's shared environment cache (``$REPOGYM_SHARED_CACHE``) goes along."""
+    process's shared environment cache (``$REPOGYM_SHARED_CACHE``) and reproducible-build
+    settings (:data:`FORWARDED`) go along."""
     if name == "local":
         return LocalExecutor(jobs)
     if name == "ray":
         from repogym.sandbox._shared_cache import forwarded_env
 
-        return RayExecutor(address, env={**forwarded_env(), **(env or {})} or None)
+        same = {k: os.environ[k] for k in FORWARDED if os.environ.get(k)}
+        return RayExecutor(address, env={**forwarded_env(), **same, **(env or {})} or None)
     raise ExecutorError(f"unknown executor {name!r}: use local or ray")

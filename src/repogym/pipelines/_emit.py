@@ -42,6 +42,38 @@ without Python is then still recorded and graded (``test.sh`` picks the verifier
 _VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
 _RUNNER_TEMPLATES = ("repogym_pytest_report.py", "repogym_unittest.py", "repogym_report_file.py")
 
+BUILD_SEED_ENV = "REPOGYM_BUILD_SEED"
+"""A secret that makes integrity keys reproducible (see :func:`integrity_key`)."""
+
+
+def integrity_key(label: str) -> str:
+    """The secret the verifier's record step and the verifier share (``tests/integrity.key``).
+    Random; with ``$REPOGYM_BUILD_SEED`` set, HMAC-SHA256(seed, ``label``) instead, so the same
+    generation (same seed, same candidates) gives byte-identical tasks — on this machine or on
+    a cluster. The seed must stay secret: anyone holding it can compute a task's key."""
+    import hashlib
+    import hmac
+    import os
+    import secrets
+
+    seed = os.environ.get(BUILD_SEED_ENV)
+    if not seed:
+        return secrets.token_hex(16)
+    return hmac.new(seed.encode(), label.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def built_at() -> str:
+    """When a task was built: now, or ``$SOURCE_DATE_EPOCH`` (reproducible builds) when set."""
+    import os
+
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = (
+        _dt.datetime.fromtimestamp(int(epoch), _dt.UTC)
+        if epoch.isdigit()
+        else _dt.datetime.now(_dt.UTC)
+    )
+    return when.replace(microsecond=0).isoformat()
+
 
 def template(name: str) -> bytes:
     """A file of ``pipelines/_templates`` (shipped into tasks as is)."""
@@ -308,7 +340,7 @@ def provenance(
         "ref": candidate.base,
         "reference": candidate.reference,
         "source_access": source_access,
-        "built_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+        "built_at": built_at(),
         "synthesis_llm": "none",
         "reward_kinds": reward_kinds,
         pipeline: subtable,

@@ -17,7 +17,6 @@ A candidate with at least one F2P test becomes a task, which must then pass the 
 from __future__ import annotations
 
 import json
-import secrets
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from repogym.harbor.instruction_checks import underspecified
 from repogym.pipelines._emit import (
     EmitInput,
     VerifierInput,
+    integrity_key,
     stage_verifier,
     update_config,
     write_environment,
@@ -172,7 +172,7 @@ class RuntimeHarness(TaskHarness):
                 selected.extend(sorted(set(test_files) | set(reach)))
             return recipe.test_command_for(target_ids(recipe.runner, selected) or ids or [])
 
-        key = secrets.token_hex(16)
+        key = integrity_key(cand.task_id)
         spec = EnvironmentSpec(
             context_dir=context,
             workdir=recipe.workdir,

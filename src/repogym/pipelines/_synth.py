@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import secrets
 import shutil
 import tempfile
 import threading
@@ -39,6 +38,7 @@ from repogym.harbor.instruction_checks import underspecified
 from repogym.pipelines._emit import (
     EmitInput,
     VerifierInput,
+    integrity_key,
     stage_verifier,
     update_config,
     write_environment,
@@ -167,7 +167,7 @@ class SynthHarness(RuntimeHarness):
                 f"{self.pipeline} needs a Python repository tested with pytest or unittest "
                 f"(this one: {recipe.language}, {recipe.runner})",
             )
-        key = secrets.token_hex(16)
+        key = integrity_key(f"baseline:{self.repo_label}@{rev}")
         spec = EnvironmentSpec(
             context_dir=context,
             workdir=recipe.workdir,
@@ -308,7 +308,7 @@ class SynthHarness(RuntimeHarness):
         repo = context / "repo"
         shutil.copytree(base.snapshot, repo, symlinks=True)
         (repo / edit.path).write_text(edit.new_text, encoding="utf-8")
-        key = secrets.token_hex(16)
+        key = integrity_key(cand.task_id)
         if base.constraints is not None:
             write_file(context / CONSTRAINTS_NAME, base.constraints)
             write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))

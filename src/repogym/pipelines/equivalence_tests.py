@@ -30,7 +30,6 @@ import base64
 import hashlib
 import json
 import pickle
-import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +50,7 @@ from repogym.harbor.verification import RUNTIME_PROTECTED
 from repogym.pipelines._emit import (
     change_hash,
     difficulty,
+    integrity_key,
     provenance,
     template,
     write_environment,
@@ -352,7 +352,7 @@ class EquivalenceHarness(SynthHarness):
         repo = context / "repo"
         shutil.copytree(base.snapshot, repo, symlinks=True)
         (repo / edit.path).write_text(edit.new_text, encoding="utf-8")
-        key = secrets.token_hex(16)
+        key = integrity_key(cand.task_id)
         if base.constraints is not None:
             write_file(context / CONSTRAINTS_NAME, base.constraints)
             write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
