@@ -218,9 +218,10 @@ def test_lock_step_and_freeze_pinning_share_one_mechanism() -> None:
         "COPY repo/ /workspace/\nRUN uv pip install --system -e .\n"
     )
     pinned = pinned_dockerfile(dockerfile).splitlines()
-    assert pinned[2] == f"COPY repogym-constraints.txt {CONSTRAINTS_PATH}"
-    installs = [ln for ln in pinned if "pip install" in ln]
-    assert len(installs) == 3 and all(f"-c {CONSTRAINTS_PATH}" in ln for ln in installs)
+    assert pinned[1] == "RUN python -m pip install uv==0.13.9"  # the installer pins itself
+    assert pinned[3] == f"COPY repogym-constraints.txt {CONSTRAINTS_PATH}"
+    installs = [ln for ln in pinned if "uv pip install" in ln]
+    assert len(installs) == 2 and all(f"-c {CONSTRAINTS_PATH}" in ln for ln in installs)
 
 
 def test_dates() -> None:

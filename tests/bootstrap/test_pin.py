@@ -58,3 +58,19 @@ def test_lock_store_round_trip(tmp_path: Path) -> None:
     store.put("abc", "a==1\n")
     assert store.get("abc") == "a==1\n"
     assert not list((tmp_path / "locks").glob(".*"))
+
+
+def test_the_installer_step_is_not_constrained_by_the_projects_own_uv() -> None:
+    """A project whose dev dependencies install another uv (freeze: ``uv==0.7.8``) must still
+    rebuild: the step that installs repogym's own uv pins itself and takes no ``-c``."""
+    from repogym.bootstrap.installer import INSTALLER_STEP
+
+    step = "RUN " + " ".join(INSTALLER_STEP)
+    dockerfile = DOCKERFILE.replace(
+        "ENV PIP_NO_CACHE_DIR=1\n", f"ENV PIP_NO_CACHE_DIR=1\n{step}\n"
+    ).replace("python -m pip install -r", "uv pip install --system -r")
+    lines = pinned_dockerfile(dockerfile).splitlines()
+    assert step in lines
+    installs = [ln for ln in lines if "install" in ln and ln != step]
+    assert installs and all(f"-c {CONSTRAINTS_PATH}" in ln for ln in installs)
+    assert lines.index(f"COPY {CONSTRAINTS_NAME} {CONSTRAINTS_PATH}") > lines.index(step)

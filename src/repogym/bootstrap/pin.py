@@ -26,6 +26,7 @@ LOCK_CONSTRAINTS_PATH = "/usr/lib/repogym/lock-constraints.txt"
 """Where a recipe writes the repository's own pins (see :func:`lock_constraints_step`)."""
 FREEZE = ["python", "-m", "pip", "freeze", "--disable-pip-version-check"]
 _INSTALL = re.compile(r"^(RUN (?:python -m pip install|uv pip install))(?= )", re.M)
+_INSTALLER = re.compile(r"^RUN python -m pip install uv==[^\s]+\s*$")
 _PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?==[^\s;#]+$")
 
 
@@ -67,7 +68,8 @@ def pinned_dockerfile(dockerfile: str) -> str:
 
     The constraints file is copied in just before the first install (so layers above it stay
     shared with unpinned builds), and every ``RUN python -m pip install`` / ``RUN uv pip
-    install`` gets ``-c``.
+    install`` gets ``-c`` — except the installer's own step (``pip install uv==X``), which
+    pins itself.
     """
     if not _INSTALL.search(dockerfile):
         return dockerfile
@@ -75,6 +77,11 @@ def pinned_dockerfile(dockerfile: str) -> str:
     out: list[str] = []
     copied = False
     for line in lines:
+        if _INSTALLER.match(line):
+            # the installer pins itself; the project's own uv (a dev dependency, say) may be
+            # another version, and constraining this step to it makes the rebuild impossible
+            out.append(line)
+            continue
         if not copied and _INSTALL.match(line):
             out.append("# the versions the first build resolved (repogym: pinned for rebuilds)")
             out.append(f"COPY {CONSTRAINTS_NAME} {CONSTRAINTS_PATH}")

@@ -30,6 +30,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from repogym.errors import RepogymError
@@ -187,28 +188,17 @@ class RayExecutor:
         env: dict[str, str] | None = None,
         connect_timeout_s: float = 30.0,
     ) -> None:
+        target = address or os.environ.get("RAY_ADDRESS") or "auto"
+        _token_auth(target)  # read by Ray when it is imported
         ray = _import_ray()
         self.ray = ray
         self.retries = retries
-        target = address or os.environ.get("RAY_ADDRESS") or "auto"
         # Per task (not only at ray.init): a process already connected gets it too.
         self._runtime_env = {"env_vars": dict(env)} if env else None
         if not ray.is_initialized():
             if target not in ("auto", "local") and not _reachable(target, connect_timeout_s):
                 raise ExecutorError(f"--ray-address {target}: no Ray cluster answers there")
-            try:
-                ray.init(
-                    address=None if target == "local" else target,
-                    log_to_driver=False,
-                    include_dashboard=False,
-                    logging_level="ERROR",
-                    configure_logging=False,
-                )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                first = (str(exc).splitlines() or ["no answer"])[0]
-                raise ExecutorError(
-                    f"cannot connect to the Ray cluster at {target}: {first}"
-                ) from None
+            _connect(ray, target)
         self._remote = ray.remote(_call)
 
     def map(self, work: Iterable[Work], *, parallel: int | None = None) -> Iterator[Done]:
@@ -264,6 +254,43 @@ class RayExecutor:
 
     def close(self) -> None:
         return None  # the connection is the process's; ray.shutdown() would end a local cluster
+
+
+def _token_available() -> bool:
+    """Whether this machine holds a Ray cluster token (Ray's own places for it)."""
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return True
+    return (Path.home() / ".ray" / "auth_token").is_file()
+
+
+def _token_auth(target: str) -> None:
+    """Ray sends its cluster token for an explicit address only with ``RAY_AUTH_MODE=token``
+    (a cluster found with ``auto`` gets it anyway), read when Ray is imported. When that is
+    unset and this machine holds a token, set it: a cluster without token authentication
+    accepts such a client too."""
+    explicit = target not in ("auto", "local")
+    if explicit and "RAY_AUTH_MODE" not in os.environ and _token_available():
+        os.environ["RAY_AUTH_MODE"] = "token"
+
+
+def _connect(ray: Any, target: str) -> None:
+    """``ray.init`` for ``target``; a failure is one line."""
+    try:
+        ray.init(
+            address=None if target == "local" else target,
+            log_to_driver=False,
+            include_dashboard=False,
+            logging_level="ERROR",
+            configure_logging=False,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        first = (str(exc).splitlines() or ["no answer"])[0]
+        hint = ""
+        if os.environ.get("RAY_AUTH_MODE") == "token":
+            hint = " (is RAY_AUTH_TOKEN, or ~/.ray/auth_token, the cluster's token?)"
+        raise ExecutorError(
+            f"cannot connect to the Ray cluster at {target}: {first}{hint}"
+        ) from None
 
 
 def _reachable(address: str, timeout_s: float) -> bool:

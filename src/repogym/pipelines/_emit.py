@@ -165,7 +165,7 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
         "workdir": inp.recipe.workdir,
         "runner": inp.recipe.runner,
         "command": inp.command,
-        "env": dict(inp.recipe.env),
+        "env": dict(sorted(inp.recipe.env.items())),  # the same bytes whatever built the recipe
         "restore": sorted(inp.restore),
         "delete": sorted(inp.delete),
         "reward_mode": inp.reward_mode,

@@ -52,7 +52,7 @@ from repogym.pipelines._runtime import PASSED, RuntimeHarness, scanned_source, t
 from repogym.pipelines._selection import find_test_files, tests_exercising
 from repogym.pipelines._synth_ops import called_keys, trace_script
 from repogym.pipelines.base import Candidate, Outcome
-from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Session
+from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, SandboxError, Session
 from repogym.verify import infra, tamper
 
 WORKDIR = "/workspace"
@@ -145,6 +145,11 @@ class SynthHarness(RuntimeHarness):
                     self._base = self._compute_baseline(rev)
                 except RunFailed as exc:
                     self._base = exc
+                except (BuildError, SandboxError) as exc:
+                    # every candidate shares the one build: one failure drops them all, and a
+                    # later candidate must not build again over the half-made folder
+                    detail = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                    self._base = RunFailed("sandbox error", detail)
             if isinstance(self._base, RunFailed):
                 raise RunFailed(self._base.reason, self._base.detail)
             return self._base

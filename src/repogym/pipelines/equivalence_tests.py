@@ -206,7 +206,7 @@ class EquivalenceHarness(SynthHarness):
             "reward_mode": opts.reward,
             "rel_tol": 1e-9,
             "abs_tol": 1e-12,
-            "env": dict(base.recipe.env),
+            "env": dict(sorted(base.recipe.env.items())),
         }
         self._progress(cand, "tests_before")
         runs, seconds = self._reference_runs(base, work, config, [d for _, d in pool])

@@ -38,12 +38,10 @@ def print_status(status: Any) -> None:
         title_justify="left",
     )
     table.add_column("node", no_wrap=True)
-    table.add_column("address", no_wrap=True)
-    for name in ("alive", "CPUs free/all", "memory free/all", "sandbox", "Python", "repogym"):
-        table.add_column(name)
-    table.add_column("cache")
-    table.add_column("shared hit/miss/upload")
+    for name in ("up", "CPUs", "GiB", "sandbox", "cache", "shared"):
+        table.add_column(name, no_wrap=True)
     roots: dict[str, list[str]] = {}
+    notes: list[str] = []
     for n in status.nodes:
         p = n.probe or {}
         shared = p.get("shared_cache") or {}
@@ -56,22 +54,26 @@ def print_status(status: Any) -> None:
         counts = "—"
         if shared.get("url"):
             counts = f"{layers.get('hits', 0)}/{layers.get('misses', 0)}/{layers.get('uploads', 0)}"
-        version = escape(str(p.get("repogym", "—")))
-        if p and p.get("repogym") != status.repogym:
-            version = f"[red]{version}[/]"
+        if p and (p.get("repogym"), p.get("python")) != (status.repogym, status.python):
+            notes.append(
+                f"[red]node {escape(n.short_id)} has repogym {escape(str(p.get('repogym')))}, "
+                f"Python {escape(str(p.get('python')))}: not the driver's[/]"
+            )
         table.add_row(
-            escape(n.short_id) + (" head" if n.head else ""),
-            escape(n.address),
+            escape(n.short_id[:8]) + ("*" if n.head else ""),
             "[green]yes[/]" if n.alive else "[red]no[/]",
             _cpus(n.cpus, n.cpus_free),
-            _memory(n.memory_bytes, n.memory_free_bytes),
+            _memory(n.memory_bytes, n.memory_free_bytes).removesuffix(" GiB"),
             escape(p["sandbox"]) if p.get("sandbox") else "[red]none[/]" if p else "—",
-            escape(str(p.get("python", "—"))),
-            version,
             cache,
             counts,
         )
     out.print(table)
+    out.print("CPUs and GiB: free/all; shared: hits/misses/uploads; * the head node")
+    for n in status.nodes:
+        out.print(f"node {escape(n.short_id[:8])}: {escape(n.address)}")
+    for note in notes:
+        out.print(note)
     for root, ids in roots.items():
         where = "every live node" if len(roots) == 1 else ", ".join(ids)
         out.print(f"cache root {escape(root)} on {escape(where)}")
