@@ -181,12 +181,16 @@ def test_gate_dedup_scope_pins_and_skips(make_repo, tmp_path) -> None:
     ev = prov["evaluation"]
     assert ev["status"] == "verified" and ev["mutant_kill_rate"] == 1.0 and ev["mutants"] >= 1
     assert data["metadata"]["category"] == "bugfix"
-    # Dependencies pinned: a constraints file in environment/ and every pip install uses it.
+    # Dependencies pinned: a constraints file in environment/ and every pip install uses it
+    # (but the step installing repogym's own uv installer, which pins itself).
     constraints = (task_dir / "environment" / "repogym-constraints.txt").read_text()
     assert any(line.lower().startswith("pytest==") for line in constraints.splitlines())
     dockerfile = (task_dir / "environment" / "Dockerfile").read_text()
     installs = [ln for ln in dockerfile.splitlines() if "pip install" in ln]
-    assert installs and all("-c /usr/lib/repogym/constraints.txt" in ln for ln in installs)
+    from repogym.bootstrap.installer import INSTALLER_STEP
+
+    assert installs[0] == "RUN " + " ".join(INSTALLER_STEP)
+    assert installs[1:] and all("-c /usr/lib/repogym/constraints.txt" in ln for ln in installs[1:])
     assert dockerfile.rstrip().splitlines()[-1].startswith("RUN python3 /usr/lib/repogym/record.py")
 
     # pr_runtime over the same (squash-merged) clone into the same dataset: pull request 7 is
