@@ -202,7 +202,10 @@ def test_crash_inside_the_harness_keeps_the_others(
 
     monkeypatch.setattr(_runtime, "write_task", write_task)
     out = tmp_path / "out"
-    result = generate(GenerationInput(repo=str(example), pipeline="commit_runtime", out=out))
+    cheap = {"mutants": "0", "reruns": "0", "verify_reruns": "0"}  # the crash is the point
+    result = generate(
+        GenerationInput(repo=str(example), pipeline="commit_runtime", out=out, options=cheap)
+    )
     report = _report(out)
     [bad] = [o for o in report["outcomes"] if o["task_id"] == crashed[0]]
     assert (bad["kept"], bad["reason"], bad["detail"]) == (
