@@ -18,6 +18,6 @@ rm -rf demo
 # the verification mode and the share of mutants its tests kill.
 .venv/bin/repogym verify demo/dataset
 echo
-echo "what next: browse the tasks with '.venv/bin/repogym explore demo/dataset' (then open http://127.0.0.1:8080/);"
+echo "what next: browse the tasks, and run the oracle or your own model on them from their pages, with '.venv/bin/repogym explore demo/dataset' (then open http://127.0.0.1:8080/);"
 echo "  try an agent with '.venv/bin/repogym run demo/dataset --agent \"command:<your agent>\"';"
 echo "  mine your own repository with '.venv/bin/repogym generate --repo PATH --out DIR' (docs/cli.md)."
