@@ -5,11 +5,8 @@ a desktop and a phone width, light and dark. Screenshots go to test-artifacts/ex
 
 from __future__ import annotations
 
-import contextlib
 import re
-import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +23,7 @@ pytest.importorskip("openenv.core", reason="needs the openenv extra")
 
 from repogym.explorer.store import open_store  # noqa: E402
 from repogym.explorer.web import create_app  # noqa: E402
-from tests.explorer.web_fixtures import EXAMPLES  # noqa: E402
+from tests.explorer.web_fixtures import EXAMPLES, serve_with_lifespan  # noqa: E402
 from tests.openenv.conftest import TOKEN, Server, start_server, stop_server  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -108,29 +105,6 @@ def test_forms_of_flat_and_plain_schemas() -> None:
 
 
 # -- a live server, cataloged ---------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def serve_with_lifespan(app: Any) -> Iterator[str]:
-    """uvicorn on 127.0.0.1 (a free port) in a thread, lifespan on; yields the base URL."""
-    import uvicorn
-
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        sock.close()
 
 
 @pytest.fixture(scope="module")

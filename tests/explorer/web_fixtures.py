@@ -108,15 +108,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(app: object) -> Iterator[str]:
-    """Run ``app`` with uvicorn on 127.0.0.1 (a free port) in a thread; yields the base URL."""
+def serve(app: object, *, lifespan: str = "off") -> Iterator[str]:
+    """Run ``app`` with uvicorn on 127.0.0.1 (a free port) in a thread; yields the base URL.
+    ``lifespan="on"`` runs the app's startup and shutdown (the MCP endpoints start with it)."""
     import uvicorn
 
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -128,5 +129,11 @@ def serve(app: object) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=15)
         sock.close()
+        assert not thread.is_alive(), "the server did not stop"
+
+
+def serve_with_lifespan(app: object) -> contextlib.AbstractContextManager[str]:
+    """:func:`serve` with the app's lifespan on."""
+    return serve(app, lifespan="on")

@@ -4,11 +4,7 @@ origins and hosts, unknown environments, stray notifications."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +23,13 @@ from repogym.explorer.store import open_store  # noqa: E402
 from repogym.explorer.web import create_app  # noqa: E402
 from repogym.mcp.environment import TOOL_NAMES, tool_specs  # noqa: E402
 from repogym.mcp.web import McpEndpoints, allowed_hosts_for  # noqa: E402
-from tests.explorer.web_fixtures import EXAMPLES, MARK, planted_dataset, serve  # noqa: E402
+from tests.explorer.web_fixtures import (  # noqa: E402
+    EXAMPLES,
+    MARK,
+    planted_dataset,
+    serve,
+    serve_with_lifespan,
+)
 from tests.mcp.fixtures import TASK, assert_no_secret, flatten  # noqa: E402
 
 INIT = {
@@ -41,33 +43,6 @@ INIT = {
     },
 }
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-
-
-@contextlib.contextmanager
-def serve_with_lifespan(app: Any) -> Iterator[str]:
-    """uvicorn on 127.0.0.1 (a free port) in a thread, lifespan on (the MCP endpoints start
-    with it); yields the base URL."""
-    import uvicorn
-
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        sock.close()
-        assert not thread.is_alive(), "the server did not stop"
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,8 @@ from repogym.explorer.store import open_store
 from repogym.explorer.web import create_app
 from repogym.mcp.web import BridgeEndpoints
 from tests.conftest import EXAMPLES
-from tests.mcp.test_http import HEADERS, INIT, serve_with_lifespan
+from tests.explorer.web_fixtures import serve_with_lifespan
+from tests.mcp.test_http import HEADERS, INIT
 from tests.mcp_bridge.test_bridge import obs, wait_sandboxes
 from tests.openenv.conftest import TOKEN, Server
 
