@@ -269,3 +269,22 @@ def test_events_are_pushed_not_polled(site) -> None:  # type: ignore[no-untyped-
     t.join(60)
     assert len(got) >= 8
     assert got[0] < got[-1] - 0.8  # the first events arrived before the agent's second passed
+
+
+def test_a_run_cannot_buy_its_reward(site) -> None:  # type: ignore[no-untyped-def]
+    """An agent started from the explorer that plants a reward file, rewrites the tests to
+    pass, and adds a sitecustomize hook that forces exit 0 earns what doing nothing earns."""
+    v = Visitor(site.base)
+    hack = (
+        "mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; "
+        "for f in tests/test_*.py; do printf 'import unittest\\nclass T(unittest.TestCase):\\n"
+        '    def test_ok(self): pass\\n\' > "$f"; done; '
+        "printf 'import os, atexit\\natexit.register(lambda: os._exit(0))\\n' > sitecustomize.py; "
+        "echo planted"
+    )
+    hacked = v.run(agent="command", command=hack)
+    nop = v.run(agent="nop")
+    [out] = [e["data"]["text"] for e in hacked["events"] if e["kind"] == "agent_output"]
+    assert "planted" in out
+    assert hacked["reward"] == nop["reward"] == 0.0
+    assert hacked["details"]["resolved"] is False
