@@ -6,7 +6,6 @@ a desktop and a phone width, light and dark. Screenshots go to test-artifacts/ex
 from __future__ import annotations
 
 import re
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ pytest.importorskip("openenv.core", reason="needs the openenv extra")
 from repogym.explorer.store import open_store  # noqa: E402
 from repogym.explorer.web import create_app  # noqa: E402
 from tests.explorer.web_fixtures import EXAMPLES, serve_with_lifespan  # noqa: E402
-from tests.openenv.conftest import TOKEN, Server, start_server, stop_server  # noqa: E402
+from tests.openenv.conftest import TOKEN, Server, serve_examples  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
@@ -109,14 +108,7 @@ def test_forms_of_flat_and_plain_schemas() -> None:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    log = tmp_path_factory.mktemp("play-serve") / "server.log"
-    cmd = [
-        sys.executable, "-m", "repogym.cli", "serve", str(EXAMPLES), "--port", "{port}",
-        "--orchestrator-token", TOKEN,
-    ]  # fmt: skip
-    srv = start_server(cmd, Path.cwd(), log)
-    yield srv
-    stop_server(srv)
+    yield from serve_examples(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

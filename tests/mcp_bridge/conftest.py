@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mcp.server", reason="needs the mcp extra: pip install 'repogym[mcp]'")
 pytest.importorskip("openenv.core", reason="needs the openenv extra")
 
-from tests.openenv.conftest import TOKEN, Server, start_server, stop_server  # noqa: E402
+from tests.openenv.conftest import Server, serve_examples  # noqa: E402
 
 
 @pytest.fixture(scope="package")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """``repogym serve examples/tasks`` with three sessions at most."""
-    from tests.conftest import EXAMPLES
-
-    log = tmp_path_factory.mktemp("serve") / "server.log"
-    cmd = [
-        sys.executable, "-m", "repogym.cli", "serve", str(EXAMPLES), "--port", "{port}",
-        "--max-sessions", "3", "--orchestrator-token", TOKEN,
-    ]  # fmt: skip
-    srv = start_server(cmd, Path.cwd(), log)
-    yield srv
-    stop_server(srv)
+    yield from serve_examples(tmp_path_factory, "--max-sessions", "3")
 
 
 class Local:

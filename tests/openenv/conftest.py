@@ -69,18 +69,26 @@ def stop_server(server: Server) -> None:
         server.proc.wait()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def serve_examples(tmp_path_factory: pytest.TempPathFactory, *args: str) -> Iterator[Server]:
+    """``repogym serve examples/tasks --orchestrator-token TOKEN [args…]`` on a free port, for
+    the time of a fixture (``yield from`` it)."""
     from tests.conftest import EXAMPLES
 
     log = tmp_path_factory.mktemp("serve") / "server.log"
     cmd = [
         sys.executable, "-m", "repogym.cli", "serve", str(EXAMPLES), "--port", "{port}",
-        "--max-sessions", "3", "--orchestrator-token", TOKEN,
+        "--orchestrator-token", TOKEN, *args,
     ]  # fmt: skip
     srv = start_server(cmd, Path.cwd(), log)
-    yield srv
-    stop_server(srv)
+    try:
+        yield srv
+    finally:
+        stop_server(srv)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from serve_examples(tmp_path_factory, "--max-sessions", "3")
 
 
 def evaluate_action() -> dict:
