@@ -6,20 +6,12 @@ test-artifacts/explorer/."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
+from tests.explorer.browser_support import ARTIFACTS, NEEDS_CHROMIUM, launch_chromium
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)",
-    ),
-]
+pytestmark = [pytest.mark.slow, NEEDS_CHROMIUM]
 
 sync_api = pytest.importorskip("playwright.sync_api")
 pytest.importorskip("uvicorn")
@@ -41,12 +33,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
 
 @pytest.fixture(scope="module")
 def browser():  # type: ignore[no-untyped-def]
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
+    yield from launch_chromium()
 
 
 def _bg(page, selector: str) -> str:  # type: ignore[no-untyped-def]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import httpx
@@ -22,11 +21,10 @@ pytest.importorskip("openenv.core", reason="needs the openenv extra")
 
 from repogym.explorer.store import open_store  # noqa: E402
 from repogym.explorer.web import create_app  # noqa: E402
+from tests.explorer.browser_support import ARTIFACTS, launch_chromium  # noqa: E402
 from tests.explorer.web_fixtures import EXAMPLES, serve_with_lifespan  # noqa: E402
 from tests.openenv.conftest import TOKEN, Server, serve_examples  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
 VIEWPORTS = {"desktop": (1280, 800), "phone": (390, 844)}
 
 
@@ -335,15 +333,7 @@ def test_idle_episodes_end_and_sessions_are_capped(store: Any, served: Server) -
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
+    yield from launch_chromium()
 
 
 @pytest.mark.slow
