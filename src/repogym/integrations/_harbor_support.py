@@ -7,13 +7,15 @@ Harbor itself is imported only by :mod:`repogym.integrations.harbor`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import posixpath
-import shutil
+import stat
 import threading
 from pathlib import Path
 
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, Session, get_backend
+from repogym.sandbox.confine import Root, remove_entry, walk_fd
 
 TASK_TOML = "task.toml"
 EXEC_MARKER = "REPOGYM_EXEC_ID"
@@ -73,44 +75,106 @@ def upload_dir(session: Session, src: Path, dest: str) -> None:
         session.merge(src, dest, paths)
 
 
-def _escapes(link: Path, root: Path) -> bool:
-    target = os.readlink(link)
+def _escapes(target: str, rel: str) -> bool:
+    """Whether the link text ``target`` of the entry ``rel`` leaves its tree, on the text."""
     if os.path.isabs(target):
         return True
-    joined = os.path.normpath(os.path.join(os.path.dirname(link), target))
-    return not (joined == str(root) or joined.startswith(str(root) + os.sep))
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
+    return joined == ".." or joined.startswith("../")
+
+
+def _leaves(root: Root, rel: str) -> bool:
+    """Whether following the link ``rel`` under ``root`` leaves it (a chain of links
+    included: ``d -> .`` and ``e -> d/..`` look inside on the text and are not)."""
+    try:
+        os.close(root.open(rel, os.O_PATH))
+    except OSError as exc:
+        return exc.errno in (errno.EXDEV, errno.ELOOP)
+    return False
 
 
 def merge_into(src: Path, dest: Path) -> list[str]:
     """Copy the host folder ``src`` (downloaded from a sandbox) into ``dest``, replacing files
-    of the same name. Symlinks that are absolute or point above ``src`` are left out: Harbor
-    reads the reward files it finds here, and must never follow a link the sandbox planted to
-    a host file. Returns the paths left out."""
+    of the same name. Harbor reads the reward files it finds here, and must never follow a
+    link the sandbox planted to a host file: every write stays below ``dest`` (lookups
+    confined, see :mod:`repogym.sandbox.confine`), and a symlink that is absolute or leads
+    above its folder (on its text, or once followed, in ``src`` or in ``dest``) is left out
+    or removed. Returns the paths left out."""
     dropped: list[str] = []
-    root = src.resolve()
     dest.mkdir(parents=True, exist_ok=True)
-    for rel in tree_paths(src):
-        here, there = root / rel, dest / rel
-        if here.is_symlink():
-            if _escapes(here, root):
-                dropped.append(rel)
+    with Root.at(src, beneath=True) as sroot, Root.at(dest, beneath=True) as droot:
+        for rel in tree_paths(src):
+            st = sroot.lstat(rel)
+            if st is None:
                 continue
-            if there.is_symlink() or there.is_file():
-                there.unlink()
-            elif there.is_dir():
-                shutil.rmtree(there)
-            os.symlink(os.readlink(here), there)
-        elif here.is_dir():
-            if there.is_symlink() or there.is_file():
-                there.unlink()
-            there.mkdir(exist_ok=True)
-        elif here.is_file():
-            if there.is_symlink():
-                there.unlink()
-            elif there.is_dir():
-                shutil.rmtree(there)
-            shutil.copyfile(here, there)
+            if stat.S_ISLNK(st.st_mode):
+                sfd, sname = sroot.parent(rel)
+                try:
+                    target = os.readlink(sname, dir_fd=sfd)
+                finally:
+                    os.close(sfd)
+                if _escapes(target, rel) or _leaves(sroot, rel):
+                    dropped.append(rel)
+                    continue
+            pfd, name = droot.parent(rel, create=True)
+            try:
+                _merge_entry(sroot, rel, st, pfd, name)
+            finally:
+                os.close(pfd)
+        # Links that stay inside on their own may leave once combined with what ``dest``
+        # held before: every link there is checked once more.
+        top = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            for dirfd, rel, st in walk_fd(top):
+                if stat.S_ISLNK(st.st_mode) and _leaves(droot, rel):
+                    os.unlink(rel.rpartition("/")[2], dir_fd=dirfd)
+                    if rel not in dropped:
+                        dropped.append(rel)
+        finally:
+            os.close(top)
     return dropped
+
+
+def _merge_entry(sroot: Root, rel: str, st: os.stat_result, pfd: int, name: str) -> None:
+    try:
+        have: os.stat_result | None = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+    except FileNotFoundError:
+        have = None
+    if stat.S_ISLNK(st.st_mode):
+        sfd, sname = sroot.parent(rel)
+        try:
+            target = os.readlink(sname, dir_fd=sfd)
+        finally:
+            os.close(sfd)
+        if have is not None:
+            remove_entry(pfd, name)
+        os.symlink(target, name, dir_fd=pfd)
+    elif stat.S_ISDIR(st.st_mode):
+        if have is not None and not stat.S_ISDIR(have.st_mode):
+            remove_entry(pfd, name)
+            have = None
+        if have is None:
+            os.mkdir(name, 0o755, dir_fd=pfd)
+    elif stat.S_ISREG(st.st_mode):
+        if have is not None:
+            remove_entry(pfd, name)
+        src_fd = sroot.open(rel, os.O_RDONLY | os.O_NONBLOCK, follow=False)
+        try:
+            out = os.open(
+                name,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+                dir_fd=pfd,
+            )
+            try:
+                while chunk := os.read(src_fd, 1 << 20):
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(out, view) :]
+            finally:
+                os.close(out)
+        finally:
+            os.close(src_fd)
 
 
 def kill_marked(session: Session, marker: str) -> None:

@@ -10,10 +10,11 @@ environment, not here.
 
 from __future__ import annotations
 
+import errno
 import posixpath
-import shlex
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from repogym.harbor import Task
 from repogym.openenv.tasks import serving_spec
 from repogym.run.agents import AgentContext, OracleAgent
 from repogym.run.trial import DEFAULT_WORKDIR, phase_network, verify_after_agent
-from repogym.sandbox import BuiltEnvironment, Sandbox, Session
+from repogym.sandbox import BuiltEnvironment, Sandbox, SandboxError, Session
 
 AGENT_ACTIONS = ("exec", "read", "write", "list")
 ORCHESTRATION_ACTIONS = ("evaluate", "solve")
@@ -87,7 +88,6 @@ class Episode:
     task: Task
     session: Session
     workdir: str
-    real_workdir: str
     builder: Builder
     episode_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     step_count: int = 0
@@ -101,27 +101,35 @@ class Episode:
         spec = serving_spec(task, builder.backend.name)
         built = builder.build(task)
         session = builder.backend.start(built, spec)
-        try:
-            workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
-            res = session.exec(["realpath", "-m", "--", workdir], timeout_s=30, user="root")
-            real = res.stdout.strip() if res.exit_code == 0 and res.stdout.strip() else workdir
-        except BaseException:
-            session.close()
-            raise
-        return cls(task, session, workdir, real, builder, episode_id=episode_id or uuid.uuid4().hex)
+        workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
+        return cls(task, session, workdir, builder, episode_id=episode_id or uuid.uuid4().hex)
 
     # -- agent actions -------------------------------------------------------------------
 
-    def resolve(self, path: str) -> str:
-        """An agent path, checked lexically and then against symlinks inside the sandbox."""
+    @property
+    def agent_user(self) -> str:
+        """Whose rights the file actions have: the task's agent user (root when unset)."""
+        return self.task.config.agent.user or "root"
+
+    def _file_action(self, path: str, action: Callable[[str], Any]) -> Any:
+        """Run ``action`` on the agent path ``path``: refused lexically when it names a place
+        outside the working directory, and by the sandbox (the lookup confined below the
+        working directory, as the agent user) when a symlink leads out of it."""
         norm = lexical_agent_path(path, self.workdir)
-        res = self.session.exec(["realpath", "-m", "--", norm], timeout_s=30, user="root")
-        real = res.stdout.strip()
-        if res.exit_code != 0 or not real:
-            raise ActionRefused(f"cannot resolve path {path!r}")
-        if not _inside(real, self.real_workdir):
-            raise ActionRefused(f"path {path!r} leads outside the working directory (symlink)")
-        return real
+        try:
+            return action(norm)
+        except OSError as exc:
+            if exc.errno in (errno.EXDEV, errno.ELOOP):
+                raise ActionRefused(
+                    f"path {path!r} leads outside the working directory (symlink)"
+                ) from None
+            if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
+                raise
+            if isinstance(exc, NotADirectoryError):
+                raise ActionRefused(f"{path}: a part of it is not a folder") from None
+            raise ActionRefused(f"{path}: {str(exc).splitlines()[0][:200]}") from None
+        except SandboxError as exc:
+            raise ActionRefused(f"{path}: {str(exc).splitlines()[0][:200]}") from None
 
     def _agent_phase(self) -> None:
         if self.phase != "agent":
@@ -147,8 +155,9 @@ class Episode:
 
     def read(self, path: str) -> dict[str, Any]:
         self._agent_phase()
-        real = self.resolve(path)
-        data = self.session.read(real)
+        data = self._file_action(
+            path, lambda p: self.session.read(p, user=self.agent_user, beneath=self.workdir)
+        )
         if len(data) > MAX_READ:
             raise ActionRefused(f"{path}: {len(data)} bytes, more than {MAX_READ} (use exec)")
         try:
@@ -158,26 +167,19 @@ class Episode:
 
     def write(self, path: str, content: str) -> dict[str, Any]:
         self._agent_phase()
-        real = self.resolve(path)
-        self.session.exec(["mkdir", "-p", "--", posixpath.dirname(real)], timeout_s=30, user="root")
-        self.session.write(real, content)
-        return {"stdout": f"wrote {len(content.encode())} bytes to {real}"}
+        norm = lexical_agent_path(path, self.workdir)
+        self._file_action(
+            path,
+            lambda p: self.session.write(p, content, user=self.agent_user, beneath=self.workdir),
+        )
+        return {"stdout": f"wrote {len(content.encode())} bytes to {norm}"}
 
     def list(self, path: str) -> dict[str, Any]:
         self._agent_phase()
-        real = self.resolve(path)
-        res = self.session.exec(
-            f"find {shlex.quote(real)} -mindepth 1 -maxdepth 1 -printf '%y\\t%s\\t%f\\n'",
-            timeout_s=30,
-            user="root",
+        found = self._file_action(
+            path, lambda p: self.session.listdir(p, user=self.agent_user, beneath=self.workdir)
         )
-        if res.exit_code != 0:
-            raise ActionRefused(f"cannot list {path!r}: {res.stderr.strip()[:200]}")
-        kinds = {"f": "file", "d": "dir", "l": "symlink"}
-        entries = []
-        for line in sorted(res.stdout.splitlines()):
-            kind, size, name = (line.split("\t", 2) + ["", ""])[:3]
-            entries.append({"name": name, "type": kinds.get(kind, kind), "size": int(size or 0)})
+        entries = [{"name": e.name, "type": e.kind, "size": e.size} for e in found]
         return {"entries": entries}
 
     # -- orchestration actions -----------------------------------------------------------

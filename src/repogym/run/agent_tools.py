@@ -11,9 +11,8 @@ exist in the agent phase.
 
 from __future__ import annotations
 
+import errno
 import posixpath
-import shlex
-import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,6 +31,11 @@ __all__ = [
 ]
 
 MAX_FILE_BYTES = 2_000_000
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:200]
 
 
 class ToolError(Exception):
@@ -255,7 +259,6 @@ class SessionWorkspace:
         self.session = session
         self.ctx = ctx
         self.workdir = ctx.workdir
-        self._root = ctx.user in (None, "", "root", "0")
 
     def path(self, path: str) -> str:
         if not path.strip():
@@ -275,23 +278,18 @@ class SessionWorkspace:
             output += ("\n" if output and not output.endswith("\n") else "") + res.stderr
         return CommandOutput(output, res.exit_code, res.timed_out)
 
-    def _as_agent(self, command: str) -> tuple[int | None, str]:
-        res = self.session.exec(
-            command, timeout_s=60, cwd=self.workdir, user=self.ctx.user, network=False
-        )
-        return res.exit_code, (res.stderr or res.stdout).strip()
-
     def read_text(self, path: str) -> str:
         full = self.path(path)
-        if not self._root:  # the agent user's own permission, checked by the kernel
-            quoted = shlex.quote(full)
-            code, _ = self._as_agent(f"test -r {quoted} && test -f {quoted}")
-            if code != 0:
-                raise ToolError(f"{path}: not a readable file")
         try:
-            data = self.session.read(full)
+            # With the agent user's rights, looked up inside the sandbox only: the kernel
+            # decides, at the moment of the read (no check beforehand that a link could race).
+            data = self.session.read(full, user=self.ctx.user or "root")
+        except (PermissionError, IsADirectoryError):
+            raise ToolError(f"{path}: not a readable file") from None
         except (OSError, RuntimeError, ValueError) as exc:
-            raise ToolError(f"{path}: cannot read: {str(exc).splitlines()[0][:200]}") from None
+            if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EISDIR):
+                raise ToolError(f"{path}: not a readable file") from None
+            raise ToolError(f"{path}: cannot read: {_first_line(exc)}") from None
         if len(data) > MAX_FILE_BYTES:
             raise ToolError(f"{path}: {len(data)} bytes; use bash (head, sed -n) to read parts")
         try:
@@ -301,23 +299,9 @@ class SessionWorkspace:
 
     def write_text(self, path: str, content: str) -> None:
         full = self.path(path)
-        parent = posixpath.dirname(full)
-        if self._root:
-            self.session.exec(["mkdir", "-p", "--", parent], timeout_s=60, user="root")
-            try:
-                self.session.write(full, content)
-            except (OSError, RuntimeError, ValueError) as exc:
-                raise ToolError(f"{path}: cannot write: {str(exc).splitlines()[0][:200]}") from None
-            return
-        # Staged by root where only root can write, copied into place by the agent user.
-        stage = f"/run/repogym-stage-{uuid.uuid4().hex}"
-        self.session.exec(["mkdir", "-p", "/run"], timeout_s=60, user="root")
-        self.session.write(stage, content, mode=0o644)
         try:
-            code, why = self._as_agent(
-                f"mkdir -p -- {shlex.quote(parent)} && cat -- {stage} > {shlex.quote(full)}"
-            )
-        finally:
-            self.session.remove(stage)
-        if code != 0:
-            raise ToolError(f"{path}: cannot write: {why[:200]}")
+            # As the agent user's shell ``>`` would: parents created, permissions checked by
+            # the kernel, the lookup confined to the sandbox.
+            self.session.write(full, content, user=self.ctx.user or "root")
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ToolError(f"{path}: cannot write: {_first_line(exc)}") from None

@@ -8,6 +8,7 @@ system changes. The copy goes through the host with :meth:`Session.download` /
 
 from __future__ import annotations
 
+import os
 import posixpath
 import shutil
 from collections.abc import Iterable
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym.harbor.config import Artifact, ArtifactSpec
-from repogym.sandbox import SandboxError, Session
+from repogym.sandbox import SandboxError, Session, glob_regex
 
 LOG_ARTIFACTS = "/logs/artifacts"
 
@@ -45,6 +46,29 @@ def artifact_paths(artifacts: Iterable[Artifact]) -> list[tuple[str, list[str]]]
     return out
 
 
+def drop_excluded(folder: Path, patterns: list[str]) -> None:
+    """Remove what ``patterns`` (globs relative to ``folder``, ``**`` for any depth) match.
+
+    The folder is a copy of the agent's sandbox, so it may hold links anywhere: the walk never
+    follows one (a pattern never reaches through a link), and a matched link is removed
+    itself, never what it points to.
+    """
+    regexes = [glob_regex(p.strip("/")) for p in patterns if p.strip("/")]
+    for dirpath, dirnames, filenames in os.walk(folder, topdown=True, followlinks=False):
+        base = Path(dirpath)
+        rel_dir = base.relative_to(folder).as_posix()
+        for name in sorted([*dirnames, *filenames]):
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if not any(r.match(rel) for r in regexes):
+                continue
+            path = base / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+                dirnames.remove(name)
+            else:
+                path.unlink(missing_ok=True)
+
+
 def carry_artifacts(
     agent: Session, fresh: Session, artifacts: Iterable[Artifact], staging: Path
 ) -> ArtifactReport:
@@ -60,12 +84,8 @@ def carry_artifacts(
             if src != LOG_ARTIFACTS:
                 report.missing.append(src)
             continue
-        for pattern in exclude:
-            for hit in list(host.glob(pattern)) if host.is_dir() else []:
-                if hit.is_dir() and not hit.is_symlink():
-                    shutil.rmtree(hit)
-                else:
-                    hit.unlink(missing_ok=True)
+        if exclude and host.is_dir() and not host.is_symlink():
+            drop_excluded(host, exclude)
         parent = posixpath.dirname(src)
         fresh.exec(["mkdir", "-p", "--", parent], user="root", timeout_s=60, network=False)
         fresh.upload(host, src)

@@ -96,8 +96,10 @@ def run_verifier(
         files: dict[str, bytes | None] = {}
         for name in REWARD_FILES:
             try:
-                files[name] = session.read(f"{VERIFIER_LOGS}/{name}")
-            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                # Never through a link leading out of the folder: the files are the
+                # verifier's, written there, not found elsewhere.
+                files[name] = session.read(f"{VERIFIER_LOGS}/{name}", beneath=VERIFIER_LOGS)
+            except OSError:
                 files[name] = None
     finally:
         if phase.tests is not None and task.is_multi_step:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 
+from repogym.sandbox._context import glob_regex
 from repogym.sandbox.base import (
     BuildError,
     BuiltEnvironment,
     Change,
     ChangeSet,
+    DirEntry,
     EnvironmentSpec,
     ExecResult,
     Sandbox,
@@ -52,6 +54,7 @@ __all__ = [
     "BuiltEnvironment",
     "Change",
     "ChangeSet",
+    "DirEntry",
     "EnvironmentSpec",
     "ExecResult",
     "Sandbox",
@@ -59,5 +62,6 @@ __all__ = [
     "Session",
     "backend_names",
     "get_backend",
+    "glob_regex",
     "host_node_installs",
 ]

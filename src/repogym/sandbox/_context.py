@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 _WILDCARD = re.compile(r"[*?\[]")
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def glob_regex(pattern: str) -> re.Pattern[str]:
     """Go ``filepath.Match`` syntax plus ``**`` (any number of directories)."""
     out = ["^"]
     i = 0
@@ -88,7 +88,7 @@ class IgnoreRules:
             pat = _clean(line)
             if pat == ".":
                 continue
-            rules.patterns.append((_glob_regex(pat), exclusion))
+            rules.patterns.append((glob_regex(pat), exclusion))
         return rules
 
     @property
@@ -178,7 +178,7 @@ def _glob(root: Path, pattern: str, rules: IgnoreRules, shown: str) -> list[str]
     comps = pattern.split("/")
     current = [""]
     for depth, comp in enumerate(comps):
-        regex = _glob_regex(comp)
+        regex = glob_regex(comp)
         nxt: list[str] = []
         for base in current:
             d = inside(root, base, shown) if base else root

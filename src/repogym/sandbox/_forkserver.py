@@ -54,6 +54,7 @@ TYPE_CHECKING = False  # typing is not imported at run time (interpreter start-u
 if TYPE_CHECKING:  # the checker sees the siblings as what they are, modules of the package
     from typing import Any, NoReturn
 
+    from repogym.sandbox._confine import Root
     from repogym.sandbox._forkserver_files import file_op
     from repogym.sandbox._forkserver_sys import (
         CLONE_NEWIPC,
@@ -74,9 +75,11 @@ if TYPE_CHECKING:  # the checker sees the siblings as what they are, modules of 
         PR_SET_PDEATHSIG,
         Ident,
         SetupError,
+        close_other_fds,
         drop_caps,
         loopback_up,
         mount,
+        null_stdio,
         prctl,
         recv,
         report,
@@ -84,6 +87,7 @@ if TYPE_CHECKING:  # the checker sees the siblings as what they are, modules of 
         send,
         setns,
         unshare,
+        warm_up,
     )
 
     Msg = dict[str, Any]  # a request or reply (marshal-encoded)
@@ -91,6 +95,7 @@ if TYPE_CHECKING:  # the checker sees the siblings as what they are, modules of 
 else:  # run as a script: the siblings by file name (same names as above)
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 
+    from _confine import Root
     from _forkserver_files import file_op
     from _forkserver_sys import (
         CLONE_NEWIPC,
@@ -110,9 +115,11 @@ else:  # run as a script: the siblings by file name (same names as above)
         PR_SET_CHILD_SUBREAPER,
         PR_SET_PDEATHSIG,
         SetupError,
+        close_other_fds,
         drop_caps,
         loopback_up,
         mount,
+        null_stdio,
         prctl,
         recv,
         report,
@@ -120,6 +127,7 @@ else:  # run as a script: the siblings by file name (same names as above)
         send,
         setns,
         unshare,
+        warm_up,
     )
 
 # ------------------------------------------------------------------------------ commands
@@ -160,9 +168,16 @@ def child_exec(req: Msg, fds: list[int], state: State, ident: Ident | BaseExcept
         uid, gid, groups, home = ident
         env = dict(req["env"])
         env.setdefault("HOME", home)
+        # Nothing of the session server's (host folders, cgroup files, sockets) may be
+        # reachable through /proc/self/fd while the working directory and the program are
+        # looked up (0 is the sandbox's /dev/null already).
+        close_other_fds([out_fd, err_fd, status_fd])
         cwd = req.get("cwd") or "/"
         try:
-            os.chdir(cwd)
+            with Root(os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) as root:
+                cwd_fd = root.dir(cwd)
+            os.fchdir(cwd_fd)
+            os.close(cwd_fd)
         except OSError as exc:
             raise SetupError(f"cannot change to working directory {cwd}: {exc.strerror}") from None
         # Commands are the OOM killer's first choice, never the sandbox init (that would
@@ -170,8 +185,6 @@ def child_exec(req: Msg, fds: list[int], state: State, ident: Ident | BaseExcept
         oom = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
         os.write(oom, OOM_SCORE_ADJ)
         os.close(oom)
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
         drop_caps(networked=net if net is not None else state["network"])
@@ -489,10 +502,12 @@ def session_main(sock: socket.socket, req: Msg, fds: list[int]) -> NoReturn:
             # stays open as long as we live; slirp4netns ends with us.
             state["slirp"] = start_slirp(req["slirp"], init_pid)
         enter_sandbox(init_pid)
+        null_stdio()
     except BaseException as exc:  # noqa: BLE001 - reported to the host
         send(sock, {"error": f"{type(exc).__name__}: {exc}"})
         os._exit(1)
     state["init_pid"] = init_pid
+    warm_up()
     send(
         sock, {"ok": True, "init_pid": init_pid, "bwrap_pid": bwrap_pid, "server_pid": os.getpid()}
     )
@@ -679,7 +694,7 @@ def handle_request(msg: Msg, fds: list[int], state: State, poller: select.poll) 
         elif kind == "file":
             pid = os.fork()
             if pid == 0:
-                file_op(msg, fds)
+                file_op(msg, fds, state["rootless"])
             pidfd = os.pidfd_open(pid)
             # The worker reports on its own; the server only reaps it.
             state["running"][pidfd] = (pid, os.open("/dev/null", os.O_WRONLY))

@@ -9,10 +9,13 @@ mount/unshare/setns/prctl, the ``SOCK_SEQPACKET`` + ``marshal`` message format w
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import marshal
 import os
+import resource
 import socket
+import stat
 import struct
 
 TYPE_CHECKING = False  # typing is not imported at run time (interpreter start-up)
@@ -22,6 +25,10 @@ if TYPE_CHECKING:
 
     # (uid, gid, supplementary groups, home) of a user inside the sandbox root
     Ident = tuple[int, int, list[int], str]
+
+    from repogym.sandbox._confine import Root, kernel_resolver
+else:
+    from _confine import Root, kernel_resolver
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -51,6 +58,9 @@ IFF_UP = 0x1
 # Docker's default capability set for container processes.
 KEEP_CAPS = frozenset({0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31})
 MAX_MSG = 1 << 20
+_FD_LIMIT = max(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 1024)
+if _FD_LIMIT > 1 << 20 or _FD_LIMIT == resource.RLIM_INFINITY:
+    _FD_LIMIT = 1 << 20
 OOM_SCORE_ADJ = b"500"
 CAP_NET_RAW = 13
 
@@ -160,16 +170,71 @@ def report(fd: int, obj: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------------- users
 
 
+def read_confined(path: str, limit: int = 1 << 22) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path`` of the sandbox (this process's
+    root), looked up inside it and never through a magic link: the caller may hold host
+    descriptors that ``/proc/self/fd`` would otherwise lead to."""
+    with Root(os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) as root:
+        fd = root.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        os.set_blocking(fd, True)
+        chunks = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def warm_up() -> None:
+    """Resolve, once in the session server, what every forked worker uses (the ``openat2``
+    probe, libc symbols): a worker then only runs code, it does not look anything up."""
+    kernel_resolver()
+    for name in ("capset", "syscall", "umount2"):
+        getattr(libc, name)
+
+
+def close_other_fds(keep: Sequence[int]) -> None:
+    """Close every descriptor but 0–2 and ``keep`` (the session server's host folders,
+    cgroup files and sockets among them: ``/proc/self/fd`` must lead nowhere outside the
+    sandbox). 0–2 are the sandbox's ``/dev/null`` already (:func:`null_stdio`)."""
+    low = 3
+    for fd in sorted(set(keep)):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, _FD_LIMIT)
+
+
+def null_stdio() -> None:
+    """Make 0, 1 and 2 the sandbox's ``/dev/null`` (the session server's, once it entered
+    the sandbox, so that everything it forks inherits nothing of the host on them)."""
+    with Root(os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) as root:
+        null = root.open("/dev/null", os.O_RDWR | os.O_NOCTTY)
+    try:
+        if not stat.S_ISCHR(os.fstat(null).st_mode):
+            raise OSError(errno.ENODEV, "the sandbox's /dev/null is not a device")
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
 def _read_db(path: str) -> list[list[str]]:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return [
-                line.rstrip("\n").split(":")
-                for line in fh
-                if line.strip() and not line.startswith("#")
-            ]
+        text = read_confined(path).decode("utf-8", errors="replace")
     except OSError:
         return []
+    return [
+        line.split(":") for line in text.splitlines() if line.strip() and not line.startswith("#")
+    ]
 
 
 def resolve_user(spec: str | None) -> Ident:
@@ -186,9 +251,12 @@ def resolve_user(spec: str | None) -> Ident:
             username, uid, gid, home = row[0], int(row[2]), int(row[3]), row[5] or "/"
             break
     if uid is None:
-        if not name.isdigit():
+        if name == "root":  # the default user needs no passwd entry (e.g. a broken one)
+            uid, gid = 0, 0
+        elif not name.isdigit():
             raise LookupError(f"unable to find user {name}: no matching entries in passwd file")
-        uid, gid = int(name), int(name)
+        else:
+            uid, gid = int(name), int(name)
     groups_db = _read_db("/etc/group")
     if group:
         group_gid: int | None = None
@@ -219,12 +287,13 @@ _user_cache: dict[tuple[str | None, tuple[tuple[int, int, int] | None, ...]], Id
 def resolve_user_cached(spec: str | None) -> Ident:
     """``resolve_user`` memoized on the identity of /etc/passwd and /etc/group."""
     stamp: list[tuple[int, int, int] | None] = []
-    for path in ("/etc/passwd", "/etc/group"):
-        try:
-            st = os.stat(path)
-            stamp.append((st.st_ino, st.st_mtime_ns, st.st_size))
-        except OSError:
-            stamp.append(None)
+    with Root(os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) as root:
+        for path in ("/etc/passwd", "/etc/group"):
+            try:
+                st = root.stat(path)
+            except OSError:
+                st = None
+            stamp.append((st.st_ino, st.st_mtime_ns, st.st_size) if st else None)
     key = (spec, tuple(stamp))
     if key not in _user_cache:
         if len(_user_cache) > 64:

@@ -5,16 +5,13 @@ host (setuid bits, file capabilities, devices, FIFOs, sockets).
 
 from __future__ import annotations
 
-import lzma
 import os
-import posixpath
 import stat
 import subprocess
 import tarfile
-import zlib
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from repogym.sandbox import _rootfs
+from repogym.sandbox import _confine, _rootfs, _unpack
 from repogym.sandbox._runtime import SandboxProcess
 from repogym.sandbox.base import SandboxError
 
@@ -34,17 +31,24 @@ def copy_in(
     flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_DIRECTORY if src.is_dir() else 0)
     fd = os.open(src, flags)
     try:
-        proc.file_op(
-            "copy_in",
-            path=dest,
-            fds=[fd],
-            include=include,
-            owner=owner,
-            chmod=chmod,
-            replace=False,
-        )
+        copy_fd_in(proc, fd, dest, include=include, owner=owner, chmod=chmod)
     finally:
         os.close(fd)
+
+
+def copy_fd_in(
+    proc: SandboxProcess,
+    fd: int,
+    dest: str,
+    *,
+    include: set[str] | None,
+    owner: str | None,
+    chmod: int | None,
+) -> None:
+    """Copy the host file or folder open as ``fd`` to ``dest`` in the sandbox."""
+    proc.file_op(
+        "copy_in", path=dest, fds=[fd], include=include, owner=owner, chmod=chmod, replace=False
+    )
 
 
 def is_archive(path: Path) -> bool:
@@ -59,61 +63,32 @@ class ArchiveError(ValueError):
 
 
 def extract_archive(archive: Path, dest: Path, *, storage_mb: int, label: str) -> None:
-    """Unpack a tar archive (any compression) for ``ADD``, streamed and bounded.
+    """Unpack a tar archive (any compression) for ``ADD`` into the new folder ``dest``.
 
-    Its regular files may add up to the storage limit and it may have at most
-    :data:`MAX_ARCHIVE_MEMBERS` members; both are checked from each member's header *before*
-    its bytes are read, so a small archive expanding to gigabytes stops at the first header
-    over the limit. Members with absolute names or ``..`` components, links pointing
-    outside the destination (or absolute), and device/fifo members are refused; the
-    extraction filter ``data`` enforces the same again and clears setuid bits.
+    It runs in the confined unpacker (:mod:`._unpack`), streamed and bounded: its regular
+    files may add up to the storage limit and it may have at most
+    :data:`MAX_ARCHIVE_MEMBERS` members, both checked from each member's header *before* its
+    bytes are read, so a small archive expanding to gigabytes stops at the first header over
+    the limit. Members with absolute names or ``..`` components, links that are absolute or
+    lead above the archive, and devices or FIFOs are refused; setuid bits are cleared.
     """
-    budget = storage_mb << 20
-    total = count = 0
+    budget = _unpack.Budget(
+        storage_mb << 20,
+        MAX_ARCHIVE_MEMBERS,
+        too_many=f"the archive has more than {MAX_ARCHIVE_MEMBERS} members",
+        too_big=f"the archive expands beyond the storage limit ({storage_mb} MB)",
+    )
     try:
-        with tarfile.open(archive, mode="r|*") as tf:
-            for m in tf:
-                count += 1
-                if count > MAX_ARCHIVE_MEMBERS:
-                    raise ArchiveError(
-                        f"{label}: the archive has more than {MAX_ARCHIVE_MEMBERS} members"
-                    )
-                why = unsafe_member(m)
-                if why:
-                    raise ArchiveError(f"{label}: archive member {m.name!r} {why}")
-                if m.isreg():
-                    total += m.size
-                    if total > budget:
-                        raise ArchiveError(
-                            f"{label}: the archive expands beyond the storage limit "
-                            f"({storage_mb} MB)"
-                        )
-                tf.extract(m, dest, set_attrs=True, filter="data")
-    except ArchiveError:
-        raise
-    except (tarfile.TarError, OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:
-        # Never the archive's bytes: the kind of error and, at most, a member name.
-        why = oneline(str(exc))[:200]
-        raise ArchiveError(f"{label}: cannot unpack the archive ({why})") from None
-
-
-def unsafe_member(m: tarfile.TarInfo) -> str | None:
-    parts = PurePosixPath(m.name).parts
-    if m.name.startswith("/") or ".." in parts:
-        return "points outside the destination"
-    if m.isdev() and not (m.isfifo() or m.ischr() or m.isblk()):  # pragma: no cover
-        return "is a special file"
-    if m.ischr() or m.isblk() or m.isfifo():
-        return "is a device or fifo"
-    if m.issym() or m.islnk():
-        link = m.linkname
-        if link.startswith("/"):
-            return f"links to an absolute path ({link!r})"
-        base = posixpath.dirname(m.name) if m.issym() else ""
-        resolved = posixpath.normpath(posixpath.join(base, link))
-        if resolved == ".." or resolved.startswith("../"):
-            return f"links outside the destination ({link!r})"
-    return None
+        _unpack.extract_fresh(archive, dest, budget)
+    except _unpack.UnpackError as exc:
+        why = oneline(str(exc))
+        if why.startswith("not a readable") or why.startswith("truncated"):
+            why = f"cannot unpack the archive ({why})"
+        raise ArchiveError(f"{label}: {why[:300]}") from None
+    except OSError as exc:
+        raise ArchiveError(
+            f"{label}: cannot unpack the archive ({oneline(str(exc))[:200]})"
+        ) from None
 
 
 def oneline(text: str) -> str:
@@ -138,37 +113,47 @@ def strip_layer(fs: Path) -> list[str]:
     Layers live in the host's cache as ordinary files, so nothing in them may grant
     privileges or act as a device there: setuid/setgid bits of files and file capabilities
     (``security.capability``) are removed, device nodes (except overlayfs whiteouts, char
-    0/0), FIFOs and sockets are deleted. Setgid on folders (group inheritance) stays.
+    0/0), FIFOs and sockets are deleted. Setgid on folders (group inheritance) stays. The walk
+    never follows a link, and every change goes through the entry's own descriptor.
     """
     out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(fs):
-        for name in [*dirnames, *filenames]:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
+    root = os.open(fs, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for dirfd, rel, st in _confine.walk_fd(root):
             mode = st.st_mode
+            name = rel.rpartition("/")[2]
+            where = shown(fs, str(fs / rel))
             if stat.S_ISREG(mode):
-                bits = stat.S_IMODE(mode) & (stat.S_ISUID | stat.S_ISGID)
-                if bits:
-                    os.chmod(path, stat.S_IMODE(mode) & ~bits)
-                    what = "setuid" if bits & stat.S_ISUID else "setgid"
-                    if bits == stat.S_ISUID | stat.S_ISGID:
-                        what = "setuid+setgid"
-                    out.append(f"{shown(fs, path)}: {what} bit removed")
+                fd = _confine.open_entry(dirfd, name)
                 try:
-                    os.removexattr(path, "security.capability", follow_symlinks=False)
-                except OSError:
-                    pass
-                else:
-                    out.append(f"{shown(fs, path)}: file capabilities removed")
+                    if not _confine.same_entry(fd, (st.st_dev, st.st_ino)):
+                        continue
+                    bits = stat.S_IMODE(mode) & (stat.S_ISUID | stat.S_ISGID)
+                    if bits:
+                        os.fchmod(fd, stat.S_IMODE(mode) & ~bits)
+                        what = "setuid" if bits & stat.S_ISUID else "setgid"
+                        if bits == stat.S_ISUID | stat.S_ISGID:
+                            what = "setuid+setgid"
+                        out.append(f"{where}: {what} bit removed")
+                    try:
+                        os.removexattr(fd, "security.capability")
+                    except OSError:
+                        pass
+                    else:
+                        out.append(f"{where}: file capabilities removed")
+                finally:
+                    os.close(fd)
             elif stat.S_ISCHR(mode) and st.st_rdev == 0:
                 continue  # an overlayfs whiteout: a deletion, not a device
             elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-                os.unlink(path)
-                out.append(f"{shown(fs, path)}: device node removed")
+                os.unlink(name, dir_fd=dirfd)
+                out.append(f"{where}: device node removed")
             elif stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-                os.unlink(path)
+                os.unlink(name, dir_fd=dirfd)
                 kind = "fifo" if stat.S_ISFIFO(mode) else "socket"
-                out.append(f"{shown(fs, path)}: {kind} removed")
+                out.append(f"{where}: {kind} removed")
+    finally:
+        os.close(root)
     return out
 
 

@@ -30,7 +30,12 @@ import os
 import stat
 import tarfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING or __package__ not in (None, ""):
+    from repogym.sandbox._confine import Root, link_meta, open_entry, same_entry, set_meta
+else:  # loaded by the confined unpacker by its file name
+    from _confine import Root, link_meta, open_entry, same_entry, set_meta
 
 FORMAT = 1
 TRAILER = ".repogym-layer.json"
@@ -39,6 +44,7 @@ _XATTR_PREFIXES = ("trusted.overlay.", "user.overlay.")
 _KEPT_XATTRS = ("opaque", "redirect", "metacopy", "whiteout")
 _PAX_XATTR = "REPOGYM.overlay."
 _CHUNK = 1 << 20
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class LayerTarError(ValueError):
@@ -140,35 +146,40 @@ def _check_name(name: str) -> list[str]:
     return parts
 
 
-def _parent_ok(dest: Path, parts: list[str]) -> Path:
-    """``dest/parts`` once every parent is checked to be a real folder (no symlink)."""
-    cur = dest
-    for part in parts[:-1]:
-        cur = cur / part
-        try:
-            st = os.lstat(cur)
-        except FileNotFoundError:
-            raise LayerTarError(
-                f"{'/'.join(parts)}: its folder comes later or not at all"
-            ) from None
-        if not stat.S_ISDIR(st.st_mode):
-            raise LayerTarError(f"{'/'.join(parts)}: a parent is not a folder")
-    return cur / parts[-1]
-
-
-def _xattr_prefix() -> str:
+def xattr_prefix() -> str:
     return "trusted.overlay." if os.geteuid() == 0 else "user.overlay."
 
 
 def unpack_layer(src: IO[bytes], dest: Path, key: str) -> dict[str, Any]:
     """Unpack a layer stream into the (fresh, empty but for ``fs/``) folder ``dest`` and
     return its ``meta.json``. Raises :class:`LayerTarError` for anything untrusted,
-    truncated or corrupt (``dest`` is then left half-filled for the caller to discard)."""
+    truncated or corrupt (``dest`` is then left half-filled for the caller to discard).
+
+    The stream is unpacked by a confined process whose root is ``dest`` (see
+    :mod:`._untar`)."""
+    from repogym.sandbox import _unpack
+
+    try:
+        result = _unpack.run("layer", src, dest, key=key, xattr_prefix=xattr_prefix())
+    except _unpack.UnpackError as exc:
+        raise LayerTarError(str(exc)) from None
+    meta = result.get("meta")
+    if not isinstance(meta, dict):
+        raise LayerTarError("unreadable meta.json")
+    return meta
+
+
+def unpack_into(src: IO[bytes], root: Root, key: str, *, xattr_prefix: str) -> dict[str, Any]:
+    """:func:`unpack_layer`'s work, under ``root`` (the confined unpacker's ``/``): every
+    parent must be a real folder reached without any link (``RESOLVE_NO_SYMLINKS``), every
+    entry is created by name in its folder's descriptor, metadata set through the entry's own
+    descriptor, folder modes last and only on the folder that was created."""
+    strict = Root(root.fd, beneath=True, symlinks=False, owned=False)
     h = hashlib.sha256()
     count = 0
     trailer: dict[str, Any] | None = None
-    dirs: list[tuple[Path, tarfile.TarInfo]] = []
-    root = os.geteuid() == 0
+    dirs: list[tuple[list[str], tuple[int, int], tarfile.TarInfo]] = []
+    as_root = os.geteuid() == 0
     try:
         with tarfile.open(fileobj=src, mode="r|") as tf:
             for m in tf:
@@ -190,7 +201,7 @@ def unpack_layer(src: IO[bytes], dest: Path, key: str) -> dict[str, Any]:
                     raise LayerTarError(f"{m.name}: unexpected extended attribute")
                 _digest_header(h, m, xattrs)
                 count += 1
-                _entry(tf, m, dest, parts, xattrs, h, dirs, root)
+                _entry(tf, m, strict, parts, xattrs, h, dirs, as_root, xattr_prefix)
     except tarfile.TarError as exc:
         raise LayerTarError(f"not a readable tar stream ({exc})") from None
     except (EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -201,10 +212,21 @@ def unpack_layer(src: IO[bytes], dest: Path, key: str) -> dict[str, Any]:
         raise LayerTarError("the trailer names another format or layer")
     if trailer.get("members") != count or trailer.get("sha256") != h.hexdigest():
         raise LayerTarError("the content does not match its digest")
-    for path, m in reversed(dirs):
-        _meta(path, m, root)
+    for parts, ident, m in reversed(dirs):
+        fd = _open_parent(strict, parts)
+        try:
+            d = open_entry(fd, parts[-1], directory=True)
+        finally:
+            os.close(fd)
+        try:
+            if same_entry(d, ident):
+                _meta(d, m, as_root)
+        finally:
+            os.close(d)
     try:
-        meta = json.loads((dest / META).read_text())
+        fd = strict.open(META, os.O_RDONLY | os.O_NONBLOCK, follow=False)
+        with os.fdopen(fd, "rb") as fh:
+            meta = json.loads(fh.read(1 << 20))
     except (OSError, ValueError) as exc:
         raise LayerTarError(f"unreadable meta.json ({type(exc).__name__})") from None
     if not isinstance(meta, dict) or meta.get("key") != key:
@@ -212,10 +234,20 @@ def unpack_layer(src: IO[bytes], dest: Path, key: str) -> dict[str, Any]:
     return meta
 
 
-def _set_xattrs(path: Path, xattrs: dict[str, str]) -> None:
+def _open_parent(strict: Root, parts: list[str]) -> int:
+    """The folder of ``parts``' last entry: every component a real folder, no link."""
+    try:
+        return strict.dir("/".join(parts[:-1]))
+    except FileNotFoundError:
+        raise LayerTarError(f"{'/'.join(parts)}: its folder comes later or not at all") from None
+    except OSError:
+        raise LayerTarError(f"{'/'.join(parts)}: a parent is not a folder") from None
+
+
+def _set_xattrs(fd: int, xattrs: dict[str, str], prefix: str) -> None:
     for name, value in xattrs.items():
         try:
-            os.setxattr(path, _xattr_prefix() + name, bytes.fromhex(value), follow_symlinks=False)
+            os.setxattr(fd, prefix + name, bytes.fromhex(value))
         except (OSError, ValueError) as exc:
             raise LayerTarError(f"cannot set overlay.{name} here ({exc})") from None
 
@@ -223,75 +255,96 @@ def _set_xattrs(path: Path, xattrs: dict[str, str]) -> None:
 def _entry(
     tf: tarfile.TarFile,
     m: tarfile.TarInfo,
-    dest: Path,
+    strict: Root,
     parts: list[str],
     xattrs: dict[str, str],
     h: Any,
-    dirs: list[tuple[Path, tarfile.TarInfo]],
-    root: bool,
+    dirs: list[tuple[list[str], tuple[int, int], tarfile.TarInfo]],
+    as_root: bool,
+    prefix: str,
 ) -> None:
-    target = _parent_ok(dest, parts)
-    exists = os.path.lexists(target)
     if xattrs and not (m.isdir() or m.isreg()):
         raise LayerTarError(f"{m.name}: extended attributes on a link or whiteout")
-    if m.isdir():
-        if exists and not (target.is_dir() and not target.is_symlink()):
-            raise LayerTarError(f"{m.name}: given twice")
-        if not exists:
-            os.mkdir(target, 0o700)
-        _set_xattrs(target, xattrs)
-        dirs.append((target, m))
-        return
-    if exists:
-        raise LayerTarError(f"{m.name}: given twice")
-    if m.isreg():
-        fobj = tf.extractfile(m)
-        if fobj is None:
-            raise LayerTarError(f"{m.name}: unreadable")
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        left = m.size
-        with os.fdopen(fd, "wb") as out:
-            while left > 0:
-                chunk = fobj.read(min(_CHUNK, left))
-                if not chunk:
-                    raise LayerTarError(f"{m.name}: truncated")
-                h.update(chunk)
-                out.write(chunk)
-                left -= len(chunk)
-        _set_xattrs(target, xattrs)
-        _meta(target, m, root)
-    elif m.issym():
-        os.symlink(m.linkname, target)
-        if root:
-            with contextlib.suppress(OSError):
-                os.lchown(target, m.uid, m.gid)
-        with contextlib.suppress(OSError):
-            os.utime(target, (m.mtime, m.mtime), follow_symlinks=False)
-    elif m.islnk():
-        source = _parent_ok(dest, _check_name(m.linkname))
+    pfd = _open_parent(strict, parts)
+    name = parts[-1]
+    try:
         try:
-            st = os.lstat(source)
+            st: os.stat_result | None = os.stat(name, dir_fd=pfd, follow_symlinks=False)
         except FileNotFoundError:
-            raise LayerTarError(f"{m.name}: hard link to a file not (yet) unpacked") from None
-        if not stat.S_ISREG(st.st_mode):
-            raise LayerTarError(f"{m.name}: hard link to something other than a file")
-        os.link(source, target, follow_symlinks=False)
-    elif _whiteout_info(m):
-        os.mknod(target, stat.S_IFCHR | (m.mode & 0o777), os.makedev(0, 0))
-        if root:
+            st = None
+        if m.isdir():
+            if st is not None and not stat.S_ISDIR(st.st_mode):
+                raise LayerTarError(f"{m.name}: given twice")
+            if st is None:
+                os.mkdir(name, 0o700, dir_fd=pfd)
+            fd = open_entry(pfd, name, directory=True)
+            try:
+                _set_xattrs(fd, xattrs, prefix)
+                ident = os.fstat(fd)
+            finally:
+                os.close(fd)
+            dirs.append((parts, (ident.st_dev, ident.st_ino), m))
+            return
+        if st is not None:
+            raise LayerTarError(f"{m.name}: given twice")
+        if m.isreg():
+            fobj = tf.extractfile(m)
+            if fobj is None:
+                raise LayerTarError(f"{m.name}: unreadable")
+            fd = os.open(name, _NEW, 0o600, dir_fd=pfd)
+            try:
+                left = m.size
+                while left > 0:
+                    chunk = fobj.read(min(_CHUNK, left))
+                    if not chunk:
+                        raise LayerTarError(f"{m.name}: truncated")
+                    h.update(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    left -= len(chunk)
+                _set_xattrs(fd, xattrs, prefix)
+                _meta(fd, m, as_root)
+            finally:
+                os.close(fd)
+        elif m.issym():
+            os.symlink(m.linkname, name, dir_fd=pfd)
             with contextlib.suppress(OSError):
-                os.lchown(target, m.uid, m.gid)
-    else:
-        raise LayerTarError(f"{m.name}: devices, FIFOs and special files are refused")
+                link_meta(pfd, name, owner=(m.uid, m.gid) if as_root else None, mtime=m.mtime)
+        elif m.islnk():
+            src_parts = _check_name(m.linkname)
+            sfd = _open_parent(strict, src_parts)
+            try:
+                try:
+                    sst = os.stat(src_parts[-1], dir_fd=sfd, follow_symlinks=False)
+                except FileNotFoundError:
+                    raise LayerTarError(
+                        f"{m.name}: hard link to a file not (yet) unpacked"
+                    ) from None
+                if not stat.S_ISREG(sst.st_mode):
+                    raise LayerTarError(f"{m.name}: hard link to something other than a file")
+                os.link(src_parts[-1], name, src_dir_fd=sfd, dst_dir_fd=pfd, follow_symlinks=False)
+            finally:
+                os.close(sfd)
+        elif _whiteout_info(m):
+            os.mknod(name, stat.S_IFCHR | (m.mode & 0o777), os.makedev(0, 0), dir_fd=pfd)
+            if as_root:
+                with contextlib.suppress(OSError):
+                    link_meta(pfd, name, owner=(m.uid, m.gid))
+        else:
+            raise LayerTarError(f"{m.name}: devices, FIFOs and special files are refused")
+    finally:
+        os.close(pfd)
 
 
-def _meta(path: Path, m: tarfile.TarInfo, root: bool) -> None:
-    if root:
-        with contextlib.suppress(OSError):
-            os.lchown(path, m.uid, m.gid)
+def _meta(fd: int, m: tarfile.TarInfo, as_root: bool) -> None:
     mode = stat.S_IMODE(m.mode)
     if not m.isdir():
         mode &= ~(stat.S_ISUID | stat.S_ISGID)  # setgid on folders (group inheritance) stays
-    os.chmod(path, mode)
+    owner = (m.uid, m.gid) if as_root else None
+    try:
+        set_meta(fd, owner=owner, mode=mode)
+    except PermissionError:
+        set_meta(fd, mode=mode)
     with contextlib.suppress(OSError):
-        os.utime(path, (m.mtime, m.mtime), follow_symlinks=False)
+        os.utime(fd, (m.mtime, m.mtime))

@@ -10,14 +10,31 @@ import fnmatch
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from repogym import dockerfile as _dockerfile
-from repogym.sandbox import _cabundle, _context, _images, _pull, _registry, _toolchains, _unpack
-from repogym.sandbox._layerfs import ArchiveError, copy_in, extract_archive, is_archive, oneline
+from repogym.sandbox import (
+    _cabundle,
+    _confine,
+    _context,
+    _images,
+    _pull,
+    _registry,
+    _toolchains,
+    _unpack,
+)
+from repogym.sandbox._layerfs import (
+    ArchiveError,
+    copy_fd_in,
+    copy_in,
+    extract_archive,
+    is_archive,
+    oneline,
+)
 from repogym.sandbox._layers import step_key
 from repogym.sandbox._replay_state import ImageConfig, StageState
 from repogym.sandbox._runtime import SandboxProcess
@@ -138,10 +155,12 @@ def pulled_base(
         k, _, v = str(item).partition("=")
         env[k] = v
     env.setdefault("PATH", _toolchains.DEFAULT_PATH)
-    if not any(
-        _unpack.scoped(pulled.rootfs, [d, "sleep"], follow_last=True).exists()
-        for d in ("bin", "usr/bin", "usr/local/bin", "sbin", "usr/sbin")
-    ):
+    with _confine.Root.at(pulled.rootfs) as confined:
+        has_sleep = any(
+            confined.stat(f"{d}/sleep") is not None
+            for d in ("bin", "usr/bin", "usr/local/bin", "sbin", "usr/sbin")
+        )
+    if not has_sleep:
         raise b.fail(
             ins,
             f"{pulled.ref.familiar} has no `sleep` program, which the local backend runs as "
@@ -344,11 +363,12 @@ def copy_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> No
             elif extract and is_archive(src.path):
                 scratch = b.sb.cache_root / "run"
                 with tempfile.TemporaryDirectory(prefix="add-", dir=scratch) as tmpd:
+                    out = Path(tmpd, "archive")
                     try:
-                        extract_archive(src.path, Path(tmpd), storage_mb=storage_mb, label=src.rel)
+                        extract_archive(src.path, out, storage_mb=storage_mb, label=src.rel)
                     except ArchiveError as exc:
                         raise b.fail(ins, f"ADD {oneline(str(exc))}") from None
-                    copy_in(proc, Path(tmpd), dest_abs, include=None, owner=chown, chmod=chmod)
+                    copy_in(proc, out, dest_abs, include=None, owner=chown, chmod=chmod)
             else:
                 target = _context.posix_join(dest_abs, src.name) if into_dir else dest_abs
                 copy_in(proc, src.path, target, include=None, owner=chown, chmod=chmod)
@@ -385,6 +405,8 @@ def copy_from_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) 
         else:
             root, origin = image_root(b, ins, source)
         matches = from_sources(b, ins, root, srcs, source)
+        for _name, fd in matches:
+            stack.callback(os.close, fd)
         if len(matches) > 1 and not dest_is_dir:
             raise b.fail(
                 ins,
@@ -401,12 +423,12 @@ def copy_from_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) 
         def action(proc: SandboxProcess) -> None:
             st = proc.file_op("stat", path=dest_abs)
             into_dir = dest_is_dir or bool(st and st["is_dir"])  # type: ignore[index]
-            for path in matches:
-                if path.is_dir():
-                    copy_in(proc, path, dest_abs, include=None, owner=chown, chmod=chmod)
+            for name, fd in matches:
+                if stat.S_ISDIR(os.fstat(fd).st_mode):
+                    copy_fd_in(proc, fd, dest_abs, include=None, owner=chown, chmod=chmod)
                 else:
-                    target = _context.posix_join(dest_abs, path.name) if into_dir else dest_abs
-                    copy_in(proc, path, target, include=None, owner=chown, chmod=chmod)
+                    target = _context.posix_join(dest_abs, name) if into_dir else dest_abs
+                    copy_fd_in(proc, fd, target, include=None, owner=chown, chmod=chmod)
 
         try:
             b.fs_step(state, ins, key, action=action)
@@ -460,27 +482,42 @@ def image_root(b: Builder, ins: _dockerfile.Instruction, source: str) -> tuple[P
 
 def from_sources(
     b: Builder, ins: _dockerfile.Instruction, root: Path, srcs: list[str], source: str
-) -> list[Path]:
-    """Resolve source paths inside ``root`` (symlinks followed, never out of it)."""
-    out: list[Path] = []
-    for src in srcs:
-        parts = [p for p in src.split("/") if p not in ("", ".")]
+) -> list[tuple[str, int]]:
+    """Open the source paths inside ``root`` (symlinks followed, never out of it: see
+    :mod:`._confine`); ``(name, descriptor)`` of each regular file or folder found."""
+    out: list[tuple[str, int]] = []
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
+    with _confine.Root.at(root) as confined:
         try:
-            if parts and any(c in parts[-1] for c in "*?["):
-                folder = _unpack.scoped(root, parts[:-1], follow_last=True)
-                names = sorted(os.listdir(folder)) if folder.is_dir() else []
-                found = [folder / n for n in names if fnmatch.fnmatchcase(n, parts[-1])]
-                found = [
-                    _unpack.scoped(root, [*parts[:-1], p.name], follow_last=True) for p in found
-                ]
-            else:
-                found = [_unpack.scoped(root, parts, follow_last=True)]
-        except _unpack.UnpackError as exc:
-            raise b.fail(ins, f"COPY --from={source} {src}: {exc}") from None
-        found = [p for p in found if p.exists() and not p.is_symlink()]
-        if not found:
-            raise b.fail(ins, f"COPY --from={source}: {src} not found")
-        out += found
+            for src in srcs:
+                parts = [p for p in src.split("/") if p not in ("", ".")]
+                if parts and any(c in parts[-1] for c in "*?["):
+                    folder = "/".join(parts[:-1])
+                    try:
+                        listing = confined.names(folder)
+                    except OSError:
+                        listing = []
+                    names = [n for n in listing if fnmatch.fnmatchcase(n, parts[-1])]
+                    wanted = [(n, f"{folder}/{n}") for n in names]
+                else:
+                    wanted = [(parts[-1] if parts else "", "/".join(parts))]
+                found = 0
+                for name, rel in wanted:
+                    try:
+                        fd = confined.open(rel, flags)
+                    except OSError:
+                        continue  # a dangling link, a loop, nothing there
+                    if stat.S_IFMT(os.fstat(fd).st_mode) not in (stat.S_IFREG, stat.S_IFDIR):
+                        os.close(fd)
+                        continue
+                    out.append((name, fd))
+                    found += 1
+                if not found:
+                    raise b.fail(ins, f"COPY --from={source}: {src} not found")
+        except BaseException:
+            for _name, fd in out:
+                os.close(fd)
+            raise
     return out
 
 

@@ -386,9 +386,11 @@ class SandboxProcess:
             pipe_r, pipe_w = os.pipe()
             send.append(pipe_r if data_in is not None else pipe_w)
         send.append(st_w)
+        # Arguments left None are not sent (the worker reads them as absent).
+        req = {"kind": "file", "op": op, **{k: v for k, v in args.items() if v is not None}}
         try:
             with self.lock:
-                _send(self.sock, {"kind": "file", "op": op, **args}, send)
+                _send(self.sock, req, send)
         finally:
             os.close(st_w)
             if pipe_r is not None and pipe_w is not None:
@@ -483,4 +485,9 @@ def _file_error(op: str, path: object, status: dict[str, Any]) -> Exception:
         return (
             IsADirectoryError(code, msg) if code == _errno.EISDIR else NotADirectoryError(code, msg)
         )
+    if code in (_errno.EACCES, _errno.EPERM):
+        return PermissionError(code, msg)
+    if code in (_errno.EXDEV, _errno.ELOOP):
+        # The lookup would have left its root or folder, or met a link it may not follow.
+        return OSError(code, msg)
     return SandboxError(msg)

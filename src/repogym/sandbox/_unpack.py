@@ -1,178 +1,158 @@
-"""Unpack OCI/Docker image layers (tar, gzip-compressed or not) into a root folder, safely.
+"""Unpack untrusted tar archives (image layers, ``ADD`` archives, shared-cache layers, a
+container's files) through the confined unpacker of :mod:`._untar`.
 
-Each layer is applied in two passes, as the OCI image spec describes: first its whiteouts
-(``.wh.<name>`` deletes ``<name>`` of the layers below, ``.wh..wh..opq`` empties its folder of
-what the layers below put there), then its entries. Paths are resolved inside the root like a
-chroot would (absolute symlinks and ``..`` never leave it), member names with ``..`` are
-refused, hard links must point at a file already in the root, device nodes and FIFOs are
-skipped, and setuid/setgid bits are dropped (the unpacked root lives in the host's cache as
-ordinary files, like the layer store's, see ``_layerfs.strip_layer``). Sizes are bounded: total
-bytes written and the number of members.
+:func:`run` starts ``python -I -S _untar.py`` with the destination folder as its root: the
+process closes every other descriptor, ``chroot``\\ s into the destination, drops its
+capabilities and only then reads the archive from its standard input, resolving every path
+inside the destination (:mod:`._confine`). Nothing it does can name a host path outside the
+destination, whatever the archive holds: symlinked folders, whiteouts or hard links through
+symlinks, a folder replaced by a link before its deferred mode, ``..`` in names or links,
+devices, setuid files, or a million entries (bounded by :class:`Budget`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
-import stat
-import tarfile
-from dataclasses import dataclass, field
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from typing import IO, Any
 
-WHITEOUT = ".wh."
-OPAQUE = ".wh..wh..opq"
-MAX_MEMBERS = 500_000
-_MAX_LINKS = 40
+from repogym.sandbox._untar import MAX_MEMBERS, OPAQUE, WHITEOUT, Budget, UnpackError
 
+__all__ = ["MAX_MEMBERS", "OPAQUE", "WHITEOUT", "Budget", "UnpackError", "apply_layer", "run"]
 
-class UnpackError(ValueError):
-    """A layer that cannot be unpacked safely (the message names the member)."""
-
-
-@dataclass
-class Budget:
-    """What the layers of one image may write in total."""
-
-    max_bytes: int
-    max_members: int = MAX_MEMBERS
-    bytes: int = 0
-    members: int = 0
-    skipped: list[str] = field(default_factory=list)
+_SCRIPT = Path(__file__).with_name("_untar.py")
+_CHUNK = 1 << 20
 
 
-def _member_path(name: str) -> list[str]:
-    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
-    if any(p == ".." for p in parts):
-        raise UnpackError(f"layer member {name!r} has a '..' component")
-    return parts
+def run(kind: str, src: Path | IO[bytes], dest: Path, **spec: Any) -> dict[str, Any]:
+    """Unpack the archive ``src`` (a file, or a readable stream) of ``kind`` (``oci``,
+    ``plain`` or ``layer``) into the existing folder ``dest`` in a confined process; returns
+    its result (``bytes``, ``members``, ``skipped``; ``meta`` for layers).
 
-
-def scoped(root: Path, parts: list[str], *, follow_last: bool = False) -> Path:
-    """Resolve ``parts`` under ``root`` following symlinks as if ``root`` were ``/``.
-
-    Intermediate symlinks (and the last one with ``follow_last``) are followed; absolute targets
-    restart at ``root`` and ``..`` stops at it, so the result is always inside ``root``.
+    Raises :class:`UnpackError` for an archive that cannot be unpacked safely, ``OSError``
+    for a full disk or a process that could not start.
     """
-    todo = list(parts)
-    done: list[str] = []
-    hops = 0
-    while todo:
-        name = todo.pop(0)
-        if name in ("", "."):
-            continue
-        if name == "..":
-            if done:
-                done.pop()
-            continue
-        path = root.joinpath(*done, name)
-        if (todo or follow_last) and path.is_symlink():
-            hops += 1
-            if hops > _MAX_LINKS:
-                raise UnpackError(f"too many levels of symbolic links at /{'/'.join(done)}")
-            target = os.readlink(path)
-            if target.startswith("/"):
-                done = []
-            todo = [p for p in target.split("/") if p] + todo
-            continue
-        done.append(name)
-    return root.joinpath(*done)
+    root_fd = os.open(dest, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    owned: IO[bytes] | None = None
+    try:
+        if isinstance(src, Path):
+            owned = open(src, "rb")  # noqa: SIM115 - closed below
+            stdin: Any = owned
+        elif _real_fd(src):
+            stdin = src
+        else:
+            stdin = subprocess.PIPE
+        args = json.dumps({"kind": kind, "root_fd": root_fd, **spec})
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-B", str(_SCRIPT), "--", args],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=[root_fd],
+            close_fds=True,
+        )
+    finally:
+        os.close(root_fd)
+    try:
+        pump = None
+        if stdin is subprocess.PIPE:
+            sink, proc.stdin = proc.stdin, None  # the pump owns it; communicate() reads only
+            pump = threading.Thread(target=_pump, args=(src, sink), daemon=True)
+            pump.start()
+        out, err = proc.communicate()
+        if pump is not None:
+            pump.join()
+    finally:
+        if owned is not None:
+            owned.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    lines = out.decode("utf-8", "replace").strip().splitlines()
+    try:
+        result = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        result = None
+    if not isinstance(result, dict):
+        why = " ".join(err.decode("utf-8", "replace").split())[-300:] or f"exit {proc.returncode}"
+        raise OSError(f"the confined unpacker failed: {why}")
+    if "error" in result:
+        if result.get("kind") == "unpack":
+            raise UnpackError(str(result["error"]))
+        raise OSError(result.get("errno") or 0, str(result["error"]))
+    return result
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
+def _real_fd(stream: Any) -> bool:
+    """Whether ``stream`` is backed by a file descriptor of a regular file or pipe whose
+    position is the start of what remains to read (then it is passed as is)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    try:
+        return bool(stream.tell() == os.lseek(fd, 0, os.SEEK_CUR))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _pump(src: IO[bytes], sink: IO[bytes]) -> None:
+    try:
+        while True:
+            chunk = src.read(_CHUNK)
+            if not chunk:
+                break
+            sink.write(chunk)
+    except (BrokenPipeError, ValueError, OSError):
+        pass  # the unpacker stopped reading (it refused the archive): its answer says why
+    finally:
+        with contextlib.suppress(OSError):
+            sink.close()
 
 
 def apply_layer(archive: Path, root: Path, budget: Budget) -> None:
-    """Apply one layer archive (tar; gzip/bzip2/xz detected) onto ``root``."""
-    try:
-        with tarfile.open(archive, "r:*") as tf:
-            members = []
-            for m in tf:
-                budget.members += 1
-                if budget.members > budget.max_members:
-                    raise UnpackError(f"image has more than {budget.max_members} files")
-                members.append(m)
-            # Pass 1: whiteouts of this layer apply to the layers below.
-            for m in members:
-                parts = _member_path(m.name)
-                if not parts:
-                    continue
-                base = parts[-1]
-                if base == OPAQUE:
-                    folder = scoped(root, parts[:-1])
-                    if folder.is_dir() and not folder.is_symlink():
-                        for child in list(folder.iterdir()):
-                            _remove(child)
-                elif base.startswith(WHITEOUT):
-                    victim = scoped(root, [*parts[:-1], base[len(WHITEOUT) :]])
-                    _remove(victim)
-            # Pass 2: entries.
-            dirs: list[tuple[Path, tarfile.TarInfo]] = []
-            for m in members:
-                parts = _member_path(m.name)
-                if not parts or parts[-1].startswith(WHITEOUT):
-                    continue
-                target = scoped(root, parts)
-                _entry(tf, m, root, target, budget, dirs)
-            # Folder modes last: a read-only folder must not stop its own entries.
-            for path, m in reversed(dirs):
-                _meta(path, m)
-    except tarfile.TarError as exc:
-        raise UnpackError(f"layer is not a readable tar archive ({exc})") from None
+    """Apply one image layer (tar; gzip/bzip2/xz detected) onto ``root``, within ``budget``
+    (what is left of it is passed on; the counts come back)."""
+    result = run(
+        "oci",
+        archive,
+        root,
+        max_bytes=max(budget.max_bytes - budget.bytes, 0),
+        max_members=max(budget.max_members - budget.members, 0),
+        too_many=f"image has more than {budget.max_members} files",
+        too_big=f"image is larger than the limit ({budget.max_bytes >> 20} MiB)",
+    )
+    budget.bytes += int(result.get("bytes", 0))
+    budget.members += int(result.get("members", 0))
+    budget.skipped.extend(str(s) for s in result.get("skipped") or [])
 
 
-def _entry(
-    tf: tarfile.TarFile,
-    m: tarfile.TarInfo,
-    root: Path,
-    target: Path,
-    budget: Budget,
-    dirs: list[tuple[Path, tarfile.TarInfo]],
+def extract_fresh(
+    src: Path | IO[bytes], dest: Path, budget: Budget, *, kind: str = "plain"
 ) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if m.isdir():
-        if target.is_symlink() or (target.exists() and not target.is_dir()):
-            _remove(target)
-        target.mkdir(exist_ok=True)
-        dirs.append((target, m))
-        return
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    elif target.exists() or target.is_symlink():
-        target.unlink()
-    if m.isreg():
-        budget.bytes += m.size
-        if budget.bytes > budget.max_bytes:
-            raise UnpackError(f"image is larger than the limit ({budget.max_bytes >> 20} MiB)")
-        src = tf.extractfile(m)
-        assert src is not None
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(src, out, 1 << 20)
-        _meta(target, m)
-    elif m.issym():
-        os.symlink(m.linkname, target)
-        with contextlib.suppress(OSError):
-            os.lchown(target, m.uid, m.gid)
-    elif m.islnk():
-        source = scoped(root, _member_path(m.linkname))
-        if not source.is_file() or source.is_symlink():
-            raise UnpackError(f"hard link {m.name!r} points at {m.linkname!r}, not a file")
-        os.link(source, target)
-    else:  # devices and FIFOs: never on the host
-        budget.skipped.append(m.name)
-
-
-def _meta(path: Path, m: tarfile.TarInfo) -> None:
-    with contextlib.suppress(OSError):
-        os.lchown(path, m.uid, m.gid)
-    mode = stat.S_IMODE(m.mode) & ~(stat.S_ISUID | stat.S_ISGID)
-    if m.isdir():
-        mode = stat.S_IMODE(m.mode)  # setgid on folders (group inheritance) stays
-    os.chmod(path, mode)
-    with contextlib.suppress(OSError):
-        os.utime(path, (m.mtime, m.mtime), follow_symlinks=False)
+    """Unpack a ``plain`` (or ``copy``) archive into ``dest``, created here (it must not
+    exist); on any failure ``dest`` is removed again."""
+    dest.mkdir(mode=0o700)
+    try:
+        result = run(
+            kind,
+            src,
+            dest,
+            max_bytes=budget.max_bytes,
+            max_members=budget.max_members,
+            too_many=budget.too_many,
+            too_big=budget.too_big,
+            owners=kind != "copy",
+        )
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    budget.bytes += int(result.get("bytes", 0))
+    budget.members += int(result.get("members", 0))
+    budget.skipped.extend(str(x) for x in result.get("skipped") or [])

@@ -7,6 +7,7 @@ module directly but go through :func:`repogym.sandbox.get_backend`.
 from __future__ import annotations
 
 import abc
+import errno
 import os
 import posixpath
 import shlex
@@ -19,6 +20,7 @@ from repogym.errors import RepogymError
 
 NetworkMode = Literal["public", "no-network", "allowlist"]
 ChangeKind = Literal["file", "symlink", "dir", "deleted", "special"]
+EntryKind = Literal["file", "dir", "symlink", "special"]
 
 
 class SandboxError(RepogymError, RuntimeError):
@@ -92,6 +94,15 @@ class Change:
     """Where a symlink points (as written; never followed)."""
 
 
+@dataclass(frozen=True)
+class DirEntry:
+    """One entry of a folder listing."""
+
+    name: str
+    kind: EntryKind
+    size: int = 0
+
+
 @dataclass
 class ChangeSet:
     """What a session changed under ``root``, read from outside the sandbox's control."""
@@ -122,10 +133,44 @@ class Session(abc.ABC):
         """
 
     @abc.abstractmethod
-    def read(self, path: str) -> bytes: ...
+    def read(self, path: str, *, user: str | None = None, beneath: str | None = None) -> bytes:
+        """Contents of the regular file ``path`` (a symlink is followed inside the sandbox).
+
+        ``user``: read with that user's rights (the kernel decides, no check beforehand).
+        ``beneath``: the lookup must stay below that folder (``..`` or a symlink leading out
+        of it fails with ``OSError(EXDEV)``).
+        """
 
     @abc.abstractmethod
-    def write(self, path: str, data: bytes | str, mode: int = 0o644) -> None: ...
+    def write(
+        self,
+        path: str,
+        data: bytes | str,
+        mode: int = 0o644,
+        *,
+        user: str | None = None,
+        beneath: str | None = None,
+    ) -> None:
+        """Write a file, parents created. Without ``user`` (as root) the file is replaced
+        atomically (a symlink there is replaced, not followed) with ``mode``; with ``user``
+        it is written as that user's shell ``>`` would (in place, permissions checked by the
+        kernel, ``mode`` only for a new file). ``beneath`` as for :meth:`read`."""
+
+    def listdir(
+        self, path: str, *, user: str | None = None, beneath: str | None = None
+    ) -> list[DirEntry]:
+        """The entries of the folder ``path``, sorted by name (links not followed)."""
+        script = 'cd -- "$1" && find . -mindepth 1 -maxdepth 1 -printf "%y\\t%s\\t%f\\n"'
+        res = self.exec(["sh", "-c", script, "sh", path], user=user or "root", timeout_s=60)
+        if res.exit_code != 0:
+            raise OSError(errno.ENOENT, res.stderr.strip()[:200] or "cannot list", path)
+        kinds: dict[str, EntryKind] = {"f": "file", "d": "dir", "l": "symlink"}
+        out = []
+        for line in res.stdout.splitlines():
+            kind, size, name = (line.split("\t", 2) + ["", ""])[:3]
+            k: EntryKind = kinds.get(kind, "special")
+            out.append(DirEntry(name, k, int(size or 0) if k == "file" else 0))
+        return sorted(out, key=lambda e: e.name)
 
     @abc.abstractmethod
     def upload(self, src: Path, dest: str) -> None:

@@ -9,20 +9,26 @@ and its process group are killed there.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import errno
 import hashlib
 import io
 import os
 import posixpath
+import secrets
 import shlex
+import shutil
 import stat
 import tarfile
+import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from repogym.sandbox import _cabundle
+from repogym.sandbox import _cabundle, _unpack
+from repogym.sandbox._confine import Root, remove_entry, walk_fd
 from repogym.sandbox.base import (
     BuildError,
     BuiltEnvironment,
@@ -36,6 +42,9 @@ from repogym.sandbox.base import (
 )
 
 DEFAULT_PIDS_LIMIT = 4096
+MAX_COPY_BYTES = 64 << 30
+"""What one ``download``/export archive from the engine may unpack to (files, in bytes)."""
+MAX_COPY_MEMBERS = 1_000_000
 
 
 def _client() -> Any:
@@ -187,7 +196,33 @@ class DockerSession(Session):
             timed_out=timed_out,
         )
 
-    def read(self, path: str) -> bytes:
+    def _check_beneath(self, path: str, beneath: str | None, user: str | None) -> None:
+        """Refuse ``path`` when, links followed inside the container, it is not below
+        ``beneath`` (resolved by the engine's container, so the host is never involved;
+        a link changed between this check and the use could still redirect inside the
+        container)."""
+        if beneath is None:
+            return
+        script = 'b=$(realpath -m -- "$1") && p=$(realpath -m -- "$2") && echo "$b" && echo "$p"'
+        res = self.exec(["sh", "-c", script, "sh", beneath, path], user=user or "root")
+        lines = res.stdout.splitlines()
+        if res.exit_code != 0 or len(lines) != 2:
+            raise OSError(errno.EXDEV, "cannot resolve the path", path)
+        base, real = lines
+        if not (base == "/" or real == base or real.startswith(base.rstrip("/") + "/")):
+            raise OSError(errno.EXDEV, f"{path} leads outside {beneath}", path)
+
+    def read(self, path: str, *, user: str | None = None, beneath: str | None = None) -> bytes:
+        self._check_beneath(path, beneath, user)
+        if user not in (None, "root", "0"):
+            res = self.exec(["sh", "-c", 'base64 < "$1"', "sh", path], user=user)
+            if res.exit_code != 0:
+                if "ermission denied" in res.stderr:
+                    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+                if "s a directory" in res.stderr:
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+                raise FileNotFoundError(errno.ENOENT, res.stderr.strip()[:200], path)
+            return base64.b64decode(res.stdout)
         try:
             stream, _stat = self.container.get_archive(path)
         except Exception as exc:  # noqa: BLE001 - docker.errors.NotFound
@@ -199,8 +234,29 @@ class DockerSession(Session):
             fh = tar.extractfile(member)
             return fh.read() if fh else b""
 
-    def write(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+    def write(
+        self,
+        path: str,
+        data: bytes | str,
+        mode: int = 0o644,
+        *,
+        user: str | None = None,
+        beneath: str | None = None,
+    ) -> None:
+        self._check_beneath(path, beneath, user)
         payload = data.encode() if isinstance(data, str) else data
+        if user not in (None, "root", "0"):
+            # Staged where only root can write, copied into place by the user's own shell.
+            stage = f"/run/repogym-stage-{secrets.token_hex(8)}"
+            self.write(stage, payload, mode=0o644)
+            try:
+                script = 'mkdir -p -- "$(dirname -- "$2")" && cat -- "$1" > "$2"'
+                res = self.exec(["sh", "-c", script, "sh", stage, path], user=user)
+            finally:
+                self.remove(stage)
+            if res.exit_code != 0:
+                raise PermissionError(errno.EACCES, res.stderr.strip()[:200], path)
+            return
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             info = tarfile.TarInfo(os.path.basename(path))
@@ -220,13 +276,25 @@ class DockerSession(Session):
         self.container.put_archive(parent, buf.getvalue())
 
     def download(self, src: str, dest: Path) -> None:
+        """Copy a container file or folder out to ``dest`` (replaced if present): the
+        engine's archive is unpacked by the confined unpacker into a fresh folder beside
+        ``dest`` (links kept as written, never followed; devices skipped; setuid bits
+        dropped), then moved into place. Nothing else beside ``dest`` is touched."""
+        dest = Path(dest)
         stream, _ = self.container.get_archive(src)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-            tar.extractall(dest.parent, filter="data")
-        extracted = dest.parent / os.path.basename(src.rstrip("/"))
-        if extracted != dest:
-            extracted.rename(dest)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name[:40]}.", dir=dest.parent))
+        try:
+            top = _unpack_engine_archive(stream, tmp / "x")
+            if top is None:
+                raise FileNotFoundError(errno.ENOENT, "the engine sent an empty archive", src)
+            if dest.is_dir() and not dest.is_symlink():
+                shutil.rmtree(dest)
+            elif dest.exists() or dest.is_symlink():
+                dest.unlink()
+            os.rename(tmp / "x" / top, dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def remove(self, path: str) -> None:
         self.exec(f"rm -rf -- {shlex.quote(path)}", user="root")
@@ -272,9 +340,7 @@ class DockerSession(Session):
                 whole.append(rel)
                 if rel == ".":
                     changes.append(Change(".", "deleted"))
-            data = b"".join(stream)
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                _stage_tar(tar, dest, rel, changes)
+            _stage_archive(stream, dest, rel, changes)
         return ChangeSet(root, changes, dest)
 
     def merge(self, src: Path, dest: str, paths: Iterable[str]) -> None:
@@ -298,40 +364,67 @@ class DockerSession(Session):
             self.container.remove(force=True)
 
 
-def _stage_tar(tar: tarfile.TarFile, dest: Path, rel: str, changes: list[Change]) -> None:
-    """Unpack an archive of one changed path (``get_archive`` names its top entry after the
-    path's last component) below ``dest/rel``, recording each entry; links are recreated as
-    written, never followed, and nothing lands outside ``dest``."""
-    base = posixpath.dirname(rel) if rel != "." else ""
-    top = None
-    for member in tar:
-        name = posixpath.normpath(member.name.lstrip("/"))
+def _unpack_engine_archive(stream: Iterable[bytes], into: Path) -> str | None:
+    """Unpack an archive from ``get_archive`` into the new folder ``into`` with the confined
+    unpacker (kind ``copy``); the name of its one top entry (None: empty)."""
+    with tempfile.TemporaryFile() as fh:
+        for chunk in stream:
+            fh.write(chunk)
+        fh.seek(0)
+        budget = _unpack.Budget(MAX_COPY_BYTES, MAX_COPY_MEMBERS)
+        _unpack.extract_fresh(fh, into, budget, kind="copy")
+    names = os.listdir(into)
+    return names[0] if len(names) == 1 else None
+
+
+def _stage_archive(stream: Iterable[bytes], dest: Path, rel: str, changes: list[Change]) -> None:
+    """Stage an archive of one changed path (``get_archive`` names its top entry after the
+    path's last component) at ``dest/rel``, recording each entry. The archive is unpacked
+    confined into a fresh folder; links are kept as written, never followed; nothing lands
+    outside ``dest``."""
+    tmp = Path(tempfile.mkdtemp(prefix=".stage-", dir=dest))
+    try:
+        try:
+            top = _unpack_engine_archive(stream, tmp / "x")
+        except _unpack.UnpackError:
+            return
         if top is None:
-            top = name.split("/")[0]
-        inner = name[len(top) :].lstrip("/")
-        if rel == ".":
-            out = inner or "."
-        else:
-            out = posixpath.join(base, posixpath.basename(rel), inner) if inner else rel
-        if out.startswith("../") or "/../" in out or out == "..":
-            continue
-        target = dest / out
-        if member.isdir():
-            target.mkdir(parents=True, exist_ok=True)
-            if out != ".":
-                changes.append(Change(out, "dir", mode=0o755))
-        elif member.issym():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.is_symlink() or target.exists():
-                target.unlink()
-            os.symlink(member.linkname, target)
-            changes.append(Change(out, "symlink", mode=0o777, target=member.linkname))
-        elif member.isreg():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fh = tar.extractfile(member)
-            target.write_bytes(fh.read() if fh else b"")
-            mode = stat.S_IMODE(member.mode) & 0o777
-            target.chmod(mode)
-            changes.append(Change(out, "file", mode=mode, size=member.size))
-        else:
-            changes.append(Change(out, "special", mode=stat.S_IMODE(member.mode)))
+            return
+        src = tmp / "x" / top
+        found: list[Change] = []
+        st = os.lstat(src)
+        entries = [("", st)]
+        if stat.S_ISDIR(st.st_mode):
+            fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                entries += [(inner, est) for _d, inner, est in walk_fd(fd)]
+            finally:
+                os.close(fd)
+        for inner, est in entries:
+            out = posixpath.join(rel, inner) if inner else rel
+            out = posixpath.normpath(out) if out != "." else "."
+            if stat.S_ISDIR(est.st_mode):
+                if out != ".":
+                    found.append(Change(out, "dir", mode=0o755))
+            elif stat.S_ISLNK(est.st_mode):
+                target = os.readlink(src / inner if inner else src)
+                found.append(Change(out, "symlink", mode=0o777, target=target))
+            elif stat.S_ISREG(est.st_mode):
+                mode = stat.S_IMODE(est.st_mode) & 0o777
+                found.append(Change(out, "file", mode=mode, size=est.st_size))
+        with Root.at(dest, beneath=True, symlinks=False) as root:
+            if rel == ".":
+                for name in sorted(os.listdir(src)) if stat.S_ISDIR(st.st_mode) else []:
+                    with contextlib.suppress(FileNotFoundError):
+                        remove_entry(root.fd, name)
+                    os.rename(src / name, dest / name)
+            else:
+                pfd, name = root.parent(rel, create=True)
+                try:
+                    remove_entry(pfd, name)
+                    os.rename(src, name, dst_dir_fd=pfd)
+                finally:
+                    os.close(pfd)
+        changes.extend(found)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

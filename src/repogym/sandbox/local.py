@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
@@ -44,6 +45,7 @@ from repogym.sandbox.base import (
     BuildError,
     BuiltEnvironment,
     ChangeSet,
+    DirEntry,
     EnvironmentSpec,
     ExecResult,
     Sandbox,
@@ -499,21 +501,55 @@ class LocalSession(Session):
             raise ValueError(f"sandbox paths must be absolute: {path!r}")
         return _context.posix_join("/", path)
 
-    def read(self, path: str) -> bytes:
-        """Contents of a file inside the sandbox."""
-        return self.proc.file_op("read", path=self._abs(path), data_out=True)  # type: ignore[return-value]
+    def read(self, path: str, *, user: str | None = None, beneath: str | None = None) -> bytes:
+        """Contents of a regular file inside the sandbox, looked up confined to its root."""
+        return self.proc.file_op(  # type: ignore[return-value]
+            "read", path=self._abs(path), data_out=True, as_user=user, beneath=_opt_abs(beneath)
+        )
 
-    def write(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
-        """Write a file inside the sandbox (parents created, owned by root)."""
+    def write(
+        self,
+        path: str,
+        data: bytes | str,
+        mode: int = 0o644,
+        *,
+        user: str | None = None,
+        beneath: str | None = None,
+    ) -> None:
+        """Write a file inside the sandbox (see :meth:`Session.write`)."""
         payload = data.encode() if isinstance(data, str) else data
-        self.proc.file_op("write", path=self._abs(path), data_in=payload, mode=mode)
+        self.proc.file_op(
+            "write",
+            path=self._abs(path),
+            data_in=payload,
+            mode=mode,
+            as_user=user,
+            beneath=_opt_abs(beneath),
+            in_place=user is not None or None,
+        )
+
+    def listdir(
+        self, path: str, *, user: str | None = None, beneath: str | None = None
+    ) -> list[DirEntry]:
+        """The entries of a folder inside the sandbox (links not followed)."""
+        raw: Any = self.proc.file_op(
+            "list", path=self._abs(path), as_user=user, beneath=_opt_abs(beneath)
+        )
+        return [DirEntry(str(n), k, int(z)) for n, k, z in raw]
 
     def upload(self, src: Path, dest: str) -> None:
-        """Copy a host file or folder to ``dest`` (created, replaced if present), owned by root."""
+        """Copy a host file, folder or symlink to ``dest`` (created, replaced if present),
+        owned by root. Links are recreated, never followed, ``src`` itself included: what
+        was downloaded from one sandbox may be uploaded to another without the host
+        following a link it planted."""
         src = Path(src)
-        if not src.exists():
-            raise FileNotFoundError(src)
-        flags = os.O_RDONLY | (os.O_DIRECTORY if src.is_dir() else 0)
+        st = os.lstat(src)  # FileNotFoundError when absent
+        if stat.S_ISLNK(st.st_mode):
+            flags = os.O_PATH | os.O_NOFOLLOW
+        elif stat.S_ISDIR(st.st_mode):
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+        else:
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
         fd = os.open(src, flags)
         try:
             self.proc.file_op("copy_in", path=self._abs(dest), fds=[fd], replace=True, owner="0:0")
@@ -521,7 +557,11 @@ class LocalSession(Session):
             os.close(fd)
 
     def download(self, src: str, dest: Path) -> None:
-        """Copy a sandbox file or folder out to ``dest`` on the host (replaced if present)."""
+        """Copy a sandbox file or folder out to ``dest`` on the host (replaced if present).
+
+        The sandbox side is looked up confined to its root; on the host only the entry
+        ``dest`` is created (links recreated, never followed; setuid/setgid bits dropped).
+        """
         dest = Path(dest)
         if dest.is_dir() and not dest.is_symlink():
             shutil.rmtree(dest)
@@ -628,6 +668,10 @@ class LocalSession(Session):
     def close(self) -> None:
         """Kill every process of the session and discard its root. Idempotent."""
         self._finalizer()
+
+
+def _opt_abs(path: str | None) -> str | None:
+    return None if path is None else LocalSession._abs(path)
 
 
 def _to_result(raw: RawResult) -> ExecResult:
