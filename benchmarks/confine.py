@@ -58,7 +58,7 @@ def layer_bytes(files: int) -> bytes:
     return buf.getvalue()
 
 
-def measure(n: int, files: int, rounds: int) -> dict[str, float]:
+def measure(n: int, files: int, rounds: int, ops: set[str]) -> dict[str, float]:
     """Seconds per operation (read, write) or per job (download, unpack), in this process."""
     from repogym.sandbox import EnvironmentSpec, _unpack
     from repogym.sandbox.local import LocalSandbox
@@ -79,10 +79,14 @@ def measure(n: int, files: int, rounds: int) -> dict[str, float]:
             s.write("/work/small.txt", "hello\n")
             for _ in range(20):  # warm the fork server and the session
                 s.read("/work/small.txt")
-            out["read"] = best(lambda: [s.read("/work/small.txt") for _ in range(n)], rounds) / n
-            out["write"] = (
-                best(lambda: [s.write("/work/w.txt", "data\n") for _ in range(n)], rounds) / n
-            )
+            if "read" in ops:
+                reads = best(lambda: [s.read("/work/small.txt") for _ in range(n)], rounds)
+                out["read"] = reads / n
+            if "write" in ops:
+                writes = best(lambda: [s.write("/work/w.txt", "data\n") for _ in range(n)], rounds)
+                out["write"] = writes / n
+            if "download" not in ops:
+                return out
             per = files // 100
             res = s.exec(
                 f"for d in $(seq 1 100); do mkdir -p /work/tree/$d; for f in $(seq 1 {per}); "
@@ -103,7 +107,8 @@ def measure(n: int, files: int, rounds: int) -> dict[str, float]:
             root.mkdir()
             _unpack.apply_layer(blob, root, _unpack.Budget(max_bytes=1 << 30))
 
-        out["unpack"] = best(unpack, rounds)
+        if "unpack" in ops:
+            out["unpack"] = best(unpack, rounds)
         return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -139,11 +144,14 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=400, help="reads and writes per round")
     ap.add_argument("--files", type=int, default=10_000, help="files downloaded and unpacked")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--ops", default="read,write,download,unpack", help="which to measure (comma-separated)"
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON line")
     ap.add_argument("--src", help=argparse.SUPPRESS)
     args = ap.parse_args()
     sys.path.insert(0, args.src or str(ROOT / "src"))
-    here = measure(args.n, args.files, args.rounds)
+    here = measure(args.n, args.files, args.rounds, set(args.ops.split(",")))
     if args.json:
         print(json.dumps(here))
         return

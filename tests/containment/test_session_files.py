@@ -226,3 +226,18 @@ def test_beneath_refuses_links_that_leave_the_folder(session: LocalSession) -> N
         with pytest.raises(OSError) as info:
             session.read(path, beneath="/work")
         assert info.value.errno in (18, 2), info.value  # EXDEV (or gone, for the lexical ..)
+
+
+def test_the_file_server_is_out_of_the_sandboxs_reach(session: LocalSession) -> None:
+    """The process that serves file operations is not in the sandbox's pid namespace: a
+    root process inside can neither kill nor stop it, and file operations go on."""
+    res = session.exec(
+        "for p in /proc/[0-9]*; do kill -STOP ${p#/proc/} 2>/dev/null; done; "
+        "ps -eo pid,comm | grep -c . ; kill -9 -1; true",
+        user="root",
+        timeout_s=30,
+    )
+    assert res.exit_code == 0 or res.exit_code is None
+    session.write("/work/after.txt", "still here\n")
+    assert session.read("/work/after.txt") == b"still here\n"
+    assert [e.name for e in session.listdir("/work")].count("after.txt") == 1

@@ -15,7 +15,10 @@ Process tree::
                 ├─ bwrap → sandbox init           holds the namespaces (pid 1 = bwrap's reaper)
                 ├─ slirp4netns (networked only)   host namespaces; user-mode TCP/IP for tap0
                 ├─ command (one per exec)         cgroups joined, caps dropped, user switched
-                └─ file worker (one per file op)  copies/reads/writes, confined by the chroot
+                ├─ file server (one per session)  reads/writes/copies, confined by the chroot and
+                │    │                            the resolver; outside the sandbox's pid ns
+                │    └─ file worker               long copies, operations as another user
+                └─ file worker (mounts, /proc)    one per such operation
 
 The sandbox never shares the host's network namespace: bwrap makes a new one (only loopback),
 or the session joins one made for a task's services (``join_netns``: the main session and its
@@ -24,16 +27,18 @@ so it reaches the outside through ordinary host sockets but not the host's loopb
 UNIX sockets. A command that needs a network in a session without one joins a namespace made
 on request (``netns``).
 
-The host talks to the fork server and to each session server over ``SOCK_SEQPACKET`` sockets;
-messages are ``marshal``-encoded dicts, file descriptors travel as ``SCM_RIGHTS``. Results of
-execs and file operations come back on a per-request status pipe, so requests are independent
-and may run concurrently.
+The host talks to the fork server, to each session server and to each file server over
+``SOCK_SEQPACKET`` sockets; messages are ``marshal``-encoded dicts, file descriptors travel as
+``SCM_RIGHTS``. Results of execs and file operations come back on a per-request status pipe, so
+requests are independent and may run concurrently (the file server answers its short
+operations in order).
 
-The server is three files, all standard library only: this one (fork server, session server,
-commands, networks), :mod:`._forkserver_sys` (system calls, messages, users, capabilities) and
-:mod:`._forkserver_files` (the file worker's operations). Run with ``-I -S`` nothing but the
-standard library is importable, so this script puts its own folder at the end of ``sys.path`` to
-load the other two by file name.
+The server is four files, all standard library only: this one (fork server, session server,
+commands, networks), :mod:`._forkserver_sys` (system calls, messages, users, capabilities),
+:mod:`._forkserver_files` (the file server and its operations) and :mod:`._confine` (the
+resolver every path of the sandbox goes through). Run with ``-I -S`` nothing but the standard
+library is importable, so this script puts its own folder at the end of ``sys.path`` to load
+the others by file name.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ if TYPE_CHECKING:  # the checker sees the siblings as what they are, modules of 
     from typing import Any, NoReturn
 
     from repogym.sandbox._confine import Root
-    from repogym.sandbox._forkserver_files import file_op
+    from repogym.sandbox._forkserver_files import file_op, file_server
     from repogym.sandbox._forkserver_sys import (
         CLONE_NEWIPC,
         CLONE_NEWNET,
@@ -96,7 +101,7 @@ else:  # run as a script: the siblings by file name (same names as above)
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 
     from _confine import Root
-    from _forkserver_files import file_op
+    from _forkserver_files import file_op, file_server
     from _forkserver_sys import (
         CLONE_NEWIPC,
         CLONE_NEWNET,
@@ -445,8 +450,12 @@ def _drain(fd: int) -> str:
         return ""
 
 
-def enter_sandbox(init_pid: int) -> None:
+def enter_sandbox(init_pid: int) -> int | None:
+    """Join the sandbox's namespaces and root, all but its pid namespace: its descriptor is
+    returned (None: shared with us) for the caller to join once it forked what must stay out
+    of the sandbox's sight (the file server)."""
     root_fd = os.open(f"/proc/{init_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
+    pid_ns: int | None = None
     ns_fds: list[tuple[int, int]] = []
     # Unprivileged, bwrap nests a user namespace of its own: join it first.
     if os.stat(f"/proc/{init_pid}/ns/user").st_ino != os.stat("/proc/self/ns/user").st_ino:
@@ -463,6 +472,9 @@ def enter_sandbox(init_pid: int) -> None:
         if os.stat(f"/proc/{init_pid}/ns/{ns}").st_ino != os.stat(f"/proc/self/ns/{ns}").st_ino:
             ns_fds.append((os.open(f"/proc/{init_pid}/ns/{ns}", os.O_RDONLY), flag))
     for fd, flag in ns_fds:
+        if flag == CLONE_NEWPID:
+            pid_ns = fd
+            continue
         try:
             setns(fd, flag)
         except OSError as exc:
@@ -474,6 +486,19 @@ def enter_sandbox(init_pid: int) -> None:
     os.chroot(".")
     os.chdir("/")
     os.close(root_fd)
+    return pid_ns
+
+
+def join_pid_namespace(fd: int | None) -> None:
+    """Join the sandbox's pid namespace (for the processes forked from now on)."""
+    if fd is None:
+        return
+    try:
+        setns(fd, CLONE_NEWPID)
+    except OSError as exc:
+        raise OSError(exc.errno, f"entering the sandbox's pid namespace: {exc}") from None
+    finally:
+        os.close(fd)
 
 
 def session_main(sock: socket.socket, req: Msg, fds: list[int]) -> NoReturn:
@@ -481,7 +506,9 @@ def session_main(sock: socket.socket, req: Msg, fds: list[int]) -> NoReturn:
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    # A shared network (``join_netns``): its fd comes first; bwrap then inherits it.
+    # The file server's socket comes first (``file_server``), then a shared network's
+    # (``join_netns``), which bwrap inherits.
+    fs_fd = fds.pop(0) if req.get("file_server") and fds else None
     netns_fd = fds.pop(0) if req.get("join_netns") and fds else None
     state = {
         "cg_fds": fds,
@@ -501,13 +528,18 @@ def session_main(sock: socket.socket, req: Msg, fds: list[int]) -> NoReturn:
             # bwrap made a namespace of its own (--unshare-net): wire it out. The exit fd
             # stays open as long as we live; slirp4netns ends with us.
             state["slirp"] = start_slirp(req["slirp"], init_pid)
-        enter_sandbox(init_pid)
+        pid_ns = enter_sandbox(init_pid)
         null_stdio()
+        warm_up()
+        if fs_fd is not None:
+            # Forked before we join the sandbox's pid namespace: no process of the sandbox
+            # can see, signal or stop it.
+            start_file_server(state, fs_fd)
+        join_pid_namespace(pid_ns)
     except BaseException as exc:  # noqa: BLE001 - reported to the host
         send(sock, {"error": f"{type(exc).__name__}: {exc}"})
         os._exit(1)
     state["init_pid"] = init_pid
-    warm_up()
     send(
         sock, {"ok": True, "init_pid": init_pid, "bwrap_pid": bwrap_pid, "server_pid": os.getpid()}
     )
@@ -665,8 +697,26 @@ def _spawn_killer(
     if status_fd is not None:
         os.close(status_fd)
     pidfd = os.pidfd_open(pid)
-    state["running"][pidfd] = (pid, os.open("/dev/null", os.O_WRONLY))
+    state["running"][pidfd] = (pid, _nowhere())
     poller.register(pidfd, select.POLLIN)
+
+
+def _nowhere() -> int:
+    """A descriptor a reaped worker's exit status is written to and forgotten: a copy of
+    stdout (the sandbox's /dev/null since the session started), never a path looked up now
+    (the sandbox's /dev/null may be anything by then)."""
+    return os.dup(1)
+
+
+def start_file_server(state: State, sock_fd: int) -> None:
+    """Fork the session's file server on ``sock_fd`` (see :func:`file_server`). Started with
+    the session it lives outside the sandbox's pid namespace; one started again later (the
+    first died) inside it."""
+    pid = os.fork()
+    if pid == 0:
+        file_server(sock_fd, state["rootless"])
+    os.close(sock_fd)
+    state["file_server"] = pid
 
 
 def handle_request(msg: Msg, fds: list[int], state: State, poller: select.poll) -> None:
@@ -692,15 +742,20 @@ def handle_request(msg: Msg, fds: list[int], state: State, poller: select.poll) 
             for fd in fds[:2] + fds[3:]:
                 os.close(fd)
         elif kind == "file":
+            # Mounts (and any operation when there is no file server): a worker of its own.
             pid = os.fork()
             if pid == 0:
                 file_op(msg, fds, state["rootless"])
             pidfd = os.pidfd_open(pid)
             # The worker reports on its own; the server only reaps it.
-            state["running"][pidfd] = (pid, os.open("/dev/null", os.O_WRONLY))
+            state["running"][pidfd] = (pid, _nowhere())
             poller.register(pidfd, select.POLLIN)
             for fd in fds:
                 os.close(fd)
+        elif kind == "file_server":
+            # A new file server (the last one died): fds[0] is its socket, fds[1] a status.
+            start_file_server(state, fds[0])
+            report(fds[1], {"ok": True})
         elif kind == "kill_exec":
             done_fd = fds[0] if fds else None
             cmd_pid = state.get("ids", {}).pop(msg["id"], None)

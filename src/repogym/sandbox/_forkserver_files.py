@@ -22,7 +22,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import gc
 import os
+import signal
+import socket
 import stat
 
 TYPE_CHECKING = False  # typing is not imported at run time (interpreter start-up)
@@ -33,10 +36,13 @@ if TYPE_CHECKING:  # the checker sees the siblings as what they are, modules of 
     from repogym.sandbox._confine import Root, link_meta, remove_entry, set_meta
     from repogym.sandbox._forkserver_sys import (
         MOVE_MOUNT_F_EMPTY_PATH,
+        PR_SET_PDEATHSIG,
         SYS_MOVE_MOUNT,
         check,
         close_other_fds,
         libc,
+        prctl,
+        recv,
         report,
         resolve_user,
         write_all,
@@ -45,10 +51,13 @@ else:
     from _confine import Root, link_meta, remove_entry, set_meta
     from _forkserver_sys import (
         MOVE_MOUNT_F_EMPTY_PATH,
+        PR_SET_PDEATHSIG,
         SYS_MOVE_MOUNT,
         check,
         close_other_fds,
         libc,
+        prctl,
+        recv,
         report,
         resolve_user,
         write_all,
@@ -59,6 +68,7 @@ MNT_DETACH = 0x2
 UMOUNT_NOFOLLOW = 0x8
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID = 0, 1, 2, 3, 4
+CAP_SETGID, CAP_SETUID = 6, 7
 CAP_SYS_ADMIN = 21
 FILE_CAPS = (CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID)
 MAX_LIST = 10_000
@@ -94,6 +104,7 @@ def _cap_sets(keep: Collection[int]) -> tuple[_CapHeader, ctypes.Array[_CapData]
 
 # Built once in the session server; a worker only makes the system call.
 _FILE_CAP_SETS = _cap_sets(FILE_CAPS)
+_SERVER_CAP_SETS = _cap_sets((*FILE_CAPS, CAP_SETGID, CAP_SETUID))  # its workers switch users
 _MOUNT_CAP_SETS = _cap_sets((*FILE_CAPS, CAP_SYS_ADMIN))
 
 
@@ -118,12 +129,19 @@ def _become(spec: str | None, rootless: bool) -> None:
     os.setresuid(uid, uid, uid)
 
 
-def file_op(req: dict[str, Any], fds: list[int], rootless: bool = False) -> NoReturn:
-    """In a forked worker inside the sandbox root: one file operation. Never returns."""
+def file_op(
+    req: dict[str, Any], fds: list[int], rootless: bool = False, *, prepared: bool = False
+) -> NoReturn:
+    """In a forked worker inside the sandbox root: one file operation. Never returns.
+
+    Forked from the session server it first gives up what it inherited; forked from the file
+    server (``prepared``) that was done once, when the server started."""
+    gc.disable()  # a collection would touch (and copy) every page shared with the parent
     status_fd = fds[-1]
     try:
-        close_other_fds(fds)
-        os.umask(0o022)
+        if not prepared:
+            close_other_fds(fds)
+            os.umask(0o022)
         user = req.get("as_user")
         if user is not None:
             _become(user, rootless)
@@ -139,6 +157,62 @@ def file_op(req: dict[str, Any], fds: list[int], rootless: bool = False) -> NoRe
             report(status_fd, {"error": f"{type(exc).__name__}: {exc}", "errno": err})
         finally:
             os._exit(1)
+
+
+_FORKED_OPS = frozenset({"copy_in", "copy_out", "remove"})
+"""Operations that may take long (a whole tree): a worker of their own, so that the file
+server goes on answering."""
+
+
+def file_server(sock_fd: int, rootless: bool) -> NoReturn:
+    """The session's file server: a process inside the sandbox's root that holds no host
+    descriptor but its socket, only the file capabilities, and answers the host's file
+    operations one by one (the short ones itself, without a fork each; long ones and those
+    made as another user in a worker forked from it). Never returns."""
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        close_other_fds([sock_fd])
+        os.umask(0o022)
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+        keep_only_caps(_SERVER_CAP_SETS)
+        sock = socket.socket(fileno=sock_fd)
+    except BaseException:  # noqa: BLE001 - the host sees the socket close and falls back
+        os._exit(1)
+    while True:
+        try:
+            msg, fds = recv(sock)
+        except OSError:
+            os._exit(1)
+        if msg is None:
+            os._exit(0)
+        if not fds:
+            continue
+        if msg.get("as_user") is not None or msg.get("op") in _FORKED_OPS:
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                _answer_error(fds[-1], exc)
+                pid = -1
+            if pid == 0:
+                file_op(msg, fds, rootless, prepared=True)
+        else:
+            try:
+                result = _file_op(msg, fds[:-1])
+            except BaseException as exc:  # noqa: BLE001 - reported to the host
+                _answer_error(fds[-1], exc)
+            else:
+                with contextlib.suppress(OSError):
+                    report(fds[-1], {"ok": True, "result": result})
+            fds = fds[:-1]  # the status pipe is closed by the report
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _answer_error(status_fd: int, exc: BaseException) -> None:
+    with contextlib.suppress(OSError):
+        err = getattr(exc, "errno", None)
+        report(status_fd, {"error": f"{type(exc).__name__}: {exc}", "errno": err})
 
 
 # ------------------------------------------------------------------------------- copying
@@ -330,7 +404,6 @@ def _read(root: Root, path: str, req: dict[str, Any], fds: list[int]) -> None:
             write_all(fds[0], chunk)
     finally:
         os.close(fd)
-    os.close(fds[0])
 
 
 def _write(root: Root, path: str, req: dict[str, Any], fds: list[int]) -> None:
@@ -527,4 +600,4 @@ _FILE_FUNCS = {
     "umount": _umount,
 }
 
-__all__ = ["Copier", "file_op"]
+__all__ = ["Copier", "file_op", "file_server"]

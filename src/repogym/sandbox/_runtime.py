@@ -114,6 +114,7 @@ class ForkServer:
         if network and not slirp and netns_fd is None:
             raise SandboxError("a networked sandbox needs slirp4netns")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        fs_ours, fs_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cg_fds = []
         try:
             for path in cgroups.session_procs() if cgroups else []:
@@ -124,13 +125,15 @@ class ForkServer:
                 "network": network,
                 "slirp": slirp or [],
                 "join_netns": netns_fd is not None,
+                "file_server": True,
                 **plan,
             }
             joined = [netns_fd] if netns_fd is not None else []
             with self.send_lock:
-                _send(self.sock, req, [theirs.fileno(), *joined, *cg_fds])
+                _send(self.sock, req, [theirs.fileno(), fs_theirs.fileno(), *joined, *cg_fds])
         finally:
             theirs.close()
+            fs_theirs.close()
             for fd in cg_fds:
                 os.close(fd)
         ours.settimeout(timeout_s)
@@ -141,9 +144,10 @@ class ForkServer:
         ours.settimeout(None)
         if not isinstance(reply, dict) or "error" in reply or reply is None:
             ours.close()
+            fs_ours.close()
             err = reply.get("error") if isinstance(reply, dict) else "session server died"
             raise SandboxError(f"could not start the local sandbox: {err}")
-        return SandboxProcess(ours, reply, cgroups, network, netns_factory)
+        return SandboxProcess(ours, reply, cgroups, network, netns_factory, fs_sock=fs_ours)
 
     def netns(self, slirp: list[str], timeout_s: float = 30.0) -> tuple[int, int]:
         """A new network namespace wired out by slirp4netns: (namespace fd, exit fd).
@@ -194,8 +198,13 @@ class SandboxProcess:
         cgroups: SessionCgroups | None,
         network: bool,
         netns_factory: Callable[[], tuple[int, int]] | None = None,
+        fs_sock: socket.socket | None = None,
     ) -> None:
         self.sock = sock
+        self.fs_sock = fs_sock
+        """The session's file server (file operations but mounts); None: every operation
+        gets a worker from the session server."""
+        self.fs_lock = threading.Lock()
         self.init_pid = int(info["init_pid"])
         self.server_pid = int(info["server_pid"])
         self.bwrap_pid = int(info["bwrap_pid"])
@@ -389,8 +398,7 @@ class SandboxProcess:
         # Arguments left None are not sent (the worker reads them as absent).
         req = {"kind": "file", "op": op, **{k: v for k, v in args.items() if v is not None}}
         try:
-            with self.lock:
-                _send(self.sock, req, send)
+            self._send_file_op(req, send)
         finally:
             os.close(st_w)
             if pipe_r is not None and pipe_w is not None:
@@ -419,6 +427,46 @@ class SandboxProcess:
         if "error" in status:
             raise _file_error(op, args.get("path"), status)
         return payload if data_out else status.get("result")
+
+    def _send_file_op(self, req: dict[str, Any], fds: list[int]) -> None:
+        """Mounts go to the session server (they need its privileges), and so do paths
+        under ``/proc`` (the file server is outside the sandbox's pid namespace, where
+        ``/proc/self`` names nothing); every other file operation to the file server, started
+        again once if it is gone."""
+        path = str(req.get("path") or "")
+        in_proc = path == "/proc" or path.startswith("/proc/")
+        if req["op"] in ("mount", "umount") or in_proc or self.fs_sock is None:
+            with self.lock:
+                _send(self.sock, req, fds)
+            return
+        for attempt in (0, 1):
+            try:
+                with self.fs_lock:
+                    _send(self.fs_sock, req, fds)
+                return
+            except OSError:  # the server is gone (EPIPE, ECONNRESET, …)
+                if attempt:
+                    raise
+                self._restart_file_server()
+
+    def _restart_file_server(self) -> None:
+        """A new file server for this session (the sandbox may have killed the old one)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        st_r, st_w = os.pipe()
+        try:
+            with self.lock:
+                _send(self.sock, {"kind": "file_server"}, [theirs.fileno(), st_w])
+        finally:
+            theirs.close()
+            os.close(st_w)
+        status = _read_status(st_r)
+        if "error" in status:
+            ours.close()
+            raise SandboxError(f"could not restart the sandbox's file server: {status['error']}")
+        with self.fs_lock:
+            old, self.fs_sock = self.fs_sock, ours
+        if old is not None:
+            old.close()
 
     def kill_all(self) -> None:
         """Kill every process started by :meth:`exec`, keeping the sandbox itself."""
@@ -456,6 +504,8 @@ class SandboxProcess:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+        if self.fs_sock is not None:
+            self.fs_sock.close()
         if self._netns is not None:
             for fd in self._netns:  # the exit fd: its slirp4netns ends
                 os.close(fd)
