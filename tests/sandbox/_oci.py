@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tarfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,20 @@ class Registry:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def registry_or_skip(workdir: Path) -> Iterator[Registry]:
+    """A registry for a fixture (stopped after it), or a skip where the Debian packages it
+    needs cannot be installed."""
+    import pytest
+
+    if ensure_registry_binary() is None:
+        pytest.skip("docker-registry (Debian package) cannot be installed here")
+    if not Path(BUSYBOX).is_file():
+        pytest.skip("busybox-static (Debian package) is not installed")
+    reg = start_registry(workdir)
+    yield reg
+    reg.stop()
 
 
 def start_registry(workdir: Path) -> Registry:

@@ -23,13 +23,7 @@ from tests.sandbox.conftest import make_context
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_oci.Registry]:
-    if _oci.ensure_registry_binary() is None:
-        pytest.skip("docker-registry (Debian package) cannot be installed here")
-    if not Path(_oci.BUSYBOX).is_file():
-        pytest.skip("busybox-static (Debian package) is not installed")
-    reg = _oci.start_registry(tmp_path_factory.mktemp("registry"))
-    yield reg
-    reg.stop()
+    yield from _oci.registry_or_skip(tmp_path_factory.mktemp("registry"))
 
 
 @pytest.fixture(scope="module")

@@ -83,6 +83,15 @@ def _escapes(target: str, rel: str) -> bool:
     return joined == ".." or joined.startswith("../")
 
 
+def _link_text(root: Root, rel: str) -> str:
+    """The target text of the link ``rel`` under ``root`` (never followed)."""
+    fd, name = root.parent(rel)
+    try:
+        return os.readlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def _leaves(root: Root, rel: str) -> bool:
     """Whether following the link ``rel`` under ``root`` leaves it (a chain of links
     included: ``d -> .`` and ``e -> d/..`` look inside on the text and are not)."""
@@ -107,15 +116,11 @@ def merge_into(src: Path, dest: Path) -> list[str]:
             st = sroot.lstat(rel)
             if st is None:
                 continue
-            if stat.S_ISLNK(st.st_mode):
-                sfd, sname = sroot.parent(rel)
-                try:
-                    target = os.readlink(sname, dir_fd=sfd)
-                finally:
-                    os.close(sfd)
-                if _escapes(target, rel) or _leaves(sroot, rel):
-                    dropped.append(rel)
-                    continue
+            if stat.S_ISLNK(st.st_mode) and (
+                _escapes(_link_text(sroot, rel), rel) or _leaves(sroot, rel)
+            ):
+                dropped.append(rel)
+                continue
             pfd, name = droot.parent(rel, create=True)
             try:
                 _merge_entry(sroot, rel, st, pfd, name)
@@ -141,14 +146,9 @@ def _merge_entry(sroot: Root, rel: str, st: os.stat_result, pfd: int, name: str)
     except FileNotFoundError:
         have = None
     if stat.S_ISLNK(st.st_mode):
-        sfd, sname = sroot.parent(rel)
-        try:
-            target = os.readlink(sname, dir_fd=sfd)
-        finally:
-            os.close(sfd)
         if have is not None:
             remove_entry(pfd, name)
-        os.symlink(target, name, dir_fd=pfd)
+        os.symlink(_link_text(sroot, rel), name, dir_fd=pfd)
     elif stat.S_ISDIR(st.st_mode):
         if have is not None and not stat.S_ISDIR(have.st_mode):
             remove_entry(pfd, name)

@@ -33,7 +33,7 @@ import stat
 
 TYPE_CHECKING = False  # typing is not imported at run time (fork server start-up)
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 RESOLVE_NO_XDEV = 0x01
 RESOLVE_NO_MAGICLINKS = 0x02
@@ -177,19 +177,15 @@ class Root:
 
     def lstat(self, path: str) -> os.stat_result | None:
         """``lstat`` of ``path`` (the last component not followed); None when absent."""
-        try:
-            fd = self.open(path, _O_PATH, follow=False)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        try:
-            return os.fstat(fd)
-        finally:
-            os.close(fd)
+        return self._stat(path, follow=False)
 
     def stat(self, path: str) -> os.stat_result | None:
         """``stat`` of ``path`` (symlinks followed inside); None when absent."""
+        return self._stat(path, follow=True)
+
+    def _stat(self, path: str, *, follow: bool) -> os.stat_result | None:
         try:
-            fd = self.open(path, _O_PATH)
+            fd = self.open(path, _O_PATH, follow=follow)
         except (FileNotFoundError, NotADirectoryError):
             return None
         try:
@@ -412,6 +408,28 @@ def link_meta(
         os.chown(name, owner[0], owner[1], dir_fd=dirfd, follow_symlinks=False)
     if mtime is not None:
         os.utime(name, (mtime, mtime), dir_fd=dirfd, follow_symlinks=False)
+
+
+def copy_exact(
+    read: Callable[[int], bytes],
+    fd: int,
+    size: int,
+    on_chunk: Callable[[bytes], object] | None = None,
+) -> bool:
+    """Write exactly ``size`` bytes from ``read`` to ``fd`` (``on_chunk`` sees each piece);
+    False when the source ends before."""
+    left = size
+    while left > 0:
+        chunk = read(min(1 << 20, left))
+        if not chunk:
+            return False
+        if on_chunk is not None:
+            on_chunk(chunk)
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view) :]
+        left -= len(chunk)
+    return True
 
 
 def same_entry(fd: int, ident: tuple[int, int]) -> bool:

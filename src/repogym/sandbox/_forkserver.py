@@ -80,6 +80,7 @@ if TYPE_CHECKING:  # the checker sees the siblings as what they are, modules of 
         PR_SET_PDEATHSIG,
         Ident,
         SetupError,
+        become_root_of_a_user_namespace,
         close_other_fds,
         drop_caps,
         loopback_up,
@@ -120,6 +121,7 @@ else:  # run as a script: the siblings by file name (same names as above)
         PR_SET_CHILD_SUBREAPER,
         PR_SET_PDEATHSIG,
         SetupError,
+        become_root_of_a_user_namespace,
         close_other_fds,
         drop_caps,
         loopback_up,
@@ -229,18 +231,7 @@ def setup_root(req: Msg) -> None:
     the capabilities to mount tmpfs and overlayfs (``userxattr``) and to run bwrap inside.
     """
     if req.get("rootless"):
-        uid, gid = os.getuid(), os.getgid()
-        unshare(CLONE_NEWUSER | CLONE_NEWNS)
-        for name, data in (
-            ("setgroups", "deny"),
-            ("uid_map", f"0 {uid} 1"),
-            ("gid_map", f"0 {gid} 1"),
-        ):
-            fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
-            try:
-                os.write(fd, data.encode())
-            finally:
-                os.close(fd)
+        become_root_of_a_user_namespace(CLONE_NEWNS)
     else:
         unshare(CLONE_NEWNS)
     mount("none", "/", None, MS_REC | MS_PRIVATE)

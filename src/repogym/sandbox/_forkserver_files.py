@@ -20,7 +20,6 @@ A descriptor passed for a copy is used only as the host end of that copy.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import gc
 import os
@@ -38,8 +37,10 @@ if TYPE_CHECKING:  # the checker sees the siblings as what they are, modules of 
         MOVE_MOUNT_F_EMPTY_PATH,
         PR_SET_PDEATHSIG,
         SYS_MOVE_MOUNT,
+        cap_sets,
         check,
         close_other_fds,
+        keep_only_caps,
         libc,
         prctl,
         recv,
@@ -53,8 +54,10 @@ else:
         MOVE_MOUNT_F_EMPTY_PATH,
         PR_SET_PDEATHSIG,
         SYS_MOVE_MOUNT,
+        cap_sets,
         check,
         close_other_fds,
+        keep_only_caps,
         libc,
         prctl,
         recv,
@@ -66,7 +69,6 @@ else:
 MOVE_MOUNT_T_EMPTY_PATH = 0x40
 MNT_DETACH = 0x2
 UMOUNT_NOFOLLOW = 0x8
-_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID = 0, 1, 2, 3, 4
 CAP_SETGID, CAP_SETUID = 6, 7
 CAP_SYS_ADMIN = 21
@@ -79,39 +81,10 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # ---------------------------------------------------------------------------- the worker
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
-
-
-def _cap_sets(keep: Collection[int]) -> tuple[_CapHeader, ctypes.Array[_CapData]]:
-    mask = 0
-    for cap in keep:
-        mask |= 1 << cap
-    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
-    data = (_CapData * 2)()
-    data[0].effective = data[0].permitted = mask & 0xFFFFFFFF
-    data[1].effective = data[1].permitted = (mask >> 32) & 0xFFFFFFFF
-    return header, data
-
-
 # Built once in the session server; a worker only makes the system call.
-_FILE_CAP_SETS = _cap_sets(FILE_CAPS)
-_SERVER_CAP_SETS = _cap_sets((*FILE_CAPS, CAP_SETGID, CAP_SETUID))  # its workers switch users
-_MOUNT_CAP_SETS = _cap_sets((*FILE_CAPS, CAP_SYS_ADMIN))
-
-
-def keep_only_caps(sets: tuple[_CapHeader, ctypes.Array[_CapData]]) -> None:
-    """Reduce this process's effective and permitted capabilities to those of ``sets``."""
-    header, data = sets
-    check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+_FILE_CAP_SETS = cap_sets(FILE_CAPS)
+_SERVER_CAP_SETS = cap_sets((*FILE_CAPS, CAP_SETGID, CAP_SETUID))  # its workers switch users
+_MOUNT_CAP_SETS = cap_sets((*FILE_CAPS, CAP_SYS_ADMIN))
 
 
 def _become(spec: str | None, rootless: bool) -> None:

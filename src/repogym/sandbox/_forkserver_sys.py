@@ -193,6 +193,54 @@ def read_confined(path: str, limit: int = 1 << 22) -> bytes:
         os.close(fd)
 
 
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+CapSets = tuple[_CapHeader, "ctypes.Array[_CapData]"]
+
+
+def cap_sets(keep: Sequence[int]) -> CapSets:
+    """The ``capset`` arguments that keep only ``keep`` (built once, used many times)."""
+    mask = 0
+    for cap in keep:
+        mask |= 1 << cap
+    data = (_CapData * 2)()
+    data[0].effective = data[0].permitted = mask & 0xFFFFFFFF
+    data[1].effective = data[1].permitted = (mask >> 32) & 0xFFFFFFFF
+    return _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0), data
+
+
+def keep_only_caps(sets: CapSets) -> None:
+    """Reduce this process's effective and permitted capabilities to those of ``sets``."""
+    header, data = sets
+    check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def become_root_of_a_user_namespace(extra: int = 0) -> None:
+    """Unshare a user namespace (and ``extra`` namespaces) mapping our uid and gid to 0: the
+    capabilities inside it (mounts, chroot) without root on the host."""
+    uid, gid = os.getuid(), os.getgid()
+    unshare(CLONE_NEWUSER | extra)
+    for name, data in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+        try:
+            os.write(fd, data.encode())
+        finally:
+            os.close(fd)
+
+
 def warm_up() -> None:
     """Resolve, once in the session server, what every forked worker uses (the ``openat2``
     probe, libc symbols): a worker then only runs code, it does not look anything up."""

@@ -33,9 +33,16 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING or __package__ not in (None, ""):
-    from repogym.sandbox._confine import Root, link_meta, open_entry, same_entry, set_meta
+    from repogym.sandbox._confine import (
+        Root,
+        copy_exact,
+        link_meta,
+        open_entry,
+        same_entry,
+        set_meta,
+    )
 else:  # loaded by the confined unpacker by its file name
-    from _confine import Root, link_meta, open_entry, same_entry, set_meta
+    from _confine import Root, copy_exact, link_meta, open_entry, same_entry, set_meta
 
 FORMAT = 1
 TRAILER = ".repogym-layer.json"
@@ -43,7 +50,6 @@ META = "meta.json"
 _XATTR_PREFIXES = ("trusted.overlay.", "user.overlay.")
 _KEPT_XATTRS = ("opaque", "redirect", "metacopy", "whiteout")
 _PAX_XATTR = "REPOGYM.overlay."
-_CHUNK = 1 << 20
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -293,16 +299,8 @@ def _entry(
                 raise LayerTarError(f"{m.name}: unreadable")
             fd = os.open(name, _NEW, 0o600, dir_fd=pfd)
             try:
-                left = m.size
-                while left > 0:
-                    chunk = fobj.read(min(_CHUNK, left))
-                    if not chunk:
-                        raise LayerTarError(f"{m.name}: truncated")
-                    h.update(chunk)
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    left -= len(chunk)
+                if not copy_exact(fobj.read, fd, m.size, h.update):
+                    raise LayerTarError(f"{m.name}: truncated")
                 _set_xattrs(fd, xattrs, prefix)
                 _meta(fd, m, as_root)
             finally:

@@ -49,20 +49,20 @@ if __name__ == "__main__":  # run as the confined unpacker: the siblings by file
 TYPE_CHECKING = False  # typing is not imported at run time (interpreter start-up)
 if TYPE_CHECKING:
     from typing import IO, Any
-
+if TYPE_CHECKING or __name__ != "__main__":
     from repogym.sandbox._confine import (
         Root,
+        copy_exact,
         link_meta,
         open_entry,
         remove_entry,
         same_entry,
         set_meta,
     )
-elif __name__ == "__main__" or __package__ in (None, ""):
-    from _confine import Root, link_meta, open_entry, remove_entry, same_entry, set_meta
 else:
-    from repogym.sandbox._confine import (
+    from _confine import (
         Root,
+        copy_exact,
         link_meta,
         open_entry,
         remove_entry,
@@ -73,7 +73,6 @@ else:
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
 MAX_MEMBERS = 500_000
-_CHUNK = 1 << 20
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _SUID = stat.S_ISUID | stat.S_ISGID
 
@@ -243,15 +242,8 @@ class Extractor:
                 raise UnpackError(f"{oneline(m.name)}: unreadable")
             fd = os.open(name, _NEW, 0o600, dir_fd=pfd)
             try:
-                left = m.size
-                while left > 0:
-                    chunk = src.read(min(_CHUNK, left))
-                    if not chunk:
-                        raise UnpackError(f"{oneline(m.name)}: truncated")
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    left -= len(chunk)
+                if not copy_exact(src.read, fd, m.size):
+                    raise UnpackError(f"{oneline(m.name)}: truncated")
                 set_meta(fd, owner=owner, mode=stat.S_IMODE(m.mode) & ~_SUID, mtime=m.mtime)
             finally:
                 os.close(fd)
@@ -331,62 +323,21 @@ def extract(stream: IO[bytes], root: Root, budget: Budget, *, kind: str, owners:
 CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID = 0, 1, 2, 3, 4
 CAP_MKNOD, CAP_SYS_ADMIN = 27, 21
 PR_SET_NO_NEW_PRIVS = 38
-CLONE_NEWUSER = 0x10000000
 
 
 def _confine_self(root_fd: int, keep: list[int], caps: list[int]) -> None:
     """Enter the destination as ``/`` and give up everything else (see the module doc)."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def check(ret: int, what: str) -> None:
-        if ret != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"{what}: {os.strerror(err)}")
-
-    low = 3
-    for fd in sorted({*keep, root_fd}):
-        if fd >= low:
-            os.closerange(low, fd)
-            low = fd + 1
-    os.closerange(low, 1 << 20)
+    # The fork server's system calls (by file name: this runs as a script).
+    fs: Any = __import__("_forkserver_sys")
+    fs.close_other_fds([*keep, root_fd])
     if os.geteuid() != 0:  # a user namespace of our own grants chroot without root
-        uid, gid = os.getuid(), os.getgid()
-        check(libc.unshare(CLONE_NEWUSER), "unshare")
-        for name, text in (
-            ("setgroups", "deny"),
-            ("uid_map", f"0 {uid} 1"),
-            ("gid_map", f"0 {gid} 1"),
-        ):
-            fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
-            try:
-                os.write(fd, text.encode())
-            finally:
-                os.close(fd)
+        fs.become_root_of_a_user_namespace()
     os.fchdir(root_fd)
     os.chroot(".")
     os.chdir("/")
     os.close(root_fd)
-    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl")
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [
-            ("effective", ctypes.c_uint32),
-            ("permitted", ctypes.c_uint32),
-            ("inheritable", ctypes.c_uint32),
-        ]
-
-    mask = 0
-    for cap in caps:
-        mask |= 1 << cap
-    data = (Data * 2)()
-    data[0].effective = data[0].permitted = mask & 0xFFFFFFFF
-    data[1].effective = data[1].permitted = mask >> 32
-    check(libc.capset(ctypes.byref(Header(0x20080522, 0)), ctypes.byref(data)), "capset")
+    fs.check(fs.libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl")
+    fs.keep_only_caps(fs.cap_sets(caps))
 
 
 def main() -> None:
