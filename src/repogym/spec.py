@@ -41,6 +41,11 @@ class RuntimeOptions(_Strict):
     min_kill_rate: float = Field(
         0.6, ge=0, le=1, description="drop tasks whose tests kill fewer of the mutants"
     )
+    adversarial: bool = Field(
+        True,
+        description="also run generic wrong solutions (hollow bodies, constants, the input "
+        "unchanged, an object equal to everything); drop tasks any of them earns reward on",
+    )
     reruns: int = Field(
         1, ge=0, description="extra runs of each state; tests that flip are dropped"
     )

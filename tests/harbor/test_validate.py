@@ -40,9 +40,9 @@ def test_json_output(examples_copy: Path) -> None:
     code, output = run_cli("validate", str(examples_copy), "--json")
     assert code == 0
     payload = json.loads(output)
-    assert payload["summary"] == {"tasks": 2, "valid": 2, "invalid": 0, "warnings": 1}
-    foreign = next(t for t in payload["tasks"] if t["task_id"] == "hello-file")
-    assert foreign["ok"] and foreign["problems"][0]["check"] == "provenance"
+    # Both examples declare their provenance and clean-room verification: nothing to warn of.
+    assert payload["summary"] == {"tasks": 2, "valid": 2, "invalid": 0, "warnings": 0}
+    assert all(t["ok"] and not t["problems"] for t in payload["tasks"])
 
 
 def _graded(make_task, **kwargs):

@@ -180,7 +180,7 @@ def test_grades_without_python_on_path(tmp_path: Path) -> None:
     # Python present: test.sh keeps verifier.py unless REPOGYM_VERIFIER=node asks.
     (work / "package.json").write_text(json.dumps(PACKAGE))
     full = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
-    assert grade(tests, tmp_path, env=full)[1]["verifier"] == "repogym runtime verifier 2"
+    assert grade(tests, tmp_path, env=full)[1]["verifier"] == "repogym runtime verifier 3"
     forced = grade(tests, tmp_path, env={**full, "REPOGYM_VERIFIER": "node"})[1]
     assert forced["verifier"].endswith("(node)")
 

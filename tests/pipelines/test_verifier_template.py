@@ -118,7 +118,7 @@ def test_grades_from_the_report_and_restores_hidden_tests(tmp_path: Path) -> Non
     # f2p test_b fails (-3 != -2), p2p test_a regresses (6 != 4), test_c passes.
     assert float((logs / "reward.txt").read_text()) == 0.0
     d = details_of(logs)
-    assert d["source"] == "report" and d["parse_status"] == "ok"
+    assert d["source"] == "channel" and d["parse_status"] == "ok"
     assert d["f2p_passed"] == 0 and d["p2p_passed"] == 1
     assert d["regressions"] == ["tests.test_m.T.test_a"]
 
@@ -160,21 +160,21 @@ def test_fake_result_lines_printed_by_code_under_test_earn_nothing(tmp_path: Pat
     update_config(tests, tamper_waived=json.loads(results.read_text())["tamper_sigs"])
     assert run_verifier(tests, logs).returncode == 0
     d = details_of(logs)
-    assert d["tampered"] is False and d["source"] == "report"
+    assert d["tampered"] is False and d["source"] == "channel"
     assert float((logs / "reward.txt").read_text()) == 0.0
 
 
 def test_exit_from_code_under_test_is_an_incomplete_run(tmp_path: Path) -> None:
     tests, work = make_task(tmp_path)
     # os._exit hidden from the scan by building the name at run time (the scan is a second
-    # line of defence; the report's missing "finished" record is the first).
+    # line of defence; the channel's missing "finished" and "end" records are the first).
     (work / "pkg" / "mod.py").write_text(
         FIXED_MOD + "\nimport os\nvars(os)[''.join(['_', 'ex', 'it'])](0)\n"
     )
     logs = tmp_path / "logs"
     assert run_verifier(tests, logs).returncode == 0
     d = details_of(logs)
-    assert d["parse_status"] == "incomplete"
+    assert d["tampered"] is True and any("without ending its run" in t for t in d["tamper"]), d["tamper"]
     assert float((logs / "reward.txt").read_text()) == 0.0
 
 
@@ -207,9 +207,17 @@ def test_monkeypatching_the_runner_is_a_tamper_unless_the_gold_does_it(tmp_path:
     assert d["tampered"] is True and "pkg/mod.py" in d["tamper"][0]
     results = tmp_path / "results.json"
     assert run_verifier(tests, logs, sys.executable, "--results", str(results)).returncode == 0
-    sigs = json.loads(results.read_text())["tamper_sigs"]
-    assert sigs
-    update_config(tests, tamper_waived=sigs)  # as if the gold patch had the same construct
+    raw = json.loads(results.read_text())
+    assert raw["tamper_sigs"]
+    # The scan waived (as if the gold patch had the same construct): the boot still sees the
+    # runner's method replaced at run time.
+    update_config(tests, tamper_waived=raw["tamper_sigs"])
+    assert run_verifier(tests, logs).returncode == 0
+    d = details_of(logs)
+    assert d["tampered"] is True and any("replaced" in t for t in d["tamper"]), d
+    # ... until the reference runs had the same finding too.
+    assert any("replaced" in key for key in raw["audit_keys"]), raw["audit_keys"]
+    update_config(tests, audit_allowed=raw["audit_keys"])
     assert run_verifier(tests, logs).returncode == 0
     assert details_of(logs)["tampered"] is False
 
@@ -302,8 +310,8 @@ def test_runs_on_other_pythons(tmp_path: Path, version: str) -> None:
     logs = tmp_path / "logs"
     proc = run_verifier(tests, logs, python)
     assert proc.returncode == 0, proc.stderr
-    assert float((logs / "reward.txt").read_text()) == 1.0
-    assert details_of(logs)["source"] == "report"
+    assert float((logs / "reward.txt").read_text()) == 1.0, json.dumps(details_of(logs))[:1500]
+    assert details_of(logs)["source"] == "channel"
 
 
 def test_apply_patch_fallback(tmp_path: Path) -> None:

@@ -284,10 +284,17 @@ def test_pytest_report_matches_the_parsed_log(pytest_project: Path, tmp_path: Pa
         "runner": "pytest",
         "version": pytest.__version__,
         "pid": records[0]["pid"],
+        "parallel": False,
+        "reruns": False,
     }
     assert records[-1] == {"finished": True, "exitstatus": 1}
     ids = [r["id"] for r in records if "id" in r]
     assert len(ids) == len(set(ids)) == len(PYTEST_EXPECTED)  # once per test
+    # The collection names every test the run will report, in the order it runs them.
+    [collected] = [r for r in records if "collected" in r]
+    assert collected["collected"] == len(collected["ids"]) == PYTEST_ITEMS
+    ran = [i for i in ids if i in collected["ids"]]
+    assert ran == [i for i in collected["ids"] if i in ran]
     for r in records:
         if "id" in r:
             assert ("reason" in r) == (r["status"] == SKIPPED)

@@ -238,6 +238,16 @@ def verify(
             "tests kill (mutant_kill_rate).",
         ),
     ] = 0,
+    adversarial: Annotated[
+        bool,
+        typer.Option(
+            "--adversarial",
+            help="Also run generic wrong solutions built from the code the gold patch touches "
+            "(hollow bodies, constants, the input unchanged, an object equal to everything); "
+            "record adversarial_floor and gameability_gap; a task any of them earns reward on "
+            "is gameable.",
+        ),
+    ] = False,
     limit: LimitOpt = None,
     pass_env: PassEnvOpt = None,
     executor: ExecutorOpt = "local",
@@ -246,8 +256,9 @@ def verify(
 ) -> None:
     """The quality gate: oracle must score 1, nop 0, and oracle reruns must agree.
 
-    Records status verified | flaky | broken in [metadata.repo2env.evaluation] (with --mutants,
-    also mutant_kill_rate); exit 1 if any task is not verified.
+    Records status verified | flaky | broken | gameable in [metadata.repo2env.evaluation] (with
+    --mutants, also mutant_kill_rate; with --adversarial, adversarial_floor and
+    gameability_gap); exit 1 if any task is not verified.
     """
     use_ca_bundle(ca_bundle)
     from repogym.run.gate import ERROR, VERIFIED, verify_tasks
@@ -275,6 +286,7 @@ def verify(
 
     if not json_out:
         extra = f", {mutants} mutant(s)" if mutants else ""
+        extra += ", red-team candidates" if adversarial else ""
         where = f"{sandbox} via {ex.name}" if ex is not None else sandbox
         err.print(
             f"verifying {len(tasks)} task(s): oracle × {1 + reruns}, nop × 1{extra}, on {where}"
@@ -286,6 +298,7 @@ def verify(
         jobs=jobs,
         write=write,
         mutants=mutants,
+        adversarial=adversarial,
         on_done=done,
         executor=ex,
         sandbox=sandbox,
@@ -299,6 +312,7 @@ def verify(
                 "verified": len(verdicts) - len(bad),
                 "flaky": sum(v.status == "flaky" for v in verdicts),
                 "broken": sum(v.status == "broken" for v in verdicts),
+                "gameable": sum(v.status == "gameable" for v in verdicts),
                 **({"error": errors} if errors else {}),
             },
             "tasks": [v.to_json() for v in verdicts],
@@ -306,12 +320,12 @@ def verify(
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
         table = Table(title=f"verify {escape(str(path))}", title_justify="left")
-        for col in ("task", "status", "mode", "oracle", "nop", "kill rate", "why"):
+        for col in ("task", "status", "mode", "oracle", "nop", "kill rate", "adv. floor", "why"):
             table.add_column(col, overflow="fold")
         by_id = {t.id: t for t in tasks}
         for v in verdicts:
             colour = "green" if v.status == VERIFIED else "red"
-            mode, kill = verification_facts(by_id.get(v.task_id), v)
+            mode, kill, floor = verification_facts(by_id.get(v.task_id), v)
             table.add_row(
                 escape(v.task_id),
                 f"[{colour}]{v.status}[/]",
@@ -319,35 +333,52 @@ def verify(
                 " ".join(fmt_reward(r) for r in v.oracle_rewards),
                 fmt_reward(v.nop_reward),
                 kill,
+                floor,
                 escape("; ".join(v.reasons)[:300]),
             )
         out.print(table)
     raise typer.Exit(1 if bad else 0)
 
 
-def verification_facts(task: Any, verdict: Any) -> tuple[str, str]:
-    """(verification mode, kill rate) of a task for the verify table: the kill rate measured
-    now, else the one recorded in its evaluation block, else —."""
+def verification_facts(task: Any, verdict: Any) -> tuple[str, str, str]:
+    """(verification mode, kill rate, adversarial floor) of a task for the verify table: each
+    figure measured now, else the one recorded in its evaluation block, else —."""
     from repogym.harbor import load_task
     from repogym.harbor.verification import read_verification
 
     if task is None:
-        return "—", "—"
+        return "—", "—", "—"
     mode: str
     try:
         mode = read_verification(task.repo2env).mode
     except ValueError:
         mode = "invalid"
+    try:
+        block = (load_task(task.path).repo2env or {}).get("evaluation") or {}
+    except Exception:  # noqa: BLE001 - a table cell, never a crash
+        block = {}
     if verdict.mutants is not None:
         rate = verdict.mutants.kill_rate
         runs = len(verdict.mutants.results)
     else:
-        try:
-            block = (load_task(task.path).repo2env or {}).get("evaluation") or {}
-        except Exception:  # noqa: BLE001 - a table cell, never a crash
-            block = {}
         rate = block.get("mutant_kill_rate")
         rate = rate if isinstance(rate, int | float) else None
         runs = block.get("mutants", 0)
     kill = "—" if rate is None else f"{rate:.2f} ({runs})"
-    return mode.replace("_", " "), kill
+    return mode.replace("_", " "), kill, adversarial_cell(verdict.adversarial, block)
+
+
+def adversarial_cell(report: Any, block: dict[str, Any]) -> str:
+    """``floor (candidates)`` of the red-team run measured now, else the recorded one, else —;
+    red when the floor is above nop."""
+    if report is not None:
+        floor, runs, gap = report.floor, len(report.results), report.gap
+    else:
+        floor, runs = block.get("adversarial_floor"), block.get("adversarial_candidates", 0)
+        gap = block.get("gameability_gap")
+        if not isinstance(floor, int | float):
+            return "—"
+    if not runs:
+        return "— (none built)"
+    colour = "red" if isinstance(gap, int | float) and gap > 0 else "green"
+    return f"[{colour}]{floor:g}[/] ({runs})"

@@ -74,6 +74,27 @@ def validate(
             label = "ERROR" if p.severity == "error" else "warn "
             where = f"{escape(report.task_id)}: {escape(p.file)}"
             out.print(f"[{colour}]{label}[/] {where}: {escape(p.message)}")
+    measured = [r for r in reports if r.adversarial is not None]
+    if deep and measured:
+        floors = Table(title="adversarial floor (recorded by verify --adversarial)")
+        for col in ("task", "floor", "gap", "candidates"):
+            floors.add_column(col)
+        for r in measured:
+            fig = r.adversarial or {}
+            gap = fig.get("gameability_gap", 0)
+            colour = "red" if isinstance(gap, int | float) and gap > 0 else "green"
+            floors.add_row(
+                escape(r.task_id),
+                f"[{colour}]{fig.get('adversarial_floor')}[/]",
+                str(gap),
+                str(fig.get("adversarial_candidates", 0)),
+            )
+        out.print(floors)
+    if deep and len(measured) < len(reports):
+        out.print(
+            f"{len(reports) - len(measured)} task(s) never measured by red-team candidates "
+            "(repogym verify --adversarial)"
+        )
     table = Table(title=f"validate {escape(str(path))}", title_justify="left")
     table.add_column("tasks", justify="right")
     table.add_column("valid", justify="right", style="green")

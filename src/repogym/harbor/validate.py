@@ -72,6 +72,9 @@ class TaskReport:
     task_id: str
     path: str
     problems: list[Problem] = field(default_factory=list)
+    adversarial: dict[str, Any] | None = None
+    """With ``--deep``: the recorded red-team figures (``adversarial_floor``,
+    ``gameability_gap``, ``adversarial_candidates``), when the task has them."""
 
     @property
     def ok(self) -> bool:
@@ -91,6 +94,7 @@ class TaskReport:
             "path": self.path,
             "ok": self.ok,
             "problems": [asdict(p) for p in self.problems],
+            **({"adversarial": self.adversarial} if self.adversarial is not None else {}),
         }
 
 
@@ -166,7 +170,30 @@ def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
     report.problems.extend(_check_solvable(task, files))
     if deep:
         report.problems.extend(_check_deep(files))
+        report.adversarial = adversarial_figures(task)
+        report.problems.extend(_check_gameable(report.adversarial))
     return report
+
+
+def adversarial_figures(task: Task) -> dict[str, Any] | None:
+    """The red-team figures ``repogym verify --adversarial`` (or generate's gate) recorded in
+    ``[metadata.repo2env.evaluation]``; None when the task was never measured."""
+    block = (task.repo2env or {}).get("evaluation") or {}
+    if not isinstance(block, dict) or "adversarial_floor" not in block:
+        return None
+    keys = ("adversarial_floor", "gameability_gap", "adversarial_candidates", "nop_reward")
+    return {k: block[k] for k in keys if k in block}
+
+
+def _check_gameable(figures: dict[str, Any] | None) -> Iterator[Problem]:
+    gap = (figures or {}).get("gameability_gap")
+    if isinstance(gap, int | float) and gap > 0:
+        yield _err(
+            "adversarial",
+            TASK_TOML,
+            f"gameable: a generic wrong solution earned {figures['adversarial_floor']:g} "  # type: ignore[index]
+            f"(gameability gap {gap:g}; see adversarial_results)",
+        )
 
 
 def _check_instruction(files: TaskFiles, rel: str = INSTRUCTION) -> Iterator[Problem]:

@@ -40,7 +40,12 @@ JS_RUNNERS = ("jest", "vitest", "mocha", "node")
 """Runners whose tasks also get the Node verifier (``verifier.mjs``) and recorder: an image
 without Python is then still recorded and graded (``test.sh`` picks the verifier)."""
 _VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
-_RUNNER_TEMPLATES = ("repogym_pytest_report.py", "repogym_unittest.py", "repogym_report_file.py")
+_RUNNER_TEMPLATES = (
+    "repogym_boot.py",
+    "repogym_pytest_report.py",
+    "repogym_unittest.py",
+    "repogym_report_file.py",
+)
 
 BUILD_SEED_ENV = "REPOGYM_BUILD_SEED"
 """A secret that makes integrity keys reproducible (see :func:`integrity_key`)."""
@@ -171,6 +176,12 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
         "reward_mode": inp.reward_mode,
     }
     write_file(tests / "config.json", json.dumps(config, indent=2) + "\n")
+
+
+def audit_keys(results: list[dict[str, Any]]) -> list[str]:
+    """What the judge's audit reported in reference runs (``audit_keys`` of each result):
+    the verifier allows these, and treats any other finding as a tamper."""
+    return sorted({k for r in results for k in r.get("audit_keys") or [] if isinstance(k, str)})
 
 
 def update_config(tests: Path, **fields: Any) -> None:

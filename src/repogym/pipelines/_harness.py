@@ -26,8 +26,10 @@ from repogym.run.gate import (
     VERIFIED,
     MutantReport,
     Verdict,
+    gameable,
     judge,
     record,
+    run_adversarial,
     run_mutants,
     verifier_seconds,
 )
@@ -35,6 +37,7 @@ from repogym.run.trial import TrialRunner
 from repogym.sandbox import BuildError, SandboxError
 
 WEAK_TESTS = "tests too weak (mutants survive)"
+GAMEABLE = "gameable (a generic wrong solution earns reward)"
 
 
 class RunFailed(Exception):
@@ -141,6 +144,14 @@ class TaskHarness:
             self._progress(cand, "verify")
             verdict, seconds, mutants = self._verify(staging)
             outcome.test_seconds += seconds
+            if verdict.adversarial is not None and verdict.adversarial.gap > 0:
+                detail = "; ".join(
+                    f"{r.description} earned {r.reward:g}"
+                    for r in verdict.adversarial.winners
+                    if r.reward is not None
+                )
+                self._drop(outcome, GAMEABLE, detail[:300])
+                return False
             if verdict.status != VERIFIED:
                 detail = "; ".join(verdict.reasons)[:300]
                 self._drop(outcome, f"verify: {verdict.status}", detail)
@@ -172,8 +183,24 @@ class TaskHarness:
         if verdict.status == VERIFIED and k:
             mutants = run_mutants(task, self.runner, k, oracle_seconds=verifier_seconds(oracle))
             spent += sum(m.seconds for m in mutants.results)
+        if verdict.status == VERIFIED and getattr(self.options, "adversarial", False):
+            report = run_adversarial(
+                task,
+                self.runner,
+                nop_reward=nop.reward or 0.0,
+                oracle_seconds=verifier_seconds(oracle),
+            )
+            spent += sum(r.seconds for r in report.results)
+            gameable(verdict, report)
         if verdict.status == VERIFIED:
-            record(task, verdict, self.backend.name, self.options.verify_reruns, mutants=mutants)
+            record(
+                task,
+                verdict,
+                self.backend.name,
+                self.options.verify_reruns,
+                mutants=mutants,
+                adversarial=verdict.adversarial,
+            )
         return verdict, spent, mutants
 
 

@@ -37,6 +37,7 @@ from repogym.harbor.instruction_checks import underspecified
 from repogym.pipelines._emit import (
     EmitInput,
     VerifierInput,
+    audit_keys,
     integrity_key,
     stage_verifier,
     update_config,
@@ -198,7 +199,7 @@ class RuntimeHarness(TaskHarness):
                 restore=restore,
                 delete=delete,
                 infra={k: v for k, v in known.items() if k not in restore and k not in delete},
-                sources=infra.manifest(base, scanned_source),
+                sources=source_manifest(base),
                 integrity_key=key,
                 reward_mode=opts.reward,
             ),
@@ -257,6 +258,9 @@ class RuntimeHarness(TaskHarness):
             command=command,
             tamper_waived=sorted({s for r in after_results for s in r.get("tamper_sigs", [])}),
             collected=first.get("collected"),
+            # What the reference runs (before and after the fix) did that the judge's audit
+            # reports: allowed; anything else a run does is a tamper.
+            audit_allowed=audit_keys(before_results + after_results),
         )
 
         evidence = self._evidence(base, head_snapshot(), test_files, f2p, restore, before_results)
@@ -531,6 +535,19 @@ def scanned_source(rel: str) -> bool:
     if infra.is_infra(rel):
         return False
     return tamper.language_of(rel) is not None or rel.endswith(infra.COMPILED_EXT)
+
+
+def source_manifest(root: Path) -> dict[str, str]:
+    """The base digests the verifier keeps (``sources.json``): source files and compiled
+    modules by name, and any other file that holds native code by its content (a loader can
+    run it whatever its name)."""
+
+    def keep(rel: str) -> bool:
+        if scanned_source(rel):
+            return True
+        return not infra.is_infra(rel) and infra.is_native(str(root / rel))
+
+    return infra.manifest(root, keep)
 
 
 def _exists(session: Session, path: str) -> bool:

@@ -38,6 +38,7 @@ from repogym.harbor.instruction_checks import underspecified
 from repogym.pipelines._emit import (
     EmitInput,
     VerifierInput,
+    audit_keys,
     integrity_key,
     stage_verifier,
     update_config,
@@ -48,7 +49,7 @@ from repogym.pipelines._emit import (
 from repogym.pipelines._evidence import group_tests
 from repogym.pipelines._harness import RunFailed
 from repogym.pipelines._instruction import Composed, Evidence
-from repogym.pipelines._runtime import PASSED, RuntimeHarness, scanned_source, target_ids
+from repogym.pipelines._runtime import PASSED, RuntimeHarness, source_manifest, target_ids
 from repogym.pipelines._selection import find_test_files, tests_exercising
 from repogym.pipelines._synth_ops import called_keys, trace_script
 from repogym.pipelines.base import Candidate, Outcome
@@ -196,7 +197,7 @@ class SynthHarness(RuntimeHarness):
                 restore=restore,
                 delete=[],
                 infra=_infra(snapshot, restore),
-                sources=infra.manifest(snapshot, scanned_source),
+                sources=source_manifest(snapshot),
                 integrity_key=key,
                 reward_mode=opts.reward,
             ),
@@ -209,7 +210,7 @@ class SynthHarness(RuntimeHarness):
         passing = {t for t, s in stable.items() if s == PASSED}
         if not passing:
             raise RunFailed("no test passes at the revision")
-        update_config(tests, collected=runs[0].get("collected"))
+        update_config(tests, collected=runs[0].get("collected"), audit_allowed=audit_keys(runs))
         called = self._trace(built, spec, recipe)
         return Baseline(
             snapshot=snapshot,
@@ -287,7 +288,20 @@ class SynthHarness(RuntimeHarness):
         for result in runs:
             for test_id, message in (result.get("failures") or {}).items():
                 failures.setdefault(test_id, message)
-        self._emit(cand, edit, base, work, outcome, f2p, p2p, command, scope, selected, failures)
+        self._emit(
+            cand,
+            edit,
+            base,
+            work,
+            outcome,
+            f2p,
+            p2p,
+            command,
+            scope,
+            selected,
+            failures,
+            audit=audit_keys(runs),
+        )
 
     def _edit_timeout(self, base: Baseline) -> float:
         """An edit often makes a loop endless: its run gets ten times the suite's time (at
@@ -307,6 +321,7 @@ class SynthHarness(RuntimeHarness):
         scope: str,
         selected: list[str],
         failures: dict[str, str],
+        audit: list[str] | None = None,
     ) -> None:
         recipe, opts = base.recipe, self.options
         context = work / "environment"
@@ -320,7 +335,7 @@ class SynthHarness(RuntimeHarness):
         else:
             write_environment(context, recipe, key)
         tests = work / "tests"
-        sources = infra.manifest(repo, scanned_source)
+        sources = source_manifest(repo)
         stage_verifier(
             tests,
             VerifierInput(
@@ -335,9 +350,11 @@ class SynthHarness(RuntimeHarness):
             ),
         )
         shared = json.loads((base.tests / "config.json").read_text())
+        allowed = set(shared.get("audit_allowed", [])) | set(audit or [])
         update_config(
             tests,
             command=command,
+            audit_allowed=sorted(allowed),
             **{k: shared[k] for k in ("pytest_plugins", "ancestors", "collected") if k in shared},
         )
         baseline = tamper.baseline(str(repo), sorted(sources))

@@ -3,8 +3,12 @@
 Per task: the oracle must score 1.0 (and ``resolved`` where the verifier reports it), the ``nop``
 agent must score 0.0, and K more oracle runs must agree with the first. Optionally the tests are
 tested too: wrong solutions derived from the gold patch (mutants, :mod:`repogym.verify.mutants`)
-must lose reward; ``mutant_kill_rate`` is the share that do. The verdict goes into
-``[metadata.repo2env.evaluation]`` (which does not enter the content hash).
+must lose reward; ``mutant_kill_rate`` is the share that do. And generic wrong solutions (red-team
+candidates, :mod:`repogym.verify.redteam`: hollow bodies, constants, the input unchanged, an
+object equal to everything) must earn no more than nop: the highest reward any of them earns is
+the ``adversarial_floor``, the floor minus nop the ``gameability_gap``; a task with a gap is
+``gameable``. The verdict goes into ``[metadata.repo2env.evaluation]`` (which does not enter the
+content hash).
 """
 
 from __future__ import annotations
@@ -20,11 +24,14 @@ from repogym.harbor import Task, TaskConfig, load_task, update_task_toml
 from repogym.run.agents import NopAgent, OracleAgent, PatchAgent
 from repogym.run.trial import TrialOutcome, TrialRunner, environment_spec
 from repogym.verify.mutants import build_mutants, select_mutants
+from repogym.verify.redteam import build_candidates
 
 if TYPE_CHECKING:
     from repogym.integrations.executors import Executor
 
 VERIFIED, FLAKY, BROKEN = "verified", "flaky", "broken"
+GAMEABLE = "gameable"
+"""Oracle 1 and nop 0, but a generic wrong solution earns more than nop."""
 ERROR = "error"
 """Not a verdict on the task: its gate could not run (e.g. its worker was lost)."""
 
@@ -38,11 +45,14 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     oracle_resolved: list[bool | None] = field(default_factory=list)
     mutants: MutantReport | None = None
+    adversarial: AdversarialReport | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "mutants"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("mutants", "adversarial")}
         if self.mutants is not None:
             out["mutants"] = self.mutants.to_toml()
+        if self.adversarial is not None:
+            out["adversarial"] = self.adversarial.to_toml()
         return out
 
 
@@ -125,6 +135,41 @@ class MutantReport:
         return out
 
 
+@dataclass
+class AdversarialReport:
+    """Red-team candidates run against a task: what each earned against nop."""
+
+    nop_reward: float
+    results: list[MutantResult] = field(default_factory=list)
+    note: str | None = None
+
+    @property
+    def floor(self) -> float:
+        """The highest reward any candidate earned (nop's when none ran: a floor is never
+        below doing nothing)."""
+        return max([self.nop_reward, *(r.reward or 0.0 for r in self.results)])
+
+    @property
+    def gap(self) -> float:
+        """How much more than nop the best generic wrong solution earns."""
+        return round(self.floor - self.nop_reward, 6)
+
+    @property
+    def winners(self) -> list[MutantResult]:
+        return [r for r in self.results if not r.killed]
+
+    def to_toml(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "adversarial_candidates": len(self.results),
+            "adversarial_floor": self.floor,
+            "gameability_gap": self.gap,
+            "adversarial_results": [r.to_json() for r in self.results],
+        }
+        if self.note:
+            out["adversarial_note"] = self.note
+        return out
+
+
 def _base_reader(task: Task, runner: TrialRunner) -> tuple[Any, Any]:
     """(read_base, close): files of the task's working directory as built, read from a
     session of the built environment (no agent has touched it)."""
@@ -198,6 +243,67 @@ def run_mutants(
     return report
 
 
+def run_adversarial(
+    task: Task,
+    runner: TrialRunner,
+    *,
+    nop_reward: float = 0.0,
+    oracle_seconds: float | None = None,
+) -> AdversarialReport:
+    """Run every red-team candidate of the task's gold patch as a trial. A candidate is
+    *killed* when it earns no more than ``nop_reward`` (or no reward at all); the report's
+    floor and gap say how far the best one got."""
+    timeout = (
+        max(MUTANT_TIMEOUT_FLOOR, MUTANT_TIMEOUT_FACTOR * oracle_seconds)
+        if oracle_seconds
+        else None
+    )
+    report = AdversarialReport(nop_reward=nop_reward)
+    patch_path = task.solution_dir / "patch.diff"
+    if not patch_path.is_file():
+        report.note = "no solution/patch.diff to build candidates from"
+        return report
+    gold = patch_path.read_bytes().decode("utf-8", "surrogateescape")
+    read_base, close = _base_reader(task, runner)
+    try:
+        candidates = build_candidates(gold, read_base)
+    finally:
+        close()
+    if not candidates:
+        report.note = "no Python function of the gold patch to rewrite"
+        return report
+    for cand in candidates:
+        outcome = runner.run(
+            task,
+            PatchAgent(cand.patch, f"redteam-{cand.kind}"),
+            trial_name=f"{task.id}__redteam-{cand.kind}",
+            verifier_timeout=timeout,
+        )
+        reward = outcome.reward
+        report.results.append(
+            MutantResult(
+                kind=cand.kind,
+                description=cand.description,
+                reward=reward,
+                killed=reward is None or reward <= nop_reward,
+                seconds=_seconds(outcome),
+                error=outcome.error,
+            )
+        )
+    return report
+
+
+def gameable(verdict: Verdict, report: AdversarialReport) -> None:
+    """Mark a verified verdict ``gameable`` when a candidate earned more than nop."""
+    verdict.adversarial = report
+    if verdict.status == VERIFIED and report.gap > 0:
+        verdict.status = GAMEABLE
+        verdict.reasons.append(
+            "generic wrong solutions earn reward: "
+            + "; ".join(f"{r.kind} {r.reward:g}" for r in report.winners if r.reward is not None)
+        )
+
+
 def _span(times: dict[str, Any] | None) -> float:
     times = times or {}
     started, finished = times.get("started_at"), times.get("finished_at")
@@ -225,11 +331,13 @@ def record(
     reruns: int,
     *,
     mutants: MutantReport | None = None,
+    adversarial: AdversarialReport | None = None,
 ) -> None:
     """Write the verdict into ``[metadata.repo2env.evaluation]`` (through the task model; legacy
     keys come out translated, all else as read).
 
-    Without ``mutants`` the mutant figures already recorded are kept."""
+    Without ``mutants`` (``adversarial``) the mutant (red-team) figures already recorded are
+    kept."""
     evaluation: dict[str, Any] = {
         "status": verdict.status,
         "oracle_runs": len(verdict.oracle_rewards),
@@ -249,15 +357,35 @@ def record(
             evaluation.update(mutants.to_toml())
         else:
             evaluation.update({k: v for k, v in previous.items() if k.startswith("mutant")})
+        if adversarial is not None:
+            evaluation.update(adversarial.to_toml())
+        else:
+            evaluation.update({k: v for k, v in previous.items() if k in ADVERSARIAL_KEYS})
         block["evaluation"] = evaluation
 
     # The evaluation is not content: the content hash stays as it was (stale ones too).
     update_task_toml(task.path, change, rehash=False)
 
 
-def gate_task(task: Task, runner: TrialRunner, *, reruns: int = 2, mutants: int = 0) -> Verdict:
+ADVERSARIAL_KEYS = (
+    "adversarial_candidates",
+    "adversarial_floor",
+    "gameability_gap",
+    "adversarial_results",
+    "adversarial_note",
+)
+
+
+def gate_task(
+    task: Task,
+    runner: TrialRunner,
+    *,
+    reruns: int = 2,
+    mutants: int = 0,
+    adversarial: bool = False,
+) -> Verdict:
     """The gate on one task: oracle × (1 + ``reruns``), nop, and (when verified) ``mutants``
-    mutants; nothing written."""
+    mutants and, with ``adversarial``, the red-team candidates; nothing written."""
     oracle = [
         runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle{i}")
         for i in range(1 + reruns)
@@ -268,6 +396,11 @@ def gate_task(task: Task, runner: TrialRunner, *, reruns: int = 2, mutants: int 
         verdict.mutants = run_mutants(
             task, runner, mutants, oracle_seconds=verifier_seconds(oracle)
         )
+    if adversarial and verdict.status == VERIFIED:
+        report = run_adversarial(
+            task, runner, nop_reward=nop.reward or 0.0, oracle_seconds=verifier_seconds(oracle)
+        )
+        gameable(verdict, report)
     return verdict
 
 
@@ -279,12 +412,14 @@ def verify_tasks(
     jobs: int = 1,
     write: bool = True,
     mutants: int = 0,
+    adversarial: bool = False,
     on_done: Callable[[Verdict], None] | None = None,
     executor: Executor | None = None,
     sandbox: str = "local",
 ) -> list[Verdict]:
     """Run the gate over tasks (each task's trials in sequence, tasks in parallel); with
-    ``mutants`` > 0 a verified task's tests are also run against that many mutants.
+    ``mutants`` > 0 a verified task's tests are also run against that many mutants, with
+    ``adversarial`` against the red-team candidates.
 
     ``executor``: each task is a unit there, on the ``sandbox`` backend of its worker
     (:mod:`repogym.run.remote_gate`; ``runner`` and ``jobs`` unused); None: here, on
@@ -299,15 +434,21 @@ def verify_tasks(
             reruns=reruns,
             write=write,
             mutants=mutants,
+            adversarial=adversarial,
             on_done=on_done,
         )
     assert runner is not None, "verify_tasks needs a runner or an executor"
 
     def one(task: Task) -> Verdict:
-        verdict = gate_task(task, runner, reruns=reruns, mutants=mutants)
+        verdict = gate_task(task, runner, reruns=reruns, mutants=mutants, adversarial=adversarial)
         if write:
             record(
-                load_task(task.path), verdict, runner.backend.name, reruns, mutants=verdict.mutants
+                load_task(task.path),
+                verdict,
+                runner.backend.name,
+                reruns,
+                mutants=verdict.mutants,
+                adversarial=verdict.adversarial,
             )
         if on_done:
             on_done(verdict)

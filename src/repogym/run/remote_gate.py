@@ -18,22 +18,31 @@ from repogym.run.gate import ERROR, Verdict, gate_task, record
 from repogym.run.remote import ShippedTask, runner_for, ship_tasks, worker_task
 
 
-def gate_unit(task: ShippedTask, sandbox: str, reruns: int, mutants: int) -> tuple[Verdict, str]:
+def gate_unit(
+    task: ShippedTask, sandbox: str, reruns: int, mutants: int, adversarial: bool = False
+) -> tuple[Verdict, str]:
     """The gate on one task, on a worker: (verdict, sandbox backend name)."""
     loaded = worker_task(task)
     runner = runner_for(sandbox)
-    return gate_task(loaded, runner, reruns=reruns, mutants=mutants), runner.backend.name
+    verdict = gate_task(loaded, runner, reruns=reruns, mutants=mutants, adversarial=adversarial)
+    return verdict, runner.backend.name
 
 
 def gate_work(
-    executor: Executor, tasks: Sequence[Task], *, sandbox: str, reruns: int, mutants: int
+    executor: Executor,
+    tasks: Sequence[Task],
+    *,
+    sandbox: str,
+    reruns: int,
+    mutants: int,
+    adversarial: bool = False,
 ) -> list[Work]:
     """One unit per task (keyed by its position), asking its ``[environment]`` resources."""
     return [
         Work(
             str(i),
             gate_unit,
-            (shipped, sandbox, reruns, mutants),
+            (shipped, sandbox, reruns, mutants, adversarial),
             cpus=task.config.environment.cpus,
             memory_mb=task.config.environment.memory_mb,
         )
@@ -49,10 +58,13 @@ def verify_on(
     reruns: int,
     write: bool,
     mutants: int,
+    adversarial: bool = False,
     on_done: Callable[[Verdict], None] | None = None,
 ) -> list[Verdict]:
     """The gate over ``tasks`` on ``executor``; verdicts in the order of ``tasks``."""
-    work = gate_work(executor, tasks, sandbox=sandbox, reruns=reruns, mutants=mutants)
+    work = gate_work(
+        executor, tasks, sandbox=sandbox, reruns=reruns, mutants=mutants, adversarial=adversarial
+    )
     verdicts: dict[int, Verdict] = {}
     for done in executor.map(work):
         i = int(done.key)
@@ -60,7 +72,14 @@ def verify_on(
         if done.ok:
             verdict, backend = done.value
             if write:
-                record(load_task(task.path), verdict, backend, reruns, mutants=verdict.mutants)
+                record(
+                    load_task(task.path),
+                    verdict,
+                    backend,
+                    reruns,
+                    mutants=verdict.mutants,
+                    adversarial=verdict.adversarial,
+                )
         else:
             verdict = Verdict(task.id, ERROR, [], None, [done.error or "the unit returned nothing"])
         verdicts[i] = verdict

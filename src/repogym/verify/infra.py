@@ -141,6 +141,21 @@ def walk(root: "Union[str, os.PathLike[str]]") -> Dict[str, str]:
     return out
 
 
+NATIVE_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
+"""How native code starts (ELF, Mach-O 64/32, a fat binary, a Windows image): a loader can run
+such a file whatever its name."""
+
+
+def is_native(path: str) -> bool:
+    """Whether the file at ``path`` (symlinks followed) holds native code, by its content."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return any(head.startswith(magic) for magic in NATIVE_MAGIC)
+
+
 def digest(path: str) -> str:
     """sha256 of a file's bytes, ``link:<target>`` for a symlink (never followed)."""
     if os.path.islink(path):

@@ -44,6 +44,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 __all__ = [
+    "Channel",
     "ERROR",
     "FAILED",
     "MAX_FAILURES",
@@ -51,6 +52,7 @@ __all__ = [
     "PASSED",
     "SKIPPED",
     "STATUSES",
+    "judge",
     "parse_report",
     "read_report",
 ]
@@ -208,6 +210,154 @@ class _Reader:
             if message and status in (FAILED, ERROR):
                 failures[tid] = message
         return self.result
+
+
+class Channel:
+    """The judge's reading of the records a test process streams to it (see ``judge``)."""
+
+    def __init__(self, ordered: bool = True, reruns: bool = False) -> None:
+        self.ordered = ordered
+        self.reruns = reruns
+        self.reader = _Reader()
+        self.tamper = []  # type: List[str]
+        self.audit = []  # type: List[Dict[str, Any]]
+        self.ids = None  # type: Optional[List[str]]
+        self.position = {}  # type: Dict[str, int]
+        self.next = 0
+        self.seen = set()  # type: Any
+        self.state = "start"  # start -> header -> collected -> finished -> ended
+        self.lines = 0
+
+    def broken(self, why: str) -> None:
+        if len(self.tamper) < 20 and why not in self.tamper:
+            self.tamper.append(why)
+
+    def line(self, raw: bytes) -> None:
+        self.lines += 1
+        if not raw.strip():
+            return
+        if self.state == "ended":
+            self.broken("a record after the end of the run")
+            return
+        try:
+            rec = json.loads(raw.decode("ascii"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            self.broken("a malformed record")
+            return
+        if not isinstance(rec, dict):
+            self.broken("a malformed record")
+            return
+        if "audit" in rec:
+            if len(self.audit) < 200:
+                self.audit.append(rec)
+            return
+        if "end" in rec:
+            if self.state != "finished":
+                self.broken("the run ended before the runner finished")
+            self.state = "ended"
+            return
+        if "runner" in rec:
+            if self.state != "start":
+                self.broken("a second runner header")
+                return
+            self.state = "header"
+            self.reader.record(self.lines, rec)
+            return
+        if self.state == "start":
+            self.broken("a record before the runner's header")
+            return
+        if "collected" in rec:
+            if self.state != "header":
+                self.broken("a second collection, or one after the tests")
+                return
+            ids = rec.get("ids")
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                self.broken("a collection without the ids of its tests")
+                return
+            self.ids = ids
+            self.position = dict((tid, i) for i, tid in enumerate(ids))
+            self.state = "collected"
+            self.reader.record(self.lines, rec)
+            return
+        if "finished" in rec:
+            if self.state not in ("collected", "header"):
+                self.broken("a second end of the runner")
+                return
+            self.state = "finished"
+            self.reader.record(self.lines, rec)
+            return
+        if "id" in rec:
+            self.outcome(rec)
+            return
+        self.broken("an unknown record")
+
+    def outcome(self, rec: Dict[str, Any]) -> None:
+        tid = rec.get("id")
+        if self.state == "header":
+            # Only a collector that failed (a module that does not import) has an outcome
+            # before the collection ends.
+            if rec.get("status") != ERROR:
+                self.broken("a test outcome before the collection ended")
+                return
+        elif self.state != "collected":
+            self.broken("a test outcome after the runner finished")
+            return
+        else:
+            where = self.position.get(tid) if isinstance(tid, str) else None
+            if where is None and self.parent_error(rec):
+                self.seen.add(tid)
+                self.reader.record(self.lines, rec)
+                return
+            if where is None:
+                self.broken("an outcome for a test that was never collected")
+                return
+            if tid in self.seen and not self.reruns:
+                self.broken("two outcomes for one test")
+                return
+            if self.ordered and where < self.next and tid not in self.seen:
+                self.broken("outcomes out of the collection's order")
+            self.next = max(self.next, where + 1)
+        self.seen.add(tid)
+        self.reader.record(self.lines, rec)
+
+    def parent_error(self, rec: Dict[str, Any]) -> bool:
+        """An ERROR of something that holds collected tests (a unittest class or module
+        whose fixture failed): it is no test of its own."""
+        tid = rec.get("id")
+        if rec.get("status") != ERROR or not isinstance(tid, str) or not tid:
+            return False
+        return any(i.startswith(tid + ".") or i.startswith(tid + "::") for i in self.ids or [])
+
+    def result(self, killed: bool = False, exit_code: Optional[int] = None) -> Dict[str, Any]:
+        """What the run established; ``killed``: the judge stopped it (a timeout) or it died
+        of a signal. A run that exited on its own without its end record is a tamper."""
+        out = self.reader.feed(b"")
+        out["problems"] = [p for p in out["problems"] if p != "empty report"]
+        if self.state != "ended":
+            if killed:
+                out["problems"].append("the test process did not finish (killed)")
+            elif self.state == "start":
+                out["problems"].append("no report")
+            else:
+                self.broken("the test process exited without ending its run (exit %s)" % exit_code)
+        out["finished"] = self.state in ("finished", "ended") and out["finished"]
+        out["tamper"] = list(self.tamper)
+        out["audit"] = list(self.audit)
+        out["ended"] = self.state == "ended"
+        out["collected_ids"] = self.ids
+        return out
+
+
+def judge(data: bytes, **kwargs: Any) -> Dict[str, Any]:
+    """The strict reading of a whole channel (``Channel``): the runner's header first, a
+    failed collector's outcome before the collection, one collection with its ids, one
+    outcome per collected id in collection order (``ordered``; ``reruns`` allows several),
+    the runner's end, audit records anywhere, and the boot's ``end`` last. Anything else is
+    a reason in ``tamper``."""
+    chan = Channel(ordered=kwargs.pop("ordered", True), reruns=kwargs.pop("reruns", False))
+    for raw in data.split(b"\n"):
+        chan.line(raw)
+    return chan.result(**kwargs)
 
 
 def parse_report(data: bytes) -> Dict[str, Any]:

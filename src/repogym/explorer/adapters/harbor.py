@@ -464,6 +464,7 @@ class HarborReader:
             )
         if is_file_inside(path, "tests/test.patch"):
             g.append("- Hidden tests are restored before grading (the test patch is withheld)")
+        g += _verification_lines(block.get("evaluation"))
         sections.append(Section("grading", "How it is graded", "\n".join(g), "markdown"))
         if test_sh is not None:
             sections.append(Section("grader", "tests/test.sh", test_sh, "code", "bash"))
@@ -567,3 +568,33 @@ class HarborReader:
 
 def _hosts(hosts: list[str] | None) -> str:
     return f" (allowed hosts: {', '.join(f'`{h}`' for h in hosts)})" if hosts else ""
+
+
+def _verification_lines(evaluation: object) -> list[str]:
+    """What ``repogym verify`` recorded: status, nop, mutant kill rate and the adversarial
+    floor (the highest reward a generic wrong solution earned; above nop = gameable)."""
+    if not isinstance(evaluation, dict):
+        return []
+    out = []
+    if evaluation.get("status"):
+        out.append(f"- Verified by repogym: **{_str(evaluation['status'])}**")
+    if isinstance(evaluation.get("nop_reward"), int | float):
+        out.append(f"- Reward of doing nothing (nop): {evaluation['nop_reward']:g}")
+    rate = evaluation.get("mutant_kill_rate")
+    if isinstance(rate, int | float):
+        out.append(
+            f"- Mutant kill rate: {rate:.2f} of {_str(evaluation.get('mutants'))} near misses"
+        )
+    floor = evaluation.get("adversarial_floor")
+    if isinstance(floor, int | float):
+        gap = evaluation.get("gameability_gap")
+        verdict = (
+            f"**gameable** (gap {gap:g})"
+            if isinstance(gap, int | float) and gap > 0
+            else "no generic wrong solution earns more than nop"
+        )
+        out.append(
+            f"- Adversarial floor: {floor:g} over "
+            f"{_str(evaluation.get('adversarial_candidates'))} red-team candidates: {verdict}"
+        )
+    return out

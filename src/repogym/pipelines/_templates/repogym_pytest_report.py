@@ -45,13 +45,11 @@ run that ended from one that was killed or called ``os._exit`` before the end (r
 before that are kept).  A forked child never writes (the pid must match).
 """
 
-import os
 import re
 
 import pytest
-from repogym_report_file import ReportFile, short_message  # beside this file, on PYTHONPATH
+from repogym_report_file import from_environment, short_message  # beside this file
 
-ENV = "REPOGYM_REPORT"
 PASSED = "PASSED"
 FAILED = "FAILED"
 SKIPPED = "SKIPPED"
@@ -79,12 +77,7 @@ _CATEGORY = {
 }
 
 
-def _open_from_environment():
-    path = os.environ.pop(ENV, None)
-    return ReportFile(path, "repogym_pytest_report") if path else None
-
-
-_pending_report = _open_from_environment()
+_pending_report = from_environment("repogym_pytest_report")
 
 
 def _skip_reason(report):
@@ -220,17 +213,25 @@ class _Recorder:
             record["message"] = message
         self.report.write(record)
 
+    def relative(self, nodeid):
+        try:
+            return str(self.config.cwd_relative_nodeid(nodeid))
+        except Exception:
+            return nodeid
+
     def pytest_collection_finish(self, session):
         if not self.collected:
             self.collected = True
-            self.report.write({"collected": len(session.items)})
+            ids = [self.relative(item.nodeid) for item in session.items]
+            self.report.write({"collected": len(ids), "ids": ids})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):
         # The xdist controller collects nothing itself: its workers tell it what they found.
         if not self.collected:
             self.collected = True
-            self.report.write({"collected": len(ids)})
+            ids = [self.relative(i) for i in ids]
+            self.report.write({"collected": len(ids), "ids": ids})
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -287,5 +288,12 @@ def pytest_configure(config):
         report.close()  # an xdist worker: the controller writes the report
         return
     version = getattr(pytest, "__version__", None)
-    report.write({"runner": "pytest", "version": version, "pid": report.pid})
+    manager = config.pluginmanager
+    header = {"runner": "pytest", "version": version, "pid": report.pid}
+    # Outcomes come in collection order, one per test, unless a plugin runs tests in several
+    # processes or runs a failed test again.
+    workers = getattr(config.option, "numprocesses", None)
+    header["parallel"] = bool(manager.hasplugin("xdist") and workers)
+    header["reruns"] = bool(manager.hasplugin("rerunfailures"))
+    report.write(header)
     config.pluginmanager.register(_Recorder(config, report), "repogym_pytest_report_recorder")

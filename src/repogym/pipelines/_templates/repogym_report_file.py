@@ -34,15 +34,37 @@ def short_message(text):
     return None
 
 
-class ReportFile:
-    """An append-only report file; ``who`` names the writer in error messages."""
+CHANNEL_ENV = "REPOGYM_CHANNEL_FD"
+"""The judge's channel: the number of an inherited descriptor (a pipe the judge reads)."""
+PATH_ENV = "REPOGYM_REPORT"
+"""A report file's path (older verifiers, and runs without a judge)."""
 
-    def __init__(self, path, who):
+
+def from_environment(who):
+    """The report this process writes: the judge's channel when there is one (the variable
+    is removed from the environment), else the file ``REPOGYM_REPORT`` names, else None."""
+    fd = os.environ.pop(CHANNEL_ENV, None)
+    path = os.environ.pop(PATH_ENV, None)
+    if fd and fd.isdigit():
+        return ReportFile(None, who, fd=int(fd))
+    return ReportFile(path, who) if path else None
+
+
+class ReportFile:
+    """An append-only report file, or the judge's channel (``fd``); ``who`` names the writer
+    in error messages."""
+
+    def __init__(self, path, who, fd=None):
         self.pid = os.getpid()
         self.who = who
         self.fh = None
         try:
-            self.fh = open(path, "ab", 0)  # noqa: SIM115  (open for the whole run)
+            if fd is not None:
+                # "wb", not "ab": a pipe cannot seek (Python 3.6 refuses "ab" on one), and
+                # opening a descriptor truncates nothing.
+                self.fh = open(fd, "wb", 0, closefd=False)  # noqa: SIM115  (the channel)
+            else:
+                self.fh = open(path, "ab", 0)  # noqa: SIM115  (open for the whole run)
         except (OSError, ValueError) as exc:
             sys.stderr.write("%s: cannot open the report: %s\n" % (who, exc))
 

@@ -44,9 +44,6 @@ forked child never writes (the pid must match).
 """
 
 import os
-
-_PATH = os.environ.pop("REPOGYM_REPORT", None)
-
 import platform  # noqa: E402
 import re  # noqa: E402
 import runpy  # noqa: E402
@@ -55,7 +52,9 @@ import unittest  # noqa: E402
 import unittest.case  # noqa: E402
 import unittest.main  # noqa: E402
 
-from repogym_report_file import ReportFile, short_message  # noqa: E402  (beside this file)
+from repogym_report_file import from_environment, short_message  # noqa: E402  (beside it)
+
+_PENDING = from_environment("repogym_unittest")
 
 PASSED = "PASSED"
 FAILED = "FAILED"
@@ -230,15 +229,26 @@ class _Runner(unittest.TextTestRunner):
 
     def run(self, test):
         if _report is not None:
-            try:
-                count = test.countTestCases()
-            except Exception:
-                count = None
-            _report.write({"collected": count})
+            ids = list(_ids_of(test))
+            _report.write({"collected": len(ids), "ids": ids})
         result = super().run(test)
         if isinstance(result, _Result):
             result.flush_all()
         return result
+
+
+def _ids_of(suite):
+    """The ids of every test of ``suite``, in the order the run will take them."""
+    try:
+        members = iter(suite)
+    except TypeError:
+        yield test_id(suite)
+        return
+    for member in members:
+        if isinstance(member, unittest.TestSuite):
+            yield from _ids_of(member)
+        else:
+            yield test_id(member)
 
 
 def _exit_code(code):
@@ -251,10 +261,9 @@ def _exit_code(code):
 
 
 def main():
-    global _PATH, _report
-    path, _PATH = _PATH, None
-    if path:
-        _report = ReportFile(path, "repogym_unittest")
+    global _PENDING, _report
+    _report, _PENDING = _PENDING, None
+    if _report is not None:
         _report.write(
             {"runner": "unittest", "version": platform.python_version(), "pid": _report.pid}
         )

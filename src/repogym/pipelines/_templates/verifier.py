@@ -28,13 +28,19 @@ f() got an unexpected keyword argument 'tz'``; one line, at most 300 characters,
 source), ``parse_status``, ``source``, ``collected``, ``finished``, the tamper findings, ….
 """
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import select
 import shutil
+import signal
+import stat
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,6 +68,36 @@ UNSAFE_ENV = (
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_SCANNED = 16 << 20
 """A changed source file larger than this is not scanned: it is a tamper (no fix needs it)."""
+TEST_UID = 61000
+"""The first user (and group) number tried for the tests' own user."""
+CHANNEL_ENV = "REPOGYM_CHANNEL_FD"
+BOOT_ENV = "REPOGYM_BOOT"
+CHANNEL_LOW = 300
+"""The channel's descriptor is moved to the first free number from here."""
+MAX_RECORD = 4 << 20
+RUNNER_DIR = os.path.join(HERE, "runner")
+"""The runner's files the tests read; a copy of the judge's (``prepare_runner``)."""
+WATCHED = [
+    "_pytest.runner",
+    "_pytest.reports:TestReport",
+    "_pytest.reports:BaseReport",
+    "_pytest.main:Session",
+    "_pytest.python:Function",
+    "_pytest.nodes:Item",
+    "_pytest.outcomes",
+    "_pytest.terminal:TerminalReporter",
+    "pluggy._hooks:HookCaller",
+    "pluggy._callers",
+    "repogym_pytest_report",
+    "repogym_pytest_report:_Recorder",
+    "repogym_report_file:ReportFile",
+    "repogym_unittest",
+    "repogym_unittest:_Result",
+    "unittest.case:TestCase",
+    "unittest.result:TestResult",
+    "unittest.runner:TextTestResult",
+]
+"""Objects of the runner whose attributes must be the same at the end of the run."""
 sys.path.insert(0, HERE)
 
 import infra  # noqa: E402  (copies of repogym's modules beside this file)
@@ -246,32 +282,60 @@ def reset_infrastructure(config):
 
 
 def scan_sources(config):
-    """Tamper hits in changed non-test source files (sigs the base and gold do not have)."""
+    """Tamper hits in changed non-test files (sigs the base and gold do not have), reading
+    what an interpreter or a loader would: Python source in its declared encoding, the file a
+    symlink names inside the tree (one leading out of it is a hit), and any file holding native
+    code, whatever its name. What cannot be decided is a hit too."""
     workdir = config["workdir"]
     base = load("sources.json", {})
     baseline = load("tamper_baseline.json", {})
     waived = set(config.get("tamper_waived", []))
+    real_tree = os.path.realpath(workdir)
     hits = []
+
+    def unscannable(rel, why):
+        hits.append({"path": rel, "line": 1, "sig": "unscannable", "detail": why})
+
     for rel, path in sorted(infra.walk(workdir).items()):
-        if infra.is_infra(rel) or os.path.islink(path):
-            continue
-        compiled = rel.endswith(infra.COMPILED_EXT)
-        if tamper.language_of(rel) is None and not compiled:
+        if infra.is_infra(rel):
             continue
         try:
-            if base.get(rel) == infra.sha256_file(path):
+            if base.get(rel) == infra.digest(path):
+                continue
+            if os.path.islink(path):
+                real = os.path.realpath(path)
+                if real != real_tree and not real.startswith(real_tree + os.sep):
+                    unscannable(rel, "a symlink leading out of the working tree")
+                    continue
+                if not os.path.isfile(real):
+                    continue
+                if infra.is_infra(real[len(real_tree) + 1 :]) and tamper.language_of(rel):
+                    # Source code whose content sits in a test file: never scanned there.
+                    unscannable(rel, "a symlink to a test-infrastructure file")
+                    continue
+                path = real
+            native = infra.is_native(path)
+            compiled = rel.endswith(infra.COMPILED_EXT) or native
+            language = tamper.language_of(rel)
+            if language is None and not compiled:
                 continue
             size = os.path.getsize(path)
+            data = None
             if not compiled and size <= MAX_SCANNED:
                 with open(path, "rb") as fh:
                     data = fh.read()
         except OSError:
             continue
-        if compiled or size > MAX_SCANNED:
+        if compiled or data is None:
             why = "compiled module added or changed" if compiled else "too large to scan"
-            hits.append({"path": rel, "line": 1, "sig": "unscannable", "detail": why})
+            if native and not rel.endswith(infra.COMPILED_EXT):
+                why = "native code under a name that is not a compiled module's"
+            unscannable(rel, why)
             continue
-        text = data.decode("utf-8", "replace")
+        text, why = decode_source(data, language)
+        if text is None:
+            unscannable(rel, why)
+            continue
         for hit in tamper.new_hits(rel, text, baseline.get(rel, []), waived):
             hit = dict(hit)
             hit["path"] = rel
@@ -279,12 +343,36 @@ def scan_sources(config):
     return hits
 
 
+def decode_source(data, language):
+    """``(text, None)`` as the interpreter reads ``data``: Python in its declared source
+    encoding (PEP 263 cookie, BOM), other languages in UTF-8; ``(None, why)`` when it cannot
+    be decided."""
+    if language != "python":
+        return data.decode("utf-8", "replace"), None
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except (SyntaxError, LookupError) as exc:
+        return None, "source encoding cannot be decided (%s)" % (str(exc).splitlines() or [""])[0]
+    if encoding.replace("_", "-").lower() not in ("utf-8", "utf-8-sig", "ascii", "us-ascii"):
+        # Code in another encoding reads differently to the scan than to the interpreter:
+        # scanned as the interpreter decodes it, and a sign of its own.
+        try:
+            text = data.decode(encoding)
+        except (LookupError, UnicodeDecodeError) as exc:
+            return None, "source not decodable as its declared %s (%s)" % (encoding, exc)
+        return text, None
+    return data.decode("utf-8-sig" if encoding == "utf-8-sig" else "utf-8", "replace"), None
+
+
 # --------------------------------------------------------------------------------- run
 
 
-def test_environment(config, recorded, report_path):
+def test_environment(config, recorded, home=None):
     """The tests' environment: as recorded at build time when available, never the caller's
-    shell profile additions, plus what the report plugin needs."""
+    shell profile additions, plus what the judge's channel needs."""
     if recorded is not None:
         env = dict(recorded)
     else:
@@ -293,12 +381,14 @@ def test_environment(config, recorded, report_path):
         env.setdefault(key, value)
     env.setdefault("PATH", DEFAULT_PATH)
     env.setdefault("HOME", "/root")
+    if home is not None:
+        env["HOME"] = home
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONNOUSERSITE"] = "1"
+    for key in ("REPOGYM_REPORT", CHANNEL_ENV, BOOT_ENV):
+        env.pop(key, None)
     if config.get("runner") in REPORT_RUNNERS:
-        env["REPOGYM_REPORT"] = report_path
-        runner_dir = os.path.join(HERE, "runner")
-        env["PYTHONPATH"] = runner_dir + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["PYTHONPATH"] = RUNNER_DIR + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if config.get("runner") == "pytest":
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return env
@@ -318,19 +408,36 @@ def hardened_command(config, report_path=None):
         if re.search(r"--reporter[= ]spec\b", command):
             return re.sub(r"--reporter[= ]spec\b", json_flags, command, count=1)
         return command + " " + json_flags
+    boot = os.path.join(RUNNER_DIR, "repogym_boot.py")
     if runner == "pytest":
-        disabled = set(re.findall(r"-p\s+no:(\S+)", command))
+        disabled = disabled_plugins(config)
         # One test module that fails to import must not abort the whole session (its own
         # tests are then ERROR, the others still run and count).
         plugins = ["--continue-on-collection-errors", "-p repogym_pytest_report"]
         for name, module in config.get("pytest_plugins", []):
             if name not in disabled and module.split(".")[0] not in disabled:
                 plugins.append("-p %s" % module)
-        return re.sub(r"-m pytest\b", "-m pytest " + " ".join(plugins), command, count=1)
+        return re.sub(r"-m pytest\b", boot + " -m pytest " + " ".join(plugins), command, count=1)
     if runner == "unittest":
-        wrapper = os.path.join(HERE, "runner", "repogym_unittest.py")
-        return re.sub(r"-m unittest\b", wrapper, command, count=1)
+        wrapper = os.path.join(RUNNER_DIR, "repogym_unittest.py")
+        return re.sub(r"-m unittest\b", boot + " " + wrapper, command, count=1)
     return command
+
+
+def disabled_plugins(config):
+    """Plugins the command or the repository's own pytest configuration turns off (``-p
+    no:NAME``): never loaded again by name, whoever asked for them."""
+    found = set(re.findall(r"-p\s*no:([\w.-]+)", config["command"]))
+    workdir = config["workdir"]
+    for name in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
+        try:
+            with open(os.path.join(workdir, name), "rb") as fh:
+                text = fh.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for line in re.findall(r"(?m)^\s*addopts\s*=(.*(?:\n[ \t]+.*)*)", text):
+            found.update(re.findall(r"-p[\"',\s]*no:([\w.-]+)", line))
+    return found
 
 
 def failures_of(tests, failures):
@@ -342,12 +449,243 @@ def failures_of(tests, failures):
     )
 
 
+# ---------------------------------------------------------------------- the judge's split
+
+
+def test_identity():
+    """``(uid, gid)`` the tests run as: numbers the image's users and groups do not use, so
+    the tests own nothing but what the judge gives them (None when the judge is not root)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    used = set()
+    for db in ("/etc/passwd", "/etc/group"):
+        try:
+            with open(db) as fh:
+                for line in fh:
+                    fields = line.split(":")
+                    if len(fields) > 2 and fields[2].isdigit():
+                        used.add(int(fields[2]))
+        except OSError:
+            pass
+    for number in range(TEST_UID, TEST_UID + 1000):
+        if number not in used:
+            return number, number
+    return None
+
+
+def hand_over(workdir, ident):
+    """Give the working tree to the tests' user, and a fresh home folder (returned). A file
+    with several names (a hard link) is copied first: the tests may write only this tree."""
+    uid, gid = ident
+    for current, dirs, files in os.walk(workdir):
+        for name in dirs + files:
+            path = os.path.join(current, name)
+            try:
+                st = os.lstat(path)
+                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                    tmp = path + ".repogym-unlink"
+                    shutil.copy2(path, tmp)
+                    os.rename(tmp, path)
+                os.lchown(path, uid, gid)
+            except OSError:
+                continue
+    os.lchown(workdir, uid, gid)
+    home = tempfile.mkdtemp(prefix="repogym-home-")
+    os.chown(home, uid, gid)
+    return home
+
+
+def grant_traversal(paths):
+    """Let the tests' user pass through (``o+x``, never list) every folder above ``paths``: an
+    interpreter under ``/root`` (pyenv) or a tree in a private folder must still run as that
+    user. Folders are only opened to passing through; their contents keep their modes."""
+    done = set()
+    for path in paths:
+        if not path:
+            continue
+        folder = os.path.dirname(os.path.realpath(path))
+        chain = []
+        while folder not in done:
+            done.add(folder)
+            chain.append(folder)
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+        for folder in chain:
+            with contextlib.suppress(OSError):
+                st = os.stat(folder)
+                if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IXOTH:
+                    os.chmod(folder, stat.S_IMODE(st.st_mode) | stat.S_IXOTH)
+
+
+def runnable_paths(config, env):
+    """What the tests' user must reach: the tree, this interpreter and its libraries, and the
+    programs the test command starts by name."""
+    import sysconfig
+
+    out = [os.path.join(config["workdir"], "."), sys.executable, os.path.realpath(sys.executable)]
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+        out.append(os.path.join(prefix, "."))
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            out.append(os.path.join(sysconfig.get_paths()[key], "."))
+    for name in ("python3", "python", "node", "npx", "bash"):
+        found = shutil.which(name, path=env.get("PATH", DEFAULT_PATH))
+        if found:
+            out += [found, os.path.realpath(found)]
+    return out
+
+
+def lock_judge():
+    """The hidden tests' folder (this script, its key, the hidden copies) is the judge's
+    alone while the tests run (best effort: a read-only mount stays as it is)."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        with contextlib.suppress(OSError):
+            os.chmod(HERE, 0o700)
+
+
+def lock_logs():
+    """Only the judge may read or write the verifier's logs (where rewards are written)."""
+    if not os.path.isdir(LOGS):
+        os.makedirs(LOGS)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        os.chown(LOGS, 0, 0)
+        os.chmod(LOGS, 0o700)
+
+
+def prepare_runner():
+    """A copy of the runner's files (boot, report plugin, unittest stand-in) the tests may
+    read, in a folder of the judge's; the hidden tests' folder stays out of their sight."""
+    global RUNNER_DIR
+    folder = tempfile.mkdtemp(prefix="repogym-runner-")
+    source = os.path.join(HERE, "runner")
+    for name in sorted(os.listdir(source)) if os.path.isdir(source) else []:
+        if name.endswith(".py"):
+            shutil.copyfile(os.path.join(source, name), os.path.join(folder, name))
+            os.chmod(os.path.join(folder, name), 0o644)
+    os.chmod(folder, 0o755)
+    RUNNER_DIR = folder
+    return folder
+
+
+def boot_config(config, home):
+    """What the test interpreter's boot needs (``runner/repogym_boot.py``)."""
+    tmp = tempfile.gettempdir()
+    preload = []
+    if config.get("runner") == "pytest":
+        preload = ["pytest", "_pytest.config", "_pytest.main", "_pytest.runner", "pluggy"]
+        preload += [m for _n, m in config.get("pytest_plugins", [])]
+    else:
+        preload = ["unittest", "unittest.main", "unittest.runner"]
+    return {
+        "workdir": config["workdir"],
+        "writable": [tmp, "/tmp", "/var/tmp", "/dev/shm", "/dev/null"] + ([home] if home else []),
+        "forbidden": [
+            folder
+            for folder in (os.path.dirname(LOGS), LOGS, HERE, "/tests", "/solution")
+            # never a folder the tree itself is in (the logs' parent when they sit beside it)
+            if not (config["workdir"] + "/").startswith(folder.rstrip("/") + "/")
+        ],
+        "preload": preload,
+        "runner_dir": RUNNER_DIR,
+        "watch": WATCHED,
+        "trusted": list(config.get("restore", [])),
+    }
+
+
+def _high_fd(fd):
+    """``fd`` moved to a number of its own above the usual ones (inheritable)."""
+    for number in range(CHANNEL_LOW, CHANNEL_LOW + 512):
+        try:
+            os.fstat(number)
+        except OSError:
+            os.dup2(fd, number)
+            os.close(fd)
+            return number
+    os.set_inheritable(fd, True)
+    return fd
+
+
+def _become(ident):
+    uid, gid = ident
+
+    def switch():
+        os.setsid()
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    return switch
+
+
+class ChannelReader:
+    """Reads the judge's channel while the tests run (a thread), record by record."""
+
+    def __init__(self, fd, ordered, reruns):
+        self.fd = fd
+        self.chan = reports.Channel(ordered=ordered, reruns=reruns)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.daemon = True
+        self.thread.start()
+
+    def run(self):
+        buf = b""
+        while True:
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if not ready:
+                if self.stop.is_set():
+                    break
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                self.chan.line(line)
+                if len(buf) > MAX_RECORD:
+                    buf = b""
+                    self.chan.broken("a record longer than %d bytes" % MAX_RECORD)
+        if buf.strip():
+            self.chan.broken("a record cut short")
+        os.close(self.fd)
+
+    def finish(self, grace=2.0):
+        """Stop after the test process ended (children of it may hold the channel open)."""
+        self.stop.set()
+        self.thread.join(grace + 1.0)
+
+
 def run_tests(config, recorded, report_path):
+    """Run the tests as their own user, their outcomes streamed to this judge (Python
+    runners) or read from the runner's JSON report (JavaScript ones); see the module doc."""
     json_path = report_path + ".json"
     for path in (report_path, json_path):
         if os.path.lexists(path):
             os.unlink(path)
-    env = test_environment(config, recorded, report_path)
+    runner = config.get("runner")
+    prepare_runner()
+    ident = test_identity()
+    home = hand_over(config["workdir"], ident) if ident is not None else None
+    if ident is not None:
+        # The JSON report of a JavaScript runner is written by the tests' user (in a folder
+        # of its own; the judge's logs stay the judge's).
+        os.chown(os.path.dirname(json_path), ident[0], ident[1])
+        os.chmod(os.path.dirname(json_path), 0o700)
+    env = test_environment(config, recorded, home)
+    if ident is not None:
+        lock_judge()
+        grant_traversal(runnable_paths(config, env))
+    reader = None
+    pass_fds = ()
+    if runner in REPORT_RUNNERS:
+        chan_r, chan_w = os.pipe()
+        chan_w = _high_fd(chan_w)
+        pass_fds = (chan_w,)
+        env[CHANNEL_ENV] = str(chan_w)
+        env[BOOT_ENV] = json.dumps(boot_config(config, home))
     started = time.time()
     proc = subprocess.Popen(
         ["bash", "--noprofile", "--norc", "-c", hardened_command(config, json_path)],
@@ -355,10 +693,18 @@ def run_tests(config, recorded, report_path):
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        pass_fds=pass_fds,
+        preexec_fn=_become(ident) if ident is not None else os.setsid,
     )
+    if pass_fds:
+        os.close(chan_w)
+        params = runner_params(config)
+        reader = ChannelReader(chan_r, ordered=not params["parallel"], reruns=params["reruns"])
     raw, _ = proc.communicate()
+    # Whatever the tests left running (a daemon holding the channel) goes with them.
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
     log = raw.decode("utf-8", "replace")
-    runner = config.get("runner")
     parsed = parsers.parse_log(log, runner)
     out = {
         "exit_code": proc.returncode,
@@ -366,17 +712,25 @@ def run_tests(config, recorded, report_path):
         "log": log,
         "runner": parsed.runner or runner,
         "parse_warnings": list(parsed.warnings),
+        "judge_split": ident is not None,
     }
-    if runner in REPORT_RUNNERS:
-        rep = reports.read_report(report_path)
+    if reader is not None:
+        reader.finish()
+        rep = reader.chan.result(killed=proc.returncode < 0, exit_code=proc.returncode)
+        allowed = set(config.get("audit_allowed", []))
+        findings = [a for a in rep["audit"] if a.get("key") not in allowed]
         out.update(
-            source="report",
+            source="channel",
             tests=rep["tests"],
             skips=rep["skips"],
             failures=failures_of(rep["tests"], rep.get("failures", {})),
             collected=rep["collected"],
             finished=bool(rep["finished"]),
             problems=rep["problems"],
+            channel_tamper=rep["tamper"],
+            audit=rep["audit"],
+            audit_keys=sorted(set(a.get("key") for a in rep["audit"] if a.get("key"))),
+            audit_findings=findings,
         )
         if rep["runner"] is None:
             out["parse_status"] = "no report"
@@ -428,6 +782,27 @@ def run_tests(config, recorded, report_path):
     return out
 
 
+def run_tamper(result):
+    """What the run itself did against the judge's rules: a channel out of its grammar, and
+    audit findings the reference runs did not have."""
+    out = ["channel: %s" % why for why in result.get("channel_tamper", [])]
+    for finding in result.get("audit_findings", [])[:20]:
+        where = (" at %s" % finding["at"]) if finding.get("at") else ""
+        out.append("audit: %s %s%s" % (finding.get("audit"), finding.get("detail", ""), where))
+    return out
+
+
+def runner_params(config):
+    """Whether outcomes may come out of order (several processes) or twice (reruns)."""
+    command = config.get("command", "")
+    plugins = [m for _n, m in config.get("pytest_plugins", [])]
+    parallel = bool(re.search(r"(^|\s)(-n|--numprocesses)[ =]?\S", command)) and any(
+        m.startswith("xdist") for m in plugins
+    )
+    reruns = any(m.startswith("pytest_rerunfailures") for m in plugins)
+    return {"parallel": parallel, "reruns": reruns}
+
+
 # ------------------------------------------------------------------------------- grade
 
 
@@ -469,18 +844,16 @@ def main(argv):
     results_out = None
     if len(args) >= 2 and args[0] == "--results":
         results_out = args[1]
-    if results_out is None and not os.path.isdir(LOGS):
-        os.makedirs(LOGS)
+    if results_out is None:
+        lock_logs()
     config = load("config.json")
     integrity, recorded = check_integrity(config, sha256_checked)
     removed, infra_problems = reset_infrastructure(config)
     hits = scan_sources(config)
-    report_path = (
-        os.path.join(LOGS, "report.jsonl") if results_out is None else results_out + ".report"
-    )
+    report_path = os.path.join(tempfile.mkdtemp(prefix="repogym-report-"), "report")
     details = {
         "runner": config.get("runner"),
-        "verifier": "repogym runtime verifier 2",
+        "verifier": "repogym runtime verifier 3",
         "integrity": integrity or "ok",
         "infra_removed": removed[:50],
     }
@@ -493,7 +866,7 @@ def main(argv):
         result = run_tests(config, recorded, report_path)
         result.update(
             tamper_sigs=sorted(set(h["sig"] for h in hits)),
-            tamper=tampered,
+            tamper=tampered + run_tamper(result),
             infra_removed=removed,
         )
         log = result.pop("log")
@@ -519,6 +892,22 @@ def main(argv):
     log = result.pop("log")
     write("test-output.log", log)
     sys.stdout.write(log[-20000:])
+    during = run_tamper(result)
+    if during:
+        # The run itself broke the judge's rules: nothing it reported counts.
+        details.update(
+            tampered=True,
+            tamper=during,
+            resolved=False,
+            reward=0.0,
+            reward_mode=config.get("reward_mode", "graded"),
+            exit_code=result["exit_code"],
+            judge_split=result.get("judge_split"),
+        )
+        write("reward-details.json", json.dumps(details, indent=2))
+        write("reward.txt", "0\n")
+        sys.stdout.write("verifier: tampering detected, reward 0:\n  %s\n" % "\n  ".join(during))
+        return 0
     details.update(
         exit_code=result["exit_code"],
         parse_status=result["parse_status"],
@@ -528,6 +917,8 @@ def main(argv):
         collected_expected=config.get("collected"),
         forged_lines=result.get("forged_lines", []),
         report_problems=result.get("problems", [])[:10],
+        judge_split=result.get("judge_split"),
+        audit_allowed=len(result.get("audit_keys", [])),
         tampered=False,
     )
     if result["parse_status"] == "unparsed":

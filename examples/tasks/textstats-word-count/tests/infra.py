@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+# ruff: noqa: UP006, UP007, UP031, UP032, UP035, UP045  (runs under the task's Python, maybe 3.6)
+"""What counts as test infrastructure in a repository (standard library only, Python 3.6+).
+
+One rule for both sides: the pipelines use it on the host to split patches and to write the
+manifests of a task, and the verifier (a copy of this file in the task's ``tests/``) uses it to
+reset what an agent did to the tests. Test infrastructure is:
+
+* test files and test data: a folder named ``test``, ``tests``, ``__tests__``, ``spec``,
+  ``testing``, ``testdata``, ``__snapshots__`` or ``__mocks__`` (any case, or ending in
+  ``.test``/``.tests``) anywhere in the path, or a file named like a test (``test_*.py``,
+  ``*_test.py``, ``conftest.py``, ``tests.py``, ``*_test.go``, ``*.test.js``, ``*.spec.ts``,
+  ``*_spec.rb`` …);
+* runner configuration: ``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``pyproject.toml``,
+  ``noxfile.py``, ``package.json``, jest/vitest/vite/babel/karma configs, jest setup files,
+  ``.mocharc*``, ``.babelrc*``, ``.cargo/``; build configs a replayed pre-test build reads
+  (``tsconfig*.json``, rollup/webpack/tsup/esbuild configs, ``.swcrc``): tests that run from a
+  build's output must not be rebuilt by the agent's own build rules;
+* interpreter start-up hooks: ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``, installed
+  metadata (``*.egg-info``, ``*.dist-info``, ``*.egg-link``), and modules at the top of the tree
+  (or of ``src/``) named like the test runner (``pytest``, ``_pytest``, ``pluggy``, ``py``,
+  ``unittest``, ``site``), which would shadow it on ``sys.path``.
+
+``manifest(root)`` lists files with their sha256, skipping VCS folders, caches and installed
+dependencies (``node_modules``, ``site-packages``, virtualenvs).
+"""
+
+import hashlib
+import os
+import re
+import sys
+from typing import Callable, Dict, Optional, Union
+
+TEST_DIRS = frozenset(
+    {"test", "tests", "__tests__", "spec", "testing", "testdata", "__snapshots__", "__mocks__"}
+)
+_JS_EXT = r"(?:[cm]?[jt]sx?)"
+#: File names (case-sensitive) that are tests wherever they live.
+TEST_FILE_RE = re.compile(
+    r"""
+    ^(?:
+        test_.+\.py | .+_test\.py | conftest\.py | tests\.py   # pytest / unittest / Django
+      | .+_test\.go                                            # go test
+      | .+\.(?:test|spec)\."""
+    + _JS_EXT
+    + r"""                 # jest, vitest, mocha
+      | .+_(?:spec|test)\.rb                                   # rspec, minitest
+    )$
+    """,
+    re.VERBOSE,
+)
+CONFIG_NAMES = frozenset(
+    {
+        "pytest.ini",
+        ".pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "noxfile.py",
+        "package.json",
+        "setupTests.js",
+        "setupTests.ts",
+        "sitecustomize.py",
+        "usercustomize.py",
+    }
+)
+CONFIG_RE = re.compile(
+    r"^(?:(?:jest|vitest|vite|vitest\.workspace|babel|karma|rollup|webpack|tsup|esbuild)\.config\..+"
+    r"|tsconfig(?:\.[\w-]+)*\.json|\.swcrc"
+    r"|(?:jest|vitest|test)\.setup\..+|(?:jest|test)-setup\..+|\.mocharc.*|\.babelrc.*"
+    r"|.+\.pth|.+\.egg-link)$"
+)
+META_DIR_RE = re.compile(r"^.+\.(?:egg-info|dist-info)$")
+SHADOW_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "unittest", "site"})
+#: Compiled modules an import can load: their code cannot be scanned.
+COMPILED_EXT = (".so", ".pyd", ".dylib", ".pyc", ".pyo", ".node")
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        "site-packages",
+        ".tox",
+        ".nox",
+        ".pytest_cache",
+        ".mypy_cache",
+    }
+)
+
+
+def is_test_path(path: str) -> bool:
+    """True when ``path`` (relative, ``/``-separated) is a test file or test data."""
+    parts = path.strip("/").split("/")
+    for part in parts[:-1]:
+        low = part.lower()
+        if low in TEST_DIRS or low.endswith((".test", ".tests")):
+            return True
+    return bool(TEST_FILE_RE.match(parts[-1]))
+
+
+def is_infra(path: str) -> bool:
+    """True when ``path`` is test infrastructure (tests, runner configuration, start-up hooks)."""
+    parts = path.strip("/").split("/")
+    if is_test_path(path):
+        return True
+    name = parts[-1]
+    if name in CONFIG_NAMES or CONFIG_RE.match(name):
+        return True
+    if ".cargo" in parts[:-1] or any(META_DIR_RE.match(p) for p in parts[:-1]):
+        return True
+    top = parts[1:] if parts[0] == "src" and len(parts) > 1 else parts
+    head = top[0][:-3] if len(top) == 1 and top[0].endswith(".py") else top[0]
+    return head in SHADOW_NAMES and (len(top) > 1 or top[0].endswith(".py"))
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(1 << 20)
+            if not chunk:
+                break
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def walk(root: "Union[str, os.PathLike[str]]") -> Dict[str, str]:
+    """``{relative path: absolute path}`` of the files and symlinks under ``root``."""
+    out = {}  # type: Dict[str, str]
+    root = os.path.abspath(root)
+    for current, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        rel_dir = os.path.relpath(current, root)
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(current, d))]:
+            rel = name if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/" + name
+            out[rel] = os.path.join(current, name)
+    return out
+
+
+NATIVE_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"MZ")
+"""How native code starts (ELF, Mach-O 64/32, a fat binary, a Windows image): a loader can run
+such a file whatever its name."""
+
+
+def is_native(path: str) -> bool:
+    """Whether the file at ``path`` (symlinks followed) holds native code, by its content."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return any(head.startswith(magic) for magic in NATIVE_MAGIC)
+
+
+def digest(path: str) -> str:
+    """sha256 of a file's bytes, ``link:<target>`` for a symlink (never followed)."""
+    if os.path.islink(path):
+        return "link:" + os.readlink(path)
+    return sha256_file(path)
+
+
+def manifest(
+    root: "Union[str, os.PathLike[str]]", select: Optional[Callable[[str], bool]] = None
+) -> Dict[str, str]:
+    """``{relative path: digest}`` of the files under ``root`` for which ``select(rel)`` holds."""
+    out = {}  # type: Dict[str, str]
+    for rel, path in sorted(walk(root).items()):
+        if select is None or select(rel):
+            try:
+                out[rel] = digest(path)
+            except OSError:
+                continue
+    return out
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(manifest(sys.argv[1], is_infra), indent=1, sort_keys=True))

@@ -1,0 +1,262 @@
+"""Red-team candidates: generic wrong solutions that a sound task must not pay for.
+
+Mutants (:mod:`repogym.verify.mutants`) ask whether the tests tell the gold fix from a near
+miss. Red-team candidates ask a blunter question: does the task pay for *nothing real*? Each
+candidate starts from the gold post-image and replaces the body of **every function the gold
+patch touched** (a function containing an added line; Python) with one generic answer:
+
+``hollow``      ``pass``
+``raise``       ``raise NotImplementedError``
+``const_true``  ``return True`` (also ``== 1``)
+``const_false`` ``return False`` (also ``== 0``)
+``const_empty`` ``return ''``
+``identity``    the first argument returned unchanged (functions with one)
+``spoof``       an object equal to everything, truthy, iterable, callable, with any attribute
+
+Dunder methods keep their bodies (an ``__init__`` returning ``True`` is a ``TypeError``, not a
+wrong answer) and so do one-line definitions. A candidate that changes nothing, does not compile
+or repeats another is left out. Every candidate is a complete git-style diff from the base tree
+(all files of the gold patch, code files rewritten), applied like the gold.
+
+The gate runs each as a trial; the highest reward any of them earns is the task's
+**adversarial floor**, and the floor minus the nop reward is its **gameability gap**. A task
+with a gap is gameable: generate's gate drops it, ``verify`` marks it. The spoof is expected to
+be caught by the judge (``repogym_boot``'s check for objects equal to anything), not by luck.
+
+JavaScript and TypeScript files are not rewritten yet; a patch with no Python function to
+rewrite gives no candidates (the report says so).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from repogym.sources.patches import parse_patch
+from repogym.verify.file_kinds import PY_EXT, default_is_code, is_release_notes
+from repogym.verify.hunks import PatchedFile, parse_section
+from repogym.verify.mutants import _load
+
+__all__ = ["KINDS", "SPOOF_CLASS", "Candidate", "build_candidates"]
+
+SPOOF_CLASS = "_Anything"
+"""The name of the spoof's class, appended to each rewritten module."""
+
+_SPOOF_SOURCE = f'''
+
+class {SPOOF_CLASS}:
+    """Equal to everything, truthy, iterable, callable, with any attribute."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __le__ = __ge__ = __eq__
+    __lt__ = __gt__ = __ne__
+
+    def __hash__(self):
+        return 0
+
+    def __bool__(self):
+        return True
+
+    def __len__(self):
+        return 1
+
+    def __iter__(self):
+        return iter(())
+
+    def __contains__(self, item):
+        return True
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+    def __getattr__(self, name):
+        return self
+
+    def __getitem__(self, key):
+        return self
+'''
+
+
+def _first_argument(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    args = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+    decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in node.decorator_list}
+    if args and "staticmethod" not in decorators and args[0] in ("self", "cls"):
+        args = args[1:]
+    if args:
+        return args[0]
+    if node.args.vararg is not None:
+        return f"({node.args.vararg.arg}[0] if {node.args.vararg.arg} else None)"
+    return None
+
+
+KINDS: dict[str, Callable[[ast.FunctionDef | ast.AsyncFunctionDef], str | None]] = {
+    "hollow": lambda node: "pass",
+    "raise": lambda node: "raise NotImplementedError",
+    "const_true": lambda node: "return True",
+    "const_false": lambda node: "return False",
+    "const_empty": lambda node: "return ''",
+    "identity": lambda node: f"return {arg}" if (arg := _first_argument(node)) else None,
+    "spoof": lambda node: f"return {SPOOF_CLASS}()",
+}
+"""Kind -> the one statement that becomes a touched function's body (None: not for it)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One generic wrong solution."""
+
+    kind: str
+    description: str
+    functions: tuple[str, ...]  # "path:qualname" of each rewritten function
+    patch: str  # git-style unified diff, base -> candidate tree
+
+
+def _touched(
+    tree: ast.Module, added: set[int]
+) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The outermost function around each added line, each once, in file order: (qualname,
+    node). Dunders and one-line definitions keep their bodies (their nested functions are
+    still looked at)."""
+    found: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = f"{prefix}{child.name}"
+                end = child.end_lineno or child.lineno
+                dunder = child.name.startswith("__") and child.name.endswith("__")
+                one_line = child.body[0].lineno == child.lineno
+                hit = any(child.body[0].lineno <= line <= end for line in added)
+                if hit and not (dunder or one_line):
+                    found.append((name, child))
+                else:
+                    visit(child, name + ".<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return sorted(found, key=lambda item: item[1].lineno)
+
+
+def _rewrite(
+    lines: list[str], functions: list[ast.FunctionDef | ast.AsyncFunctionDef], kind: str
+) -> list[str] | None:
+    """``lines`` with each function's body replaced by the kind's statement (None: the kind
+    applies to none of them)."""
+    out = list(lines)
+    changed = False
+    for node in sorted(functions, key=lambda n: n.lineno, reverse=True):
+        statement = KINDS[kind](node)
+        if statement is None:
+            continue
+        first = node.body[0]
+        start, end = first.lineno - 1, (node.end_lineno or first.lineno)
+        indent = out[start][: len(out[start]) - len(out[start].lstrip())]
+        newline = "\r\n" if out[end - 1].endswith("\r\n") else "\n"
+        out[start:end] = [f"{indent}{statement}{newline}"]
+        changed = True
+    if not changed:
+        return None
+    if kind == "spoof":
+        if out and not out[-1].endswith("\n"):
+            out[-1] += "\n"
+        out += _SPOOF_SOURCE.splitlines(keepends=True)
+    return out
+
+
+def _section(f: PatchedFile, lines: list[str]) -> str:
+    """A git-style diff of one file, base -> ``lines`` (modes from the gold's header)."""
+    path = f.fp.path
+    base = f.base or []
+    new_file = f.fp.status == "A"
+    header = [f"diff --git a/{path} b/{path}\n"]
+    header += [
+        h + "\n" for h in f.header if h.startswith(("new file mode", "old mode", "new mode"))
+    ]
+    body = list(
+        difflib.unified_diff(
+            base,
+            lines,
+            fromfile="/dev/null" if new_file else f"a/{path}",
+            tofile=f"b/{path}",
+            n=3,
+        )
+    )
+    text = "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in body
+    )
+    return "".join(header) + text
+
+
+def build_candidates(
+    gold_patch: str,
+    read_base: Callable[[str], str | None],
+    *,
+    is_code: Callable[[str], bool] | None = None,
+) -> list[Candidate]:
+    """Every red-team candidate of ``gold_patch`` (kinds in :data:`KINDS` order).
+
+    ``read_base(path)`` returns a file's base text (None when absent), as for mutants."""
+    try:
+        sections = parse_patch(gold_patch)
+    except Exception:  # noqa: BLE001 - never raise on odd input
+        return []
+    pred = is_code or default_is_code
+    files: list[PatchedFile] = []
+    for i, fp in enumerate(sections):
+        code = bool(pred(fp.path)) and not is_release_notes(fp.path) and fp.path.endswith(PY_EXT)
+        f = PatchedFile(i, fp, code)
+        if not fp.binary:
+            parsed = parse_section(fp.text)
+            if parsed is not None:
+                f.header = [h for h in parsed[0] if not h.startswith("index ")]
+                f.names, f.hunks = parsed[1], parsed[2]
+        files.append(f)
+    _load(files, read_base)
+    targets: list[
+        tuple[PatchedFile, list[str], list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]]
+    ] = []
+    for f in files:
+        if not (f.mutable and f.gold is not None and f.fp.status in ("A", "M")):
+            continue
+        text = "".join(f.gold)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        touched = _touched(tree, set(f.plus_at))
+        if touched:
+            targets.append((f, f.gold, touched))
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for kind in KINDS:
+        sections_by_file: dict[int, str] = {}
+        names: list[str] = []
+        for f, gold, touched in targets:
+            lines = _rewrite(gold, [node for _q, node in touched], kind)
+            if lines is None:
+                continue
+            try:
+                compile("".join(lines), f.fp.path, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError):
+                continue
+            sections_by_file[f.index] = _section(f, lines)
+            names += [f"{f.fp.path}:{q}" for q, _n in touched]
+        if not sections_by_file:
+            continue
+        patch = "".join(sections_by_file.get(g.index, g.fp.text) for g in files)
+        if patch in seen:
+            continue
+        seen.add(patch)
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        out.append(Candidate(kind, f"{kind}: {shown}", tuple(names), patch))
+    return out
