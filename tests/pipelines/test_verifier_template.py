@@ -174,7 +174,9 @@ def test_exit_from_code_under_test_is_an_incomplete_run(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     assert run_verifier(tests, logs).returncode == 0
     d = details_of(logs)
-    assert d["tampered"] is True and any("without ending its run" in t for t in d["tamper"]), d["tamper"]
+    assert d["tampered"] is True and any("without ending its run" in t for t in d["tamper"]), d[
+        "tamper"
+    ]
     assert float((logs / "reward.txt").read_text()) == 0.0
 
 

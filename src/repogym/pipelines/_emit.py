@@ -45,6 +45,7 @@ _RUNNER_TEMPLATES = (
     "repogym_pytest_report.py",
     "repogym_unittest.py",
     "repogym_report_file.py",
+    "repogym_node_boot.js",
 )
 
 BUILD_SEED_ENV = "REPOGYM_BUILD_SEED"

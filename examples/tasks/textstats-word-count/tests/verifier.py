@@ -50,6 +50,7 @@ REPORT_RUNNERS = ("pytest", "unittest")
 # JavaScript runners whose main process writes a JSON report to a file of ours (when the task's
 # config says the runner's version can: ``json_report``).
 JSON_REPORT_RUNNERS = ("jest", "mocha")
+NODE_RUNNERS = ("vitest", "node")
 UNSAFE_ENV = (
     "BASH_ENV",
     "ENV",
@@ -561,7 +562,7 @@ def prepare_runner():
     folder = tempfile.mkdtemp(prefix="repogym-runner-")
     source = os.path.join(HERE, "runner")
     for name in sorted(os.listdir(source)) if os.path.isdir(source) else []:
-        if name.endswith(".py"):
+        if name.endswith((".py", ".js")):
             shutil.copyfile(os.path.join(source, name), os.path.join(folder, name))
             os.chmod(os.path.join(folder, name), 0o644)
     os.chmod(folder, 0o755)
@@ -619,6 +620,74 @@ def _become(ident):
     return switch
 
 
+class ReportPipe:
+    """The JSON report of a JavaScript runner, received through a named pipe at the path the
+    runner is told to write (the judge reads it as it is written, in a thread).
+
+    A file could be rewritten after the runner wrote it (by the tests, in the same process,
+    at exit); a pipe cannot: every write session is read as it happens. The first one is the
+    report; any other is a tamper (``sessions``). The pipe's folder is the judge's (the tests'
+    user may only pass through it), the pipe is writable by anyone who reaches it."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sessions = []
+        self.stopping = False
+        folder = os.path.dirname(path)
+        os.chmod(folder, 0o711)
+        os.mkfifo(path)
+        os.chmod(path, 0o622)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDONLY)
+            except OSError:
+                return
+            chunks, size = [], 0
+            try:
+                while size <= MAX_RECORD * 16:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+            finally:
+                os.close(fd)
+            if chunks:
+                self.sessions.append(b"".join(chunks))
+            if self.stopping:
+                return
+
+    def finish(self):
+        """Stop reading (a reader waiting for a writer is woken by an empty one)."""
+        self.stopping = True
+        with contextlib.suppress(OSError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+        self.thread.join(10)
+
+    def report(self):
+        """(the report's text or None, tamper reasons). A second writer that opened the pipe
+        before the judge saw the first one close lands in the same session: the report is one
+        JSON document, so anything after it counts as another write."""
+        if not self.sessions:
+            return None, []
+        text = self.sessions[0].decode("utf-8", "replace")
+        extra = len(self.sessions) - 1
+        decoder = json.JSONDecoder()
+        try:
+            _doc, end = decoder.raw_decode(text, len(text) - len(text.lstrip()))
+        except ValueError:
+            end = len(text)
+        if text[end:].strip():
+            extra += 1
+            text = text[:end]
+        why = ["the runner's report was written %d more time(s)" % extra] if extra else []
+        return text, why
+
+
 class ChannelReader:
     """Reads the judge's channel while the tests run (a thread), record by record."""
 
@@ -669,12 +738,10 @@ def run_tests(config, recorded, report_path):
     prepare_runner()
     ident = test_identity()
     home = hand_over(config["workdir"], ident) if ident is not None else None
-    if ident is not None:
-        # The JSON report of a JavaScript runner is written by the tests' user (in a folder
-        # of its own; the judge's logs stay the judge's).
-        os.chown(os.path.dirname(json_path), ident[0], ident[1])
-        os.chmod(os.path.dirname(json_path), 0o700)
     env = test_environment(config, recorded, home)
+    pipe = ReportPipe(json_path) if json_report(config) else None
+    if config.get("language") == "javascript" or runner in JSON_REPORT_RUNNERS + NODE_RUNNERS:
+        env["NODE_OPTIONS"] = "--require " + os.path.join(RUNNER_DIR, "repogym_node_boot.js")
     if ident is not None:
         lock_judge()
         grant_traversal(runnable_paths(config, env))
@@ -704,6 +771,8 @@ def run_tests(config, recorded, report_path):
     # Whatever the tests left running (a daemon holding the channel) goes with them.
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
+    if pipe is not None:
+        pipe.finish()
     log = raw.decode("utf-8", "replace")
     parsed = parsers.parse_log(log, runner)
     out = {
@@ -745,12 +814,9 @@ def run_tests(config, recorded, report_path):
             if s == "PASSED" and rep["tests"].get(t) not in (None, "PASSED")
         )[:20]
     elif json_report(config):
-        # The JSON report the runner's main process wrote; the log is for people only.
-        try:
-            with open(json_path, "rb") as fh:
-                report = fh.read().decode("utf-8", "replace")
-        except OSError:
-            report = None
+        # The JSON report the runner's main process wrote, as it wrote it (through the pipe);
+        # the log is for people only.
+        report, rewritten = pipe.report()
         rep = parsers.parse_log(report or "", runner)
         prefix = config["workdir"].rstrip("/") + "/"
 
@@ -768,6 +834,7 @@ def run_tests(config, recorded, report_path):
             finished=report is not None,
             parse_status="no report" if report is None else rep.status,
             problems=list(rep.warnings),
+            channel_tamper=rewritten,
         )
     else:
         out.update(
