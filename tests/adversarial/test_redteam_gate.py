@@ -130,3 +130,11 @@ def test_the_floor_is_shown_by_validate_and_the_explorer(ledger: Target, tmp_pat
     assert got.exit_code == 1 and "gameable" in got.output
     doc = HarborAdapter().open(str(tmp_path / "ds")).task(copy.name)
     assert "**gameable**" in next(s for s in doc.sections if s.id == "grading").body
+
+
+def test_a_generated_javascript_task_records_its_floor(slugs: Target) -> None:
+    block = load_task(slugs.task.path).repo2env["evaluation"]
+    kinds = {r["kind"]: r for r in block["adversarial_results"]}
+    assert {"hollow", "raise", "const_true", "const_empty", "identity"} <= set(kinds), block
+    assert "spoof" not in kinds  # no value fools === in JavaScript
+    assert block["adversarial_floor"] == slugs.nop and block["gameability_gap"] == 0

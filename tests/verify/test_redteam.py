@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from repogym.verify.redteam import KINDS, SPOOF_CLASS, build_candidates
 
@@ -121,3 +124,62 @@ def test_odd_input_gives_no_candidates() -> None:
     # A change outside any function (a module constant) has no function to hollow.
     const = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-X = 1\n+X = 2\n"
     assert build_candidates(const, lambda p: "X = 1\n") == []
+
+
+JS_BASE = """\
+"use strict";
+
+function slugify(text) {
+  return text.toLowerCase();
+}
+
+class Shelf {
+  constructor(items) {
+    this.items = items;
+  }
+
+  count(kind) {
+    return this.items.length;
+  }
+}
+
+const twice = (x) => {
+  return x + x;
+};
+
+module.exports = { slugify, Shelf, twice };
+"""
+JS_GOLD = (
+    JS_BASE.replace("return text.toLowerCase();", 'return text.toLowerCase().replace(/ +/g, "-");')
+    .replace("return this.items.length;", "return this.items.filter((i) => i === kind).length;")
+    .replace("return x + x;", "return 2 * x; // } not a brace")
+)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is needed to check JavaScript")
+def test_javascript_functions_get_every_kind_but_the_spoof(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    (repo / "lib").mkdir(parents=True)
+    (repo / "lib" / "s.js").write_text(JS_BASE)
+    git = ["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    (repo / "lib" / "s.js").write_text(JS_GOLD)
+    gold = subprocess.run([*git, "diff"], check=True, capture_output=True, text=True).stdout
+    subprocess.run([*git, "checkout", "-q", "."], check=True)
+    cands = build_candidates(gold, lambda p: (repo / p).read_text())
+    assert [c.kind for c in cands] == [k for k in KINDS if k != "spoof"]
+    for cand in cands:
+        assert set(cand.functions) == {"lib/s.js:slugify", "lib/s.js:count", "lib/s.js:<anonymous>"}
+        subprocess.run(
+            ["git", "-C", str(repo), "apply", "-"], input=cand.patch.encode(), check=True
+        )
+        text = (repo / "lib" / "s.js").read_text()
+        subprocess.run([*git, "checkout", "-q", "."], check=True)
+        # The constructor keeps its body; the gold's lines are gone.
+        assert "this.items = items;" in text and "filter" not in text and "replace" not in text
+        if cand.kind == "identity":
+            assert "function slugify(text) {\n  return text;\n}" in text
+            assert "count(kind) {\n    return kind;\n  }" in text
+            assert "const twice = (x) => {\n  return x;\n};" in text

@@ -23,21 +23,27 @@ The gate runs each as a trial; the highest reward any of them earns is the task'
 with a gap is gameable: generate's gate drops it, ``verify`` marks it. The spoof is expected to
 be caught by the judge (``repogym_boot``'s check for objects equal to anything), not by luck.
 
-JavaScript and TypeScript files are not rewritten yet; a patch with no Python function to
-rewrite gives no candidates (the report says so).
+JavaScript (``.js .cjs .mjs``): the same kinds but ``spoof`` (``===`` and ``Object.is``
+cannot be fooled by a value), for functions whose header line ends with ``{`` and whose body
+closes on a line of its own (``function f(a) {``, methods, arrows with a block body), found by
+the comment- and string-aware scan the mutants use; each candidate must pass ``node --check``
+in the module system the gold file passes in. TypeScript is left alone. A patch with no
+function to rewrite gives no candidates (the report says so).
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from repogym.sources.patches import parse_patch
-from repogym.verify.file_kinds import PY_EXT, default_is_code, is_release_notes
+from repogym.verify.file_kinds import JS_EXT, PY_EXT, default_is_code, is_release_notes
 from repogym.verify.hunks import PatchedFile, parse_section
-from repogym.verify.mutants import _load
+from repogym.verify.mutants import _load, _node_check
+from repogym.verify.mutation_sites import _js_scan
 
 __all__ = ["KINDS", "SPOOF_CLASS", "Candidate", "build_candidates"]
 
@@ -84,7 +90,10 @@ class {SPOOF_CLASS}:
 '''
 
 
-def _first_argument(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+_Func = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _first_argument(node: _Func) -> str | None:
     args = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
     decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in node.decorator_list}
     if args and "staticmethod" not in decorators and args[0] in ("self", "cls"):
@@ -96,7 +105,7 @@ def _first_argument(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return None
 
 
-KINDS: dict[str, Callable[[ast.FunctionDef | ast.AsyncFunctionDef], str | None]] = {
+KINDS: dict[str, Callable[[_Func], str | None]] = {
     "hollow": lambda node: "pass",
     "raise": lambda node: "raise NotImplementedError",
     "const_true": lambda node: "return True",
@@ -106,6 +115,97 @@ KINDS: dict[str, Callable[[ast.FunctionDef | ast.AsyncFunctionDef], str | None]]
     "spoof": lambda node: f"return {SPOOF_CLASS}()",
 }
 """Kind -> the one statement that becomes a touched function's body (None: not for it)."""
+
+
+JS_KINDS: dict[str, Callable[[str | None], str | None]] = {
+    "hollow": lambda arg: "return undefined;",
+    "raise": lambda arg: 'throw new Error("not implemented");',
+    "const_true": lambda arg: "return true;",
+    "const_false": lambda arg: "return false;",
+    "const_empty": lambda arg: 'return "";',
+    "identity": lambda arg: f"return {arg};" if arg else None,
+}
+"""Kind -> a JavaScript function's new body, given its first plain parameter."""
+
+_JS_HEADER = re.compile(
+    r"(?:\bfunction\b\s*\*?\s*([\w$]*)\s*\(([^()]*)\)"  # function f(a, b) {
+    r"|^\s*(?:(?:static|async|get|set)\s+)*([\w$]+)\s*\(([^()]*)\)"  # method(a) {
+    r"|(?:\(([^()]*)\)|([\w$]+))\s*=>)\s*\{\s*$"  # (a) => {   a => {
+)
+_JS_NOT_METHODS = frozenset({"if", "for", "while", "switch", "catch", "with", "function"})
+
+
+_JsFunc = tuple[str, int, int, str | None]
+"""(name, header line, closing line (1-based), first plain parameter)."""
+
+
+def _js_param(params: str) -> str | None:
+    first = params.split(",")[0].strip()
+    return first if re.fullmatch(r"[A-Za-z_$][\w$]*", first) else None
+
+
+def _js_functions(lines: list[str], added: set[int]) -> list[_JsFunc]:
+    """Outermost functions with an added line in their body: (name, header line, closing line
+    (1-based), first plain parameter)."""
+    scan = _js_scan(lines)
+    if scan is None:
+        return []
+    found: list[_JsFunc] = []
+    i = 0
+    while i < len(lines):
+        info = scan[i]
+        masked = info.masked.rstrip("\r\n")
+        match = _JS_HEADER.search(masked) if info.end_code else None
+        name = (match.group(1) or match.group(3) or "<anonymous>") if match else ""
+        if not match or name in _JS_NOT_METHODS or info.end_depth != info.start_depth + 1:
+            i += 1
+            continue
+        close = next(
+            (
+                k
+                for k in range(i + 1, len(lines))
+                if scan[k].end_depth == info.start_depth and scan[k].min_depth == info.start_depth
+            ),
+            None,
+        )
+        if close is None or not scan[close].masked.strip().startswith("}"):
+            i += 1
+            continue
+        body = set(range(i + 2, close + 1))  # 1-based lines strictly inside
+        if body and body & added:
+            groups = (match.group(2), match.group(4), match.group(5), match.group(6))
+            params = next((g for g in groups if g is not None), "")
+            found.append((name, i + 1, close + 1, _js_param(params)))
+            i = close + 1
+            continue
+        i += 1
+    return found
+
+
+def _js_rewrite(lines: list[str], functions: list[_JsFunc], kind: str) -> list[str] | None:
+    out = list(lines)
+    changed = False
+    for _name, header, close, arg in sorted(functions, key=lambda f: f[1], reverse=True):
+        statement = JS_KINDS[kind](arg)
+        if statement is None:
+            continue
+        first = out[header] if header < close - 1 else out[close - 1]
+        indent = first[: len(first) - len(first.lstrip())] or "  "
+        newline = "\r\n" if out[header - 1].endswith("\r\n") else "\n"
+        out[header : close - 1] = [f"{indent}{statement}{newline}"]
+        changed = True
+    return out if changed else None
+
+
+def _js_module_suffix(text: str) -> str | None:
+    """The suffix under which ``node --check`` accepts the gold file (CommonJS first)."""
+    for suffix in (".cjs", ".mjs"):
+        ok = _node_check([text], suffix)
+        if ok is None:
+            return None
+        if ok and ok[0]:
+            return suffix
+    return None
 
 
 @dataclass(frozen=True)
@@ -118,13 +218,11 @@ class Candidate:
     patch: str  # git-style unified diff, base -> candidate tree
 
 
-def _touched(
-    tree: ast.Module, added: set[int]
-) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+def _touched(tree: ast.Module, added: set[int]) -> list[tuple[str, _Func]]:
     """The outermost function around each added line, each once, in file order: (qualname,
     node). Dunders and one-line definitions keep their bodies (their nested functions are
     still looked at)."""
-    found: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    found: list[tuple[str, _Func]] = []
 
     def visit(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
@@ -147,9 +245,7 @@ def _touched(
     return sorted(found, key=lambda item: item[1].lineno)
 
 
-def _rewrite(
-    lines: list[str], functions: list[ast.FunctionDef | ast.AsyncFunctionDef], kind: str
-) -> list[str] | None:
+def _rewrite(lines: list[str], functions: list[_Func], kind: str) -> list[str] | None:
     """``lines`` with each function's body replaced by the kind's statement (None: the kind
     applies to none of them)."""
     out = list(lines)
@@ -213,7 +309,11 @@ def build_candidates(
     pred = is_code or default_is_code
     files: list[PatchedFile] = []
     for i, fp in enumerate(sections):
-        code = bool(pred(fp.path)) and not is_release_notes(fp.path) and fp.path.endswith(PY_EXT)
+        code = (
+            bool(pred(fp.path))
+            and not is_release_notes(fp.path)
+            and fp.path.endswith(PY_EXT + JS_EXT)
+        )
         f = PatchedFile(i, fp, code)
         if not fp.binary:
             parsed = parse_section(fp.text)
@@ -222,11 +322,16 @@ def build_candidates(
                 f.names, f.hunks = parsed[1], parsed[2]
         files.append(f)
     _load(files, read_base)
-    targets: list[
-        tuple[PatchedFile, list[str], list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]]
-    ] = []
+    targets: list[tuple[PatchedFile, list[str], list[tuple[str, _Func]]]] = []
+    js_targets: list[tuple[PatchedFile, list[str], list[_JsFunc], str]] = []
     for f in files:
         if not (f.mutable and f.gold is not None and f.fp.status in ("A", "M")):
+            continue
+        if f.fp.path.endswith(JS_EXT):
+            functions = _js_functions(f.gold, set(f.plus_at))
+            suffix = _js_module_suffix("".join(f.gold)) if functions else None
+            if functions and suffix:
+                js_targets.append((f, f.gold, functions, suffix))
             continue
         text = "".join(f.gold)
         try:
@@ -251,6 +356,12 @@ def build_candidates(
                 continue
             sections_by_file[f.index] = _section(f, lines)
             names += [f"{f.fp.path}:{q}" for q, _n in touched]
+        for f, gold, functions, suffix in js_targets if kind in JS_KINDS else []:
+            js_lines = _js_rewrite(gold, functions, kind)
+            if js_lines is None or _node_check(["".join(js_lines)], suffix) != [True]:
+                continue
+            sections_by_file[f.index] = _section(f, js_lines)
+            names += [f"{f.fp.path}:{name}" for name, *_rest in functions]
         if not sections_by_file:
             continue
         patch = "".join(sections_by_file.get(g.index, g.fp.text) for g in files)

@@ -215,9 +215,14 @@ class _Reader:
 class Channel:
     """The judge's reading of the records a test process streams to it (see ``judge``)."""
 
-    def __init__(self, ordered: bool = True, reruns: bool = False) -> None:
+    def __init__(
+        self, ordered: bool = True, reruns: bool = False, proof: Optional[str] = None
+    ) -> None:
         self.ordered = ordered
         self.reruns = reruns
+        # The secret only the boot received (through a descriptor it read and closed before
+        # any other code ran): an end record without it was not written by the boot.
+        self.proof = proof
         self.reader = _Reader()
         self.tamper = []  # type: List[str]
         self.audit = []  # type: List[Dict[str, Any]]
@@ -252,7 +257,9 @@ class Channel:
                 self.audit.append(rec)
             return
         if "end" in rec:
-            if self.state != "finished":
+            if self.proof is not None and rec.get("proof") != self.proof:
+                self.broken("an end of the run the boot did not write")
+            elif self.state != "finished":
                 self.broken("the run ended before the runner finished")
             self.state = "ended"
             return

@@ -28,6 +28,7 @@ f() got an unexpected keyword argument 'tz'``; one line, at most 300 characters,
 source), ``parse_status``, ``source``, ``collected``, ``finished``, the tamper findings, ….
 """
 
+import binascii
 import contextlib
 import hashlib
 import json
@@ -73,6 +74,7 @@ TEST_UID = 61000
 """The first user (and group) number tried for the tests' own user."""
 CHANNEL_ENV = "REPOGYM_CHANNEL_FD"
 BOOT_ENV = "REPOGYM_BOOT"
+PROOF_ENV = "REPOGYM_BOOT_PROOF_FD"
 CHANNEL_LOW = 300
 """The channel's descriptor is moved to the first free number from here."""
 MAX_RECORD = 4 << 20
@@ -386,7 +388,7 @@ def test_environment(config, recorded, home=None):
         env["HOME"] = home
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONNOUSERSITE"] = "1"
-    for key in ("REPOGYM_REPORT", CHANNEL_ENV, BOOT_ENV):
+    for key in ("REPOGYM_REPORT", CHANNEL_ENV, BOOT_ENV, PROOF_ENV):
         env.pop(key, None)
     if config.get("runner") in REPORT_RUNNERS:
         env["PYTHONPATH"] = RUNNER_DIR + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -691,9 +693,9 @@ class ReportPipe:
 class ChannelReader:
     """Reads the judge's channel while the tests run (a thread), record by record."""
 
-    def __init__(self, fd, ordered, reruns):
+    def __init__(self, fd, ordered, reruns, proof=None):
         self.fd = fd
-        self.chan = reports.Channel(ordered=ordered, reruns=reruns)
+        self.chan = reports.Channel(ordered=ordered, reruns=reruns, proof=proof)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run)
         self.thread.daemon = True
@@ -747,11 +749,20 @@ def run_tests(config, recorded, report_path):
         grant_traversal(runnable_paths(config, env))
     reader = None
     pass_fds = ()
+    proof = None
     if runner in REPORT_RUNNERS:
         chan_r, chan_w = os.pipe()
         chan_w = _high_fd(chan_w)
-        pass_fds = (chan_w,)
+        # The boot's secret travels in a pipe of its own, read and closed by the boot before
+        # any other code runs (never in the environment, which /proc keeps a copy of).
+        proof = binascii.hexlify(os.urandom(16)).decode("ascii")
+        key_r, key_w = os.pipe()
+        os.write(key_w, proof.encode("ascii"))
+        os.close(key_w)
+        key_r = _high_fd(key_r)
+        pass_fds = (chan_w, key_r)
         env[CHANNEL_ENV] = str(chan_w)
+        env[PROOF_ENV] = str(key_r)
         env[BOOT_ENV] = json.dumps(boot_config(config, home))
     started = time.time()
     proc = subprocess.Popen(
@@ -765,8 +776,11 @@ def run_tests(config, recorded, report_path):
     )
     if pass_fds:
         os.close(chan_w)
+        os.close(key_r)
         params = runner_params(config)
-        reader = ChannelReader(chan_r, ordered=not params["parallel"], reruns=params["reruns"])
+        reader = ChannelReader(
+            chan_r, ordered=not params["parallel"], reruns=params["reruns"], proof=proof
+        )
     raw, _ = proc.communicate()
     # Whatever the tests left running (a daemon holding the channel) goes with them.
     with contextlib.suppress(OSError):

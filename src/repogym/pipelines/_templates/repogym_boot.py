@@ -28,6 +28,10 @@ Before any code of the repository is imported, and before the test runner itself
    values it cannot predict; one that says yes is reported (``{"audit": "spoof", ...}``), so
    ``assert f(x) == expected`` cannot be passed by returning such an object.
 
+The stream's last record, ``{"end": true, "proof": ...}``, carries a secret the judge passed
+through a pipe of its own, read and closed here before anything else runs: an end written by
+anyone else (a forged stream followed by ``os._exit``) lacks it.
+
 What the code under test can still do is the subject of ``docs/reward-contract.md``: it runs
 in this process, so it can write records of its own through the channel (the judge's grammar
 and the canary tests catch forged outcomes), and on Python 3.6/3.7 there are no audit hooks.
@@ -39,6 +43,7 @@ import sys
 
 CHANNEL_ENV = "REPOGYM_CHANNEL_FD"
 CONFIG_ENV = "REPOGYM_BOOT"
+PROOF_ENV = "REPOGYM_BOOT_PROOF_FD"
 _fd = None  # the channel's write end
 _pid = os.getpid()
 _DIGITS = __import__("re").compile(r"\d+")
@@ -265,7 +270,8 @@ def _probes():
 
 def _spoofers(tree, trusted):
     """Classes whose ``__eq__`` comes from the working tree (not a hidden test file) and holds a
-    blank instance equal to values it cannot know: an object equal to anything."""
+    blank instance equal to values it cannot know, and module-level objects of the tree equal
+    to all of them: objects equal to anything."""
     probes = _probes()
     for cls in list(_classes()):
         eq = getattr(cls, "__eq__", None)
@@ -292,9 +298,47 @@ def _spoofers(tree, trusted):
                 name = "%s:%s" % (where[len(tree) + 1 :], getattr(cls, "__qualname__", "?"))
                 yield name
                 break
+    # An object equal to anything from elsewhere (``unittest.mock.ANY``) kept by a module of
+    # the tree, ready to be returned.
+    for module in list(sys.modules.values()):
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str):
+            continue
+        where = os.path.realpath(filename)
+        if not _under(where, tree) or where[len(tree) + 1 :] in trusted:
+            continue
+        for attr, value in list(getattr(module, "__dict__", {}).items()):
+            if isinstance(value, type) or type(value).__module__ == "builtins":
+                continue
+            try:
+                equal = all(type(value).__eq__(value, probe) is True for probe in probes)
+            except Exception:
+                equal = False
+            if equal:
+                yield "%s:%s" % (where[len(tree) + 1 :], attr)
 
 
-def _compare(before, names, tree, trusted=()):
+def _take_proof():
+    """The judge's secret for the end record, read from its descriptor, which is then closed
+    (before any code of the repository or of the runner runs)."""
+    fd = os.environ.pop(PROOF_ENV, None)
+    if not fd or not fd.isdigit():
+        return None
+    data = b""
+    try:
+        while True:
+            chunk = os.read(int(fd), 256)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        os.close(int(fd))
+    return data.decode("ascii", "replace")
+
+
+def _compare(before, names, tree, trusted=(), proof=None):
     """At exit: what was replaced or shadowed during the run, objects equal to anything; then
     the end of the stream."""
     after = _snapshot(names)
@@ -316,7 +360,7 @@ def _compare(before, names, tree, trusted=()):
     with contextlib.suppress(Exception):
         for name in _spoofers(tree, set(trusted)):
             _emit({"audit": "spoof", "detail": name, "key": "spoof||" + name})
-    _emit({"end": True})
+    _emit({"end": True, "proof": proof} if proof else {"end": True})
 
 
 RUNNER_TOPS = set(
@@ -345,6 +389,7 @@ def main(argv):
         import json
 
         config = json.loads(raw)
+    proof = _take_proof()
     fd = os.environ.get(CHANNEL_ENV)
     _fd = int(fd) if fd and fd.isdigit() else None
     tree = os.path.realpath(config.get("workdir") or os.getcwd())
@@ -366,7 +411,7 @@ def main(argv):
     before = _snapshot(names)
     import atexit
 
-    atexit.register(_compare, before, names, tree, config.get("trusted", []))
+    atexit.register(_compare, before, names, tree, config.get("trusted", []), proof)
     args = list(argv[1:])
     import runpy
 
