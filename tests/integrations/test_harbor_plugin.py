@@ -51,6 +51,45 @@ echo planted > /etc/planted-by-agent
 (while true; do echo 1 > /logs/verifier/reward.txt; sleep 0.1; done) >/dev/null 2>&1 &
 """
 
+# Judge attacks of tests/adversarial/test_judge_attacks.py, as "solutions" of copies of the
+# generated task: names built at run time, so no text of the verifier's appears.
+JUDGE_ATTACKS = {
+    # reward files written by the code under test when it is imported, and again at exit
+    "shapes-rewards": (
+        "import atexit, os\n"
+        "def _w():\n"
+        "    d = bytes.fromhex('2f6c6f67732f7665726966696572').decode()\n"
+        "    try:\n"
+        "        os.makedirs(d, exist_ok=True)\n"
+        "        open(os.path.join(d, 'reward' + '.txt'), 'w').write('1')\n"
+        "        open(os.path.join(d, 'reward' + '.json'), 'w').write('{\"reward\": 1}')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "_w()\n"
+        "getattr(atexit, 'reg' + 'ister')(_w)\n"
+    ),
+    # the runner's report objects patched from a UTF-7 source file
+    "shapes-utf7": "# -*- coding: utf-7 -*-\n"
+    + (
+        "_m = __import__('_py' + 'test.reports', fromlist=['x'])\n"
+        "_c = getattr(_m, 'Test' + 'Report')\n"
+        "_i = _c.__init__\n"
+        "def _p(self, *a, **k):\n"
+        "    _i(self, *a, **k)\n"
+        "    setattr(self, 'out' + 'come', 'passed')\n"
+        "setattr(_c, '__init__', _p)\n"
+    )
+    .encode("utf-7")
+    .decode("ascii")
+    + "\n",
+}
+
+
+def judge_attack(code: str) -> str:
+    """A solve.sh that writes ``code`` as the package's ``__init__.py`` (and fixes nothing)."""
+    return "#!/bin/bash\ncat > /workspace/src/shapes/__init__.py <<'EOF'\n" + code + "EOF\n"
+
+
 # ------------------------------------------------------------------ without Harbor
 
 
@@ -192,6 +231,9 @@ def jobs(harbor_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     shutil.copytree(generated, dataset / "shapes")
     shutil.copytree(generated, dataset / "shapes-attack")
     (dataset / "shapes-attack" / "solution" / "solve.sh").write_text(ATTACK)
+    for name, code in JUDGE_ATTACKS.items():
+        shutil.copytree(generated, dataset / name)
+        (dataset / name / "solution" / "solve.sh").write_text(judge_attack(code))
     shutil.copytree(EXAMPLES / "hello-file", dataset / "broken")
     _steps_task(dataset)  # "steps": two steps, verified in the agent's session after each
     _separate_task(dataset)  # "sep": a separate verifier environment (a second instance)
@@ -243,13 +285,16 @@ def test_oracle_pays_and_nop_does_not(jobs: dict[str, Any]) -> None:
     # Harbor's job summary agrees: every trial counted, the refused task the only error.
     for agent in ("oracle", "nop"):
         stats = jobs["jobs"][agent]["stats"]
-        assert stats["n_completed_trials"] == 7 and stats["n_errored_trials"] == 1
+        assert stats["n_completed_trials"] == 7 + len(JUDGE_ATTACKS)
+        assert stats["n_errored_trials"] == 1
     steps = trials[("steps", "oracle")]["step_results"]
     assert [s["verifier_result"]["rewards"]["reward"] for s in steps] == [1, 1]
     # The generated task declares a clean room: only the fix reached the verifier.
     report = _report(trials[("shapes", "oracle")])
     assert report["mode"] == "clean_room" and report["applied"] == ["src/shapes/area.py"]
-    assert _report(trials[("hello-file", "oracle")]) == {"mode": "in_place"}
+    # The example declares a clean room too: its greeting file is all that reaches the verifier.
+    hello = _report(trials[("hello-file", "oracle")])
+    assert hello["mode"] == "clean_room" and hello["applied"] == ["greeting.txt"]
     sep = Path(trials[("sep", "oracle")]["_dir"])
     assert (sep / "repogym-build-main.log").is_file()
     assert (sep / "repogym-build-verifier.log").is_file()
@@ -267,6 +312,15 @@ def test_clean_room_does_not_pay_a_planted_hook(jobs: dict[str, Any]) -> None:
     dropped = {d["path"]: d["reason"] for d in report["dropped"]}
     assert dropped["conftest.py"].startswith("protected")
     assert any(p == "tests" or p.startswith("tests/") for p in dropped), dropped
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_judge_attacks_earn_nothing_through_the_plugin(jobs: dict[str, Any]) -> None:
+    for name in JUDGE_ATTACKS:
+        attack = jobs["trials"][(name, "oracle")]
+        assert _reward(attack) == 0.0, name
+        assert _report(attack)["applied"] == ["src/shapes/__init__.py"], name
 
 
 @pytest.mark.slow
