@@ -15,11 +15,11 @@ rm -rf demo
 # The hand-written example tasks (one plain, one graded) pass the same gate.
 .venv/bin/repogym validate examples/tasks --deep
 .venv/bin/repogym verify examples/tasks --no-write
+echo "what next: browse the tasks, and run the oracle or your own model on them from their pages, with '.venv/bin/repogym explore demo/dataset' (then open http://127.0.0.1:8080/);"
+echo "  try an agent with '.venv/bin/repogym run demo/dataset --agent \"command:<your agent>\"';"
+echo "  mine your own repository with '.venv/bin/repogym generate --repo PATH --out DIR' (docs/cli.md)."
+echo
 # Last, the generated tasks again, each verified in the clean room it declares: the table shows
 # the verification mode, the share of mutants its tests kill and the adversarial floor (the most
 # any generic wrong solution earned: 0 is as much as doing nothing).
 .venv/bin/repogym verify demo/dataset --adversarial
-echo
-echo "what next: browse the tasks, and run the oracle or your own model on them from their pages, with '.venv/bin/repogym explore demo/dataset' (then open http://127.0.0.1:8080/);"
-echo "  try an agent with '.venv/bin/repogym run demo/dataset --agent \"command:<your agent>\"';"
-echo "  mine your own repository with '.venv/bin/repogym generate --repo PATH --out DIR' (docs/cli.md)."

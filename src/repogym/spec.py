@@ -44,7 +44,8 @@ class RuntimeOptions(_Strict):
     adversarial: bool = Field(
         True,
         description="also run generic wrong solutions (hollow bodies, constants, the input "
-        "unchanged, an object equal to everything); drop tasks any of them earns reward on",
+        "unchanged, an object equal to everything); drop tasks any of them earns the full reward "
+        "on",
     )
     reruns: int = Field(
         1, ge=0, description="extra runs of each state; tests that flip are dropped"

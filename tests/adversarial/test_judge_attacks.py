@@ -15,9 +15,12 @@ import json
 import shlex
 import shutil
 import zlib
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from repogym.cli import app
 from tests.adversarial.conftest import Target
 from tests.adversarial.repos import MONEY_V1
 
@@ -311,3 +314,19 @@ def test_the_untouched_package_is_no_attack(ledger: Target) -> None:
     )
     assert outcome.reward == ledger.nop
     assert not outcome.result["verifier_result"]["details"].get("tampered")
+
+
+def test_attacks_as_solutions_fail_verify(ledger: Target, tmp_path: Path) -> None:
+    """``repogym verify`` runs the task's own solution: one that is an attack earns nothing
+    there either (the task is reported broken, oracle reward 0)."""
+    names = ["reward files written at interpreter exit", "runner patched in a UTF-7 source file"]
+    for i, name in enumerate(names):
+        copy = tmp_path / f"ds{i}" / "tasks" / ledger.task.path.name
+        shutil.copytree(ledger.task.path, copy)
+        (copy / "solution" / "solve.sh").write_text(
+            "#!/bin/bash\nset -e\ncd /workspace 2>/dev/null || true\n" + dict(ATTACKS)[name] + "\n"
+        )
+        got = CliRunner().invoke(app, ["verify", str(copy), "-k", "0", "--no-write", "--json"])
+        [verdict] = json.loads(got.stdout)["tasks"]
+        assert got.exit_code == 1 and verdict["status"] == "broken", (name, verdict)
+        assert verdict["oracle_rewards"] == [0.0], (name, verdict)

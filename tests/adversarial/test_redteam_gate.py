@@ -122,12 +122,19 @@ def test_the_floor_is_shown_by_validate_and_the_explorer(ledger: Target, tmp_pat
     grading = next(s for s in doc.sections if s.id == "grading")
     assert "Adversarial floor: 0 over" in grading.body and "gameable" not in grading.body
 
-    # A recorded gap makes the task invalid for validate --deep and gameable on the page.
+    # A recorded gap alone (partial credit, as a graded task may pay) is a warning; a
+    # candidate that earned the full reward makes the task invalid and gameable on the page.
     toml = copy / "task.toml"
-    text = re.sub(r"gameability_gap = [0-9.]+", "gameability_gap = 1.0", toml.read_text())
+    text = re.sub(r"gameability_gap = [0-9.]+", "gameability_gap = 0.4", toml.read_text())
     toml.write_text(text)
     got = CliRunner().invoke(app, ["validate", str(copy), "--deep"])
-    assert got.exit_code == 1 and "gameable" in got.output
+    assert got.exit_code == 0 and "partial credit" in got.output, got.output
+    doc = HarborAdapter().open(str(tmp_path / "ds")).task(copy.name)
+    assert "partial credit" in next(s for s in doc.sections if s.id == "grading").body
+    head, mark, tail = text.partition("adversarial_results")
+    toml.write_text(head + mark + tail.replace("killed = true", "killed = false", 1))
+    got = CliRunner().invoke(app, ["validate", str(copy), "--deep"])
+    assert got.exit_code == 1 and "gameable" in got.output, got.output
     doc = HarborAdapter().open(str(tmp_path / "ds")).task(copy.name)
     assert "**gameable**" in next(s for s in doc.sections if s.id == "grading").body
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,12 @@ def test_harbor_is_registered_and_picked_for_examples(examples_dataset: Path) ->
     assert sorted(reader.task_ids()) == ["hello-file", "textstats-word-count"]
 
 
+def recorded_hash(task: Path) -> str:
+    """The content hash the task's own task.toml records (its alias)."""
+    with open(task / "task.toml", "rb") as fh:
+        return str(tomllib.load(fh)["metadata"]["repo2env"]["content_hash"])
+
+
 def test_examples_task_sections_facets_and_aliases(examples_dataset: Path) -> None:
     reader = HarborAdapter().open(str(examples_dataset))
     doc = withhold.apply(reader.task("textstats-word-count"))
@@ -43,9 +50,7 @@ def test_examples_task_sections_facets_and_aliases(examples_dataset: Path) -> No
     assert doc.environment == "python:3.11-slim"
     assert doc.network == "no-network"
     assert doc.runnable is True
-    assert doc.aliases == [
-        "sha256:d6eda62d10280d73c7ff861d8ab59c999b89e3f7d9d4e86c21d1d103f2d63c30"
-    ]
+    assert doc.aliases == [recorded_hash(examples_dataset / "textstats-word-count")]
     secs = _sections(doc)
     assert list(secs)[:2] == ["instruction", "environment"]
     assert secs["dockerfile"].format == "code" and secs["dockerfile"].language == "dockerfile"
@@ -64,7 +69,7 @@ def test_hello_file_is_graded_by_a_reward_script(examples_dataset: Path) -> None
     doc = HarborAdapter().open(str(examples_dataset)).task("hello-file")
     assert doc.grading == "reward-script"
     assert doc.facets["tags"] == "example, files"
-    assert doc.aliases == []
+    assert doc.aliases == [recorded_hash(examples_dataset / "hello-file")]
 
 
 def test_generated_dataset(generated_dataset: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from repogym.explorer.runs import RunLimits
 from repogym.explorer.runs.store import RunRecord, RunStore
+from repogym.harbor import update_task_toml
 from tests.explorer.web_fixtures import EXAMPLES
 from tests.explorer_runs.fixtures import TEXTSTATS, Visitor, copy_task, explorer
 from tests.llm.stub_servers import openai_stub, openai_tools, tool_outputs
@@ -211,6 +212,7 @@ def test_answers_in_outputs_are_masked(tmp_path: Path) -> None:
     (task / "solution" / "solve.sh").write_text(
         f"#!/usr/bin/env bash\nprintf '{answer}\\n' | tee /app/greeting.txt\n"
     )
+    update_task_toml(task)  # the copy's own content hash (the explorer checks it before a run)
     limits = RunLimits(allow_command=True)
     with explorer(tmp_path / "runs", [str(ds)], limits=limits) as ex:
         v = Visitor(ex.base)

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from repogym.explorer.runs import RunLimits
+from repogym.harbor import update_task_toml
 from tests.explorer.web_fixtures import EXAMPLES
 from tests.explorer_runs.fixtures import TEXTSTATS, Visitor, explorer
 from tests.llm.stub_servers import openai_stub
@@ -163,6 +164,7 @@ def test_ungraded_runs_stay_with_their_owner(tmp_path: Path) -> None:
     task = ds / "noreward"
     shutil.copytree(EXAMPLES / "hello-file", task)
     (task / "tests" / "test.sh").write_text("#!/usr/bin/env bash\necho no reward file\n")
+    update_task_toml(task)  # the copy's own content hash (the explorer checks it before a run)
     with explorer(tmp_path / "runs", [str(ds)]) as ex:
         alice, bob = Visitor(ex.base), Visitor(ex.base)
         rec = alice.run(env="ds", task="noreward", agent="nop")

@@ -238,8 +238,8 @@ def test_card_summarizes_yield_and_verification(hub: tuple[str, HubState], tmp_p
     _, state = hub
     data = tmp_path / "data"
     toml = (EXAMPLES / "hello-file" / "task.toml").read_text()
+    toml = toml.replace("[metadata.repo2env]\n", '[metadata.repo2env]\npipeline = "example"\n', 1)
     toml += (
-        '\n[metadata.repo2env]\npipeline = "example"\n'
         '\n[metadata.repo2env.evaluation]\nstatus = "flaky"\noracle_runs = 3\n'
         'oracle_passes = 2\nnop_reward = 0.0\nbackend = "local"\n'
         'reasons = ["oracle reruns disagree: [1.0, 0.0, 1.0]"]\n'

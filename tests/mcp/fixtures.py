@@ -13,7 +13,7 @@ TASK_DIR = EXAMPLES / TASK
 WITHHELD_FILES = (
     "solution/patch.diff",
     "solution/solve.sh",
-    "tests/hidden/tests/test_counts.py",
+    "tests/files/tests/test_counts.py",
 )
 # by hand, so the test does not only trust the computed list below
 KNOWN_SECRETS = (

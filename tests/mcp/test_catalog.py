@@ -236,9 +236,11 @@ def test_several_environments(every: EnvironmentCatalog) -> None:
 def test_read_task_file(one: EnvironmentCatalog) -> None:
     out = one.call("read_task_file", {"task_id": TASK, "path": "tests/test.sh"})
     assert out.more == ((EXAMPLES / TASK / "tests" / "test.sh").read_text(),)
-    assert out.text.startswith("tests/test.sh (144 bytes): lines 1-3 of 3")
+    data = (EXAMPLES / TASK / "tests" / "test.sh").read_bytes()
+    lines = len(data.decode().splitlines())
+    assert out.text.startswith(f"tests/test.sh ({len(data)} bytes): lines 1-{lines} of {lines}")
     meta = out.structured or {}
-    assert meta["total_lines"] == 3 and "next_start_line" not in meta
+    assert meta["total_lines"] == lines and "next_start_line" not in meta
 
 
 @pytest.mark.parametrize(
@@ -261,7 +263,7 @@ def test_read_task_file_refuses_paths(one: EnvironmentCatalog, path: str) -> Non
 
 
 @pytest.mark.parametrize(
-    "path", ["solution/patch.diff", "solution/solve.sh", "tests/hidden/tests/test_counts.py"]
+    "path", ["solution/patch.diff", "solution/solve.sh", "tests/files/tests/test_counts.py"]
 )
 def test_read_task_file_refuses_withheld(one: EnvironmentCatalog, path: str) -> None:
     message = refused(one, "read_task_file", {"task_id": TASK, "path": path})

@@ -66,7 +66,7 @@ def test_stdio_conversation() -> None:
             "withheld": ("read_task_file", {"task_id": TASK, "path": "solution/patch.diff"}),
             "hidden": (
                 "read_task_file",
-                {"task_id": TASK, "path": "tests/hidden/tests/test_counts.py"},
+                {"task_id": TASK, "path": "tests/files/tests/test_counts.py"},
             ),
             "extra": ("get_task", {"task_id": TASK, "env": "tasks"}),
             "no tool": ("no_such_tool", {}),

@@ -202,7 +202,12 @@ def test_crash_inside_the_harness_keeps_the_others(
 
     monkeypatch.setattr(_runtime, "write_task", write_task)
     out = tmp_path / "out"
-    cheap = {"mutants": "0", "reruns": "0", "verify_reruns": "0"}  # the crash is the point
+    cheap = {
+        "mutants": "0",
+        "reruns": "0",
+        "verify_reruns": "0",
+        "adversarial": "false",
+    }  # the crash
     result = generate(
         GenerationInput(repo=str(example), pipeline="commit_runtime", out=out, options=cheap)
     )

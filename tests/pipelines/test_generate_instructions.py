@@ -104,7 +104,7 @@ Treat empty strings as invalid in parse
 An empty string is not a size and must be refused with an error. Replace the truthiness guards
 with 'is None' checks.
 """
-OPTS = {"mutants": 0, "reruns": 0, "verify_reruns": 0}
+OPTS = {"mutants": 0, "reruns": 0, "verify_reruns": 0, "adversarial": False}
 
 
 @pytest.fixture(scope="module")

@@ -151,7 +151,13 @@ def test_gate_dedup_scope_pins_and_skips(make_repo, tmp_path) -> None:
             repo=str(repo.path),
             pipeline="commit_runtime",
             out=out,
-            options={"reruns": 0, "verify_reruns": 0, "mutants": 4, "min_kill_rate": 0.9},
+            options={
+                "reruns": 0,
+                "verify_reruns": 0,
+                "adversarial": False,
+                "mutants": 4,
+                "min_kill_rate": 0.9,
+            },
         )
     )
     by_key = {o.candidate.key: o for o in result.outcomes}
@@ -202,14 +208,16 @@ def test_gate_dedup_scope_pins_and_skips(make_repo, tmp_path) -> None:
             pipeline="pr_runtime",
             out=out,
             resume=True,
-            options={"reruns": 0, "verify_reruns": 0, "mutants": 0},
+            options={"reruns": 0, "verify_reruns": 0, "adversarial": False, "mutants": 0},
         )
     )
     assert dict(again.stats.drops) == {"duplicate change": 1} and again.stats.kept == 0
     assert sorted(p.name for p in (out / "tasks").iterdir()) == [task_dir.name]
 
     # verify --mutants measures the kill rate again; the table shows it with the mode.
-    res = CliRunner().invoke(app, ["verify", str(task_dir), "--reruns", "0", "--mutants", "2"])
+    res = CliRunner().invoke(
+        app, ["verify", str(task_dir), "--reruns", "0", "--mutants", "2"], env={"COLUMNS": "200"}
+    )
     assert res.exit_code == 0, res.output
     assert "clean room" in res.output and "1.00 (2)" in res.output
     ev = toml(task_dir)["metadata"]["repo2env"]["evaluation"]
@@ -229,7 +237,13 @@ def test_targeted_scope_selects_tests_by_imports(make_repo, tmp_path) -> None:
             out=tmp_path / "out",
             rev=shas["again"],
             limit=1,
-            options={"reruns": 0, "verify_reruns": 0, "mutants": 0, "suite_budget": 0},
+            options={
+                "reruns": 0,
+                "verify_reruns": 0,
+                "adversarial": False,
+                "mutants": 0,
+                "suite_budget": 0,
+            },
         )
     )
     [kept] = [o for o in result.outcomes if o.kept]
@@ -281,7 +295,13 @@ def test_a_mutant_that_never_ends_is_stopped_and_killed(make_repo, tmp_path, mon
             repo=str(repo.path),
             pipeline="commit_runtime",
             out=tmp_path / "out",
-            options={"reruns": 0, "verify_reruns": 0, "mutants": 4, "min_kill_rate": 0},
+            options={
+                "reruns": 0,
+                "verify_reruns": 0,
+                "adversarial": False,
+                "mutants": 4,
+                "min_kill_rate": 0,
+            },
         )
     )
     [kept] = [o for o in result.outcomes if o.kept]

@@ -113,7 +113,7 @@ def test_mocha_new_export_is_named_in_the_instruction(make_repo, tmp_path) -> No
         '    assert.strictEqual(slugify("Hello World"), "hello-world");\n  });\n});\n',
     )
     fix = repo.commit("Add a helper for URL slugs")
-    opts = {"mutants": 0, "reruns": 0, "verify_reruns": 0}
+    opts = {"mutants": 0, "reruns": 0, "verify_reruns": 0, "adversarial": False}
     result = generate(
         GenerationInput(
             repo=str(repo.path), pipeline="commit_runtime", out=tmp_path / "out", options=opts

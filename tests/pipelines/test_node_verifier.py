@@ -386,7 +386,7 @@ def test_a_generated_node_test_task_grades_without_python(make_repo, tmp_path: P
             repo=str(repo.path),
             pipeline="commit_runtime",
             out=tmp_path / "out",
-            options={"mutants": 0, "reruns": 0, "verify_reruns": 0},
+            options={"mutants": 0, "reruns": 0, "verify_reruns": 0, "adversarial": False},
         )
     )
     report = json.loads(result.report.read_text())
@@ -459,7 +459,7 @@ def test_generation_needs_no_python_in_a_node_image(
             repo=str(repo.path),
             pipeline="commit_runtime",
             out=tmp_path / "out",
-            options={"mutants": 0, "reruns": 0, "verify_reruns": 0},
+            options={"mutants": 0, "reruns": 0, "verify_reruns": 0, "adversarial": False},
         )
     )
     report = json.loads(result.report.read_text())

@@ -28,7 +28,7 @@ from tests.sources.conftest import pin_git_env
 
 pytestmark = pytest.mark.slow
 
-CHEAP = {"mutants": "0", "reruns": "0", "verify_reruns": "0"}
+CHEAP = {"mutants": "0", "reruns": "0", "verify_reruns": "0", "adversarial": "false"}
 """The runtime pipeline's gate, minus the repeated runs: enough to keep and verify a task."""
 
 

@@ -30,7 +30,13 @@ def statkit(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _generate(repo: Path, out: Path, pipeline: str, limit: int, **options: object):  # type: ignore[no-untyped-def]
     return generate(
         GenerationInput(
-            repo=str(repo), pipeline=pipeline, out=out, limit=limit, jobs=2, options=options
+            repo=str(repo),
+            pipeline=pipeline,
+            out=out,
+            limit=limit,
+            jobs=2,
+            # the red-team gate has tests of its own (tests/adversarial/test_redteam_gate.py)
+            options={"adversarial": False, **options},
         )
     )
 

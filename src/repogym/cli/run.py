@@ -244,8 +244,8 @@ def verify(
             "--adversarial",
             help="Also run generic wrong solutions built from the code the gold patch touches "
             "(hollow bodies, constants, the input unchanged, an object equal to everything); "
-            "record adversarial_floor and gameability_gap; a task any of them earns reward on "
-            "is gameable.",
+            "record adversarial_floor and gameability_gap; a task any of them earns the full "
+            "reward on is gameable.",
         ),
     ] = False,
     limit: LimitOpt = None,
@@ -305,6 +305,7 @@ def verify(
     )
     bad = [v for v in verdicts if v.status != VERIFIED]
     errors = sum(v.status == ERROR for v in verdicts)  # their gate could not run
+    gameable = sum(v.status == "gameable" for v in verdicts)
     if json_out:
         payload = {
             "summary": {
@@ -312,7 +313,7 @@ def verify(
                 "verified": len(verdicts) - len(bad),
                 "flaky": sum(v.status == "flaky" for v in verdicts),
                 "broken": sum(v.status == "broken" for v in verdicts),
-                "gameable": sum(v.status == "gameable" for v in verdicts),
+                **({"gameable": gameable} if gameable else {}),
                 **({"error": errors} if errors else {}),
             },
             "tasks": [v.to_json() for v in verdicts],

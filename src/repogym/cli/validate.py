@@ -76,7 +76,7 @@ def validate(
             out.print(f"[{colour}]{label}[/] {where}: {escape(p.message)}")
     measured = [r for r in reports if r.adversarial is not None]
     if deep and measured:
-        floors = Table(title="adversarial floor (recorded by verify --adversarial)")
+        floors = Table(title="adversarial floor (as recorded by generate or verify --adversarial)")
         for col in ("task", "floor", "gap", "candidates"):
             floors.add_column(col)
         for r in measured:

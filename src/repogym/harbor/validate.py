@@ -177,22 +177,37 @@ def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
 
 def adversarial_figures(task: Task) -> dict[str, Any] | None:
     """The red-team figures ``repogym verify --adversarial`` (or generate's gate) recorded in
-    ``[metadata.repo2env.evaluation]``; None when the task was never measured."""
+    ``[metadata.repo2env.evaluation]``, with ``winners`` (the kinds that earned the full
+    reward); None when the task was never measured."""
     block = (task.repo2env or {}).get("evaluation") or {}
     if not isinstance(block, dict) or "adversarial_floor" not in block:
         return None
     keys = ("adversarial_floor", "gameability_gap", "adversarial_candidates", "nop_reward")
-    return {k: block[k] for k in keys if k in block}
+    out = {k: block[k] for k in keys if k in block}
+    results = block.get("adversarial_results") or []
+    out["winners"] = [
+        str(r.get("kind")) for r in results if isinstance(r, dict) and r.get("killed") is False
+    ]
+    return out
 
 
 def _check_gameable(figures: dict[str, Any] | None) -> Iterator[Problem]:
-    gap = (figures or {}).get("gameability_gap")
-    if isinstance(gap, int | float) and gap > 0:
+    if not figures:
+        return
+    gap, floor = figures.get("gameability_gap"), figures.get("adversarial_floor")
+    if figures.get("winners"):
         yield _err(
             "adversarial",
             TASK_TOML,
-            f"gameable: a generic wrong solution earned {figures['adversarial_floor']:g} "  # type: ignore[index]
-            f"(gameability gap {gap:g}; see adversarial_results)",
+            f"gameable: generic wrong solutions earn the full reward "
+            f"({', '.join(figures['winners'])}; adversarial floor {floor})",
+        )
+    elif isinstance(gap, int | float) and gap > 0:
+        yield _warn(
+            "adversarial",
+            TASK_TOML,
+            f"generic wrong solutions earn partial credit (adversarial floor {floor}, "
+            f"gameability gap {gap:g}; see adversarial_results)",
         )
 
 

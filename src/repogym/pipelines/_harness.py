@@ -37,7 +37,7 @@ from repogym.run.trial import TrialRunner
 from repogym.sandbox import BuildError, SandboxError
 
 WEAK_TESTS = "tests too weak (mutants survive)"
-GAMEABLE = "gameable (a generic wrong solution earns reward)"
+GAMEABLE = "gameable (a generic wrong solution earns the full reward)"
 
 
 class RunFailed(Exception):
@@ -144,7 +144,7 @@ class TaskHarness:
             self._progress(cand, "verify")
             verdict, seconds, mutants = self._verify(staging)
             outcome.test_seconds += seconds
-            if verdict.adversarial is not None and verdict.adversarial.gap > 0:
+            if verdict.adversarial is not None and verdict.adversarial.winners:
                 detail = "; ".join(
                     f"{r.description} earned {r.reward:g}"
                     for r in verdict.adversarial.winners

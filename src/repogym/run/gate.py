@@ -5,8 +5,9 @@ agent must score 0.0, and K more oracle runs must agree with the first. Optional
 tested too: wrong solutions derived from the gold patch (mutants, :mod:`repogym.verify.mutants`)
 must lose reward; ``mutant_kill_rate`` is the share that do. And generic wrong solutions (red-team
 candidates, :mod:`repogym.verify.redteam`: hollow bodies, constants, the input unchanged, an
-object equal to everything) must earn no more than nop: the highest reward any of them earns is
-the ``adversarial_floor``, the floor minus nop the ``gameability_gap``; a task with a gap is
+object equal to everything) must not earn the oracle's reward: the highest reward any of them
+earns is the ``adversarial_floor``, the floor minus nop the ``gameability_gap`` (above 0 on a
+graded task that pays partial credit for them); a task where one earns the full reward is
 ``gameable``. The verdict goes into ``[metadata.repo2env.evaluation]`` (which does not enter the
 content hash).
 """
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 VERIFIED, FLAKY, BROKEN = "verified", "flaky", "broken"
 GAMEABLE = "gameable"
-"""Oracle 1 and nop 0, but a generic wrong solution earns more than nop."""
+"""Oracle 1 and nop 0, but a generic wrong solution earns the full reward too."""
 ERROR = "error"
 """Not a verdict on the task: its gate could not run (e.g. its worker was lost)."""
 
@@ -248,11 +249,13 @@ def run_adversarial(
     runner: TrialRunner,
     *,
     nop_reward: float = 0.0,
+    oracle_reward: float = 1.0,
     oracle_seconds: float | None = None,
 ) -> AdversarialReport:
     """Run every red-team candidate of the task's gold patch as a trial. A candidate is
-    *killed* when it earns no more than ``nop_reward`` (or no reward at all); the report's
-    floor and gap say how far the best one got."""
+    *killed* unless it earns the oracle's reward (partial credit of a graded task does not make
+    it a winner, but it raises the floor); the report's floor and gap say how far the best one
+    got above nop."""
     timeout = (
         max(MUTANT_TIMEOUT_FLOOR, MUTANT_TIMEOUT_FACTOR * oracle_seconds)
         if oracle_seconds
@@ -285,7 +288,7 @@ def run_adversarial(
                 kind=cand.kind,
                 description=cand.description,
                 reward=reward,
-                killed=reward is None or reward <= nop_reward,
+                killed=reward is None or reward < oracle_reward,
                 seconds=_seconds(outcome),
                 error=outcome.error,
             )
@@ -294,9 +297,9 @@ def run_adversarial(
 
 
 def gameable(verdict: Verdict, report: AdversarialReport) -> None:
-    """Mark a verified verdict ``gameable`` when a candidate earned more than nop."""
+    """Mark a verified verdict ``gameable`` when a candidate earned the oracle's reward."""
     verdict.adversarial = report
-    if verdict.status == VERIFIED and report.gap > 0:
+    if verdict.status == VERIFIED and report.winners:
         verdict.status = GAMEABLE
         verdict.reasons.append(
             "generic wrong solutions earn reward: "

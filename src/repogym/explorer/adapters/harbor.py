@@ -588,11 +588,18 @@ def _verification_lines(evaluation: object) -> list[str]:
     floor = evaluation.get("adversarial_floor")
     if isinstance(floor, int | float):
         gap = evaluation.get("gameability_gap")
-        verdict = (
-            f"**gameable** (gap {gap:g})"
-            if isinstance(gap, int | float) and gap > 0
-            else "no generic wrong solution earns more than nop"
-        )
+        results = evaluation.get("adversarial_results")
+        winners = [
+            str(r.get("kind"))
+            for r in (results if isinstance(results, list) else [])
+            if isinstance(r, dict) and r.get("killed") is False
+        ]
+        if winners:
+            verdict = f"**gameable**: {', '.join(winners)} earn the full reward"
+        elif isinstance(gap, int | float) and gap > 0:
+            verdict = f"partial credit for generic wrong solutions (gap {gap:g})"
+        else:
+            verdict = "no generic wrong solution earns more than nop"
         out.append(
             f"- Adversarial floor: {floor:g} over "
             f"{_str(evaluation.get('adversarial_candidates'))} red-team candidates: {verdict}"
