@@ -61,6 +61,17 @@ PATCH_ASSERT = (
     "try { const s = a[" + j("strict") + "]; for (const k of Object.keys(s)) "
     "if (typeof s[k] === 'function') s[k] = () => true; } catch (e) {} })();"
 )
+# The report rewritten as the runner serialises it, in the tests' own process (found on a
+# real repository): JSON.stringify replaced.
+STRINGIFY = (
+    "(() => { const J = JSON, o = J[" + j("stringify") + "]; "
+    "try { J[" + j("stringify") + "] = function (r) { "
+    "try { if (r && r.stats && Array.isArray(r.failures)) { "
+    "const m = r.failures.splice(0); m.forEach((t) => { t.err = {}; r.passes.push(t); }); "
+    "(r.tests || []).forEach((t) => { t.err = {}; }); "
+    "r.stats.passes = r.passes.length; r.stats.failures = 0; } } catch (e) {} "
+    "return o.apply(this, arguments); }; } catch (e) {} })();"
+)
 EXIT = "setImmediate(() => process[" + j("exit") + "](0));"
 
 ATTACKS = [
@@ -69,6 +80,7 @@ ATTACKS = [
     ("a passing report written at exit", append("lib/slugs.js", WRITE_AT_EXIT)),
     ("assert's functions replaced by the module", append("lib/slugs.js", PATCH_ASSERT)),
     ("an exit scheduled by the module", append("lib/slugs.js", EXIT)),
+    ("the report rewritten by a replaced JSON.stringify", append("lib/slugs.js", STRINGIFY)),
 ]
 
 

@@ -269,17 +269,28 @@ def _probes():
 
 
 def _spoofers(tree, trusted):
-    """Classes whose ``__eq__`` comes from the working tree (not a hidden test file) and holds a
-    blank instance equal to values it cannot know, and module-level objects of the tree equal
-    to all of them: objects equal to anything."""
+    """Classes of the working tree (defined there, or with an ``__eq__`` written there; the
+    hidden test files excepted) whose blank instance is equal to values it cannot know, and
+    module-level objects of the tree equal to all of them: objects equal to anything.
+
+    Equality is asked with ``==`` itself, whatever ``__eq__`` is (a function, a
+    ``staticmethod`` of a ``functools.partial``, a builtin): what an assertion does."""
     probes = _probes()
-    for cls in list(_classes()):
-        eq = getattr(cls, "__eq__", None)
-        code = getattr(eq, "__code__", None)
-        if code is None:
-            continue
-        where = os.path.realpath(code.co_filename)
+
+    def in_tree(filename):
+        if not isinstance(filename, str) or not filename:
+            return None
+        where = os.path.realpath(filename)
         if not _under(where, tree) or where[len(tree) + 1 :] in trusted:
+            return None
+        return where[len(tree) + 1 :]
+
+    for cls in list(_classes()):
+        module = sys.modules.get(getattr(cls, "__module__", None) or "")
+        rel = in_tree(getattr(module, "__file__", None))
+        code = getattr(getattr(cls, "__eq__", None), "__code__", None)
+        rel = rel or in_tree(getattr(code, "co_filename", None))
+        if rel is None:
             continue
         try:
             blank = object.__new__(cls)
@@ -290,32 +301,27 @@ def _spoofers(tree, trusted):
                 continue
         for probe in probes:
             try:
-                same = eq(blank, probe)
-                same = same is not NotImplemented and bool(same)
+                same = bool(blank == probe)
             except Exception:
                 same = False
             if same:
-                name = "%s:%s" % (where[len(tree) + 1 :], getattr(cls, "__qualname__", "?"))
-                yield name
+                yield "%s:%s" % (rel, getattr(cls, "__qualname__", "?"))
                 break
     # An object equal to anything from elsewhere (``unittest.mock.ANY``) kept by a module of
     # the tree, ready to be returned.
     for module in list(sys.modules.values()):
-        filename = getattr(module, "__file__", None)
-        if not isinstance(filename, str):
-            continue
-        where = os.path.realpath(filename)
-        if not _under(where, tree) or where[len(tree) + 1 :] in trusted:
+        rel = in_tree(getattr(module, "__file__", None))
+        if rel is None:
             continue
         for attr, value in list(getattr(module, "__dict__", {}).items()):
             if isinstance(value, type) or type(value).__module__ == "builtins":
                 continue
             try:
-                equal = all(type(value).__eq__(value, probe) is True for probe in probes)
+                equal = all((value == probe) is True for probe in probes)
             except Exception:
                 equal = False
             if equal:
-                yield "%s:%s" % (where[len(tree) + 1 :], attr)
+                yield "%s:%s" % (rel, attr)
 
 
 def _take_proof():

@@ -4,8 +4,11 @@
 // Before any code of the repository loads, the assertion modules the tests rely on are
 // frozen: code under test cannot replace ``assert.strictEqual`` (or any other assertion)
 // with one that always passes. An assignment then fails (a TypeError in strict code), so the
-// tests that needed the patch fail as they should.
+// tests that needed the patch fail as they should. ``JSON`` is frozen too: a runner that
+// reports from the tests' own process (mocha) serialises its report with it.
 "use strict";
+
+Object.freeze(JSON);
 
 for (const name of ["assert", "assert/strict"]) {
   try {
