@@ -391,3 +391,26 @@ def test_planted_bytecode_and_compiled_modules_are_refused(tmp_path: Path) -> No
     assert run_verifier(tests, logs).returncode == 0
     d = details_of(logs)
     assert d["tampered"] is True and "compiled module" in d["tamper"][0]
+
+
+def test_recorded_plugins_load_under_warnings_as_errors(tmp_path: Path) -> None:
+    """A repository with ``filterwarnings = error`` and a recorded pytest plugin: pytest
+    imports the plugin itself (one imported before it would not be rewritten, and pytest's
+    warning about it is then an error that ends the session before any test)."""
+    tests, work = make_task(
+        tmp_path,
+        runner="pytest",
+        command=f"{sys.executable} -m pytest -rA -v tests/test_m.py",
+        f2p=("tests/test_m.py::T::test_b",),
+        p2p=("tests/test_m.py::T::test_a", "tests/test_m.py::T::test_c"),
+    )
+    (work / "pytest.ini").write_text("[pytest]\nfilterwarnings =\n    error\n")
+    (tests / "infra.json").write_text(json.dumps(infra.manifest(work, infra.is_infra)))
+    update_config(tests, pytest_plugins=[["timeout", "pytest_timeout"]])
+    (work / "pkg" / "mod.py").write_text(FIXED_MOD)
+    logs = tmp_path / "logs"
+    proc = run_verifier(tests, logs)
+    assert proc.returncode == 0, proc.stderr
+    d = details_of(logs)
+    assert d["parse_status"] == "ok" and not d["tampered"], json.dumps(d)[:1500]
+    assert float((logs / "reward.txt").read_text()) == 1.0

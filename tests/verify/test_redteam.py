@@ -84,16 +84,19 @@ def test_every_kind_rewrites_each_touched_function_and_applies(tmp_path: Path) -
     touched = {
         "shapes/geo.py:area",
         "shapes/geo.py:unit",
+        "shapes/geo.py:Box.__eq__",
         "shapes/geo.py:Box.grow",
         "shapes/new.py:twice",
     }
     for cand in cands:
-        # Dunders and one-line definitions keep their bodies; every other touched one changes.
+        # __init__ and one-line definitions keep their bodies; every other touched one changes
+        # (__eq__ too: a dunder is an answer like any function).
         assert set(cand.functions) == touched, cand.kind
         files = _applied(repo, cand.patch)
         geo, new = files["shapes/geo.py"], files["shapes/new.py"]
         compile(geo, "geo.py", "exec")
-        assert "return isinstance(other, Box)" in geo and "return self.w * 1" in geo
+        assert "self.w = w" in geo and "return self.w * 1" in geo
+        assert "return isinstance(other, Box)" not in geo
         assert "return w * h" not in geo and "return 2 * x" not in new
     by_kind = {c.kind: _applied(repo, c.patch) for c in cands}
     assert "def area(w, h):\n    return w\n" in by_kind["identity"]["shapes/geo.py"]

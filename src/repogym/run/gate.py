@@ -273,7 +273,10 @@ def run_adversarial(
     finally:
         close()
     if not candidates:
-        report.note = "no Python function of the gold patch to rewrite"
+        report.note = (
+            "no function body of the gold patch to rewrite (Python and JavaScript are; "
+            "TypeScript and changes outside functions get none)"
+        )
         return report
     for cand in candidates:
         outcome = runner.run(

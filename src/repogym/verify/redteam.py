@@ -13,8 +13,10 @@ patch touched** (a function containing an added line; Python) with one generic a
 ``identity``    the first argument returned unchanged (functions with one)
 ``spoof``       an object equal to everything, truthy, iterable, callable, with any attribute
 
-Dunder methods keep their bodies (an ``__init__`` returning ``True`` is a ``TypeError``, not a
-wrong answer) and so do one-line definitions. A candidate that changes nothing, does not compile
+The methods that make an object (``__init__``, ``__new__``, ...) keep their bodies (an
+``__init__`` returning ``True`` is a ``TypeError``, not a wrong answer), and so do one-line
+definitions; other dunders (``__getitem__``, ``__eq__``, ``__get__``) are rewritten like any
+function. A candidate that changes nothing, does not compile
 or repeats another is left out. Every candidate is a complete git-style diff from the base tree
 (all files of the gold patch, code files rewritten), applied like the gold.
 
@@ -91,6 +93,12 @@ class {SPOOF_CLASS}:
 
 
 _Func = ast.FunctionDef | ast.AsyncFunctionDef
+
+_KEEP_BODIES = frozenset(
+    {"__init__", "__new__", "__init_subclass__", "__set_name__", "__class_getitem__", "__del__"}
+)
+"""Methods whose body stays: making an object (a wrong value there is a TypeError, not a
+wrong answer). Other dunders (``__getitem__``, ``__eq__``, ``__get__``, ...) are answers too."""
 
 
 def _first_argument(node: _Func) -> str | None:
@@ -220,8 +228,8 @@ class Candidate:
 
 def _touched(tree: ast.Module, added: set[int]) -> list[tuple[str, _Func]]:
     """The outermost function around each added line, each once, in file order: (qualname,
-    node). Dunders and one-line definitions keep their bodies (their nested functions are
-    still looked at)."""
+    node). Object-making dunders and one-line definitions keep their bodies (their nested
+    functions are still looked at)."""
     found: list[tuple[str, _Func]] = []
 
     def visit(node: ast.AST, prefix: str) -> None:
@@ -229,7 +237,7 @@ def _touched(tree: ast.Module, added: set[int]) -> list[tuple[str, _Func]]:
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
                 name = f"{prefix}{child.name}"
                 end = child.end_lineno or child.lineno
-                dunder = child.name.startswith("__") and child.name.endswith("__")
+                dunder = child.name in _KEEP_BODIES
                 one_line = child.body[0].lineno == child.lineno
                 hit = any(child.body[0].lineno <= line <= end for line in added)
                 if hit and not (dunder or one_line):

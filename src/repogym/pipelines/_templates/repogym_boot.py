@@ -17,9 +17,11 @@ Before any code of the repository is imported, and before the test runner itself
    findings of the reference runs (``audit_allowed`` in its config) and treats the others as
    tampering.
 2. **The runner's dependencies come from the environment.** The working tree is taken off
-   ``sys.path``, the test runner and the plugins the judge names are imported, then the tree is
-   put back where ``python -m`` puts it. At the end every runner module must still come from
-   outside the tree, or a top-level module of the tree shadowed it.
+   ``sys.path``, the test runner is imported, then the tree is put back where ``python -m`` puts
+   it. The runner's plugins are left for the runner to import (pytest rewrites their asserts, and
+   warns, an error under ``filterwarnings = error``, about one imported before it); at the end
+   every runner and plugin module must come from outside the tree, or a top-level module of the
+   tree shadowed it.
 3. **The builtins and the runner's objects are snapshotted**; at exit (an ``atexit`` hook
    registered before the runner's) they are compared again, and a builtin or runner attribute
    replaced during the run is reported (``{"audit": "replaced", ...}``).
@@ -344,7 +346,7 @@ def _take_proof():
     return data.decode("ascii", "replace")
 
 
-def _compare(before, names, tree, trusted=(), proof=None):
+def _compare(before, names, tree, trusted=(), proof=None, tops=()):
     """At exit: what was replaced or shadowed during the run, objects equal to anything; then
     the end of the stream."""
     after = _snapshot(names)
@@ -357,7 +359,7 @@ def _compare(before, names, tree, trusted=(), proof=None):
         if not isinstance(filename, str) or not filename:
             continue
         inside = _under(os.path.realpath(filename), tree)
-        if inside and name.split(".")[0] in RUNNER_TOPS:
+        if inside and (name.split(".")[0] in RUNNER_TOPS or name.split(".")[0] in tops):
             _emit({"audit": "shadowed", "detail": name, "key": "shadowed||" + name})
         elif inside and (filename.endswith((".so", ".pyd", ".dylib")) or _is_native(filename)):
             # A native module of the working tree, whatever its name: nothing scans it.
@@ -417,7 +419,15 @@ def main(argv):
     before = _snapshot(names)
     import atexit
 
-    atexit.register(_compare, before, names, tree, config.get("trusted", []), proof)
+    atexit.register(
+        _compare,
+        before,
+        names,
+        tree,
+        config.get("trusted", []),
+        proof,
+        set(config.get("shadow_tops", [])),
+    )
     args = list(argv[1:])
     import runpy
 
