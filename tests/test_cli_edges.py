@@ -341,9 +341,11 @@ def test_overhead_ratio_when_nothing_ran(
     assert "overhead ratio —" in printed
 
 
-def test_demo_ends_with_what_next() -> None:
+def test_demo_says_what_next_and_ends_on_the_adversarial_floor_table() -> None:
     lines = (ROOT / "scripts" / "demo.sh").read_text().strip().splitlines()
-    assert any("what next" in line for line in lines[-4:])
+    assert any("what next" in line for line in lines)
+    # The last command prints the verify table with each task's adversarial floor.
+    assert lines[-1].startswith(".venv/bin/repogym verify ") and "--adversarial" in lines[-1]
 
 
 # 13. duplicate ids
