@@ -192,6 +192,63 @@ MUTANT_TIMEOUT_FACTOR = 5.0
 MUTANT_TIMEOUT_FLOOR = 60.0
 
 
+def _gold_and_base(
+    task: Task, runner: TrialRunner, build: Callable[[str, Callable[[str], str | None]], list[Any]]
+) -> list[Any] | None:
+    """``build(gold patch, read_base)`` over the task's gold patch and built working tree;
+    None when the task has no ``solution/patch.diff``."""
+    patch_path = task.solution_dir / "patch.diff"
+    if not patch_path.is_file():
+        return None
+    gold = patch_path.read_bytes().decode("utf-8", "surrogateescape")
+    read_base, close = _base_reader(task, runner)
+    try:
+        return build(gold, read_base)
+    finally:
+        close()
+
+
+def _run_wrong(
+    task: Task,
+    runner: TrialRunner,
+    wrong: list[tuple[str, str, str, str, str]],
+    *,
+    oracle_reward: float,
+    oracle_seconds: float | None,
+) -> list[MutantResult]:
+    """Run each wrong solution ``(kind, description, patch, trial suffix, agent name)`` as a
+    trial; it is
+    killed when its reward is below ``oracle_reward`` (or the verifier gives none).
+
+    A wrong solution may loop forever (a negated loop condition): given how long the oracle's
+    verifier took, each one's verifier gets ``max(60 s, 5 ×`` that``)`` at most."""
+    timeout = (
+        max(MUTANT_TIMEOUT_FLOOR, MUTANT_TIMEOUT_FACTOR * oracle_seconds)
+        if oracle_seconds
+        else None
+    )
+    results = []
+    for kind, description, patch, suffix, agent in wrong:
+        outcome = runner.run(
+            task,
+            PatchAgent(patch, agent),
+            trial_name=f"{task.id}__{suffix}",
+            verifier_timeout=timeout,
+        )
+        reward = outcome.reward
+        results.append(
+            MutantResult(
+                kind=kind,
+                description=description,
+                reward=reward,
+                killed=reward is None or reward < oracle_reward,
+                seconds=_seconds(outcome),
+                error=outcome.error,
+            )
+        )
+    return results
+
+
 def run_mutants(
     task: Task,
     runner: TrialRunner,
@@ -200,47 +257,23 @@ def run_mutants(
     oracle_reward: float = 1.0,
     oracle_seconds: float | None = None,
 ) -> MutantReport:
-    """Build up to ``k`` mutants of the task's gold patch and run each as a trial. A mutant is
-    killed when its reward is below ``oracle_reward`` (or the verifier gives none).
-
-    A mutant may loop forever (a negated loop condition): given how long the oracle's verifier
-    took, each mutant's verifier gets ``max(60 s, 5 ×`` that``)`` at most."""
-    timeout = (
-        max(MUTANT_TIMEOUT_FLOOR, MUTANT_TIMEOUT_FACTOR * oracle_seconds)
-        if oracle_seconds
-        else None
-    )
-    patch_path = task.solution_dir / "patch.diff"
-    if not patch_path.is_file():
+    """Build up to ``k`` mutants of the task's gold patch and run each as a trial
+    (:func:`_run_wrong`: killed when its reward is below ``oracle_reward``)."""
+    candidates = _gold_and_base(task, runner, build_mutants)
+    if candidates is None:
         return MutantReport(note="no solution/patch.diff to derive mutants from")
-    gold = patch_path.read_bytes().decode("utf-8", "surrogateescape")
-    read_base, close = _base_reader(task, runner)
-    try:
-        candidates = build_mutants(gold, read_base)
-    finally:
-        close()
     report = MutantReport(candidates=len(candidates))
     if not candidates:
         report.note = "no mutant of the gold patch compiles (or it changes no code)"
         return report
-    for i, mutant in enumerate(select_mutants(candidates, k, task.id)):
-        outcome = runner.run(
-            task,
-            PatchAgent(mutant.patch, mutant.kind),
-            trial_name=f"{task.id}__mutant{i}",
-            verifier_timeout=timeout,
-        )
-        reward = outcome.reward
-        report.results.append(
-            MutantResult(
-                kind=mutant.kind,
-                description=mutant.description,
-                reward=reward,
-                killed=reward is None or reward < oracle_reward,
-                seconds=_seconds(outcome),
-                error=outcome.error,
-            )
-        )
+    chosen = select_mutants(candidates, k, task.id)
+    report.results = _run_wrong(
+        task,
+        runner,
+        [(m.kind, m.description, m.patch, f"mutant{i}", m.kind) for i, m in enumerate(chosen)],
+        oracle_reward=oracle_reward,
+        oracle_seconds=oracle_seconds,
+    )
     return report
 
 
@@ -256,46 +289,27 @@ def run_adversarial(
     *killed* unless it earns the oracle's reward (partial credit of a graded task does not make
     it a winner, but it raises the floor); the report's floor and gap say how far the best one
     got above nop."""
-    timeout = (
-        max(MUTANT_TIMEOUT_FLOOR, MUTANT_TIMEOUT_FACTOR * oracle_seconds)
-        if oracle_seconds
-        else None
-    )
     report = AdversarialReport(nop_reward=nop_reward)
-    patch_path = task.solution_dir / "patch.diff"
-    if not patch_path.is_file():
+    candidates = _gold_and_base(task, runner, build_candidates)
+    if candidates is None:
         report.note = "no solution/patch.diff to build candidates from"
         return report
-    gold = patch_path.read_bytes().decode("utf-8", "surrogateescape")
-    read_base, close = _base_reader(task, runner)
-    try:
-        candidates = build_candidates(gold, read_base)
-    finally:
-        close()
     if not candidates:
         report.note = (
             "no function body of the gold patch to rewrite (Python and JavaScript are; "
             "TypeScript and changes outside functions get none)"
         )
         return report
-    for cand in candidates:
-        outcome = runner.run(
-            task,
-            PatchAgent(cand.patch, f"redteam-{cand.kind}"),
-            trial_name=f"{task.id}__redteam-{cand.kind}",
-            verifier_timeout=timeout,
-        )
-        reward = outcome.reward
-        report.results.append(
-            MutantResult(
-                kind=cand.kind,
-                description=cand.description,
-                reward=reward,
-                killed=reward is None or reward < oracle_reward,
-                seconds=_seconds(outcome),
-                error=outcome.error,
-            )
-        )
+    report.results = _run_wrong(
+        task,
+        runner,
+        [
+            (c.kind, c.description, c.patch, f"redteam-{c.kind}", f"redteam-{c.kind}")
+            for c in candidates
+        ],
+        oracle_reward=oracle_reward,
+        oracle_seconds=oracle_seconds,
+    )
     return report
 
 
