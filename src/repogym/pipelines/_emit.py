@@ -30,6 +30,7 @@ from repogym.harbor.config import (
 from repogym.harbor.verification import RUNTIME_PROTECTED
 from repogym.pipelines.base import Candidate
 from repogym.spec import RuntimeOptions
+from repogym.verify import canaries
 from repogym.verify.file_kinds import is_release_notes
 
 SPEC_VERSION = "0.2.0"
@@ -250,6 +251,14 @@ def write_task(dest: Path, inp: EmitInput) -> None:
     shutil.copytree(inp.tests, tests, symlinks=True)
     write_file(tests / "f2p.json", json.dumps(inp.f2p, indent=1) + "\n")
     write_file(tests / "p2p.json", json.dumps(inp.p2p, indent=1) + "\n")
+    hidden = tests / "files"
+    files = {
+        p.relative_to(hidden).as_posix(): p.read_bytes()
+        for p in sorted(hidden.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+    # Candidate canaries (copies of the tests that must fail); the gate confirms them.
+    canaries.write(tests, canaries.build(files, inp.f2p, inp.p2p, recipe.runner, seed=cand.task_id))
     write_file(tests / "test.patch", cand.test_patch.encode("utf-8", "surrogateescape"))
 
     solution = dest / "solution"

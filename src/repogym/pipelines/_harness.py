@@ -21,14 +21,13 @@ from repogym.harbor import TaskConfig, load_task, publish_task_dir, update_task_
 from repogym.pipelines._errors import INTERNAL_ERROR, describe, log_error
 from repogym.pipelines._instruction import Rewrite
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome, Progress
-from repogym.run.agents import NopAgent, OracleAgent
 from repogym.run.gate import (
     VERIFIED,
     MutantReport,
     Verdict,
     gameable,
-    judge,
     record,
+    reference_runs,
     run_adversarial,
     run_mutants,
     verifier_seconds,
@@ -172,12 +171,8 @@ class TaskHarness:
 
     def _verify(self, task_dir: Path) -> tuple[Verdict, float, MutantReport | None]:
         task = load_task(task_dir)
-        oracle = [
-            self.runner.run(task, OracleAgent()) for _ in range(1 + self.options.verify_reruns)
-        ]
-        nop = self.runner.run(task, NopAgent())
+        oracle, nop, verdict = reference_runs(task, self.runner, self.options.verify_reruns)
         spent = sum(_test_seconds(o.result) for o in [*oracle, nop])
-        verdict = judge(task.id, oracle, nop)
         mutants = None
         k = getattr(self.options, "mutants", 0)
         if verdict.status == VERIFIED and k:

@@ -8,8 +8,11 @@ candidates, :mod:`repogym.verify.redteam`: hollow bodies, constants, the input u
 object equal to everything) must not earn the oracle's reward: the highest reward any of them
 earns is the ``adversarial_floor``, the floor minus nop the ``gameability_gap`` (above 0 on a
 graded task that pays partial credit for them); a task where one earns the full reward is
-``gameable``. The verdict goes into ``[metadata.repo2env.evaluation]`` (which does not enter the
-content hash).
+``gameable``. Canaries (:mod:`repogym.verify.canaries`: copies of the task's tests that must
+fail, planted by the judge in every run) are confirmed here: the first oracle run and the nop
+run plant every candidate, and only those that fail in both are kept (``canaries`` in the
+evaluation; 0 when the task's tests gave none). The verdict goes into
+``[metadata.repo2env.evaluation]`` (which does not enter the content hash).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from repogym import __version__
 from repogym.harbor import Task, TaskConfig, load_task, update_task_toml
 from repogym.run.agents import NopAgent, OracleAgent, PatchAgent
 from repogym.run.trial import TrialOutcome, TrialRunner, environment_spec
+from repogym.verify import canaries as canary_pool
 from repogym.verify.mutants import build_mutants, select_mutants
 from repogym.verify.redteam import build_candidates
 
@@ -47,9 +51,18 @@ class Verdict:
     oracle_resolved: list[bool | None] = field(default_factory=list)
     mutants: MutantReport | None = None
     adversarial: AdversarialReport | None = None
+    canaries: int | None = None
+    """Confirmed canaries of the task (None: not known, e.g. the gate could not run)."""
+    canary_file: dict[str, Any] | None = None
+    """``tests/canaries.json`` as this gate confirmed it (written into the task by
+    :func:`record` when the gate ran on a copy, e.g. on a worker)."""
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("mutants", "adversarial")}
+        out = {
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in ("mutants", "adversarial", "canary_file")
+        }
         if self.mutants is not None:
             out["mutants"] = self.mutants.to_toml()
         if self.adversarial is not None:
@@ -370,6 +383,13 @@ def record(
         "verifier": f"repogym {__version__}",
     }
 
+    if verdict.canaries is not None:
+        evaluation["canaries"] = verdict.canaries
+    if verdict.canary_file is not None and canary_pool.store_confirmed(
+        task.tests_dir, verdict.canary_file
+    ):
+        update_task_toml(task.path)  # the gate ran on a copy: its confirmed canaries land here
+
     def change(config: TaskConfig) -> None:
         block = config.metadata.setdefault("repo2env", {})
         previous = dict(block.get("evaluation") or {})
@@ -396,6 +416,40 @@ ADVERSARIAL_KEYS = (
 )
 
 
+def reference_runs(
+    task: Task, runner: TrialRunner, reruns: int
+) -> tuple[list[TrialOutcome], TrialOutcome, Verdict]:
+    """The oracle × (1 + ``reruns``) and nop runs, and their verdict. The first oracle run and
+    the nop run also confirm the task's candidate canaries (:func:`confirm_canaries`); the
+    reruns then run with the confirmed ones, as every later trial will."""
+    oracle = [runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle0")]
+    nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
+    canaries, confirmed = confirm_canaries(task, [oracle[0], nop])
+    oracle += [
+        runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle{i}")
+        for i in range(1, 1 + reruns)
+    ]
+    verdict = judge(task.id, oracle, nop)
+    verdict.canaries, verdict.canary_file = canaries, confirmed
+    return oracle, nop, verdict
+
+
+def confirm_canaries(
+    task: Task, calibration: list[TrialOutcome]
+) -> tuple[int, dict[str, Any] | None]:
+    """Keep the candidate canaries that failed in the ``calibration`` runs (the gold patch and
+    the original code) and rewrite the task's content hash. Returns the number of confirmed
+    canaries (a task confirmed before keeps its own) and the confirmed file's content when
+    this call confirmed it (None otherwise)."""
+    details = [(o.reading.details or {}) if o.reading else {} for o in calibration]
+    kept = canary_pool.confirm(task.tests_dir, [d.get("canaries") or {} for d in details])
+    data = canary_pool.load(task.tests_dir) or {}
+    if kept is not None:
+        update_task_toml(task.path)  # canaries.json is content: the hash follows it
+        return kept, data
+    return (len(data.get("pool") or []) if data.get("status") == "confirmed" else 0), None
+
+
 def gate_task(
     task: Task,
     runner: TrialRunner,
@@ -406,12 +460,7 @@ def gate_task(
 ) -> Verdict:
     """The gate on one task: oracle × (1 + ``reruns``), nop, and (when verified) ``mutants``
     mutants and, with ``adversarial``, the red-team candidates; nothing written."""
-    oracle = [
-        runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle{i}")
-        for i in range(1 + reruns)
-    ]
-    nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
-    verdict = judge(task.id, oracle, nop)
+    oracle, nop, verdict = reference_runs(task, runner, reruns)
     if mutants and verdict.status == VERIFIED:
         verdict.mutants = run_mutants(
             task, runner, mutants, oracle_seconds=verifier_seconds(oracle)
