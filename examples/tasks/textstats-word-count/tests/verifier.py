@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import os
+import random
 import re
 import select
 import shutil
@@ -880,6 +881,97 @@ def run_tests(config, recorded, report_path):
     return out
 
 
+# ------------------------------------------------------------------------------ canaries
+
+CANARY_MARK = "\x00"
+CANARY_FAILED = ("FAILED", "ERROR")
+
+
+def plant_canaries(config):
+    """Write a few of the task's canaries (``canaries.json``: copies of its tests with one
+    expectation contradicted, which must fail) into the hidden test files just restored.
+
+    Which candidates, their names and their places (before or after the test each copies) come
+    from this process's own randomness, afresh for every run; nothing the tests can see says
+    which tests are canaries. Candidates not yet confirmed by the gate are all planted, and
+    their outcomes reported (``calibrating``) instead of judged. None when the task has none."""
+    data = load("canaries.json", {})
+    pool = list(enumerate(data.get("pool") or [])) if isinstance(data, dict) else []
+    if not pool:
+        return None
+    calibrating = data.get("status") != "confirmed"
+    rng = random.SystemRandom()
+    if calibrating:
+        chosen = pool
+    else:
+        want = min(max(1, int(data.get("per_run") or 3)), len(pool))
+        rng.shuffle(pool)
+        chosen, copied = [], set()
+        for item in pool:  # different tests first, then more of the same
+            if len(chosen) < want and item[1]["source"] not in copied:
+                chosen.append(item)
+                copied.add(item[1]["source"])
+        chosen += [item for item in pool if item not in chosen][: want - len(chosen)]
+    planted, inserts, used = {}, {}, {}
+    for index, cand in chosen:
+        taken = used.setdefault(cand["file"], set())
+        names = [n for n in cand["names"] if n not in taken]
+        if not names:
+            continue
+        name = rng.choice(names)
+        taken.add(name)
+        code = cand["code"].replace(CANARY_MARK, name)
+        gap = "\n" * int(cand.get("gap") or 0)
+        if calibrating or rng.random() < 0.5:
+            at, text = int(cand["after"]), gap + code
+        else:
+            at, text = int(cand["before"]), code + gap
+        inserts.setdefault(cand["file"], []).append((at, rng.random(), text))
+        ident = cand["source"][: len(cand["source"]) - len(cand["title"])] + name
+        planted[ident] = index
+    for rel, items in inserts.items():
+        path = os.path.join(config["workdir"], rel)
+        with open(path, "rb") as fh:
+            lines = fh.read().decode("utf-8").splitlines(True)
+        for at, _order, text in sorted(items, reverse=True):
+            at = min(at, len(lines))
+            if at and not lines[at - 1].endswith("\n"):
+                lines[at - 1] += "\n"
+            lines[at:at] = [text]
+        with open(path, "wb") as fh:
+            fh.write("".join(lines).encode("utf-8"))
+    return {"calibrating": calibrating, "planted": planted}
+
+
+def judge_canaries(canaries, result):
+    """Take the canaries' outcomes out of ``result["tests"]``; return (details, tamper).
+
+    A canary that does not fail, in a run the runner finished, is a tamper: whatever made it
+    pass would make any test pass. While calibrating, the outcomes go to the gate instead."""
+    if canaries is None:
+        return {"run": 0}, []
+    tests = result.get("tests") or {}
+    outcomes = {}
+    for ident, index in sorted(canaries["planted"].items()):
+        outcomes[ident] = (index, tests.pop(ident, None))
+    failed = sum(1 for _i, st in outcomes.values() if st in CANARY_FAILED)
+    details = {
+        "status": "calibrating" if canaries["calibrating"] else "confirmed",
+        "run": len(outcomes),
+        "failed": failed,
+    }
+    if canaries["calibrating"]:
+        details["outcomes"] = dict((str(i), st) for i, st in outcomes.values())
+        return details, []
+    finished = result.get("parse_status") not in ("no report", "incomplete", "unparsed")
+    tamper = []
+    for ident, (_index, status) in sorted(outcomes.items()):
+        if finished and status not in CANARY_FAILED:
+            what = {"PASSED": "passed", None: "did not run"}.get(status, (status or "").lower())
+            tamper.append("canary %s %s (a test that must fail)" % (ident, what))
+    return details, tamper
+
+
 def run_tamper(result):
     """What the run itself did against the judge's rules: a channel out of its grammar, and
     audit findings the reference runs did not have."""
@@ -974,38 +1066,34 @@ def main(argv):
         return 0
     f2p, p2p = load("f2p.json"), load("p2p.json")
     details.update(f2p_total=len(f2p), p2p_total=len(p2p))
-    if tampered:
+
+    def deny(reasons, **more):
+        """Reward 0 for a tamper, with the reasons in the details."""
         details.update(
             tampered=True,
-            tamper=tampered,
+            tamper=reasons,
             resolved=False,
             reward=0.0,
             reward_mode=config.get("reward_mode", "graded"),
+            **more
         )
         write("reward-details.json", json.dumps(details, indent=2))
         write("reward.txt", "0\n")
-        sys.stdout.write("verifier: tampering detected, reward 0:\n  %s\n" % "\n  ".join(tampered))
+        sys.stdout.write("verifier: tampering detected, reward 0:\n  %s\n" % "\n  ".join(reasons))
         return 0
+
+    if tampered:
+        return deny(tampered)
+    canaries = plant_canaries(config)
     result = run_tests(config, recorded, report_path)
     log = result.pop("log")
     write("test-output.log", log)
     sys.stdout.write(log[-20000:])
-    during = run_tamper(result)
+    details["canaries"], canary_tamper = judge_canaries(canaries, result)
+    during = run_tamper(result) + canary_tamper
     if during:
         # The run itself broke the judge's rules: nothing it reported counts.
-        details.update(
-            tampered=True,
-            tamper=during,
-            resolved=False,
-            reward=0.0,
-            reward_mode=config.get("reward_mode", "graded"),
-            exit_code=result["exit_code"],
-            judge_split=result.get("judge_split"),
-        )
-        write("reward-details.json", json.dumps(details, indent=2))
-        write("reward.txt", "0\n")
-        sys.stdout.write("verifier: tampering detected, reward 0:\n  %s\n" % "\n  ".join(during))
-        return 0
+        return deny(during, exit_code=result["exit_code"], judge_split=result.get("judge_split"))
     details.update(
         exit_code=result["exit_code"],
         parse_status=result["parse_status"],
