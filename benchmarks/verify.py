@@ -2,6 +2,7 @@
 ``--baseline REV``, what this tree's verifier costs against another revision's.
 
     python benchmarks/verify.py [--runs 5] [--agent oracle|nop|command:'...'] [--baseline REV]
+    python benchmarks/verify.py --canaries [--runs 5]
 
 Generates one task from the embedded example repository (the sandbox layer cache is warm after
 the first run), then runs the same agent on it ``--runs`` times with each verification mode,
@@ -17,6 +18,10 @@ in the clean room (default verification; the trial runner is this tree's, so onl
 verifier differs). Prints each one's median trial wall time and verifier phase, the ratio this
 tree / baseline (the target: judge split + audit hook add less than 10 % to a trial) and each
 task's ``judge_split`` from its reward-details.json.
+
+With ``--canaries``, the same task with its canaries against a copy without them
+(``tests/canaries.json`` removed), both in the clean room: the cost of planting and judging the
+canaries (the target: less than 10 % added to a trial), and how many each run planted.
 """
 
 from __future__ import annotations
@@ -99,7 +104,7 @@ def alternate(
     """Each (runner, task) run once to warm up, then ``runs`` times, alternating."""
     for runner, task in runners.values():
         runner.run(task, make_agent(agent))  # warm-up: build, caches
-    keys = ("wall", "verifier", "reward", "carry", "judge_split")
+    keys = ("wall", "verifier", "reward", "carry", "judge_split", "canaries")
     out = {name: {k: [] for k in keys} for name in runners}
     for _ in range(runs):
         for name, (runner, task) in runners.items():
@@ -113,6 +118,7 @@ def alternate(
             row["carry"].append(sum(seconds.values()))
             details = (outcome.result.get("verifier_result") or {}).get("details") or {}
             row["judge_split"].append(details.get("judge_split"))
+            row["canaries"].append((details.get("canaries") or {}).get("run", 0))
     return out
 
 
@@ -156,6 +162,28 @@ def compare_baseline(task: Task, base: Task, rev: str, agent: str, runs: int) ->
     )
 
 
+def compare_canaries(task: Task, agent: str, runs: int, work: Path) -> None:
+    """The task with its canaries against a copy without them, both in the clean room."""
+    from repogym.harbor import update_task_toml
+
+    bare_dir = work / "bare" / "tasks" / task.path.name
+    shutil.copytree(task.path, bare_dir)
+    (bare_dir / "tests" / "canaries.json").unlink(missing_ok=True)
+    update_task_toml(bare_dir)
+    runner = TrialRunner(get_backend("local"))
+    rows = alternate(
+        {"canaries": (runner, task), "without": (runner, load_task(bare_dir))}, agent, runs
+    )
+    print(f"task {task.id} ({agent}, {runs} runs each, clean room)")
+    for name, row in rows.items():
+        print(line(name, row) + f"; canaries planted {seen(row, 'canaries')}")
+    this, that = rows["canaries"], rows["without"]
+    print(
+        f"  ratio with / without canaries: trial {pct(median_ratio(this, that, 'wall'))}, "
+        f"verifier phase {pct(median_ratio(this, that, 'verifier'))}"
+    )
+
+
 def compare_modes(task: Task, agent: str, runs: int) -> None:
     """One task in place against in the clean room."""
     backend = get_backend("local")
@@ -181,6 +209,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--agent", default="oracle")
     ap.add_argument("--baseline", help="a git revision whose verifier to compare with (e.g. HEAD)")
+    ap.add_argument("--canaries", action="store_true", help="with canaries against without")
     ap.add_argument("--generate-only", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--repo", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--src", help=argparse.SUPPRESS)
@@ -196,7 +225,9 @@ def main() -> None:
     try:
         repo = build_example_repo(work / "statkit")
         task = load_task(generate_task(repo, work / "out", {**OPTIONS, "adversarial": False}))
-        if args.baseline:
+        if args.canaries:
+            compare_canaries(task, args.agent, args.runs, work)
+        elif args.baseline:
             base = load_task(baseline_task(args.baseline, repo, work / "out-baseline"))
             compare_baseline(task, base, args.baseline, args.agent, args.runs)
         else:

@@ -6,7 +6,10 @@ declared for the clean room, with its content hash updated. ``hello-file`` (a fi
 no tests) is declared for the clean room too.
 
 Run after changing anything under ``src/repogym/pipelines/_templates`` or the verifier's
-modules: ``.venv/bin/python scripts/refresh_examples.py``. ``--check`` only reports whether the
+modules: ``.venv/bin/python scripts/refresh_examples.py``. New candidate canaries
+(``tests/canaries.json``) are confirmed by ``.venv/bin/repogym verify
+examples/tasks/textstats-word-count -k 0`` (it keeps those that fail with the gold patch and
+without it). ``--check`` only reports whether the
 examples are current (exit 1 when not), as the test suite does.
 """
 
@@ -33,7 +36,7 @@ from repogym.pipelines._emit import (  # noqa: E402
     template,
     verify_module,
 )
-from repogym.verify import infra, tamper  # noqa: E402
+from repogym.verify import canaries, infra, tamper  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "tasks"
 TEXTSTATS = EXAMPLES / "textstats-word-count"
@@ -86,7 +89,8 @@ def textstats_tests(out: Path) -> None:
     config = {
         "workdir": WORKDIR,
         "runner": "unittest",
-        "command": "python -m unittest -v " + " ".join(f2p + p2p),
+        # The module, not the ids: the canaries the judge plants there must run too.
+        "command": "python -m unittest -v tests.test_counts",
         "env": {},
         "restore": list(TEST_FILES),
         "delete": [],
@@ -95,6 +99,10 @@ def textstats_tests(out: Path) -> None:
         "audit_allowed": [],
     }
     files["config.json"] = json.dumps(config, indent=2) + "\n"
+    pool = canaries.build(
+        {rel: hidden_test(rel) for rel in TEST_FILES}, f2p, p2p, "unittest", seed=TEXTSTATS.name
+    )
+    files[canaries.CANARIES_FILE] = json.dumps(pool.to_json(), indent=1) + "\n"
     for rel, data in files.items():
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,6 +120,9 @@ def refresh(check: bool) -> list[str]:
         current = TEXTSTATS / "tests"
         for path in sorted(p for p in staged.rglob("*") if p.is_file()):
             rel = path.relative_to(staged)
+            if rel.as_posix() == canaries.CANARIES_FILE and confirmed_from(current / rel, path):
+                shutil.copyfile(current / rel, path)  # confirmed by the gate: keep it
+                continue
             if not (current / rel).is_file() or (current / rel).read_bytes() != path.read_bytes():
                 stale.append(f"textstats-word-count/tests/{rel}")
         extra = [
@@ -149,6 +160,16 @@ def refresh(check: bool) -> list[str]:
     for task, protected in declared.items():
         update_task_toml(task, declare_clean_room(protected))
     return stale
+
+
+def confirmed_from(current: Path, candidates: Path) -> bool:
+    """Whether ``current`` is the gate's confirmation of the ``candidates`` made now
+    (``repogym verify`` keeps those that fail with the gold patch and without it)."""
+    try:
+        now, made = json.loads(current.read_text()), json.loads(candidates.read_text())
+    except (OSError, ValueError):
+        return False
+    return now.get("status") == "confirmed" and all(c in made["pool"] for c in now["pool"])
 
 
 def declare_clean_room(protected: list[str]):  # type: ignore[no-untyped-def]

@@ -428,6 +428,10 @@ def test_a_generated_node_test_task_grades_without_python(make_repo, tmp_path: P
     assert oracle.reading and oracle.reading.details
     assert oracle.reading.details["verifier"].endswith("(node)")
     assert oracle.reading.details["integrity"] == "ok"
+    # the canaries the gate confirmed (with verifier.py) are planted by verifier.mjs too
+    planted = oracle.reading.details["canaries"]
+    assert planted["status"] == "confirmed" and planted["run"] >= 1
+    assert planted["failed"] == planted["run"]
     nop = runner.run(task, NopAgent())
     assert nop.reward == 0.0, (nop.error, nop.verifier_stdout[-2000:])
     assert nop.reading and nop.reading.details and nop.reading.details["f2p_failing"] == F2P
@@ -469,3 +473,33 @@ def test_generation_needs_no_python_in_a_node_image(
     sub = load_task(task_dir).config.metadata["repo2env"]["commit_runtime"]
     assert sub["fail_to_pass"] == F2P and sub["pass_to_pass"] == P2P
     assert json.loads((task_dir / "tests" / "tamper_baseline.json").read_text()) == {}
+
+
+@pytest.mark.parametrize("verifier", ["python", "node"])
+def test_both_verifiers_plant_canaries_and_judge_them(tmp_path: Path, verifier: str) -> None:
+    """Each verifier plants the confirmed canaries (copies of the tests that must fail) and
+    judges them alike: the fix earns 1.0 with every canary failing; a canary that passes (here
+    one whose expectation was not contradicted: what neutered tests look like) is a tamper."""
+    from repogym.verify import canaries
+
+    tests, work = make_task(tmp_path)
+    (work / "lib" / "words.js").write_text(FIXED)
+    pool = canaries.build({"test/words.test.js": HIDDEN.encode()}, F2P, P2P, "node")
+    assert len(pool.pool) == 2
+    pool.status = "confirmed"
+    canaries.write(tests, pool)
+    env = {**os.environ, "REPOGYM_VERIFIER": verifier}
+    reward, details = grade(tests, tmp_path, env=env)
+    assert details["verifier"].endswith("(node)") == (verifier == "node")
+    assert reward == 1.0, details
+    assert details["canaries"] == {"status": "confirmed", "run": 2, "failed": 2}
+    hidden = (work / "test" / "words.test.js").read_text()
+    assert hidden.count("it(") == HIDDEN.count("it(") + 2  # planted in the working tree
+
+    broken = pool.pool[0]
+    broken.code = broken.code.replace('"bb"]', '"b"]')
+    canaries.write(tests, pool)
+    reward, details = grade(tests, tmp_path, env=env)
+    assert reward == 0.0 and details["tampered"], details
+    [line] = details["tamper"]
+    assert line.startswith("canary test/words.test.js > words > ") and " passed " in line

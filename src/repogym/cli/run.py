@@ -321,12 +321,13 @@ def verify(
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
     else:
         table = Table(title=f"verify {escape(str(path))}", title_justify="left")
-        for col in ("task", "status", "mode", "oracle", "nop", "kill rate", "adv. floor", "why"):
+        cols = ("task", "status", "mode", "oracle", "nop", "kill rate", "adv. floor", "canaries")
+        for col in (*cols, "why"):
             table.add_column(col, overflow="fold")
         by_id = {t.id: t for t in tasks}
         for v in verdicts:
             colour = "green" if v.status == VERIFIED else "red"
-            mode, kill, floor = verification_facts(by_id.get(v.task_id), v)
+            mode, kill, floor, canaries = verification_facts(by_id.get(v.task_id), v)
             table.add_row(
                 escape(v.task_id),
                 f"[{colour}]{v.status}[/]",
@@ -335,20 +336,21 @@ def verify(
                 fmt_reward(v.nop_reward),
                 kill,
                 floor,
+                canaries,
                 escape("; ".join(v.reasons)[:300]),
             )
         out.print(table)
     raise typer.Exit(1 if bad else 0)
 
 
-def verification_facts(task: Any, verdict: Any) -> tuple[str, str, str]:
-    """(verification mode, kill rate, adversarial floor) of a task for the verify table: each
-    figure measured now, else the one recorded in its evaluation block, else —."""
+def verification_facts(task: Any, verdict: Any) -> tuple[str, str, str, str]:
+    """(verification mode, kill rate, adversarial floor, canaries) of a task for the verify
+    table: each figure measured now, else the one recorded in its evaluation block, else —."""
     from repogym.harbor import load_task
     from repogym.harbor.verification import read_verification
 
     if task is None:
-        return "—", "—", "—"
+        return "—", "—", "—", "—"
     mode: str
     try:
         mode = read_verification(task.repo2env).mode
@@ -366,7 +368,13 @@ def verification_facts(task: Any, verdict: Any) -> tuple[str, str, str]:
         rate = rate if isinstance(rate, int | float) else None
         runs = block.get("mutants", 0)
     kill = "—" if rate is None else f"{rate:.2f} ({runs})"
-    return mode.replace("_", " "), kill, adversarial_cell(verdict.adversarial, block)
+    canaries = verdict.canaries if verdict.canaries is not None else block.get("canaries")
+    if not isinstance(canaries, int):
+        cell = "—"
+    else:  # a task with none is not protected against tests made to pass: say so in yellow
+        cell = f"[green]{canaries}[/]" if canaries else "[yellow]0[/]"
+    floor = adversarial_cell(verdict.adversarial, block)
+    return mode.replace("_", " "), kill, floor, cell
 
 
 def adversarial_cell(report: Any, block: dict[str, Any]) -> str:

@@ -172,7 +172,39 @@ def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
         report.problems.extend(_check_deep(files))
         report.adversarial = adversarial_figures(task)
         report.problems.extend(_check_gameable(report.adversarial))
+        report.problems.extend(_check_canaries(task, files))
     return report
+
+
+def _check_canaries(task: Task, files: TaskFiles) -> Iterator[Problem]:
+    """A runtime-verified task whose judge plants no canary cannot tell tests made to pass
+    from tests passed (``canaries = 0`` recorded by the gate), and candidates the gate never
+    confirmed are only reported by the judge, never judged."""
+    block = (task.repo2env or {}).get("evaluation") or {}
+    count = block.get("canaries") if isinstance(block, dict) else None
+    if count == 0:
+        yield _warn(
+            "canaries",
+            TASK_TOML,
+            "no canaries (canaries = 0): the task's tests gave no expectation to contradict, "
+            "so tests made to pass without a fix are not caught by them",
+        )
+    rel = "tests/canaries.json"
+    if files.is_file(rel):
+        try:
+            data = json.loads(files.read(rel))
+        except ValueError:
+            yield _err("canaries", rel, "not valid JSON")
+            return
+        if not isinstance(data, dict) or not isinstance(data.get("pool"), list):
+            yield _err("canaries", rel, "no pool of canaries")
+        elif data.get("status") != "confirmed":
+            yield _warn(
+                "canaries",
+                rel,
+                "canaries not confirmed by the gate yet (run repogym verify): the judge "
+                "reports their outcomes but does not judge them",
+            )
 
 
 def adversarial_figures(task: Task) -> dict[str, Any] | None:

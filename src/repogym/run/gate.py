@@ -417,14 +417,15 @@ ADVERSARIAL_KEYS = (
 
 
 def reference_runs(
-    task: Task, runner: TrialRunner, reruns: int
+    task: Task, runner: TrialRunner, reruns: int, *, write: bool = True
 ) -> tuple[list[TrialOutcome], TrialOutcome, Verdict]:
     """The oracle × (1 + ``reruns``) and nop runs, and their verdict. The first oracle run and
-    the nop run also confirm the task's candidate canaries (:func:`confirm_canaries`); the
-    reruns then run with the confirmed ones, as every later trial will."""
+    the nop run also confirm the task's candidate canaries (:func:`confirm_canaries`; written
+    into the task only with ``write``); the reruns then run with the confirmed ones, as every
+    later trial will."""
     oracle = [runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle0")]
     nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
-    canaries, confirmed = confirm_canaries(task, [oracle[0], nop])
+    canaries, confirmed = confirm_canaries(task, [oracle[0], nop], write=write)
     oracle += [
         runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle{i}")
         for i in range(1, 1 + reruns)
@@ -435,18 +436,21 @@ def reference_runs(
 
 
 def confirm_canaries(
-    task: Task, calibration: list[TrialOutcome]
+    task: Task, calibration: list[TrialOutcome], *, write: bool = True
 ) -> tuple[int, dict[str, Any] | None]:
     """Keep the candidate canaries that failed in the ``calibration`` runs (the gold patch and
-    the original code) and rewrite the task's content hash. Returns the number of confirmed
-    canaries (a task confirmed before keeps its own) and the confirmed file's content when
-    this call confirmed it (None otherwise)."""
+    the original code) and, with ``write``, write them and the task's new content hash.
+    Returns the number of confirmed canaries (a task confirmed before keeps its own) and the
+    confirmed file's content when this call confirmed it (None otherwise)."""
     details = [(o.reading.details or {}) if o.reading else {} for o in calibration]
-    kept = canary_pool.confirm(task.tests_dir, [d.get("canaries") or {} for d in details])
+    done = canary_pool.confirm(
+        task.tests_dir, [d.get("canaries") or {} for d in details], write=write
+    )
+    if done is not None:
+        if write:
+            update_task_toml(task.path)  # canaries.json is content: the hash follows it
+        return done
     data = canary_pool.load(task.tests_dir) or {}
-    if kept is not None:
-        update_task_toml(task.path)  # canaries.json is content: the hash follows it
-        return kept, data
     return (len(data.get("pool") or []) if data.get("status") == "confirmed" else 0), None
 
 
@@ -457,10 +461,12 @@ def gate_task(
     reruns: int = 2,
     mutants: int = 0,
     adversarial: bool = False,
+    write: bool = True,
 ) -> Verdict:
     """The gate on one task: oracle × (1 + ``reruns``), nop, and (when verified) ``mutants``
-    mutants and, with ``adversarial``, the red-team candidates; nothing written."""
-    oracle, nop, verdict = reference_runs(task, runner, reruns)
+    mutants and, with ``adversarial``, the red-team candidates. Only the canaries it confirms
+    are written (with ``write``); the verdict is for :func:`record`."""
+    oracle, nop, verdict = reference_runs(task, runner, reruns, write=write)
     if mutants and verdict.status == VERIFIED:
         verdict.mutants = run_mutants(
             task, runner, mutants, oracle_seconds=verifier_seconds(oracle)
@@ -509,7 +515,9 @@ def verify_tasks(
     assert runner is not None, "verify_tasks needs a runner or an executor"
 
     def one(task: Task) -> Verdict:
-        verdict = gate_task(task, runner, reruns=reruns, mutants=mutants, adversarial=adversarial)
+        verdict = gate_task(
+            task, runner, reruns=reruns, mutants=mutants, adversarial=adversarial, write=write
+        )
         if write:
             record(
                 load_task(task.path),

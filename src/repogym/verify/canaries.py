@@ -361,9 +361,10 @@ _JS_TEST = re.compile(r"^(\s*)(?:it|test)\s*\(\s*(['\"])")
 _JS_ASSERT = re.compile(
     r"\b(?:strictEqual|equal|deepStrictEqual|deepEqual|toBe|toEqual|toStrictEqual|is)\s*\("
 )
-_JS_LAST_STRING = re.compile(r"(['\"])(x*)\1\s*\)\s*;?\s*$")
-_JS_LAST_NUMBER = re.compile(r"[(,]\s*(-?\d+(?:\.\d+)?)\s*\)\s*;?\s*$")
-_JS_LAST_BOOL = re.compile(r"[(,]\s*(true|false)\s*\)\s*;?\s*$")
+# The last literal of the line's call, possibly the last item of an array or object literal.
+_JS_LAST_STRING = re.compile(r"(['\"])(x*)\1\s*[\]}]*\s*\)\s*;?\s*$")
+_JS_LAST_NUMBER = re.compile(r"[(,\[:]\s*(-?\d+(?:\.\d+)?)\s*[\]}]*\s*\)\s*;?\s*$")
+_JS_LAST_BOOL = re.compile(r"[(,\[:]\s*(true|false)\s*[\]}]*\s*\)\s*;?\s*$")
 
 
 def _js_candidates(
@@ -537,11 +538,14 @@ def store_confirmed(tests_dir: Path, data: dict[str, Any]) -> bool:
     return True
 
 
-def confirm(tests_dir: Path, calibrations: list[dict[str, Any]]) -> int | None:
+def confirm(
+    tests_dir: Path, calibrations: list[dict[str, Any]], *, write: bool = True
+) -> tuple[int, dict[str, Any]] | None:
     """Keep the candidates that failed in every calibration run (the verifier's
     ``canaries.outcomes``: candidate index → status, from runs with the gold patch and with
-    the original code); write them as confirmed. Returns how many were kept (None when the
-    task has no candidates to confirm)."""
+    the original code); with ``write``, write them as confirmed (the file goes when none is
+    kept). Returns (how many were kept, the confirmed file's content); None when the task has no
+    candidates to confirm."""
     data = load(tests_dir)
     if data is None or data.get("status") != "candidates":
         return None
@@ -552,8 +556,6 @@ def confirm(tests_dir: Path, calibrations: list[dict[str, Any]]) -> int | None:
         if calibrations and all(s in ("FAILED", "ERROR") for s in statuses):
             kept.append(cand)
     data.update(status="confirmed", pool=kept)
-    if kept:
-        (tests_dir / CANARIES_FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    else:
-        (tests_dir / CANARIES_FILE).unlink(missing_ok=True)
-    return len(kept)
+    if write:
+        store_confirmed(tests_dir, data)
+    return len(kept), data

@@ -172,8 +172,27 @@ def _summary(run: Mapping[str, Any]) -> str:
         )
     if run.get("error"):
         rows.append(("Error", "error", e(run.get("error"))))
+    rows += _judge_rows(run.get("details"))
     body = "".join(f'<tr><th>{k}</th><td data-f="{f}">{v}</td></tr>' for k, f, v in rows)
     return f'<table class="kv runsum">{body}</table>'
+
+
+def _judge_rows(details: Any) -> list[tuple[str, str, str]]:
+    """What the judge found: the canaries it planted (tests that must fail) and the tamper
+    reasons that set the reward to 0."""
+    if not isinstance(details, Mapping):
+        return []
+    rows = []
+    canaries = details.get("canaries")
+    if isinstance(canaries, Mapping) and canaries.get("run"):
+        failed, planted = canaries.get("failed", 0), canaries["run"]
+        text = f"{failed} of {planted} failed" + (" (as they must)" if failed == planted else "")
+        rows.append(("Canaries", "canaries", e(text)))
+    tamper = details.get("tamper")
+    if details.get("tampered") and isinstance(tamper, list) and tamper:
+        shown = "; ".join(str(t) for t in tamper[:3]) + (" …" if len(tamper) > 3 else "")
+        rows.append(("Tamper", "tamper", f'<span class="bad">{e(shown)}</span>'))
+    return rows
 
 
 def _details(run: Mapping[str, Any]) -> str:

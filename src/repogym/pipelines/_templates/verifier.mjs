@@ -16,6 +16,9 @@
 //      reporter with output=, vitest --reporter=json --outputFile) or from the result lines of
 //      repogym's node:test reporter (the recipe's command carries it); a run that ends without
 //      its report pays nothing.
+//   4b. Canaries (tests/canaries.json): a few copies of the task's tests with one expectation
+//      contradicted are planted in the hidden test files for each run, chosen, named and placed
+//      with this process's own randomness; one that does not fail is a tamper (as verifier.py).
 //   5. Grade: reward_mode "resolved" (1 when every F2P and P2P test passes) or "graded"
 //      (f2p_rate x p2p_rate) into reward.txt and reward-details.json.
 // "--results FILE" (generation) runs 1-4 and writes the raw results as JSON instead.
@@ -674,6 +677,95 @@ function grade(config, result, f2p, p2p) {
   ];
 }
 
+// ------------------------------------------------------------------------------ canaries
+
+const CANARY_MARK = "\u0000";
+const CANARY_FAILED = new Set(["FAILED", "ERROR"]);
+
+function randomBelow(n) {
+  return n > 0 ? crypto.randomInt(n) : 0;
+}
+
+function plantCanaries(config) {
+  const data = load("canaries.json", {});
+  const pool = Array.isArray(data && data.pool) ? data.pool.map((c, i) => [i, c]) : [];
+  if (!pool.length) return null;
+  const calibrating = data.status !== "confirmed";
+  let chosen = pool;
+  if (!calibrating) {
+    const want = Math.min(Math.max(1, Number(data.per_run) || 3), pool.length);
+    for (let i = pool.length - 1; i > 0; i--) {
+      const j = randomBelow(i + 1);
+      [pool[i], pool[j]] = [pool[j], pool[i]];
+    }
+    chosen = [];
+    const copied = new Set();
+    for (const item of pool) {
+      if (chosen.length < want && !copied.has(item[1].source)) {
+        chosen.push(item);
+        copied.add(item[1].source);
+      }
+    }
+    for (const item of pool) if (chosen.length < want && !chosen.includes(item)) chosen.push(item);
+  }
+  const planted = {};
+  const inserts = {};
+  const used = {};
+  for (const [index, cand] of chosen) {
+    const taken = (used[cand.file] = used[cand.file] || new Set());
+    const names = cand.names.filter((n) => !taken.has(n));
+    if (!names.length) continue;
+    const name = names[randomBelow(names.length)];
+    taken.add(name);
+    const code = cand.code.split(CANARY_MARK).join(name);
+    const gap = "\n".repeat(Number(cand.gap) || 0);
+    const after = calibrating || randomBelow(2) === 0;
+    const at = Number(after ? cand.after : cand.before);
+    (inserts[cand.file] = inserts[cand.file] || []).push([at, randomBelow(1 << 30), after ? gap + code : code + gap]);
+    planted[cand.source.slice(0, cand.source.length - cand.title.length) + name] = index;
+  }
+  for (const [rel, items] of Object.entries(inserts)) {
+    const file = path.join(config.workdir, rel);
+    const lines = fs.readFileSync(file, "utf8").split(/(?<=\n)/);
+    items.sort((a, b) => b[0] - a[0] || b[1] - a[1]);
+    for (const [at0, , text] of items) {
+      const at = Math.min(at0, lines.length);
+      if (at && !lines[at - 1].endsWith("\n")) lines[at - 1] += "\n";
+      lines.splice(at, 0, text);
+    }
+    fs.writeFileSync(file, lines.join(""));
+  }
+  return { calibrating, planted };
+}
+
+function judgeCanaries(canaries, result) {
+  if (canaries === null) return [{ run: 0 }, []];
+  const tests = result.tests || {};
+  const outcomes = [];
+  for (const ident of Object.keys(canaries.planted).sort()) {
+    outcomes.push([ident, canaries.planted[ident], tests[ident] === undefined ? null : tests[ident]]);
+    delete tests[ident];
+  }
+  const details = {
+    status: canaries.calibrating ? "calibrating" : "confirmed",
+    run: outcomes.length,
+    failed: outcomes.filter(([, , st]) => CANARY_FAILED.has(st)).length,
+  };
+  if (canaries.calibrating) {
+    details.outcomes = Object.fromEntries(outcomes.map(([, i, st]) => [String(i), st]));
+    return [details, []];
+  }
+  const finished = !["no report", "incomplete", "unparsed"].includes(result.parse_status);
+  const tamper = [];
+  for (const [ident, , st] of outcomes) {
+    if (finished && !CANARY_FAILED.has(st)) {
+      const what = st === "PASSED" ? "passed" : st === null ? "did not run" : String(st).toLowerCase();
+      tamper.push(`canary ${ident} ${what} (a test that must fail)`);
+    }
+  }
+  return [details, tamper];
+}
+
 function formatReward(x) {
   // Like Python's "%.6g".
   return String(Number(x.toPrecision(6)));
@@ -709,24 +801,30 @@ function main(argv) {
   const f2p = load("f2p.json");
   const p2p = load("p2p.json");
   Object.assign(details, { f2p_total: f2p.length, p2p_total: p2p.length });
-  if (tampered.length) {
+  const deny = (reasons, more) => {
     Object.assign(details, {
       tampered: true,
-      tamper: tampered,
+      tamper: reasons,
       resolved: false,
       reward: 0.0,
       reward_mode: config.reward_mode || "graded",
+      ...(more || {}),
     });
     write("reward-details.json", JSON.stringify(details, null, 2));
     write("reward.txt", "0\n");
-    process.stdout.write(`verifier: tampering detected, reward 0:\n  ${tampered.join("\n  ")}\n`);
+    process.stdout.write(`verifier: tampering detected, reward 0:\n  ${reasons.join("\n  ")}\n`);
     return 0;
-  }
+  };
+  if (tampered.length) return deny(tampered);
+  const canaries = plantCanaries(config);
   const result = runTests(config, recorded, reportPath);
   const log = result.log;
   delete result.log;
   write("test-output.log", log);
   process.stdout.write(log.slice(-20000));
+  const [canaryDetails, canaryTamper] = judgeCanaries(canaries, result);
+  details.canaries = canaryDetails;
+  if (canaryTamper.length) return deny(canaryTamper, { exit_code: result.exit_code });
   Object.assign(details, {
     exit_code: result.exit_code,
     parse_status: result.parse_status,
