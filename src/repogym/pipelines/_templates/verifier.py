@@ -1075,7 +1075,7 @@ def main(argv):
             resolved=False,
             reward=0.0,
             reward_mode=config.get("reward_mode", "graded"),
-            **more
+            **more,
         )
         write("reward-details.json", json.dumps(details, indent=2))
         write("reward.txt", "0\n")
