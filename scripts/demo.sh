@@ -20,6 +20,7 @@ echo "  try an agent with '.venv/bin/repogym run demo/dataset --agent \"command:
 echo "  mine your own repository with '.venv/bin/repogym generate --repo PATH --out DIR' (docs/cli.md)."
 echo
 # Last, the generated tasks again, each verified in the clean room it declares: the table shows
-# the verification mode, the share of mutants its tests kill and the adversarial floor (the most
-# any generic wrong solution earned: 0 is as much as doing nothing).
+# the verification mode, the share of mutants its tests kill, the adversarial floor (the most
+# any generic wrong solution earned: 0 is as much as doing nothing) and the canaries (copies of
+# the tests that must fail, planted by the judge in every run).
 .venv/bin/repogym verify demo/dataset --adversarial
