@@ -140,8 +140,9 @@ def test_statement():
 """
 
 
-def ledger_repo(repo: GitRepo) -> GitRepo:
-    repo.write("pyproject.toml", PYPROJECT)
+def ledger_repo(repo: GitRepo, *, addopts: str = "") -> GitRepo:
+    pyproject = PYPROJECT + (f'addopts = "{addopts}"\n' if addopts else "")
+    repo.write("pyproject.toml", pyproject)
     repo.write("ledger/__init__.py", "from ledger.money import format_amount, parse_amount\n")
     repo.write("ledger/money.py", MONEY_V1)
     repo.write("ledger/report.py", REPORT)

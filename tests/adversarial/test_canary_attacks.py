@@ -18,6 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
+from repogym.run.agents import CommandAgent
+from repogym.run.trial import TrialRunner
+from repogym.sandbox import get_backend
 from tests.adversarial.conftest import Target
 from tests.adversarial.repos import MONEY_V1
 
@@ -251,6 +254,29 @@ def test_the_honest_fix_fails_every_canary(request: pytest.FixtureRequest, targe
         seen.append(canaries)
     evaluation = t.task.config.metadata["repo2env"]["evaluation"]
     assert evaluation["canaries"] >= 1
+
+
+def test_a_suite_that_stops_at_its_first_failure_still_gets_canaries(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """``addopts = "-x"``: a planted canary fails by design, and the judge makes the runner go on
+    after it, so the real tests after it still run; the honest fix earns 1.0."""
+    from functools import partial
+
+    from repogym.run.agents import OracleAgent
+    from tests.adversarial.conftest import _generate
+    from tests.adversarial.repos import ledger_repo
+
+    tmp = tmp_path_factory.mktemp("ledger-x")
+    task = _generate(tmp, "ledger", partial(ledger_repo, addopts="-x"), {"adversarial": False})
+    assert task.config.metadata["repo2env"]["evaluation"]["canaries"] >= 3
+    runner = TrialRunner(get_backend("local"))
+    oracle = runner.run(task, OracleAgent())
+    details = oracle.result["verifier_result"]["details"]
+    assert oracle.reward == 1.0, details
+    assert details["canaries"]["failed"] == details["canaries"]["run"] == 3
+    attack = runner.run(task, CommandAgent(dict(PY_ATTACKS)["test functions given a no-op's code"]))
+    assert attack.reward == 0.0
 
 
 def test_neutering_solutions_fail_verify(ledger: Target, tmp_path: Path) -> None:

@@ -129,3 +129,17 @@ def test_confirm_with_nothing_kept_removes_the_file(tmp_path: Path) -> None:
     canaries.write(tmp_path, pool)
     assert canaries.confirm(tmp_path, [{"outcomes": {}}])[0] == 0
     assert not (tmp_path / "canaries.json").exists()
+
+
+def test_javascript_titles_used_under_several_blocks_are_found_by_name() -> None:
+    """mocha/jest ids hold the enclosing blocks' titles, and one title may be used under many
+    blocks: such candidates are matched by their (new) name after the run."""
+    text = (
+        'describe("a", () => {\n  it("works", () => {\n    assert.equal(f("a"), "A");\n  });\n});\n'
+        'describe("b", () => {\n  it("works", () => {\n    assert.equal(f("b"), "B");\n  });\n});\n'
+    )
+    ids = ["a works", "b works"]
+    pool = canaries.build({"test/f.test.js": text.encode()}, ids, [], "mocha")
+    assert [c.before for c in pool.pool] == [1, 6]
+    assert all(c.match == "suffix" for c in pool.pool)
+    assert 'f("a"), "AA");' in pool.pool[0].code  # one letter: doubled, never emptied

@@ -423,9 +423,20 @@ def reference_runs(
     the nop run also confirm the task's candidate canaries (:func:`confirm_canaries`; written
     into the task only with ``write``); the reruns then run with the confirmed ones, as every
     later trial will."""
+    pending = (canary_pool.load(task.tests_dir) or {}).get("status") == "candidates"
     oracle = [runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle0")]
     nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
     canaries, confirmed = confirm_canaries(task, [oracle[0], nop], write=write)
+    if pending and write and oracle[0].reward != 1.0:
+        # The candidates may be what broke the gold run (a runner told to stop at its first
+        # failure by its own configuration, a copy that does not load): the task goes on
+        # without canaries rather than being lost; ``canaries = 0`` says so.
+        confirmed = {"version": 1, "status": "confirmed", "pool": []}
+        (task.tests_dir / canary_pool.CANARIES_FILE).unlink(missing_ok=True)
+        update_task_toml(task.path)
+        canaries = 0
+        oracle = [runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle0")]
+        nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
     oracle += [
         runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle{i}")
         for i in range(1, 1 + reruns)

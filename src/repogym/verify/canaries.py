@@ -99,6 +99,10 @@ class Candidate:
     names: list[str]
     change: str
     origin: str = "f2p"
+    match: str = "exact"
+    """``exact``: the id is :meth:`ident`; ``suffix``: the judge finds it after the run, as the
+    one new id ending with the name (JavaScript ids hold the enclosing blocks' titles, and the
+    same title may be used under several blocks of one file)."""
 
     def ident(self, name: str) -> str:
         return self.source[: len(self.source) - len(self.title)] + name
@@ -405,12 +409,10 @@ def _js_candidates(
     vocab = _vocabulary(titles, r"\s+")
     out: list[Candidate] = []
     for start, end, title, col in blocks:
-        if titles.count(title) != 1:
-            continue
         owners = [(t, o) for t, o in ids if t.endswith(title)]
-        if len(owners) != 1:
-            continue
-        test_id, origin = owners[0]
+        if not owners:
+            continue  # not a graded test
+        test_id, origin = min(owners, key=lambda to: to[1] != "f2p")
         own = set(title.lower().split())
         names = [f"{title} {w}" for w in vocab if w not in own]
         names += [f"{title} {w}" for w in _GENERIC if w not in own]
@@ -455,6 +457,7 @@ def _js_candidates(
                     names=names,
                     change=change,
                     origin=origin,
+                    match="suffix",
                 )
             )
     return out
@@ -499,10 +502,11 @@ def build(
     # rather than many changes of one.
     first: list[Candidate] = []
     rest: list[Candidate] = []
-    seen: set[str] = set()
+    seen: set[str] = set()  # the copied tests, by place (one title may name several)
     for c in sorted(found, key=lambda c: c.origin != "f2p"):
-        (rest if c.source in seen else first).append(c)
-        seen.add(c.source)
+        where = f"{c.file}:{c.before}"
+        (rest if where in seen else first).append(c)
+        seen.add(where)
     return Pool(status="candidates", pool=(first + rest)[:MAX_CANDIDATES])
 
 

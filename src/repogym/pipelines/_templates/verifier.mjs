@@ -330,8 +330,23 @@ function testEnvironment(config, recorded) {
   return env;
 }
 
-function hardenedCommand(config, reportPath) {
-  const command = config.command;
+const STOP_FLAGS =
+  /(?<!\S)(?:--bail(?:=\S+)?(?: \d+(?!\S))?|--exitfirst|--failfast|--stepwise|--sw|--test-bail|--maxfail(?:=| )\d+)(?!\S)/g;
+const SHORT_STOP = { pytest: "-x", mocha: "-b", jest: "-b", unittest: "-f" };
+// Appended for runners whose configuration files may stop the run too (the command wins).
+const GO_ON = { pytest: " --maxfail=0", mocha: " --no-bail" };
+
+// The command without the flags that stop a run at its first failure: a planted canary fails by
+// design, and the tests after it must still run (as verifier.py's keep_going).
+function keepGoing(command, runner) {
+  let out = command.replace(STOP_FLAGS, "");
+  const short = SHORT_STOP[runner];
+  if (short) out = out.replace(new RegExp(`(?<!\\S)${short}(?!\\S)`, "g"), "");
+  return out.replace(/  +/g, " ").trim() + (GO_ON[runner] || "");
+}
+
+function hardenedCommand(config, reportPath, canaries) {
+  const command = canaries ? keepGoing(config.command, config.runner) : config.command;
   const q = `'${reportPath.replace(/'/g, "'\\''")}'`;
   switch (config.runner) {
     case "jest":
@@ -556,7 +571,7 @@ function failuresOf(tests, failures) {
   return out;
 }
 
-function runTests(config, recorded, reportPath) {
+function runTests(config, recorded, reportPath, canaries) {
   const jsonPath = reportPath + ".json";
   const logPath = reportPath + ".log";
   for (const p of [reportPath, jsonPath, logPath]) if (lexists(p)) fs.unlinkSync(p);
@@ -566,7 +581,7 @@ function runTests(config, recorded, reportPath) {
   const fd = fs.openSync(logPath, "w");
   let proc;
   try {
-    proc = spawnSync("bash", ["--noprofile", "--norc", "-c", hardenedCommand(config, jsonPath)], {
+    proc = spawnSync("bash", ["--noprofile", "--norc", "-c", hardenedCommand(config, jsonPath, canaries)], {
       cwd: config.workdir,
       env,
       stdio: ["ignore", fd, fd],
@@ -686,7 +701,7 @@ function randomBelow(n) {
   return n > 0 ? crypto.randomInt(n) : 0;
 }
 
-function plantCanaries(config) {
+function plantCanaries(config, known) {
   const data = load("canaries.json", {});
   const pool = Array.isArray(data && data.pool) ? data.pool.map((c, i) => [i, c]) : [];
   if (!pool.length) return null;
@@ -701,28 +716,36 @@ function plantCanaries(config) {
     chosen = [];
     const copied = new Set();
     for (const item of pool) {
-      if (chosen.length < want && !copied.has(item[1].source)) {
+      const where = `${item[1].file}:${item[1].before}`;
+      if (chosen.length < want && !copied.has(where)) {
         chosen.push(item);
-        copied.add(item[1].source);
+        copied.add(where);
       }
     }
     for (const item of pool) if (chosen.length < want && !chosen.includes(item)) chosen.push(item);
   }
   const planted = {};
   const inserts = {};
-  const used = {};
+  const named = [];
   for (const [index, cand] of chosen) {
-    const taken = (used[cand.file] = used[cand.file] || new Set());
-    const names = cand.names.filter((n) => !taken.has(n));
+    // A name no graded id ends with, and no other canary's name ends with or in.
+    const names = cand.names.filter(
+      (n) =>
+        ![...known].some((k) => k.endsWith(n)) &&
+        !named.some((m) => m.endsWith(n) || n.endsWith(m)),
+    );
     if (!names.length) continue;
     const name = names[randomBelow(names.length)];
-    taken.add(name);
+    named.push(name);
     const code = cand.code.split(CANARY_MARK).join(name);
     const gap = "\n".repeat(Number(cand.gap) || 0);
     const after = calibrating || randomBelow(2) === 0;
     const at = Number(after ? cand.after : cand.before);
     (inserts[cand.file] = inserts[cand.file] || []).push([at, randomBelow(1 << 30), after ? gap + code : code + gap]);
-    planted[cand.source.slice(0, cand.source.length - cand.title.length) + name] = index;
+    planted[name] = [
+      index,
+      cand.match === "suffix" ? null : cand.source.slice(0, cand.source.length - cand.title.length) + name,
+    ];
   }
   for (const [rel, items] of Object.entries(inserts)) {
     const file = path.join(config.workdir, rel);
@@ -738,12 +761,19 @@ function plantCanaries(config) {
   return { calibrating, planted };
 }
 
-function judgeCanaries(canaries, result) {
+function judgeCanaries(canaries, result, known) {
   if (canaries === null) return [{ run: 0 }, []];
   const tests = result.tests || {};
   const outcomes = [];
-  for (const ident of Object.keys(canaries.planted).sort()) {
-    outcomes.push([ident, canaries.planted[ident], tests[ident] === undefined ? null : tests[ident]]);
+  const exact = new Set(Object.values(canaries.planted).map(([, id]) => id).filter(Boolean));
+  for (const name of Object.keys(canaries.planted).sort()) {
+    let [index, ident] = canaries.planted[name];
+    if (ident === null) {
+      // the one new id that ends with the name
+      const found = Object.keys(tests).filter((t) => t.endsWith(name) && !known.has(t) && !exact.has(t));
+      ident = found.length === 1 ? found[0] : name;
+    }
+    outcomes.push([ident, index, tests[ident] === undefined ? null : tests[ident]]);
     delete tests[ident];
   }
   const details = {
@@ -816,13 +846,14 @@ function main(argv) {
     return 0;
   };
   if (tampered.length) return deny(tampered);
-  const canaries = plantCanaries(config);
-  const result = runTests(config, recorded, reportPath);
+  const known = new Set([...f2p, ...p2p]);
+  const canaries = plantCanaries(config, known);
+  const result = runTests(config, recorded, reportPath, canaries !== null);
   const log = result.log;
   delete result.log;
   write("test-output.log", log);
   process.stdout.write(log.slice(-20000));
-  const [canaryDetails, canaryTamper] = judgeCanaries(canaries, result);
+  const [canaryDetails, canaryTamper] = judgeCanaries(canaries, result, known);
   details.canaries = canaryDetails;
   if (canaryTamper.length) return deny(canaryTamper, { exit_code: result.exit_code });
   Object.assign(details, {
