@@ -4,9 +4,10 @@ rendered back as git-style diffs (how mutants are written)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from repogym.sources.patches import FilePatch
+from repogym.sources.patches import FilePatch, parse_patch
 
 # --------------------------------------------------------------------------- hunks
 
@@ -208,3 +209,62 @@ def render_file(f: PatchedFile, hunks: list[Hunk], absent: bool) -> str:
             if no_eol:
                 out.append(_NO_EOL + "\n")
     return "".join(out)
+
+
+# --------------------------------------------------------------------------- patched files
+
+
+def patched_files(
+    gold_patch: str, is_code: Callable[[str], bool], read_base: Callable[[str], str | None]
+) -> list[PatchedFile] | None:
+    """The files of ``gold_patch`` with their hunks, and for code files (``is_code``; a
+    predicate that raises means no) the base and gold post-image lines, read through
+    ``read_base(path)`` (None when absent); None when the patch cannot be parsed. What mutants
+    and red-team candidates are built from."""
+    try:
+        sections = parse_patch(gold_patch)
+    except Exception:  # noqa: BLE001 - never raise on odd input
+        return None
+    files: list[PatchedFile] = []
+    for i, fp in enumerate(sections):
+        try:
+            code = bool(is_code(fp.path))
+        except Exception:  # noqa: BLE001
+            code = False
+        f = PatchedFile(i, fp, code)
+        if not fp.binary:
+            parsed = parse_section(fp.text)
+            if parsed is not None:
+                f.header = [h for h in parsed[0] if not h.startswith("index ")]
+                f.names, f.hunks = parsed[1], parsed[2]
+        files.append(f)
+    _load(files, read_base)
+    return files
+
+
+def _load(files: list[PatchedFile], read_base: Callable[[str], str | None]) -> None:
+    """Each code file's base and gold lines (left alone when a path is in several sections
+    or its base cannot be read)."""
+    counts: dict[str, int] = {}
+    for f in files:
+        for p in {f.fp.old_path, f.fp.new_path}:
+            if p is not None:
+                counts[p] = counts.get(p, 0) + 1
+    for f in files:
+        fp = f.fp
+        if not f.code or fp.binary or not f.hunks:
+            continue
+        if any(counts.get(p, 0) > 1 for p in (fp.old_path, fp.new_path) if p is not None):
+            continue  # a path in several sections: positions would not be against the base
+        if fp.status == "A":
+            base_text: str | None = ""
+        else:
+            try:
+                base_text = read_base(fp.old_path or "")
+            except Exception:  # noqa: BLE001 - an unreadable base: leave the file alone
+                base_text = None
+        if not isinstance(base_text, str):
+            continue
+        f.base = split_lines(base_text) if base_text else []
+        f.gold = apply_hunks(f.base, f.hunks, f.plus_at)
+        f.mutable = f.gold is not None

@@ -71,7 +71,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from repogym.sources.patches import encode_patch, parse_patch
+from repogym.sources.patches import encode_patch
 from repogym.verify.file_kinds import (
     CODE_EXTENSIONS,
     JS_EXT,
@@ -85,10 +85,9 @@ from repogym.verify.hunks import (
     Hunk,
     PatchedFile,
     apply_hunks,
-    parse_section,
+    patched_files,
     render_file,
     renumber,
-    split_lines,
 )
 from repogym.verify.mutation_sites import Site, js_candidates, line_contents, py_candidates, snippet
 
@@ -217,32 +216,6 @@ def _syntax_filter(
 # --------------------------------------------------------------------------- building
 
 
-def _load(files: list[PatchedFile], read_base: Callable[[str], str | None]) -> None:
-    counts: dict[str, int] = {}
-    for f in files:
-        for p in {f.fp.old_path, f.fp.new_path}:
-            if p is not None:
-                counts[p] = counts.get(p, 0) + 1
-    for f in files:
-        fp = f.fp
-        if not f.code or fp.binary or not f.hunks:
-            continue
-        if any(counts.get(p, 0) > 1 for p in (fp.old_path, fp.new_path) if p is not None):
-            continue  # a path in several sections: positions would not be against the base
-        if fp.status == "A":
-            base_text: str | None = ""
-        else:
-            try:
-                base_text = read_base(fp.old_path or "")
-            except Exception:  # noqa: BLE001 - an unreadable base: leave the file alone
-                base_text = None
-        if not isinstance(base_text, str):
-            continue
-        f.base = split_lines(base_text) if base_text else []
-        f.gold = apply_hunks(f.base, f.hunks, f.plus_at)
-        f.mutable = f.gold is not None
-
-
 def _lang(path: str) -> str:
     low = path.lower()
     if low.endswith(PY_EXT):
@@ -353,26 +326,13 @@ def build_mutants(
     in patch order: hunk reverts first, then the line operators by line. With
     ``check_syntax`` mutants that do not compile are left out (see the module docstring).
     """
-    try:
-        sections = parse_patch(gold_patch)
-    except Exception:  # noqa: BLE001 - never raise on odd input
-        return []
     pred = is_code or default_is_code
-    files: list[PatchedFile] = []
-    for i, fp in enumerate(sections):
-        try:
-            code = bool(pred(fp.path)) and not is_release_notes(fp.path)
-        except Exception:  # noqa: BLE001
-            code = False
-        f = PatchedFile(i, fp, code)
-        if not fp.binary:
-            parsed = parse_section(fp.text)
-            if parsed is not None:
-                f.header = [h for h in parsed[0] if not h.startswith("index ")]
-                f.names, f.hunks = parsed[1], parsed[2]
-        files.append(f)
+    files = patched_files(
+        gold_patch, lambda p: bool(pred(p)) and not is_release_notes(p), read_base
+    )
+    if files is None:
+        return []
     code_hunks = sum(len(f.hunks) for f in files if f.code and not f.fp.binary)
-    _load(files, read_base)
 
     seen: set[tuple[int, str | None]] = set()
     results: list[tuple[PatchedFile, Site, str | None, str]] = []

@@ -41,10 +41,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from repogym.sources.patches import parse_patch
 from repogym.verify.file_kinds import JS_EXT, PY_EXT, default_is_code, is_release_notes
-from repogym.verify.hunks import PatchedFile, parse_section
-from repogym.verify.mutants import _load, _node_check
+from repogym.verify.hunks import PatchedFile, patched_files
+from repogym.verify.mutants import _node_check
 from repogym.verify.mutation_sites import _js_scan
 
 __all__ = ["KINDS", "SPOOF_CLASS", "Candidate", "build_candidates"]
@@ -310,26 +309,14 @@ def build_candidates(
     """Every red-team candidate of ``gold_patch`` (kinds in :data:`KINDS` order).
 
     ``read_base(path)`` returns a file's base text (None when absent), as for mutants."""
-    try:
-        sections = parse_patch(gold_patch)
-    except Exception:  # noqa: BLE001 - never raise on odd input
-        return []
     pred = is_code or default_is_code
-    files: list[PatchedFile] = []
-    for i, fp in enumerate(sections):
-        code = (
-            bool(pred(fp.path))
-            and not is_release_notes(fp.path)
-            and fp.path.endswith(PY_EXT + JS_EXT)
-        )
-        f = PatchedFile(i, fp, code)
-        if not fp.binary:
-            parsed = parse_section(fp.text)
-            if parsed is not None:
-                f.header = [h for h in parsed[0] if not h.startswith("index ")]
-                f.names, f.hunks = parsed[1], parsed[2]
-        files.append(f)
-    _load(files, read_base)
+    files = patched_files(
+        gold_patch,
+        lambda p: bool(pred(p)) and not is_release_notes(p) and p.endswith(PY_EXT + JS_EXT),
+        read_base,
+    )
+    if files is None:
+        return []
     targets: list[tuple[PatchedFile, list[str], list[tuple[str, _Func]]]] = []
     js_targets: list[tuple[PatchedFile, list[str], list[_JsFunc], str]] = []
     for f in files:
