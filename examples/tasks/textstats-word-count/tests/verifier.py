@@ -402,9 +402,29 @@ def json_report(config):
     return config.get("runner") in JSON_REPORT_RUNNERS and bool(config.get("json_report"))
 
 
-def hardened_command(config, report_path=None):
-    command = config["command"]
+STOP_FLAGS = re.compile(
+    r"(?<!\S)(?:--bail(?:=\S+)?(?: \d+(?!\S))?|--exitfirst|--failfast|--stepwise|--sw"
+    r"|--test-bail|--maxfail(?:=| )\d+)(?!\S)"
+)
+SHORT_STOP = {"pytest": "-x", "mocha": "-b", "jest": "-b", "unittest": "-f"}
+GO_ON = {"pytest": " --maxfail=0", "mocha": " --no-bail"}
+"""Appended for runners whose configuration files may stop the run too (the command wins)."""
+
+
+def keep_going(command, runner):
+    """The command without the flags that stop a run at its first failure (``--bail``, ``-x``,
+    ``--failfast``, ``--maxfail N`` ...): a planted canary fails by design, and the tests after
+    it must still run."""
+    command = STOP_FLAGS.sub("", command)
+    short = SHORT_STOP.get(runner)
+    if short:
+        command = re.sub(r"(?<!\S)%s(?!\S)" % re.escape(short), "", command)
+    return re.sub(r"  +", " ", command).strip() + GO_ON.get(runner, "")
+
+
+def hardened_command(config, report_path=None, canaries=False):
     runner = config.get("runner")
+    command = keep_going(config["command"], runner) if canaries else config["command"]
     if json_report(config) and report_path:
         if runner == "jest":
             return command + " --json --outputFile=%s" % report_path
@@ -735,7 +755,7 @@ class ChannelReader:
         self.thread.join(grace + 1.0)
 
 
-def run_tests(config, recorded, report_path):
+def run_tests(config, recorded, report_path, canaries=False):
     """Run the tests as their own user, their outcomes streamed to this judge (Python
     runners) or read from the runner's JSON report (JavaScript ones); see the module doc."""
     json_path = report_path + ".json"
@@ -772,7 +792,7 @@ def run_tests(config, recorded, report_path):
         env[BOOT_ENV] = json.dumps(boot_config(config, home))
     started = time.time()
     proc = subprocess.Popen(
-        ["bash", "--noprofile", "--norc", "-c", hardened_command(config, json_path)],
+        ["bash", "--noprofile", "--norc", "-c", hardened_command(config, json_path, canaries)],
         cwd=config["workdir"],
         env=env,
         stdout=subprocess.PIPE,
@@ -791,6 +811,8 @@ def run_tests(config, recorded, report_path):
     # Whatever the tests left running (a daemon holding the channel) goes with them.
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
     if pipe is not None:
         pipe.finish()
     log = raw.decode("utf-8", "replace")
@@ -887,14 +909,15 @@ CANARY_MARK = "\x00"
 CANARY_FAILED = ("FAILED", "ERROR")
 
 
-def plant_canaries(config):
+def plant_canaries(config, known):
     """Write a few of the task's canaries (``canaries.json``: copies of its tests with one
     expectation contradicted, which must fail) into the hidden test files just restored.
 
     Which candidates, their names and their places (before or after the test each copies) come
     from this process's own randomness, afresh for every run; nothing the tests can see says
     which tests are canaries. Candidates not yet confirmed by the gate are all planted, and
-    their outcomes reported (``calibrating``) instead of judged. None when the task has none."""
+    their outcomes reported (``calibrating``) instead of judged. None when the task has none.
+    ``known``: the graded ids (a canary's name never ends one of them)."""
     data = load("canaries.json", {})
     pool = list(enumerate(data.get("pool") or [])) if isinstance(data, dict) else []
     if not pool:
@@ -908,18 +931,25 @@ def plant_canaries(config):
         rng.shuffle(pool)
         chosen, copied = [], set()
         for item in pool:  # different tests first, then more of the same
-            if len(chosen) < want and item[1]["source"] not in copied:
+            where = (item[1]["file"], item[1]["before"])
+            if len(chosen) < want and where not in copied:
                 chosen.append(item)
-                copied.add(item[1]["source"])
+                copied.add(where)
         chosen += [item for item in pool if item not in chosen][: want - len(chosen)]
-    planted, inserts, used = {}, {}, {}
+    planted, inserts, named = {}, {}, []
     for index, cand in chosen:
-        taken = used.setdefault(cand["file"], set())
-        names = [n for n in cand["names"] if n not in taken]
+        # A name no graded id ends with, and no other canary's name ends with or in (the
+        # judge may find a canary's id by its name).
+        names = [
+            n
+            for n in cand["names"]
+            if not any(k.endswith(n) for k in known)
+            and not any(m.endswith(n) or n.endswith(m) for m in named)
+        ]
         if not names:
             continue
         name = rng.choice(names)
-        taken.add(name)
+        named.append(name)
         code = cand["code"].replace(CANARY_MARK, name)
         gap = "\n" * int(cand.get("gap") or 0)
         if calibrating or rng.random() < 0.5:
@@ -927,8 +957,13 @@ def plant_canaries(config):
         else:
             at, text = int(cand["before"]), code + gap
         inserts.setdefault(cand["file"], []).append((at, rng.random(), text))
-        ident = cand["source"][: len(cand["source"]) - len(cand["title"])] + name
-        planted[ident] = index
+        if cand.get("match") == "suffix":
+            planted[name] = (index, None)
+        else:
+            planted[name] = (
+                index,
+                cand["source"][: len(cand["source"]) - len(cand["title"])] + name,
+            )
     for rel, items in inserts.items():
         path = os.path.join(config["workdir"], rel)
         with open(path, "rb") as fh:
@@ -943,7 +978,7 @@ def plant_canaries(config):
     return {"calibrating": calibrating, "planted": planted}
 
 
-def judge_canaries(canaries, result):
+def judge_canaries(canaries, result, known):
     """Take the canaries' outcomes out of ``result["tests"]``; return (details, tamper).
 
     A canary that does not fail, in a run the runner finished, is a tamper: whatever made it
@@ -952,7 +987,11 @@ def judge_canaries(canaries, result):
         return {"run": 0}, []
     tests = result.get("tests") or {}
     outcomes = {}
-    for ident, index in sorted(canaries["planted"].items()):
+    exact = set(ident for _i, ident in canaries["planted"].values() if ident)
+    for name, (index, ident) in sorted(canaries["planted"].items()):
+        if ident is None:  # the one new id that ends with the name
+            found = [t for t in tests if t.endswith(name) and t not in known and t not in exact]
+            ident = found[0] if len(found) == 1 else name
         outcomes[ident] = (index, tests.pop(ident, None))
     failed = sum(1 for _i, st in outcomes.values() if st in CANARY_FAILED)
     details = {
@@ -1028,6 +1067,15 @@ def grade(config, result, f2p, p2p):
 
 
 def main(argv):
+    work = tempfile.mkdtemp(prefix="repogym-report-")
+    try:
+        return judge_run(argv, os.path.join(work, "report"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def judge_run(argv, report_path):
+    """Everything of :func:`main` but the clean-up of the report's folder."""
     args = list(argv[1:])
     sha256_checked = "--sha256-checked" in args
     args = [a for a in args if a != "--sha256-checked"]
@@ -1040,7 +1088,6 @@ def main(argv):
     integrity, recorded = check_integrity(config, sha256_checked)
     removed, infra_problems = reset_infrastructure(config)
     hits = scan_sources(config)
-    report_path = os.path.join(tempfile.mkdtemp(prefix="repogym-report-"), "report")
     details = {
         "runner": config.get("runner"),
         "verifier": "repogym runtime verifier 3",
@@ -1084,12 +1131,13 @@ def main(argv):
 
     if tampered:
         return deny(tampered)
-    canaries = plant_canaries(config)
-    result = run_tests(config, recorded, report_path)
+    known = set(f2p + p2p)
+    canaries = plant_canaries(config, known)
+    result = run_tests(config, recorded, report_path, canaries is not None)
     log = result.pop("log")
     write("test-output.log", log)
     sys.stdout.write(log[-20000:])
-    details["canaries"], canary_tamper = judge_canaries(canaries, result)
+    details["canaries"], canary_tamper = judge_canaries(canaries, result, known)
     during = run_tamper(result) + canary_tamper
     if during:
         # The run itself broke the judge's rules: nothing it reported counts.

@@ -811,6 +811,8 @@ def run_tests(config, recorded, report_path, canaries=False):
     # Whatever the tests left running (a daemon holding the channel) goes with them.
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
     if pipe is not None:
         pipe.finish()
     log = raw.decode("utf-8", "replace")
@@ -1065,6 +1067,15 @@ def grade(config, result, f2p, p2p):
 
 
 def main(argv):
+    work = tempfile.mkdtemp(prefix="repogym-report-")
+    try:
+        return judge_run(argv, os.path.join(work, "report"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def judge_run(argv, report_path):
+    """Everything of :func:`main` but the clean-up of the report's folder."""
     args = list(argv[1:])
     sha256_checked = "--sha256-checked" in args
     args = [a for a in args if a != "--sha256-checked"]
@@ -1077,7 +1088,6 @@ def main(argv):
     integrity, recorded = check_integrity(config, sha256_checked)
     removed, infra_problems = reset_infrastructure(config)
     hits = scan_sources(config)
-    report_path = os.path.join(tempfile.mkdtemp(prefix="repogym-report-"), "report")
     details = {
         "runner": config.get("runner"),
         "verifier": "repogym runtime verifier 3",
