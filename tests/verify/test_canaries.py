@@ -143,3 +143,16 @@ def test_javascript_titles_used_under_several_blocks_are_found_by_name() -> None
     assert [c.before for c in pool.pool] == [1, 6]
     assert all(c.match == "suffix" for c in pool.pool)
     assert 'f("a"), "AA");' in pool.pool[0].code  # one letter: doubled, never emptied
+
+
+def test_python_containers_of_literals_are_contradicted_in_their_last_item() -> None:
+    text = (
+        "import unittest\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_table(self):\n        self.assertEqual(load('a = 1'), {'a': 1})\n\n"
+        "    def test_list(self):\n        assert split('x y') == ['x', 'y']\n"
+    )
+    ids = ["tests.test_m.T.test_table", "tests.test_m.T.test_list"]
+    pool = canaries.build({"tests/test_m.py": text.encode()}, ids, [], "unittest")
+    changes = {c.source: c.change for c in pool.pool}
+    assert changes[ids[0]] in ("1 -> 2", "1 -> 0")
+    assert changes[ids[1]] == "'y' -> 'yy'"

@@ -216,6 +216,13 @@ def _literal(node: ast.AST) -> tuple[ast.AST, object] | None:
         and not isinstance(node.operand.value, bool)
     ):
         return node, -node.operand.value
+    if isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict):
+        # A literal container (``{"a": 1}``, ``[1, 2]``): its last literal item or value.
+        items = node.values if isinstance(node, ast.Dict) else node.elts
+        for item in reversed(items):
+            found = _literal(item)
+            if found:
+                return found
     return None
 
 
