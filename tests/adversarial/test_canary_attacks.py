@@ -144,30 +144,27 @@ def _register():
 _register()
 """
 
-# A thread started at import keeps giving every test function and test method of the importing
-# module a no-op's code, for whatever runner collects them later.
-HOLLOW_THREAD = f"""
-import sys as _s, threading as _t, time as _tm
+# Appended to a package's ``__init__.py``: every public function of the package answers its
+# first call by giving every test function and test method of the calling module a no-op's
+# code (for any runner), then does its real work.
+HOLLOW_ON_FIRST_CALL = f"""
+import sys as _s, functools as _f
 def _hollow(*a, **k):
     return None
-def _start():
-    f = getattr(_s, {h("_getframe")})(1)
-    while f is not None:
-        g = getattr(f, {h("f_globals")})
-        if "test" in g.get("__name__", "").rsplit(".", 1)[-1]:
-            break
-        f = getattr(f, {h("f_back")})
-    else:
-        return
-    def later():
-        for _ in range(400):
-            for v in list(g.values()):
-                for k, m in list(getattr(v, "__dict__", {{}}).items()) + [(getattr(v, "__name__", ""), v)]:
-                    if str(k).startswith({h("test")}) and hasattr(m, {h("__code__")}):
-                        setattr(m, {h("__code__")}, _hollow.__code__)
-            _tm.sleep(0.005)
-    _t.Thread(target=later, daemon=True).start()
-_start()
+def _empty(g):
+    for v in list(g.values()):
+        for k, m in list(getattr(v, "__dict__", {{}}).items()) + [(getattr(v, "__name__", ""), v)]:
+            if str(k).startswith({h("test")}) and hasattr(m, {h("__code__")}):
+                setattr(m, {h("__code__")}, _hollow.__code__)
+def _wrap(fn):
+    @_f.wraps(fn)
+    def first(*a, **k):
+        _empty(getattr(getattr(_s, {h("_getframe")})(1), {h("f_globals")}))
+        return fn(*a, **k)
+    return first
+for _n, _v in list(globals().items()):
+    if callable(_v) and not _n.startswith("_") and not isinstance(_v, type):
+        globals()[_n] = _wrap(_v)
 """
 
 PY_ATTACKS = [
@@ -178,7 +175,10 @@ PY_ATTACKS = [
         "every test call short-circuited by a registered hook",
         append("ledger/money.py", SHORT_CIRCUIT),
     ),
-    ("test functions hollowed by a background thread", append("ledger/money.py", HOLLOW_THREAD)),
+    (
+        "test functions hollowed by the package's functions",
+        append("ledger/money.py", HOLLOW_ON_FIRST_CALL),
+    ),
 ]
 
 # JavaScript (mocha): the expected value read from the calling line of the test file, found

@@ -3,6 +3,7 @@ into the explorer's own network, runs reading each other's files, and the operat
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import socket
@@ -317,3 +318,24 @@ def test_code_under_test_cannot_buy_its_reward(site) -> None:  # type: ignore[no
     nop = v.run(agent="nop")
     assert hacked["reward"] == nop["reward"] == 0.0, hacked["details"]
     assert hacked["details"]["resolved"] is False
+
+
+def test_tests_made_to_pass_are_caught_by_the_canaries(site) -> None:  # type: ignore[no-untyped-def]
+    """From the explorer: the package's functions give every test method of their caller's
+    module a no-op's code (names built at run time). The canaries planted in the run pass with
+    them: a tamper, reward 0, named on the run's page."""
+    from tests.adversarial.test_canary_attacks import HOLLOW_ON_FIRST_CALL
+
+    v = Visitor(site.base)
+    hack = f"printf %s {shlex.quote(HOLLOW_ON_FIRST_CALL)} >> textstats/__init__.py; echo planted"
+    hacked = v.run(agent="command", command=hack)
+    assert hacked["reward"] == 0.0, hacked["details"]
+    tamper = hacked["details"].get("tamper")
+    assert tamper, json.dumps(hacked["details"])[:3000]
+    assert tamper and all(t.startswith("canary ") and " passed " in t for t in tamper), tamper
+    page = v.http.get(f"/r/{hacked['id']}").text
+    assert "Tamper" in page and "canary tests.test_counts.CountsTest." in page
+    honest = v.run(agent="oracle")
+    assert honest["reward"] == 1.0
+    assert honest["details"]["canaries"]["failed"] == honest["details"]["canaries"]["run"] == 3
+    assert "3 of 3 failed (as they must)" in v.http.get(f"/r/{honest['id']}").text

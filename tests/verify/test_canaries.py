@@ -156,3 +156,29 @@ def test_python_containers_of_literals_are_contradicted_in_their_last_item() -> 
     changes = {c.source: c.change for c in pool.pool}
     assert changes[ids[0]] in ("1 -> 2", "1 -> 0")
     assert changes[ids[1]] == "'y' -> 'yy'"
+
+
+def test_data_driven_tasks_take_their_canaries_from_the_base_test_files(tmp_path: Path) -> None:
+    """A fail-to-pass test with no literal to contradict (it reads its cases from data files):
+    the candidates come from the pass-to-pass tests' own file in the base, which then gets a
+    hidden copy (the same bytes) for the judge to plant them in."""
+    from repogym.pipelines._emit import stage_canaries
+
+    tests, base = tmp_path / "tests", tmp_path / "repo"
+    (tests / "files" / "tests").mkdir(parents=True)
+    (tests / "files" / "tests" / "test_data.py").write_text(
+        "def test_valid():\n    for case in load_cases():\n        check(case)\n"
+    )
+    (tests / "config.json").write_text(json.dumps({"restore": ["tests/test_data.py"]}))
+    misc = "def test_load():\n    assert load('a = 1') == {'a': 1}\n"
+    (base / "tests").mkdir(parents=True)
+    (base / "tests" / "test_misc.py").write_text(misc)
+    f2p = ["tests/test_data.py::test_valid"]
+    stage_canaries(tests, base, f2p, ["tests/test_misc.py::test_load"], "pytest", "t")
+    data = json.loads((tests / "canaries.json").read_text())
+    assert [c["file"] for c in data["pool"]] == ["tests/test_misc.py"]
+    assert (tests / "files" / "tests" / "test_misc.py").read_text() == misc
+    assert json.loads((tests / "config.json").read_text())["restore"] == [
+        "tests/test_data.py",
+        "tests/test_misc.py",
+    ]

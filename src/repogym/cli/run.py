@@ -186,6 +186,11 @@ def run(
             *([fmt_reward(summary.pass_at_k)] if summary.k > 1 else []),
         )
         out.print(table)
+        if summary.tampered:
+            out.print(
+                f"[red]{summary.tampered} trial(s) tampered with the judge[/] (reward 0; the "
+                "reasons are in each result.json's verifier_result.details.tamper)"
+            )
         usage = model_usage(outcomes)
         if usage:
             out.print(usage)

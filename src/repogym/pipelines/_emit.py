@@ -241,6 +241,38 @@ def summary(title: str, f2p: list[str], test_files: list[str], required: int) ->
     return text + "."
 
 
+def stage_canaries(
+    tests: Path, base: Path, f2p: list[str], p2p: list[str], runner: str, seed: str
+) -> None:
+    """Write the candidate canaries (copies of the tests that must fail; the gate confirms
+    them) into the verifier folder ``tests``: from the hidden test files, and when those give
+    fewer than a run plants (data-driven fail-to-pass tests, say), from the base's own test
+    files of the pass-to-pass tests too — each such file then gets a hidden copy (the same
+    bytes as the base) for the judge to plant them in."""
+    hidden = tests / "files"
+    files = {
+        p.relative_to(hidden).as_posix(): p.read_bytes()
+        for p in sorted(hidden.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+    pool = canaries.build(files, f2p, p2p, runner, seed=seed)
+    if len(pool.pool) < canaries.PER_RUN:
+        extra = {
+            rel: (base / rel).read_bytes()
+            for rel in canaries.test_files_of(p2p, runner)
+            if rel not in files and (base / rel).is_file() and not (base / rel).is_symlink()
+        }
+        more = canaries.build({**files, **extra}, f2p, p2p, runner, seed=seed)
+        used = sorted({c.file for c in more.pool} & set(extra))
+        if used and len(more.pool) > len(pool.pool):
+            pool = more
+            for rel in used:
+                write_file(hidden / rel, extra[rel])
+            config = json.loads((tests / "config.json").read_text())
+            update_config(tests, restore=sorted(set(config.get("restore", [])) | set(used)))
+    canaries.write(tests, pool)
+
+
 def write_task(dest: Path, inp: EmitInput) -> None:
     """Write the whole task folder at ``dest`` (a staging folder; the caller publishes it)."""
     cand, recipe = inp.candidate, inp.recipe
@@ -251,14 +283,7 @@ def write_task(dest: Path, inp: EmitInput) -> None:
     shutil.copytree(inp.tests, tests, symlinks=True)
     write_file(tests / "f2p.json", json.dumps(inp.f2p, indent=1) + "\n")
     write_file(tests / "p2p.json", json.dumps(inp.p2p, indent=1) + "\n")
-    hidden = tests / "files"
-    files = {
-        p.relative_to(hidden).as_posix(): p.read_bytes()
-        for p in sorted(hidden.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
-    # Candidate canaries (copies of the tests that must fail); the gate confirms them.
-    canaries.write(tests, canaries.build(files, inp.f2p, inp.p2p, recipe.runner, seed=cand.task_id))
+    stage_canaries(tests, inp.context / "repo", inp.f2p, inp.p2p, recipe.runner, cand.task_id)
     write_file(tests / "test.patch", cand.test_patch.encode("utf-8", "surrogateescape"))
 
     solution = dest / "solution"

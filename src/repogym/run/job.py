@@ -35,6 +35,9 @@ class JobSummary:
     pass_at_k: float | None = None
     """Unbiased pass@k over tasks, k = ``k`` (the job's attempts per task)."""
     k: int = 1
+    tampered: int = 0
+    """Trials the verifier found tampering in (a canary that passed, a forged record, ...):
+    each paid 0, with the reasons in its ``verifier_result.details.tamper``."""
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -56,7 +59,13 @@ def summarize(outcomes: list[TrialOutcome], attempts: int = 1) -> JobSummary:
         pass_at_1=mean_pass_at_k(counts, 1),
         pass_at_k=mean_pass_at_k(counts, attempts),
         k=attempts,
+        tampered=sum(1 for o in outcomes if _details(o.result).get("tampered")),
     )
+
+
+def _details(result: dict[str, Any]) -> dict[str, Any]:
+    details = (result.get("verifier_result") or {}).get("details")
+    return details if isinstance(details, dict) else {}
 
 
 def new_job_dir(parent: Path, label: str) -> Path:

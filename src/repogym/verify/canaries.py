@@ -44,6 +44,7 @@ __all__ = [
     "confirm",
     "load",
     "store_confirmed",
+    "test_files_of",
     "write",
 ]
 
@@ -515,6 +516,26 @@ def build(
         (rest if where in seen else first).append(c)
         seen.add(where)
     return Pool(status="candidates", pool=(first + rest)[:MAX_CANDIDATES])
+
+
+def test_files_of(ids: list[str], runner: str) -> list[str]:
+    """The test files that ``ids`` name, where the id says (pytest ``file::…``, jest, vitest
+    and ``node --test`` ``file > …``, unittest ``package.module.Class.name``); mocha ids name
+    none."""
+    out: list[str] = []
+    for t in ids:
+        if runner == "pytest" and "::" in t:
+            rel = t.split("::", 1)[0]
+        elif runner in ("jest", "vitest", "node") and " > " in t:
+            rel = t.split(" > ", 1)[0]
+        elif runner == "unittest":
+            parts = t.split(".")
+            rel = "/".join(parts[:-2]) + ".py" if len(parts) > 2 else ""
+        else:
+            rel = ""
+        if rel and rel not in out:
+            out.append(rel)
+    return out
 
 
 def write(tests_dir: Path, pool: Pool) -> None:
