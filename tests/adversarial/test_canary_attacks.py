@@ -192,12 +192,15 @@ JS_FROM_CALLER = (
     "const want = /, *([\"'])((?:(?!\\1).)*)\\1 *\\) *;? *$/.exec(line); "
     "if (want) return want[2]; } return real(text); }; })();"
 )
-# The test registrar replaced: every test registered after the module loads runs a no-op.
+# The test registrar replaced: every test registered after the module loads runs a no-op (also
+# when the runner sets the registrar again for the next test file).
 JS_HOLLOW_IT = (
     "(() => { for (const k of [" + j("it") + ", " + j("test") + "]) { "
-    "const real = global[k]; if (typeof real !== 'function') continue; "
-    "const fake = function (title, fn) { return real.call(this, title, function () {}); }; "
-    "Object.assign(fake, real); global[k] = fake; } })();"
+    "const wrap = (real) => typeof real !== 'function' ? real : Object.assign("
+    "function (title, fn) { return real.call(this, title, function () {}); }, real); "
+    "let cur = wrap(global[k]); "
+    "Object.defineProperty(global, k, { configurable: true, enumerable: true, "
+    "get() { return cur; }, set(v) { cur = wrap(v); } }); } })();"
 )
 
 JS_ATTACKS = [

@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 
 from repogym.integrations._harbor_support import find_task_dir, merge_into, tree_paths, under
+from tests.adversarial.test_canary_attacks import SHORT_CIRCUIT
+from tests.adversarial.test_judge_attacks import FLIP
 from tests.conftest import EXAMPLES, ROOT
 from tests.run.test_foreign_harbor import _separate_task, _steps_task
 
@@ -69,19 +71,10 @@ JUDGE_ATTACKS = {
         "getattr(atexit, 'reg' + 'ister')(_w)\n"
     ),
     # the runner's report objects patched from a UTF-7 source file
-    "shapes-utf7": "# -*- coding: utf-7 -*-\n"
-    + (
-        "_m = __import__('_py' + 'test.reports', fromlist=['x'])\n"
-        "_c = getattr(_m, 'Test' + 'Report')\n"
-        "_i = _c.__init__\n"
-        "def _p(self, *a, **k):\n"
-        "    _i(self, *a, **k)\n"
-        "    setattr(self, 'out' + 'come', 'passed')\n"
-        "setattr(_c, '__init__', _p)\n"
-    )
-    .encode("utf-7")
-    .decode("ascii")
-    + "\n",
+    "shapes-utf7": "# -*- coding: utf-7 -*-\n" + FLIP.encode("utf-7").decode("ascii") + "\n",
+    # every test call answered "done" by a hook registered with pytest's plugin manager: the
+    # tests pass without running, and so do the canaries the judge planted
+    "shapes-short-circuit": SHORT_CIRCUIT,
 }
 
 
