@@ -99,19 +99,21 @@ def test_no_candidates_from_tests_without_a_literal_expectation(tmp_path: Path) 
     assert not (tmp_path / "canaries.json").exists()
 
 
-def test_confirm_keeps_only_candidates_that_failed_in_every_calibration(tmp_path: Path) -> None:
+def test_confirm_keeps_candidates_failing_with_gold_and_not_passing_without(tmp_path: Path) -> None:
+    """Gold: each must fail. Original code: none may pass (one that never ran, its module
+    failing to load without the fix, is kept)."""
     pool = canaries.build({"tests/test_money.py": TEST_MONEY_V2.encode()}, F2P, P2P, "pytest")
     canaries.write(tmp_path, pool)
     n = len(pool.pool)
-    gold = {"outcomes": {str(i): "FAILED" for i in range(n)} | {"1": "PASSED"}}
-    base = {"outcomes": {str(i): "FAILED" for i in range(n)} | {"2": None}}
-    assert canaries.confirm(tmp_path, [gold, base])[0] == n - 2
+    gold = {"outcomes": {str(i): "FAILED" for i in range(n)} | {"1": "PASSED", "3": None}}
+    base = {"outcomes": {str(i): "FAILED" for i in range(n)} | {"2": "PASSED", "0": None}}
+    assert canaries.confirm(tmp_path, gold, base)[0] == n - 3
     data = json.loads((tmp_path / "canaries.json").read_text())
-    assert data["status"] == "confirmed" and len(data["pool"]) == n - 2
+    assert data["status"] == "confirmed" and len(data["pool"]) == n - 3
     assert [c["source"] for c in data["pool"]] == [
-        c.source for i, c in enumerate(pool.pool) if i not in (1, 2)
+        c.source for i, c in enumerate(pool.pool) if i not in (1, 2, 3)
     ]
-    assert canaries.confirm(tmp_path, [gold, base]) is None  # confirmed once, for good
+    assert canaries.confirm(tmp_path, gold, base) is None  # confirmed once, for good
 
 
 def test_confirm_without_write_leaves_the_candidates(tmp_path: Path) -> None:
@@ -119,7 +121,7 @@ def test_confirm_without_write_leaves_the_candidates(tmp_path: Path) -> None:
     canaries.write(tmp_path, pool)
     before = (tmp_path / "canaries.json").read_bytes()
     failed = {"outcomes": {str(i): "FAILED" for i in range(len(pool.pool))}}
-    kept, data = canaries.confirm(tmp_path, [failed], write=False) or (None, None)
+    kept, data = canaries.confirm(tmp_path, failed, failed, write=False) or (None, None)
     assert kept == len(pool.pool) and data and data["status"] == "confirmed"
     assert (tmp_path / "canaries.json").read_bytes() == before
 
@@ -127,7 +129,7 @@ def test_confirm_without_write_leaves_the_candidates(tmp_path: Path) -> None:
 def test_confirm_with_nothing_kept_removes_the_file(tmp_path: Path) -> None:
     pool = canaries.build({"tests/test_money.py": TEST_MONEY_V2.encode()}, F2P, P2P, "pytest")
     canaries.write(tmp_path, pool)
-    assert canaries.confirm(tmp_path, [{"outcomes": {}}])[0] == 0
+    assert canaries.confirm(tmp_path, {"outcomes": {}}, {"outcomes": {}})[0] == 0
     assert not (tmp_path / "canaries.json").exists()
 
 

@@ -10,7 +10,8 @@ earns is the ``adversarial_floor``, the floor minus nop the ``gameability_gap`` 
 graded task that pays partial credit for them); a task where one earns the full reward is
 ``gameable``. Canaries (:mod:`repogym.verify.canaries`: copies of the task's tests that must
 fail, planted by the judge in every run) are confirmed here: the first oracle run and the nop
-run plant every candidate, and only those that fail in both are kept (``canaries`` in the
+run plant every candidate, and only those that fail with the gold patch and do not pass without
+it are kept (``canaries`` in the
 evaluation; 0 when the task's tests gave none). The verdict goes into
 ``[metadata.repo2env.evaluation]`` (which does not enter the content hash).
 """
@@ -426,7 +427,7 @@ def reference_runs(
     pending = (canary_pool.load(task.tests_dir) or {}).get("status") == "candidates"
     oracle = [runner.run(task, OracleAgent(), trial_name=f"{task.id}__oracle0")]
     nop = runner.run(task, NopAgent(), trial_name=f"{task.id}__nop")
-    canaries, confirmed = confirm_canaries(task, [oracle[0], nop], write=write)
+    canaries, confirmed = confirm_canaries(task, (oracle[0], nop), write=write)
     if pending and write and oracle[0].reward != 1.0:
         # The candidates may be what broke the gold run (a runner told to stop at its first
         # failure by its own configuration, a copy that does not load): the task goes on
@@ -447,16 +448,16 @@ def reference_runs(
 
 
 def confirm_canaries(
-    task: Task, calibration: list[TrialOutcome], *, write: bool = True
+    task: Task, calibration: tuple[TrialOutcome, TrialOutcome], *, write: bool = True
 ) -> tuple[int, dict[str, Any] | None]:
     """Keep the candidate canaries that failed in the ``calibration`` runs (the gold patch and
     the original code) and, with ``write``, write them and the task's new content hash.
     Returns the number of confirmed canaries (a task confirmed before keeps its own) and the
     confirmed file's content when this call confirmed it (None otherwise)."""
-    details = [(o.reading.details or {}) if o.reading else {} for o in calibration]
-    done = canary_pool.confirm(
-        task.tests_dir, [d.get("canaries") or {} for d in details], write=write
+    gold, base = (
+        ((o.reading.details or {}) if o.reading else {}).get("canaries") or {} for o in calibration
     )
+    done = canary_pool.confirm(task.tests_dir, gold, base, write=write)
     if done is not None:
         if write:
             update_task_toml(task.path)  # canaries.json is content: the hash follows it

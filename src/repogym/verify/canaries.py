@@ -14,8 +14,8 @@ folder, never in the agent's view): where each goes (before or after the test it
 code with the name left open, the names it may take (words of its neighbours' names), and its
 id once named. The judge (``verifier.py``) plants a few of them for each run, with a seed of
 its own, so names, places and choice differ from run to run; a canary that does not fail is a
-tamper. The gate keeps only candidates that fail with the gold patch and with the original
-code (``confirm``).
+tamper. The gate keeps only candidates that fail with the gold patch and do not pass with the
+original code (``confirm``).
 
 Languages: Python (pytest and unittest; by the syntax tree) and JavaScript/TypeScript (jest,
 vitest, mocha, ``node --test``; ``it(...)`` / ``test(...)`` blocks found by the comment- and
@@ -571,21 +571,30 @@ def store_confirmed(tests_dir: Path, data: dict[str, Any]) -> bool:
 
 
 def confirm(
-    tests_dir: Path, calibrations: list[dict[str, Any]], *, write: bool = True
+    tests_dir: Path,
+    gold: dict[str, Any],
+    base: dict[str, Any],
+    *,
+    write: bool = True,
 ) -> tuple[int, dict[str, Any]] | None:
-    """Keep the candidates that failed in every calibration run (the verifier's
-    ``canaries.outcomes``: candidate index → status, from runs with the gold patch and with
-    the original code); with ``write``, write them as confirmed (the file goes when none is
-    kept). Returns (how many were kept, the confirmed file's content); None when the task has no
-    candidates to confirm."""
+    """Keep the candidates that failed with the gold patch and did not pass with the original
+    code (the verifier's ``canaries.outcomes`` of each calibration run: candidate index →
+    status; with the original code a test module may not even load, so its canaries never
+    run); with ``write``, write them as confirmed (the file goes when none is kept). Returns
+    (how many were kept, the confirmed file's content); None when the task has no candidates
+    to confirm."""
     data = load(tests_dir)
     if data is None or data.get("status") != "candidates":
         return None
     pool = data.get("pool") or []
     kept = []
+    with_gold, with_base = gold.get("outcomes") or {}, base.get("outcomes")
     for i, cand in enumerate(pool):
-        statuses = [(c.get("outcomes") or {}).get(str(i)) for c in calibrations]
-        if calibrations and all(s in ("FAILED", "ERROR") for s in statuses):
+        if (
+            with_gold.get(str(i)) in ("FAILED", "ERROR")
+            and isinstance(with_base, dict)
+            and with_base.get(str(i)) != "PASSED"
+        ):
             kept.append(cand)
     data.update(status="confirmed", pool=kept)
     if write:
