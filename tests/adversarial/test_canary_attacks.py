@@ -322,3 +322,4 @@ def test_neutering_solutions_fail_verify(ledger: Target, tmp_path: Path) -> None
     [verdict] = json.loads(got.stdout)["tasks"]
     assert got.exit_code == 1 and verdict["status"] == "broken", verdict
     assert verdict["oracle_rewards"] == [0.0], verdict
+    assert "(tamper: canary tests/test_money.py::" in verdict["reasons"][0], verdict["reasons"]

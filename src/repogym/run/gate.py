@@ -80,7 +80,9 @@ def judge(task_id: str, oracle: list[TrialOutcome], nop: TrialOutcome) -> Verdic
         if o.reward is None:
             reasons.append(f"oracle run {i + 1}: no reward ({o.error})")
         elif o.reward != 1.0:
-            reasons.append(f"oracle run {i + 1}: reward {o.reward:g}, expected 1")
+            tamper = ((o.reading.details or {}) if o.reading else {}).get("tamper") or []
+            why = f" (tamper: {tamper[0]})" if tamper and isinstance(tamper, list) else ""
+            reasons.append(f"oracle run {i + 1}: reward {o.reward:g}, expected 1{why}")
         if resolved[i] is False:
             reasons.append(f"oracle run {i + 1}: verifier reports resolved = false")
     if nop.reward is None:
