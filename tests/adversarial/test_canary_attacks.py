@@ -323,3 +323,22 @@ def test_neutering_solutions_fail_verify(ledger: Target, tmp_path: Path) -> None
     assert got.exit_code == 1 and verdict["status"] == "broken", verdict
     assert verdict["oracle_rewards"] == [0.0], verdict
     assert "(tamper: canary tests/test_money.py::" in verdict["reasons"][0], verdict["reasons"]
+
+
+def test_repogym_run_counts_the_tampered_trial(ledger: Target, tmp_path: Path) -> None:
+    """``repogym run``: the neutered trial pays 0 and the job's summary counts it as tampered."""
+    attack = dict(PY_ATTACKS)["test functions given a no-op's code"]
+    got = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(ledger.task.path),
+            "--agent",
+            f"command:{attack}",
+            "--out",
+            str(tmp_path / "j"),
+            "--json",
+        ],
+    )
+    payload = json.loads(got.stdout)
+    assert payload["summary"]["tampered"] == 1 and payload["summary"]["mean_reward"] == 0.0, payload
