@@ -46,6 +46,7 @@ KEY = "5f6e2a1c9d8b7a6f5e4d3c2b1a0f9e8d"
 """The example's integrity key: public (the example's tests are in the repository), it only
 shows the mechanism; generated tasks get a secret one."""
 TEST_FILES = ("tests/__init__.py", "tests/test_counts.py")
+SOLUTION_FILES = ("solve.sh", "apply_patch.py")
 BASE_DOCKERFILE = (
     "FROM python:3.11-slim\n"
     "ENV PYTHONDONTWRITEBYTECODE=1\n"
@@ -138,6 +139,13 @@ def refresh(check: bool) -> list[str]:
         record = env / RECORD_SCRIPT
         if not record.is_file() or record.read_bytes() != template(RECORD_SCRIPT):
             stale.append(f"textstats-word-count/environment/{RECORD_SCRIPT}")
+        # The oracle applies the gold patch as a generated task's does: git, patch, or the
+        # bundled applier (real slim images have neither git nor patch).
+        solution = TEXTSTATS / "solution"
+        for name in SOLUTION_FILES:
+            path = solution / name
+            if not path.is_file() or path.read_bytes() != template(name):
+                stale.append(f"textstats-word-count/solution/{name}")
         declared = {
             TEXTSTATS: [*RUNTIME_PROTECTED, *TEST_FILES],
             HELLO: list(RUNTIME_PROTECTED),
@@ -157,6 +165,9 @@ def refresh(check: bool) -> list[str]:
         shutil.copytree(staged, current)
     (env / "Dockerfile").write_text(dockerfile)
     (env / RECORD_SCRIPT).write_bytes(template(RECORD_SCRIPT))
+    for name in SOLUTION_FILES:
+        (solution / name).write_bytes(template(name))
+        (solution / name).chmod(0o755 if name.endswith(".sh") else 0o644)
     for task, protected in declared.items():
         update_task_toml(task, declare_clean_room(protected))
     return stale

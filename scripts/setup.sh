@@ -24,6 +24,10 @@ fi
 if [[ ",$extras," == *",test,"* ]] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   [ -x /usr/bin/docker-registry ] || need_pkgs+=(docker-registry)
   [ -x /bin/busybox ] || need_pkgs+=(busybox-static)
+  # The docker backend's tests start a real engine (offline) with stand-in base images made
+  # from Debian's packages (tests/engine.py).
+  command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+  command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 fi
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -1,4 +1,5 @@
-"""The docker backend runs the example tasks like the local one (needs a Docker engine)."""
+"""The docker backend runs the example tasks like the local one, on a real engine started by the
+tests (``engine``, :mod:`tests.engine`: offline, stand-in base images)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,12 @@ from repogym.harbor import load_task
 from repogym.run.agents import NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import SandboxError, get_backend
-from repogym.sandbox.docker import DockerSandbox
 from tests.conftest import EXAMPLES
-
-available, why = DockerSandbox.available()
-needs_engine = pytest.mark.skipif(not available, reason=f"no Docker engine here: {why}")
+from tests.engine import Engine
 
 
-@needs_engine
 @pytest.mark.parametrize("task_id", ["hello-file", "textstats-word-count"])
-def test_examples_oracle_1_nop_0(task_id: str) -> None:
+def test_examples_oracle_1_nop_0(engine: Engine, task_id: str) -> None:
     runner = TrialRunner(get_backend("docker"))
     task = load_task(EXAMPLES / task_id)
     assert runner.run(task, OracleAgent()).reward == 1.0
