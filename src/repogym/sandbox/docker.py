@@ -1,7 +1,10 @@
 """The ``docker`` backend: the same protocol on a real Docker engine (``repogym[docker]``).
 
-Images are built from the task's ``environment/`` (or pulled when only ``docker_image`` is set);
-each session is a fresh container kept alive with ``sleep infinity`` and removed on close.
+Images are built from the task's ``environment/`` (the requested stage; the log written even on
+failure, intermediate containers removed) or, when only ``docker_image`` is set, used as the
+engine has it, pulled only when absent. Each session is a fresh container with an init (tini)
+under ``sleep infinity``, removed on close; the built environment records the image and the
+``FROM`` images' digests.
 Per-phase network is switched by connecting or disconnecting the container from the default
 bridge network. Every exec runs under ``timeout -k`` inside the container, so a timed-out command
 and its process group are killed there.
@@ -81,31 +84,20 @@ class DockerSandbox(Sandbox):
     def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment:
         context = spec.context_dir
         if context is not None and (context / spec.dockerfile).is_file():
-            digest = hashlib.sha256()
-            for root, _dirs, files in sorted(os.walk(context)):
-                for name in sorted(files):
-                    p = Path(root) / name
-                    digest.update(str(p.relative_to(context)).encode() + b"\0")
-                    digest.update(p.read_bytes())
-            tag = f"repogym-env:{digest.hexdigest()[:16]}"
-            try:
-                image, logs = self.client.images.build(
-                    path=str(context),
-                    dockerfile=spec.dockerfile,
-                    tag=tag,
-                    rm=True,
-                    timeout=int(spec.build_timeout_sec),
-                )
-            except Exception as exc:  # noqa: BLE001 - docker.errors.BuildError and API errors
-                raise BuildError(f"docker build failed: {exc}") from None
-            if log is not None:
-                log.write_text("".join(str(c.get("stream", "")) for c in logs))
+            tag = f"repogym-env:{_context_digest(context, spec)[:16]}"
+            image = self._build(context, spec, tag, log)
         elif spec.docker_image:
             tag = spec.docker_image
-            try:
-                image = self.client.images.pull(tag)
-            except Exception as exc:  # noqa: BLE001
-                raise BuildError(f"cannot pull {tag}: {exc}") from None
+            image = self._present(tag)  # present (by name or digest): used as it is
+            if image is None:
+                try:
+                    image = self.client.images.pull(tag)
+                except Exception as exc:  # noqa: BLE001
+                    first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                    raise BuildError(
+                        f"cannot pull {tag} ({first}); supply it with `docker load -i FILE` "
+                        "or a registry mirror the engine can reach"
+                    ) from None
         else:
             raise BuildError("the task has neither environment/Dockerfile nor docker_image")
         config = image.attrs.get("Config", {})
@@ -116,8 +108,79 @@ class DockerSandbox(Sandbox):
             workdir=config.get("WorkingDir") or "/",
             env=env,
             user=config.get("User") or None,
-            base_mapping={"image": tag},
+            base_mapping={"image": tag, "image_id": image.id, **self._bases(context, spec)},
         )
+
+    def _present(self, name: str) -> Any:
+        """The image ``name`` if the engine has it (by name or digest), else None."""
+        try:
+            return self.client.images.get(name)
+        except Exception:  # noqa: BLE001 - docker.errors.ImageNotFound
+            return None
+
+    def _bases(self, context: Path | None, spec: EnvironmentSpec) -> dict[str, str]:
+        """``from:<image>`` → the digest (or id) the engine has for each ``FROM`` image of the
+        Dockerfile: what the trial records it ran on."""
+        if context is None or not (context / spec.dockerfile).is_file():
+            return {}
+        names = []
+        for line in (context / spec.dockerfile).read_text(errors="replace").splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0].upper() == "FROM":
+                image = next((w for w in words[1:] if not w.startswith("--")), None)
+                if image and image.lower() != "scratch":
+                    names.append(image)
+        out = {}
+        for name in names:
+            found = self._present(name)
+            if found is not None:
+                digests = found.attrs.get("RepoDigests") or []
+                out[f"from:{name}"] = str(digests[0] if digests else found.id)
+        return out
+
+    def _build(self, context: Path, spec: EnvironmentSpec, tag: str, log: Path | None) -> Any:
+        """``docker build`` of ``spec.target`` (the last stage when None), its log written to
+        ``log`` whether it succeeds or not, intermediate containers removed even on failure;
+        a build past ``build_timeout_sec`` is stopped (the engine cancels a build whose client
+        goes) and reported as such."""
+        lines: list[str] = []
+        error = None
+        limit = float(spec.build_timeout_sec)
+        try:
+            stream = self.client.api.build(
+                path=str(context),
+                dockerfile=spec.dockerfile,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                target=spec.target,
+                decode=True,
+                timeout=int(limit) + 5,
+            )
+            for chunk in stream:
+                if "stream" in chunk:
+                    lines.append(str(chunk["stream"]))
+                if "error" in chunk:
+                    error = str(chunk.get("error") or "").strip()
+                    lines.append(error + "\n")
+        except Exception as exc:  # noqa: BLE001 - requests' timeouts and API errors
+            kind = type(exc).__name__
+            first = str(exc).splitlines()[0][:300] if str(exc) else ""
+            error = (
+                f"build timed out after {limit:g} s (build_timeout_sec)"
+                if "Timeout" in kind
+                else f"{kind}: {first}"
+            )
+            lines.append(error + "\n")
+        finally:
+            if log is not None:
+                log.write_text("".join(lines), encoding="utf-8", errors="replace")
+        if error is not None:
+            raise BuildError(f"docker build failed: {error}")
+        try:
+            return self.client.images.get(tag)
+        except Exception as exc:  # noqa: BLE001
+            raise BuildError(f"docker build gave no image {tag}: {type(exc).__name__}") from None
 
     def start(self, built: BuiltEnvironment, spec: EnvironmentSpec) -> Session:
         if spec.network_mode == "allowlist":
@@ -130,6 +193,9 @@ class DockerSandbox(Sandbox):
             "network_mode": "none" if spec.network_mode == "no-network" else "bridge",
             "pids_limit": DEFAULT_PIDS_LIMIT,
             "user": "root",
+            # An init (the engine's tini) as the first process: killed processes are reaped,
+            # not left as zombies under ``sleep infinity``.
+            "init": True,
         }
         bundle = os.environ.get(_cabundle.ENV_VAR, "").strip()
         if bundle:  # --ca-bundle: mounted read-only, the usual variables point at it
@@ -142,6 +208,22 @@ class DockerSandbox(Sandbox):
             kwargs["nano_cpus"] = int(spec.cpus * 1e9)
         container = self.client.containers.run(built.key, **kwargs)
         return DockerSession(self.client, container, built, spec)
+
+
+def _context_digest(context: Path, spec: EnvironmentSpec) -> str:
+    """The build's identity: every entry of the context (a link by its text, never followed,
+    so a dangling one is fine), the Dockerfile's name and the stage."""
+    digest = hashlib.sha256(f"{spec.dockerfile}\0{spec.target or ''}\0".encode())
+    for root, dirs, files in os.walk(context):
+        dirs.sort()
+        for name in sorted(files + [d for d in dirs if (Path(root) / d).is_symlink()]):
+            p = Path(root) / name
+            digest.update(str(p.relative_to(context)).encode() + b"\0")
+            if p.is_symlink():
+                digest.update(b"L" + os.readlink(p).encode(errors="surrogateescape"))
+            elif p.is_file():
+                digest.update(b"F" + p.read_bytes())
+    return digest.hexdigest()
 
 
 class DockerSession(Session):
@@ -187,7 +269,12 @@ class DockerSession(Session):
         )
         out, err = res.output if res.output else (b"", b"")
         code = res.exit_code
-        timed_out = bool(timeout_s) and code in (124, 137)
+        elapsed = time.monotonic() - start
+        # ``timeout`` exits 124 (137 after its -k): a timeout only when the limit was reached.
+        # A command that exits 124 itself, kills itself with SIGKILL or is killed for memory
+        # ends sooner and keeps its own status, as on the local backend.
+        limit = timeout_s or 0.0
+        timed_out = bool(timeout_s) and code in (124, 137) and elapsed >= limit * 0.98
         return ExecResult(
             exit_code=None if timed_out else code,
             stdout=(out or b"").decode("utf-8", "replace"),
@@ -195,6 +282,14 @@ class DockerSession(Session):
             duration_s=time.monotonic() - start,
             timed_out=timed_out,
         )
+
+    def _resolve(self, path: str) -> str:
+        """``path`` with its links followed, by the container itself (the host is never
+        involved; a link names a path of the container's own tree)."""
+        res = self.exec(["realpath", "-e", "--", path], user="root")
+        if res.exit_code != 0:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        return res.stdout.strip() or path
 
     def _check_beneath(self, path: str, beneath: str | None, user: str | None) -> None:
         """Refuse ``path`` when, links followed inside the container, it is not below
@@ -212,7 +307,14 @@ class DockerSession(Session):
         if not (base == "/" or real == base or real.startswith(base.rstrip("/") + "/")):
             raise OSError(errno.EXDEV, f"{path} leads outside {beneath}", path)
 
-    def read(self, path: str, *, user: str | None = None, beneath: str | None = None) -> bytes:
+    def read(
+        self,
+        path: str,
+        *,
+        user: str | None = None,
+        beneath: str | None = None,
+        _following: bool = False,
+    ) -> bytes:
         self._check_beneath(path, beneath, user)
         if user not in (None, "root", "0"):
             res = self.exec(["sh", "-c", 'base64 < "$1"', "sh", path], user=user)
@@ -229,6 +331,8 @@ class DockerSession(Session):
             raise FileNotFoundError(path) from exc
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
             member = tar.next()
+            if member is not None and member.issym() and not _following:
+                return self.read(self._resolve(path), _following=True)
             if member is None or not member.isfile():
                 raise IsADirectoryError(path)
             fh = tar.extractfile(member)

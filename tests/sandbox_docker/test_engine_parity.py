@@ -1,0 +1,132 @@
+"""The docker backend behaves like the local one where they used to differ, side by side on both
+backends (the engine: :mod:`tests.engine`, offline, stand-in slim images)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from repogym.sandbox import BuildError, EnvironmentSpec, Session, get_backend
+from tests.engine import Engine
+
+BACKENDS = ["local", "docker"]
+BASE = "FROM debian:bookworm-slim\nWORKDIR /work\n"
+
+
+def spec(context: Path, **kw: object) -> EnvironmentSpec:
+    return EnvironmentSpec(context_dir=context, network_mode="no-network", **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def session(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Session]:
+    name = request.param
+    if name == "docker":
+        request.getfixturevalue("engine")
+    (tmp_path / "Dockerfile").write_text(BASE)
+    backend = get_backend(name)
+    s = spec(tmp_path)
+    with backend.start(backend.build(s), s) as sess:
+        yield sess
+
+
+@pytest.mark.parametrize("session", BACKENDS, indirect=True)
+def test_exit_codes_are_the_commands_own(session: Session) -> None:
+    """Difference 1: 124 from the command, a process that kills itself with SIGKILL: their own
+    status, no timeout; a command past its limit: a timeout."""
+    own = session.exec("exit 124", timeout_s=30)
+    assert (own.exit_code, own.timed_out) == (124, False)
+    killed = session.exec("kill -9 $$", timeout_s=30)
+    assert (killed.exit_code, killed.timed_out) == (137, False)
+    slow = session.exec("sleep 20", timeout_s=1)
+    assert slow.timed_out and slow.exit_code is None
+
+
+@pytest.mark.parametrize("session", BACKENDS, indirect=True)
+def test_read_follows_a_link_inside_the_sandbox(session: Session) -> None:
+    """Difference 3: ``read`` of a link gives its target's content."""
+    session.exec("mkdir -p /work/d && printf hello > /work/d/real && ln -s d/real /work/link")
+    assert session.read("/work/link") == b"hello"
+
+
+@pytest.mark.parametrize("session", ["docker"], indirect=True)
+def test_killed_processes_are_reaped(session: Session) -> None:
+    """Difference 11: an init runs first in the container, so an orphan that is killed does
+    not stay a zombie."""
+    pid = session.exec("sleep 300 >/dev/null 2>&1 & echo $!").stdout.strip()
+    session.exec(f"kill -9 {pid}")
+    state = session.exec(f"sleep 0.5; cat /proc/{pid}/stat 2>/dev/null | cut -d' ' -f3")
+    assert state.stdout.strip() in ("", "R", "S"), f"process {pid} is {state.stdout.strip()}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_requested_stage_is_built(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str
+) -> None:
+    """Difference 4: ``target`` builds that stage, not the last one."""
+    if backend == "docker":
+        request.getfixturevalue("engine")
+    (tmp_path / "Dockerfile").write_text(
+        "FROM debian:bookworm-slim AS first\nRUN echo first > /stage\n"
+        "FROM debian:bookworm-slim AS second\nRUN echo second > /stage\n"
+    )
+    sandbox = get_backend(backend)
+    s = spec(tmp_path, target="first")
+    with sandbox.start(sandbox.build(s), s) as sess:
+        assert sess.read("/stage") == b"first\n"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dangling_link_in_the_context_builds(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str
+) -> None:
+    """Difference 8: a link in ``environment/`` that points nowhere is no crash."""
+    if backend == "docker":
+        request.getfixturevalue("engine")
+    (tmp_path / "Dockerfile").write_text(BASE + "RUN echo ok > /built\n")
+    (tmp_path / "gone").symlink_to("does-not-exist")
+    sandbox = get_backend(backend)
+    s = spec(tmp_path)
+    with sandbox.start(sandbox.build(s), s) as sess:
+        assert sess.read("/built") == b"ok\n"
+
+
+def test_a_failed_build_leaves_its_log_and_no_container(engine: Engine, tmp_path: Path) -> None:
+    """Differences 5 and 6: the build log is written on failure too, and the intermediate
+    container of the failed step is removed."""
+    (tmp_path / "Dockerfile").write_text(BASE + "RUN echo about-to-fail && exit 3\n")
+    before = engine.docker("ps", "-aq").stdout.split()
+    log = tmp_path / "build.log"
+    with pytest.raises(BuildError, match="docker build failed"):
+        get_backend("docker").build(spec(tmp_path), log=log)
+    assert "about-to-fail" in log.read_text()
+    assert engine.docker("ps", "-aq").stdout.split() == before
+
+
+def test_a_build_past_its_time_limit_says_so(engine: Engine, tmp_path: Path) -> None:
+    """Difference 7: the build timeout is reported as one, not as an HTTP read timeout."""
+    (tmp_path / "Dockerfile").write_text(BASE + "RUN sleep 60\n")
+    with pytest.raises(BuildError, match=r"timed out after 3 s \(build_timeout_sec\)"):
+        get_backend("docker").build(spec(tmp_path, build_timeout_sec=3))
+
+
+def test_the_trial_records_the_from_image_and_an_offline_image_is_not_pulled(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Differences 12 and 13: the built environment names the ``FROM`` image with the id the
+    engine has for it; a ``docker_image`` already present is used without a pull (this engine
+    reaches no registry); one that is not present fails in one line that says how to supply
+    it."""
+    (tmp_path / "Dockerfile").write_text(BASE)
+    built = get_backend("docker").build(spec(tmp_path))
+    image_id = engine.docker("image", "inspect", "-f", "{{.Id}}", "debian:bookworm-slim")
+    assert built.base_mapping["from:debian:bookworm-slim"] == image_id.stdout.strip()
+    present = get_backend("docker").build(
+        EnvironmentSpec(context_dir=None, docker_image="python:3.11-slim")
+    )
+    assert present.base_mapping["image"] == "python:3.11-slim"
+    with pytest.raises(BuildError, match=r"cannot pull nowhere/absent:1 .*docker load"):
+        get_backend("docker").build(
+            EnvironmentSpec(context_dir=None, docker_image="nowhere/absent:1")
+        )
