@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.sandbox import BuildError, EnvironmentSpec, Session, get_backend
+from repogym.sandbox import BuildError, EnvironmentSpec, SandboxError, Session, get_backend
 from tests.engine import Engine
 
 BACKENDS = ["local", "docker"]
@@ -130,3 +130,37 @@ def test_the_trial_records_the_from_image_and_an_offline_image_is_not_pulled(
         get_backend("docker").build(
             EnvironmentSpec(context_dir=None, docker_image="nowhere/absent:1")
         )
+
+
+def test_a_missing_network_is_one_line_that_names_the_setting(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Difference 13: this engine has no bridge network object; a phase that switches the
+    network fails in one line that names the setting. With the setting at ``host`` the
+    container has the host's network for its whole life, and switching says so."""
+    (tmp_path / "Dockerfile").write_text(BASE)
+    sandbox = get_backend("docker")
+    public = EnvironmentSpec(context_dir=tmp_path, network_mode="public")
+    built = sandbox.build(public)
+    missing = "no 'bridge' network.*REPOGYM_DOCKER_NETWORK=host"
+    with sandbox.start(built, public) as sess, pytest.raises(SandboxError, match=missing):
+        sess.exec("true", network=False)
+    monkeypatch.setenv("REPOGYM_DOCKER_NETWORK", "host")
+    with sandbox.start(built, public) as sess:
+        assert sess.exec("echo up").stdout == "up\n"
+        with pytest.raises(SandboxError, match="per phase needs the engine's bridge"):
+            sess.exec("true", network=False)
+    monkeypatch.setenv("REPOGYM_DOCKER_NETWORK", "bogus")
+    with pytest.raises(SandboxError, match="REPOGYM_DOCKER_NETWORK='bogus'"):
+        sandbox.start(built, public)
+
+
+@pytest.mark.parametrize("session", BACKENDS, indirect=True)
+def test_kill_all_kills_everything_and_the_session_goes_on(session: Session) -> None:
+    """``kill_all`` ends every process the commands left (orphans included) and the session
+    still runs commands after it (the container's init and keeper survive)."""
+    session.exec("(sleep 300 &) ; nohup sleep 301 >/dev/null 2>&1 &")
+    session.kill_all()
+    left = session.exec("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
+    assert "sleep 300" not in left.stdout and "sleep 301" not in left.stdout, left.stdout
+    assert session.exec("echo alive").stdout == "alive\n"

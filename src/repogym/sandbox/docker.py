@@ -45,6 +45,21 @@ from repogym.sandbox.base import (
 )
 
 DEFAULT_PIDS_LIMIT = 4096
+NETWORK_ENV = "REPOGYM_DOCKER_NETWORK"
+"""Which network builds and network-enabled phases use: unset for the engine's default
+(``bridge``), ``host``, or ``none`` (no phase may have a network)."""
+
+
+def network_setting() -> str | None:
+    """The configured network (None: the engine's default bridge)."""
+    value = os.environ.get(NETWORK_ENV, "").strip().lower()
+    if value in ("", "default", "bridge"):
+        return None
+    if value not in ("host", "none"):
+        raise SandboxError(f"{NETWORK_ENV}={value!r}: use host, none, or leave it unset")
+    return value
+
+
 MAX_COPY_BYTES = 64 << 30
 """What one ``download``/export archive from the engine may unpack to (files, in bytes)."""
 MAX_COPY_MEMBERS = 1_000_000
@@ -156,6 +171,7 @@ class DockerSandbox(Sandbox):
                 target=spec.target,
                 decode=True,
                 timeout=int(limit) + 5,
+                network_mode=network_setting(),
             )
             for chunk in stream:
                 if "stream" in chunk:
@@ -190,7 +206,9 @@ class DockerSandbox(Sandbox):
             "detach": True,
             "working_dir": spec.workdir or built.workdir,
             "environment": dict(spec.env),
-            "network_mode": "none" if spec.network_mode == "no-network" else "bridge",
+            "network_mode": "none"
+            if spec.network_mode == "no-network"
+            else (network_setting() or "bridge"),
             "pids_limit": DEFAULT_PIDS_LIMIT,
             "user": "root",
             # An init (the engine's tini) as the first process: killed processes are reaped,
@@ -206,7 +224,16 @@ class DockerSandbox(Sandbox):
             kwargs["mem_limit"] = f"{spec.memory_mb}m"
         if spec.cpus:
             kwargs["nano_cpus"] = int(spec.cpus * 1e9)
-        container = self.client.containers.run(built.key, **kwargs)
+        try:
+            container = self.client.containers.run(built.key, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - docker.errors.APIError, NotFound
+            first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            if "network" in first and "not found" in first:
+                raise SandboxError(
+                    f"the Docker engine has no {kwargs['network_mode']!r} network for a task "
+                    f"with network; set {NETWORK_ENV}=host (or none), or give the engine a bridge"
+                ) from None
+            raise SandboxError(f"cannot start a container of {built.key[:19]}: {first}") from None
         return DockerSession(self.client, container, built, spec)
 
 
@@ -234,14 +261,37 @@ class DockerSession(Session):
         self.spec = spec
         self.networked = spec.network_mode == "public"
         self.closed = False
+        self.keeper: str | None = None
+        """The PID of ``sleep infinity`` under the init, noted before anything else runs."""
+        with contextlib.suppress(Exception):
+            res = container.exec_run(["cat", "/proc/1/task/1/children"], user="root")
+            words = (res.output or b"").decode().split()
+            self.keeper = words[0] if len(words) == 1 else None
 
     def _set_network(self, want: bool) -> None:
         if want == self.networked:
             return
         if self.spec.network_mode == "no-network" and want:
             raise SandboxError("this environment was started without a network")
-        bridge = self.client.networks.get("bridge")
-        (bridge.connect if want else bridge.disconnect)(self.container)
+        setting = network_setting()
+        if setting is not None:
+            raise SandboxError(
+                f"switching the network per phase needs the engine's bridge ({NETWORK_ENV}="
+                f"{setting} gives a container one network for its whole life)"
+            )
+        name = "bridge"
+        try:
+            net = self.client.networks.get(name)
+        except Exception:  # noqa: BLE001 - docker.errors.NotFound
+            raise SandboxError(
+                f"the Docker engine has no {name!r} network for a phase that needs one; set "
+                f"{NETWORK_ENV}=host (or none), or give the engine a bridge"
+            ) from None
+        try:
+            (net.connect if want else net.disconnect)(self.container)
+        except Exception as exc:  # noqa: BLE001 - API errors
+            first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            raise SandboxError(f"cannot switch the network to {name!r}: {first}") from None
         self.networked = want
 
     def exec(
@@ -457,8 +507,16 @@ class DockerSession(Session):
         self.container.put_archive(dest, buf.getvalue())
 
     def kill_all(self) -> None:
-        # Signal -1 reaches every process but the caller and PID 1 (the ``sleep infinity``).
-        self.container.exec_run(["sh", "-c", "kill -9 -1 2>/dev/null; true"], user="root")
+        """Kill every process but the init (PID 1) and the ``sleep infinity`` that keeps the
+        container alive (noted when the session started), three passes against processes
+        started meanwhile."""
+        script = (
+            "for _ in 1 2 3; do for p in /proc/[0-9]*; do p=${p#/proc/}; "
+            'case "$p" in 1|"$KEEP"|$$) ;; *) kill -9 "$p" 2>/dev/null;; esac; done; done; true'
+        )
+        self.container.exec_run(
+            ["sh", "-c", script], user="root", environment={"KEEP": self.keeper or "1"}
+        )
 
     def close(self) -> None:
         if self.closed:
