@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from repogym.explorer.runs import RunLimits
+from repogym.explorer.runs.service import ORACLE_OUTPUT
 from repogym.explorer.runs.store import RunRecord, RunStore
 from repogym.harbor import update_task_toml
 from tests.explorer.web_fixtures import EXAMPLES
@@ -58,9 +59,10 @@ def test_oracle_and_nop_runs_stream_their_events_and_are_graded(site) -> None:  
     # what was streamed is what was stored, in order
     assert oracle["streamed"] == oracle["events"]
     assert [e["seq"] for e in oracle["events"]] == list(range(1, len(oracle["events"]) + 1))
-    # the oracle's own output is never shown (it may print the answer)
+    # the oracle's own output is never shown (it may print the answer); this oracle's patch
+    # applier prints nothing, and nothing is left as it is
     [out] = [e for e in oracle["events"] if e["kind"] == "agent_output"]
-    assert "not shown" in out["data"]["text"]
+    assert out["data"]["text"] in ("", ORACLE_OUTPUT)
     [verdict] = [e for e in oracle["events"] if e["kind"] == "verifier_output"]
     assert "test_word_count" in verdict["data"]["text"]
     # a reader that reconnects with Last-Event-ID / ?after= gets the rest only
@@ -225,3 +227,17 @@ def test_answers_in_outputs_are_masked(tmp_path: Path) -> None:
     assert answer not in page and "withheld" in page
     [out] = [e for e in guess["events"] if e["kind"] == "agent_output"]
     assert out["data"]["text"].splitlines()[1] == "hi"  # other lines stay
+
+
+def test_the_oracles_own_words_are_replaced() -> None:
+    """Whatever an oracle prints (it may print the answer) is replaced before any reader sees
+    it; other agents' output is kept."""
+    from types import SimpleNamespace
+
+    from repogym.explorer.runs.mask import AnswerMask
+    from repogym.explorer.runs.service import LiveRun
+
+    for agent, want in (("oracle", ORACLE_OUTPUT), ("nop", "patching file counts.py")):
+        live = LiveRun(SimpleNamespace(agent=agent), AnswerMask(set()))  # type: ignore[arg-type]
+        live.emit("agent_output", {"text": "patching file counts.py"})
+        assert live.events[-1]["data"]["text"] == want

@@ -451,7 +451,7 @@ def reference_runs(
 
 def confirm_canaries(
     task: Task, calibration: tuple[TrialOutcome, TrialOutcome], *, write: bool = True
-) -> tuple[int, dict[str, Any] | None]:
+) -> tuple[int | None, dict[str, Any] | None]:
     """Keep the candidate canaries that failed in the ``calibration`` runs (the gold patch and
     the original code) and, with ``write``, write them and the task's new content hash.
     Returns the number of confirmed canaries (a task confirmed before keeps its own) and the
@@ -464,6 +464,8 @@ def confirm_canaries(
         if write:
             update_task_toml(task.path)  # canaries.json is content: the hash follows it
         return done
+    if not canary_pool.judged_here(task.tests_dir):
+        return None, None  # a task whose judge plants none: no count to record
     data = canary_pool.load(task.tests_dir) or {}
     return (len(data.get("pool") or []) if data.get("status") == "confirmed" else 0), None
 

@@ -42,6 +42,7 @@ __all__ = [
     "Candidate",
     "build",
     "confirm",
+    "judged_here",
     "load",
     "store_confirmed",
     "test_files_of",
@@ -536,6 +537,18 @@ def test_files_of(ids: list[str], runner: str) -> list[str]:
         if rel and rel not in out:
             out.append(rel)
     return out
+
+
+def judged_here(tests_dir: Path) -> bool:
+    """Whether the task's judge plants canaries: a runtime task's verifier (``verifier.py``
+    with its ``config.json``) of a runner canaries are made for. Other tasks (diff-scored,
+    hand-written checks) have no count to report."""
+    try:
+        config = json.loads((tests_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    runner = config.get("runner") if isinstance(config, dict) else None
+    return (tests_dir / "verifier.py").is_file() and runner in PY_RUNNERS + JS_RUNNERS
 
 
 def write(tests_dir: Path, pool: Pool) -> None:
