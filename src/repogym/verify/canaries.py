@@ -144,6 +144,14 @@ def _vocabulary(names: list[str], split: str) -> list[str]:
     return words
 
 
+def _names(source: str, sep: str, vocab: list[str], taken: set[str]) -> list[str]:
+    """Up to 16 names a copy of ``source`` may take: ``source`` + ``sep`` + a word of its
+    neighbours' names (then generic words) it does not hold, none already ``taken``."""
+    own = set(source.lower().split(sep))
+    names = [f"{source}{sep}{w}" for w in [*vocab, *_GENERIC] if w not in own]
+    return [n for n in dict.fromkeys(names) if n not in taken][:16]
+
+
 def _gap(lines: list[str], start: int) -> int:
     """Blank lines just above line ``start`` (what separates the copied test from the last)."""
     n = 0
@@ -302,10 +310,7 @@ def _py_candidates(
         start = min([func.lineno] + [d.lineno for d in func.decorator_list]) - 1
         end = func.end_lineno
         name = func.name
-        own = set(name.split("_"))
-        names = [f"{name}_{w}" for w in vocab if w not in own]
-        names += [f"{name}_{w}" for w in _GENERIC if w not in own]
-        names = [n for n in dict.fromkeys(names) if n not in existing][:16]
+        names = _names(name, "_", vocab, existing)
         if not names:
             continue
         for node, kind in _py_sites(func):
@@ -422,10 +427,7 @@ def _js_candidates(
         if not owners:
             continue  # not a graded test
         test_id, origin = min(owners, key=lambda to: to[1] != "f2p")
-        own = set(title.lower().split())
-        names = [f"{title} {w}" for w in vocab if w not in own]
-        names += [f"{title} {w}" for w in _GENERIC if w not in own]
-        names = [n for n in dict.fromkeys(names) if n not in titles][:16]
+        names = _names(title, " ", vocab, set(titles))
         for k in range(start, end):
             masked = info[k].masked
             if not _JS_ASSERT.search(masked):
