@@ -92,6 +92,14 @@ def snapshot(path: Path) -> dict[str, tuple[int, bytes]]:
 
 
 @pytest.fixture(scope="session")
+def engine():  # type: ignore[no-untyped-def]
+    """A real Docker engine, offline, with stand-in base images (see tests/engine.py)."""
+    from tests.engine import engine_fixture
+
+    yield from engine_fixture()
+
+
+@pytest.fixture(scope="session")
 def ray_cluster():  # type: ignore[no-untyped-def]
     """A local Ray cluster: a head with no CPUs and two 1-CPU worker nodes (tests/ray_support.py)."""
     from tests.ray_support import cluster_fixture

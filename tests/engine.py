@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +57,8 @@ STAND_INS = {
     "node:20-slim": StandIn(("ca-certificates",), node=True),
     "debian:bookworm-slim": StandIn(),
 }
+EAGER = ("python:3.11-slim", "debian:bookworm-slim")
+"""Stand-ins made when the tests' engine starts; a test that needs another calls ``stand_in``."""
 
 
 class Engine:
@@ -88,19 +91,33 @@ class Engine:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def why_no_engine() -> str | None:
-    """None when an engine can be started here, else the reason."""
+def why_no_engine(driver: str = "overlay2") -> str | None:
+    """None when an engine with that storage driver can be started here, else the reason."""
     if os.geteuid() != 0:
         return "starting a Docker engine needs root"
     for tool in ("dockerd", "docker"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (scripts/setup.sh test installs docker.io)"
+    if driver == "btrfs":
+        if shutil.which("mkfs.btrfs") is None:
+            return "mkfs.btrfs is not installed (scripts/setup.sh test installs btrfs-progs)"
+        if "btrfs" not in Path("/proc/filesystems").read_text():
+            return "this kernel has no btrfs"
     return None
 
 
-def start_engine() -> Engine:
-    """Start an engine (about 5 s) and wait until it answers."""
+def start_engine(driver: str = "overlay2") -> Engine:
+    """Start an engine (about 5 s) and wait until it answers. ``btrfs``: its data root is a
+    btrfs file system in a sparse file (the storage driver with a size quota on any kernel
+    that has btrfs; overlay2's needs xfs with project quotas)."""
     root = Path(tempfile.mkdtemp(prefix="rg-dockerd-", dir="/tmp"))  # short: socket paths
+    if driver == "btrfs":
+        image = root / "data.img"
+        with open(image, "wb") as fh:
+            fh.truncate(16 << 30)
+        (root / "data").mkdir()
+        subprocess.run(["mkfs.btrfs", "-q", str(image)], check=True, capture_output=True)
+        subprocess.run(["mount", "-o", "loop", str(image), str(root / "data")], check=True)
     env = {
         **os.environ,
         "HTTP_PROXY": CLOSED_PORT,
@@ -122,7 +139,7 @@ def start_engine() -> Engine:
             "--ip6tables=false",
             "--ip-forward=false",
             "--ip-masq=false",
-            "--storage-driver=overlay2",
+            f"--storage-driver={driver}",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -263,3 +280,28 @@ def stand_in(engine: Engine, tag: str) -> None:
         )
     if done.returncode != 0:
         raise RuntimeError(f"docker import {tag}: {done.stderr.strip()}")
+
+
+def engine_fixture() -> Iterator[Engine]:
+    """The tests' engine for a session, with ``DOCKER_HOST`` pointing at it meanwhile and the
+    small stand-ins made (others: call :func:`stand_in` first)."""
+    import pytest  # noqa: PLC0415 - this module is also used outside pytest
+
+    why = why_no_engine()
+    if why is not None:
+        if os.environ.get("REPOGYM_REQUIRE_ENGINE") == "1":
+            pytest.fail(f"REPOGYM_REQUIRE_ENGINE=1 but {why}")
+        pytest.skip(why)
+    running = start_engine()
+    before = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = running.host
+    try:
+        for tag in EAGER:
+            stand_in(running, tag)
+        yield running
+    finally:
+        if before is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = before
+        running.stop()
