@@ -7,7 +7,7 @@ the machine. Docker Hub is not reachable from the project's machines, so the bas
 tests' Dockerfiles name are **stand-ins** made from Debian's packages (``debootstrap
 --variant=minbase bookworm`` and ``docker import``), kept faithful to the real slim images: no
 ``git``, no ``patch``. ``python:3.11-slim`` is Debian's own Python 3.11 with pip;
-``python:3.12-slim`` is the host's pyenv-built 3.12 copied in; ``node:20-slim`` is the host's
+``python:3.X-slim`` (3.9, 3.10, 3.12, 3.13) is the host's pyenv build copied in; ``node:20-slim`` is the host's
 Node 20 with its npm. Each carries the host's CA bundle (see ``HOST_BUNDLE``).
 """
 
@@ -47,13 +47,31 @@ class StandIn:
     official Node images."""
 
 
+PYENV = Path("/root/.pyenv/versions")
+PYTHON_LIBS = (
+    "ca-certificates",
+    "libffi8",
+    "libsqlite3-0",
+    "libreadline8",
+    "libncursesw6",
+    "libgdbm6",
+)
+
+
+def _pyenv(minor: str) -> str | None:
+    """The newest host pyenv build of Python ``3.<minor>``."""
+    found = sorted(PYENV.glob(f"3.{minor}.*"), key=lambda p: [int(x) for x in p.name.split(".")])
+    return found[-1].name if found else None
+
+
 STAND_INS = {
     # Debian's Python 3.11 with pip, allowed to install system-wide as the official image is
     "python:3.11-slim": StandIn(("python3", "python3-pip", "python3-venv", "ca-certificates")),
-    "python:3.12-slim": StandIn(
-        ("ca-certificates", "libffi8", "libsqlite3-0", "libreadline8", "libncursesw6", "libgdbm6"),
-        python=next(iter(sorted(Path("/root/.pyenv/versions").glob("3.12.*"))), Path("-")).name,
-    ),
+    **{
+        f"python:3.{minor}-slim": StandIn(PYTHON_LIBS, python=_pyenv(str(minor)))
+        for minor in (9, 10, 12, 13)
+        if _pyenv(str(minor))
+    },
     "node:20-slim": StandIn(("ca-certificates",), node=True),
     "debian:bookworm-slim": StandIn(),
 }
@@ -216,7 +234,7 @@ def _image_tarball(tag: str, recipe: StandIn) -> tuple[Path, list[str]]:
     path = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
     bundle = HOST_BUNDLE.read_bytes() if HOST_BUNDLE.is_file() else b""
     env = [f"{name}={HOST_BUNDLE}" for name in CA_VARIABLES] if bundle else []
-    host_python = Path("/root/.pyenv/versions") / recipe.python if recipe.python else None
+    host_python = PYENV / recipe.python if recipe.python else None
     if host_python is not None:
         path.insert(0, f"{host_python}/bin")
     env.append("PATH=" + ":".join(path))

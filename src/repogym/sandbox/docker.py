@@ -333,7 +333,7 @@ class DockerSandbox(Sandbox):
                 _log.warning(
                     "the Docker engine cannot limit a container's storage (%s); storage_mb "
                     "holds per file only",
-                    first[:160],
+                    first.split('("')[-1].rstrip('")')[:160],
                 )
                 kwargs.pop("storage_opt", None)
                 return self.client.containers.run(built.key, **kwargs)
