@@ -109,6 +109,22 @@ class Engine:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+GIVEN_ENGINE = "REPOGYM_TEST_DOCKER_HOST"
+"""Set to a ``DOCKER_HOST`` (e.g. ``unix:///run/user/1000/podman/podman.sock``) to run the engine
+tests against that engine instead of starting one."""
+
+
+class ExternalEngine(Engine):
+    """An engine this module did not start: never stopped here."""
+
+    def __init__(self, host: str) -> None:
+        self.root = Path(tempfile.gettempdir())
+        self.host = host
+
+    def stop(self) -> None:
+        return None
+
+
 def why_no_engine(driver: str = "overlay2") -> str | None:
     """None when an engine with that storage driver can be started here, else the reason."""
     if os.geteuid() != 0:
@@ -305,6 +321,21 @@ def engine_fixture() -> Iterator[Engine]:
     small stand-ins made (others: call :func:`stand_in` first)."""
     import pytest  # noqa: PLC0415 - this module is also used outside pytest
 
+    given = os.environ.get(GIVEN_ENGINE, "").strip()
+    if given:  # an engine someone else runs (rootless Docker, Podman's Docker API)
+        outside = ExternalEngine(given)
+        for tag in EAGER:
+            stand_in(outside, tag)
+        before = os.environ.get("DOCKER_HOST")
+        os.environ["DOCKER_HOST"] = given
+        try:
+            yield outside
+        finally:
+            if before is None:
+                os.environ.pop("DOCKER_HOST", None)
+            else:
+                os.environ["DOCKER_HOST"] = before
+        return
     why = why_no_engine()
     if why is not None:
         if os.environ.get("REPOGYM_REQUIRE_ENGINE") == "1":

@@ -326,14 +326,14 @@ class DockerSandbox(Sandbox):
             return self.client.containers.run(built.key, **kwargs)
         except Exception as exc:  # noqa: BLE001 - docker.errors.APIError, NotFound
             first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-            if "storage-opt" in first or "storage opt" in first:
+            if "storage-opt" in str(exc) or "storage opt" in str(exc):
                 # This engine's storage driver has no size quota (overlay2 needs xfs mounted
                 # with pquota): the per-file limit still holds; say so once.
                 self._quota = ""
                 _log.warning(
                     "the Docker engine cannot limit a container's storage (%s); storage_mb "
                     "holds per file only",
-                    first.split('("')[-1].rstrip('")')[:160],
+                    str(exc).split(": ")[-1].rstrip('")')[:160],
                 )
                 kwargs.pop("storage_opt", None)
                 return self.client.containers.run(built.key, **kwargs)
