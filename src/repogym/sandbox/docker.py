@@ -283,7 +283,9 @@ class DockerSandbox(Sandbox):
             volume = self.client.volumes.create(
                 name=f"repogym-mount-{secrets.token_hex(8)}", labels={MOUNT_LABEL: point}
             )
-            volumes[volume.name] = {"bind": point, "mode": "ro,nocopy"}
+            # Read-only; what the image itself has there (a separate verifier's image copies
+            # its tests in) is copied into the volume when the container is created.
+            volumes[volume.name] = {"bind": point, "mode": "ro"}
             mounts[point] = volume.name
         try:
             container = self._run(built, spec, volumes)
@@ -333,7 +335,7 @@ class DockerSandbox(Sandbox):
                 _log.warning(
                     "the Docker engine cannot limit a container's storage (%s); storage_mb "
                     "holds per file only",
-                    str(exc).split(": ")[-1].rstrip('")')[:160],
+                    str(exc).split('("')[-1].split(": ")[-1].rstrip('")')[:160],
                 )
                 kwargs.pop("storage_opt", None)
                 return self.client.containers.run(built.key, **kwargs)
@@ -549,7 +551,7 @@ class DockerSession(Session):
         if point not in self.mounts or not read_only or not Path(src).is_dir():
             super().mount(src, dest, read_only=read_only)
             return
-        self.unmount(point)
+        self.unmount(point)  # whatever is there goes first, the image's own content too
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for child in sorted(Path(src).iterdir()):
@@ -562,6 +564,10 @@ class DockerSession(Session):
         if point not in self.mounts:
             super().unmount(dest)
             return
+        if point not in self._filled:
+            listed = self.exec(["sh", "-c", 'ls -A -- "$1" | head -n 1', "sh", point])
+            if listed.stdout.strip():  # the image's own content, copied in at creation
+                self._filled.add(point)
         if point in self._filled:  # emptied by its filler, the only writer of the volume
             filler = self._filler(point)
             filler.start()
