@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.engine import STAND_INS, Engine, stand_in, start_engine, why_no_engine
 
 # Wall-clock deadlines make property tests flaky on a loaded 2-core CI machine.
 settings.register_profile("repogym", deadline=None)
@@ -89,6 +91,28 @@ def snapshot(path: Path) -> dict[str, tuple[int, bytes]]:
             p = Path(dirpath) / name
             out[str(p.relative_to(path))] = (p.stat().st_mtime_ns, p.read_bytes())
     return out
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[Engine]:
+    """A real Docker engine (:mod:`tests.engine`: offline, stand-in base images made from
+    Debian's packages), started once per session, with ``DOCKER_HOST`` pointing at it."""
+    why = why_no_engine()
+    if why is not None:
+        pytest.skip(why)
+    running = start_engine()
+    before = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = running.host
+    try:
+        for tag in STAND_INS:
+            stand_in(running, tag)
+        yield running
+    finally:
+        if before is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = before
+        running.stop()
 
 
 @pytest.fixture(scope="session")
