@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.engine import STAND_INS, Engine, stand_in, start_engine, why_no_engine
+from tests.engine import Engine, stand_in, start_engine, why_no_engine
+
+EAGER_STAND_INS = ("python:3.11-slim", "debian:bookworm-slim")
+"""Stand-ins made when the engine starts; tests that need another call ``stand_in`` first."""
 
 # Wall-clock deadlines make property tests flaky on a loaded 2-core CI machine.
 settings.register_profile("repogym", deadline=None)
@@ -104,7 +107,7 @@ def engine() -> Iterator[Engine]:
     before = os.environ.get("DOCKER_HOST")
     os.environ["DOCKER_HOST"] = running.host
     try:
-        for tag in STAND_INS:
+        for tag in EAGER_STAND_INS:
             stand_in(running, tag)
         yield running
     finally:
