@@ -65,11 +65,16 @@ class RepogymDockerEnvironment(DockerEnvironment):
 
     @classmethod
     def preflight(cls, *args: Any, **kwargs: Any) -> None:
-        """Harbor's checks (``docker`` on PATH, a daemon answering), then Compose v2."""
+        """Harbor's checks (``docker`` on PATH, a daemon answering), then Compose v2 and the
+        network setting, each failing with one line."""
         super().preflight(*args, **kwargs)
         problem = compose_problem()
         if problem is not None:
             raise SystemExit(problem)
+        try:
+            network_setting()
+        except RepogymError as exc:
+            raise SystemExit(str(exc)) from None
 
     @staticmethod
     def _requires_egress_control(**_: Any) -> bool:
