@@ -242,3 +242,22 @@ def test_never_pull_says_which_image_and_how_to_supply_it(
     monkeypatch.setenv("REPOGYM_DOCKER_PULL", "sometimes")
     with pytest.raises(SandboxError, match="REPOGYM_DOCKER_PULL='sometimes'"):
         sandbox.build(spec(tmp_path))
+
+
+@pytest.mark.parametrize("session", ["docker"], indirect=True)
+def test_tests_uploaded_file_by_file_are_read_only_inside(session: Session, tmp_path: Path) -> None:
+    """Harbor uploads the tests with ``mkdir -p`` and a merge (``docker cp src/. /tests``) or
+    file by file: they land in the read-only volume, and the task's root cannot change them."""
+    (tmp_path / "t" / "sub").mkdir(parents=True)
+    (tmp_path / "t" / "test.sh").write_text("echo hidden\n")
+    (tmp_path / "t" / "sub" / "data.txt").write_text("data\n")
+    assert session.exec("mkdir -p /tests").exit_code == 0
+    session.merge(tmp_path / "t", "/tests", ["sub", "sub/data.txt", "test.sh"])
+    session.upload(tmp_path / "t" / "test.sh", "/tests/more/again.sh")
+    got = session.exec("cd /tests && find . -type f | sort && cat more/again.sh")
+    assert got.stdout.split() == [
+        "./more/again.sh", "./sub/data.txt", "./test.sh", "echo", "hidden"
+    ]  # fmt: skip
+    assert session.exec("echo x > /tests/test.sh").exit_code != 0
+    session.remove("/tests")
+    assert session.exec("ls -A /tests | wc -l").stdout.strip() == "0"

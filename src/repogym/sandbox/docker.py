@@ -591,9 +591,47 @@ class DockerSession(Session):
             )
         return self._fillers[point]
 
+    def _in_mount(self, path: str) -> tuple[str, str] | None:
+        """(mount point, path below it: ``""`` for the point) when ``path`` is in a mount."""
+        path = posixpath.normpath(path)
+        for point in self.mounts:
+            if path == point or path.startswith(point + "/"):
+                return point, path[len(point) + 1 :]
+        return None
+
+    def _put_in_mount(self, point: str, entries: list[tuple[Path, str]], under: str) -> None:
+        """Copy host entries into the volume of ``point`` at ``under`` (parents created), each
+        ``(host path, name below under)``, root-owned, through its filler: the orchestrator's
+        own writes there (Harbor's upload of the tests) while the task's container sees the
+        folder read-only."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            parts = [p for p in under.split("/") if p]
+            for i in range(len(parts)):
+                info = tarfile.TarInfo("/".join(parts[: i + 1]))
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            for host, name in entries:
+                arcname = posixpath.join(under, name) if under else name
+                tar.add(str(host), arcname=arcname, recursive=False, filter=_root_owned)
+        self._filler(point).put_archive("/m", buf.getvalue())
+        self._filled.add(point)
+
     def upload(self, src: Path, dest: str) -> None:
-        if posixpath.normpath(dest) in self.mounts and Path(src).is_dir():
-            self.mount(src, dest)  # the hidden tests' folder is read-only however it arrives
+        inside = self._in_mount(dest)
+        if inside is not None:
+            point, rel = inside
+            if not rel and Path(src).is_dir():
+                self.mount(src, dest)  # the hidden tests' folder is read-only however it arrives
+                return
+            src = Path(src)
+            entries = [(src, posixpath.basename(rel))]
+            if src.is_dir():
+                entries += [
+                    (src / sub, posixpath.join(posixpath.basename(rel), sub))
+                    for sub in sorted(str(p.relative_to(src)) for p in src.rglob("*"))
+                ]
+            self._put_in_mount(point, entries, posixpath.dirname(rel))
             return
         self.remove(dest)
         buf = io.BytesIO()
@@ -676,6 +714,11 @@ class DockerSession(Session):
 
     def merge(self, src: Path, dest: str, paths: Iterable[str]) -> None:
         """One tar of the listed paths of ``src`` unpacked at ``dest`` by the engine."""
+        inside = self._in_mount(dest)
+        if inside is not None:
+            point, rel = inside
+            self._put_in_mount(point, [(Path(src, p), p) for p in paths], rel)
+            return
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for rel in paths:
