@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,9 @@ def repogym(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_verify_and_run_on_docker_match_local(engine: Engine, tmp_path: Path) -> None:
-    done = repogym("verify", str(EXAMPLES / TEXTSTATS), "--sandbox", "docker", "--json")
+    task = tmp_path / TEXTSTATS  # verify records its result in the task: a copy, not the checkout
+    shutil.copytree(EXAMPLES / TEXTSTATS, task)
+    done = repogym("verify", str(task), "--sandbox", "docker", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     [task] = json.loads(done.stdout)["tasks"]
     assert task["status"] == "verified", task
