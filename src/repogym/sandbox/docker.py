@@ -87,6 +87,9 @@ class DockerSandbox(Sandbox):
 
     def __init__(self) -> None:
         self.client = _client()
+        self.labels: dict[str, str] = {}
+        """Put on every container :meth:`start` starts (the OpenEnv server marks its task
+        containers, to remove those a killed server left behind)."""
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -214,6 +217,7 @@ class DockerSandbox(Sandbox):
             # An init (the engine's tini) as the first process: killed processes are reaped,
             # not left as zombies under ``sleep infinity``.
             "init": True,
+            "labels": dict(self.labels),
         }
         bundle = os.environ.get(_cabundle.ENV_VAR, "").strip()
         if bundle:  # --ca-bundle: mounted read-only, the usual variables point at it
