@@ -6,7 +6,9 @@ with its proxy pointed at a closed loopback port, so any pull fails at once inst
 the machine. Docker Hub is not reachable from the project's machines, so the base images the
 tests' Dockerfiles name are **stand-ins** made from Debian's packages (``debootstrap
 --variant=minbase bookworm`` and ``docker import``), kept faithful to the real slim images: no
-``git``, no ``patch``. ``python:3.11-slim`` is Debian's own Python 3.11.
+``git``, no ``patch``. ``python:3.11-slim`` is Debian's own Python 3.11 with pip;
+``python:3.12-slim`` is the host's pyenv-built 3.12 copied in; ``node:20-slim`` is the host's
+Node 20 with its npm. Each carries the host's CA bundle (see ``HOST_BUNDLE``).
 """
 
 from __future__ import annotations
@@ -17,15 +19,42 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 CACHE = Path(os.environ.get("REPOGYM_TEST_CACHE", Path.home() / ".cache" / "repogym-tests"))
 CLOSED_PORT = "http://127.0.0.1:9"
 """Where the engine's proxy points: nothing listens there, so a pull fails at once."""
+HOST_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+"""The host's CA bundle: the package registries' certificate chain here is signed by it, so the
+stand-ins carry it (a build that installs from PyPI or npm over the host network needs it)."""
+CA_VARIABLES = ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """How to make a stand-in of an image from Debian's packages and the host's toolchains."""
+
+    packages: tuple[str, ...] = ()
+    """Debian packages added to the minimal bookworm root."""
+    python: str | None = None
+    """A host pyenv version folder copied in at the same path (``bin/`` on ``PATH``, ``python3``,
+    ``python`` and ``pip`` linked in ``/usr/local/bin``), as the official Python images have their
+    own build under ``/usr/local``."""
+    node: bool = False
+    """The host's Node (``/usr/bin/node`` and its bundled npm) under ``/usr/local``, as in the
+    official Node images."""
+
+
 STAND_INS = {
-    # tag: packages added to the minimal bookworm root
-    "python:3.11-slim": ("python3", "ca-certificates"),
-    "debian:bookworm-slim": (),
+    # Debian's Python 3.11 with pip, allowed to install system-wide as the official image is
+    "python:3.11-slim": StandIn(("python3", "python3-pip", "python3-venv", "ca-certificates")),
+    "python:3.12-slim": StandIn(
+        ("ca-certificates", "libffi8", "libsqlite3-0", "libreadline8", "libncursesw6", "libgdbm6"),
+        python=next(iter(sorted(Path("/root/.pyenv/versions").glob("3.12.*"))), Path("-")).name,
+    ),
+    "node:20-slim": StandIn(("ca-certificates",), node=True),
+    "debian:bookworm-slim": StandIn(),
 }
 
 
@@ -129,37 +158,104 @@ def _mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
-def stand_in(engine: Engine, tag: str) -> None:
-    """Make ``tag`` on ``engine`` from Debian's packages (cached as a tarball)."""
-    if engine.docker("image", "inspect", tag).returncode == 0:
-        return
-    packages = STAND_INS[tag]
+def _debootstrap(packages: tuple[str, ...]) -> Path:
+    """A minimal bookworm root with ``packages``, cached as a tarball."""
     key = hashlib.sha256(repr(("bookworm", packages)).encode()).hexdigest()[:12]
     tarball = CACHE / "images" / f"bookworm-{key}.tar"
-    if not tarball.is_file():
-        tarball.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="rg-debootstrap-"))
-        try:
-            rootfs = work / "root"
-            include = ["--include=" + ",".join(packages)] if packages else []
-            subprocess.run(
-                ["debootstrap", "--variant=minbase", *include, "bookworm", str(rootfs), _mirror()],
-                check=True,
-                capture_output=True,
-                timeout=1200,
+    if tarball.is_file():
+        return tarball
+    tarball.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="rg-debootstrap-"))
+    try:
+        rootfs = work / "root"
+        include = ["--include=" + ",".join(packages)] if packages else []
+        subprocess.run(
+            ["debootstrap", "--variant=minbase", *include, "bookworm", str(rootfs), _mirror()],
+            check=True,
+            capture_output=True,
+            timeout=1200,
+        )
+        shutil.rmtree(rootfs / "var/cache/apt/archives", ignore_errors=True)
+        partial = tarball.with_suffix(".part")
+        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(partial), "."], check=True)
+        partial.rename(tarball)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return tarball
+
+
+def _link(root: Path, at: str, target: str) -> None:
+    path = root / at.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or path.exists():
+        path.unlink()
+    path.symlink_to(target)
+
+
+def _image_tarball(tag: str, recipe: StandIn) -> tuple[Path, list[str]]:
+    """The stand-in's root as a tarball (cached, keyed by the recipe and the host parts it
+    copies) and the ``ENV`` lines of its configuration."""
+    base = _debootstrap(recipe.packages)
+    path = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+    bundle = HOST_BUNDLE.read_bytes() if HOST_BUNDLE.is_file() else b""
+    env = [f"{name}={HOST_BUNDLE}" for name in CA_VARIABLES] if bundle else []
+    host_python = Path("/root/.pyenv/versions") / recipe.python if recipe.python else None
+    if host_python is not None:
+        path.insert(0, f"{host_python}/bin")
+    env.append("PATH=" + ":".join(path))
+    parts = repr((tag, recipe, hashlib.sha256(bundle).hexdigest(), base.name))
+    key = hashlib.sha256(parts.encode()).hexdigest()[:12]
+    tarball = CACHE / "images" / f"{tag.replace(':', '-')}-{key}.tar"
+    if tarball.is_file():
+        return tarball, env
+    work = Path(tempfile.mkdtemp(prefix="rg-standin-"))
+    try:
+        rootfs = work / "root"
+        rootfs.mkdir()
+        subprocess.run(["tar", "-C", str(rootfs), "-xf", str(base)], check=True)
+        if bundle:
+            (rootfs / HOST_BUNDLE.relative_to("/")).parent.mkdir(parents=True, exist_ok=True)
+            (rootfs / HOST_BUNDLE.relative_to("/")).write_bytes(bundle)
+        if "python3" in recipe.packages:  # the official image's `python`, `pip`, no PEP 668 lock
+            for name, target in (("python", "python3"), ("python3", "python3"), ("pip", "pip3")):
+                _link(rootfs, f"/usr/local/bin/{name}", f"/usr/bin/{target}")
+            for marker in rootfs.glob("usr/lib/python3*/EXTERNALLY-MANAGED"):
+                marker.unlink()
+        if host_python is not None:
+            if not host_python.is_dir():
+                raise RuntimeError(f"{tag} needs the host's Python at {host_python}")
+            shutil.copytree(host_python, rootfs / str(host_python).lstrip("/"), symlinks=True)
+            for name in ("python", "python3", "pip", "pip3"):
+                real = "pip3" if name.startswith("pip") else "python3"
+                _link(rootfs, f"/usr/local/bin/{name}", f"{host_python}/bin/{real}")
+        if recipe.node:
+            shutil.copy2("/usr/bin/node", rootfs / "usr/local/bin/node")
+            shutil.copytree(
+                "/usr/lib/node_modules/npm",
+                rootfs / "usr/local/lib/node_modules/npm",
+                symlinks=True,
             )
-            if "python3" in packages:  # the slim images' `python` and /usr/local/bin
-                (rootfs / "usr/local/bin/python").symlink_to("/usr/bin/python3")
-                (rootfs / "usr/local/bin/python3").symlink_to("/usr/bin/python3")
-            shutil.rmtree(rootfs / "var/cache/apt/archives", ignore_errors=True)
-            partial = tarball.with_suffix(".part")
-            subprocess.run(["tar", "-C", str(rootfs), "-cf", str(partial), "."], check=True)
-            partial.rename(tarball)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+            _link(rootfs, "/usr/local/bin/npm", "../lib/node_modules/npm/bin/npm-cli.js")
+            _link(rootfs, "/usr/local/bin/npx", "../lib/node_modules/npm/bin/npx-cli.js")
+        partial = tarball.with_suffix(".part")
+        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(partial), "."], check=True)
+        partial.rename(tarball)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return tarball, env
+
+
+def stand_in(engine: Engine, tag: str) -> None:
+    """Make ``tag`` on ``engine`` from Debian's packages and the host's toolchains (cached)."""
+    if engine.docker("image", "inspect", tag).returncode == 0:
+        return
+    tarball, env = _image_tarball(tag, STAND_INS[tag])
+    changes = ["--change", 'CMD ["bash"]']
+    for line in env:
+        changes += ["--change", f"ENV {line}"]
     with open(tarball, "rb") as fh:
         done = subprocess.run(
-            ["docker", "import", "--change", 'CMD ["bash"]', "-", tag],
+            ["docker", "import", *changes, "-", tag],
             stdin=fh,
             env={**os.environ, "DOCKER_HOST": engine.host},
             capture_output=True,

@@ -8,7 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.engine import STAND_INS, Engine, stand_in, start_engine, why_no_engine
+from tests.engine import Engine, stand_in, start_engine, why_no_engine
+
+EAGER = ("python:3.11-slim", "debian:bookworm-slim")
+"""Stand-ins made when the engine starts; tests that need another call ``stand_in`` first."""
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +24,7 @@ def engine() -> Iterator[Engine]:
     before = os.environ.get("DOCKER_HOST")
     os.environ["DOCKER_HOST"] = running.host
     try:
-        for tag in STAND_INS:
+        for tag in EAGER:
             stand_in(running, tag)
         yield running
     finally:
