@@ -242,8 +242,8 @@ def _dockerfile(shipped: Shipped) -> str:
     return f"""FROM python:3.12-slim
 # repogym with the extras this server needs: openenv (the server) and docker (task containers).
 # Wheels in wheels/ are used from there: repogym's own when the export shipped one, and any
-# dependency put beside it. A package mirror: --build-arg PIP_INDEX_URL=URL; no index at all
-# (every wheel in wheels/): --build-arg PIP_NO_INDEX=1.
+# dependency put beside it. pip settings as build args: PIP_INDEX_URL=URL (a mirror),
+# PIP_NO_INDEX=1 (every wheel is in wheels/: no index at all).
 ARG PIP_INDEX_URL
 ARG PIP_NO_INDEX
 COPY {WHEELS}/ {IMAGE_WHEELS}/
