@@ -268,14 +268,19 @@ def _readme(name: str, count: int, text_only: int, shipped: Shipped) -> str:
         if text_only
         else ""
     )
+    deps = (
+        "its dependencies come from the package index (a mirror: `--build-arg\n"
+        "PIP_INDEX_URL=URL`) or, with every wheel put in `wheels/`, from there alone\n"
+        "(`--build-arg PIP_NO_INDEX=1`)."
+    )
     if shipped.wheel is not None:
         source = (
-            f"The image installs repogym from the wheel in `{WHEELS}/` "
-            f"(`{shipped.dependency}`), with its dependencies from the package index."
+            f"The image installs repogym from the wheel in `{WHEELS}/`\n"
+            f"(`{shipped.dependency}`); {deps}"
         )
         local = f"pip install --find-links {WHEELS} ."
     else:
-        source = f"The image installs `{shipped.install}` from the package index."
+        source = f"The image installs `{shipped.install}`;\n{deps}"
         local = "pip install ."
     return f"""---
 title: {name}
