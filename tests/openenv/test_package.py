@@ -66,6 +66,7 @@ def test_a_local_wheel_is_shipped_and_named_by_version(own_wheel: Path, tmp_path
         ("repogym @ file:///src", "must be a wheel file"),
         ("requests==2.0", "names requests, not repogym"),
         ("repogym>>1", "not a pip requirement"),
+        ("https://example.org/repogym-0.1.0-py3-none-any.whl", "'repogym @ URL'"),
     ],
 )
 def test_requirements_that_cannot_give_the_image_repogym(
@@ -80,6 +81,16 @@ def test_a_wheel_of_another_project_is_refused(tmp_path: Path) -> None:
     other.write_bytes(b"")
     with pytest.raises(ValueError, match="a wheel of requests"):
         resolve_requirement(str(other), tmp_path / "s")
+
+
+def test_default_ships_a_wheel_of_a_checkout(tmp_path: Path) -> None:
+    if _wheel.installed_from_index():
+        pytest.skip("this repogym was installed from an index")
+    result = export_openenv(EXAMPLES / "hello-file", tmp_path / "pkg")
+    assert result.requirement is not None and result.requirement.wheel is not None
+    assert result.requirement.wheel == tmp_path / "pkg" / "wheels" / WHEEL
+    assert result.requirement.wheel.is_file()
+    assert "not from a package index: shipping a wheel" in result.notes[0]
 
 
 def test_default_pins_the_version_when_installed_from_an_index(

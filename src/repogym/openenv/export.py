@@ -14,6 +14,7 @@ the same way. ``pyproject.toml`` names repogym by name and version, never by a p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -150,6 +151,8 @@ def resolve_requirement(requirement: str | None, scratch: Path) -> Shipped:
     # ``path.whl[extra,…]``: a local wheel with extras.
     found = re.fullmatch(r"(?P<path>.+?)\[(?P<extras>[A-Za-z0-9_.,\s-]*)\]", spec)
     bare, extras = (found["path"], found["extras"]) if found else (spec, "")
+    if "://" in bare and "@" not in bare and not bare.startswith("file:"):
+        raise ValueError(f"--requirement {spec!r}: name the project with a URL: 'repogym @ URL'")
     local = _local_path(bare)
     if local is not None:
         wanted = {e.strip() for e in extras.split(",") if e.strip()}
@@ -224,6 +227,8 @@ def export_openenv(
     written = sorted(files)
     if shipped.wheel is not None:
         written = sorted([*written, f"{WHEELS}/{shipped.wheel.name}"])
+        if shipped.wheel.parent == staging / WHEELS:  # written there: now in the package
+            shipped = dataclasses.replace(shipped, wheel=out / WHEELS / shipped.wheel.name)
     return ExportResult(out, len(tasks), text_only, written, shipped)
 
 
