@@ -28,6 +28,7 @@ if [[ ",$extras," == *",test,"* ]] && [ "$(id -u)" = 0 ] && command -v apt-get >
   # from Debian's packages (tests/engine.py).
   command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
   command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
+  command -v mkfs.btrfs >/dev/null 2>&1 || need_pkgs+=(btrfs-progs)
 fi
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

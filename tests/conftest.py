@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
-
-if TYPE_CHECKING:
-    from tests.engine import Engine
 
 # Wall-clock deadlines make property tests flaky on a loaded 2-core CI machine.
 settings.register_profile("repogym", deadline=None)
@@ -96,36 +92,16 @@ def snapshot(path: Path) -> dict[str, tuple[int, bytes]]:
 
 
 @pytest.fixture(scope="session")
+def engine():  # type: ignore[no-untyped-def]
+    """A real Docker engine, offline, with stand-in base images (see tests/engine.py)."""
+    from tests.engine import engine_fixture
+
+    yield from engine_fixture()
+
+
+@pytest.fixture(scope="session")
 def ray_cluster():  # type: ignore[no-untyped-def]
     """A local Ray cluster: a head with no CPUs and two 1-CPU worker nodes (tests/ray_support.py)."""
     from tests.ray_support import cluster_fixture
 
     yield from cluster_fixture()
-
-
-EAGER_STAND_INS = ("python:3.11-slim", "debian:bookworm-slim")
-"""Stand-ins made when the engine starts; tests that need another call ``stand_in`` first."""
-
-
-@pytest.fixture(scope="session")
-def engine() -> Iterator[Engine]:
-    """A real Docker engine (:mod:`tests.engine`), started once per session, offline, with stand-in
-    base images made from Debian's packages; ``DOCKER_HOST`` points at it for the session."""
-    from tests.engine import stand_in, start_engine, why_no_engine
-
-    why = why_no_engine()
-    if why is not None:
-        pytest.skip(why)
-    running = start_engine()
-    before = os.environ.get("DOCKER_HOST")
-    os.environ["DOCKER_HOST"] = running.host
-    try:
-        for tag in EAGER_STAND_INS:
-            stand_in(running, tag)
-        yield running
-    finally:
-        if before is None:
-            os.environ.pop("DOCKER_HOST", None)
-        else:
-            os.environ["DOCKER_HOST"] = before
-        running.stop()

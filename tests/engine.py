@@ -7,7 +7,7 @@ the machine. Docker Hub is not reachable from the project's machines, so the bas
 tests' Dockerfiles name are **stand-ins** made from Debian's packages (``debootstrap
 --variant=minbase bookworm`` and ``docker import``), kept faithful to the real slim images: no
 ``git``, no ``patch``. ``python:3.11-slim`` is Debian's own Python 3.11 with pip;
-``python:3.12-slim`` is the host's pyenv-built 3.12 copied in; ``node:20-slim`` is the host's
+``python:3.X-slim`` (3.9, 3.10, 3.12, 3.13) is the host's pyenv build copied in; ``node:20-slim`` is the host's
 Node 20 with its npm. Each carries the host's CA bundle (see ``HOST_BUNDLE``).
 """
 
@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,16 +47,36 @@ class StandIn:
     official Node images."""
 
 
+PYENV = Path("/root/.pyenv/versions")
+PYTHON_LIBS = (
+    "ca-certificates",
+    "libffi8",
+    "libsqlite3-0",
+    "libreadline8",
+    "libncursesw6",
+    "libgdbm6",
+)
+
+
+def _pyenv(minor: str) -> str | None:
+    """The newest host pyenv build of Python ``3.<minor>``."""
+    found = sorted(PYENV.glob(f"3.{minor}.*"), key=lambda p: [int(x) for x in p.name.split(".")])
+    return found[-1].name if found else None
+
+
 STAND_INS = {
     # Debian's Python 3.11 with pip, allowed to install system-wide as the official image is
     "python:3.11-slim": StandIn(("python3", "python3-pip", "python3-venv", "ca-certificates")),
-    "python:3.12-slim": StandIn(
-        ("ca-certificates", "libffi8", "libsqlite3-0", "libreadline8", "libncursesw6", "libgdbm6"),
-        python=next(iter(sorted(Path("/root/.pyenv/versions").glob("3.12.*"))), Path("-")).name,
-    ),
+    **{
+        f"python:3.{minor}-slim": StandIn(PYTHON_LIBS, python=_pyenv(str(minor)))
+        for minor in (9, 10, 12, 13)
+        if _pyenv(str(minor))
+    },
     "node:20-slim": StandIn(("ca-certificates",), node=True),
     "debian:bookworm-slim": StandIn(),
 }
+EAGER = ("python:3.11-slim", "debian:bookworm-slim")
+"""Stand-ins made when the tests' engine starts; a test that needs another calls ``stand_in``."""
 
 
 class Engine:
@@ -88,19 +109,49 @@ class Engine:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def why_no_engine() -> str | None:
-    """None when an engine can be started here, else the reason."""
+GIVEN_ENGINE = "REPOGYM_TEST_DOCKER_HOST"
+"""Set to a ``DOCKER_HOST`` (e.g. ``unix:///run/user/1000/podman/podman.sock``) to run the engine
+tests against that engine instead of starting one."""
+
+
+class ExternalEngine(Engine):
+    """An engine this module did not start: never stopped here."""
+
+    def __init__(self, host: str) -> None:
+        self.root = Path(tempfile.gettempdir())
+        self.host = host
+
+    def stop(self) -> None:
+        return None
+
+
+def why_no_engine(driver: str = "overlay2") -> str | None:
+    """None when an engine with that storage driver can be started here, else the reason."""
     if os.geteuid() != 0:
         return "starting a Docker engine needs root"
     for tool in ("dockerd", "docker"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (scripts/setup.sh test installs docker.io)"
+    if driver == "btrfs":
+        if shutil.which("mkfs.btrfs") is None:
+            return "mkfs.btrfs is not installed (scripts/setup.sh test installs btrfs-progs)"
+        if "btrfs" not in Path("/proc/filesystems").read_text():
+            return "this kernel has no btrfs"
     return None
 
 
-def start_engine() -> Engine:
-    """Start an engine (about 5 s) and wait until it answers."""
+def start_engine(driver: str = "overlay2") -> Engine:
+    """Start an engine (about 5 s) and wait until it answers. ``btrfs``: its data root is a
+    btrfs file system in a sparse file (the storage driver with a size quota on any kernel
+    that has btrfs; overlay2's needs xfs with project quotas)."""
     root = Path(tempfile.mkdtemp(prefix="rg-dockerd-", dir="/tmp"))  # short: socket paths
+    if driver == "btrfs":
+        image = root / "data.img"
+        with open(image, "wb") as fh:
+            fh.truncate(16 << 30)
+        (root / "data").mkdir()
+        subprocess.run(["mkfs.btrfs", "-q", str(image)], check=True, capture_output=True)
+        subprocess.run(["mount", "-o", "loop", str(image), str(root / "data")], check=True)
     env = {
         **os.environ,
         "HTTP_PROXY": CLOSED_PORT,
@@ -122,7 +173,7 @@ def start_engine() -> Engine:
             "--ip6tables=false",
             "--ip-forward=false",
             "--ip-masq=false",
-            "--storage-driver=overlay2",
+            f"--storage-driver={driver}",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -199,7 +250,7 @@ def _image_tarball(tag: str, recipe: StandIn) -> tuple[Path, list[str]]:
     path = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
     bundle = HOST_BUNDLE.read_bytes() if HOST_BUNDLE.is_file() else b""
     env = [f"{name}={HOST_BUNDLE}" for name in CA_VARIABLES] if bundle else []
-    host_python = Path("/root/.pyenv/versions") / recipe.python if recipe.python else None
+    host_python = PYENV / recipe.python if recipe.python else None
     if host_python is not None:
         path.insert(0, f"{host_python}/bin")
     env.append("PATH=" + ":".join(path))
@@ -263,3 +314,43 @@ def stand_in(engine: Engine, tag: str) -> None:
         )
     if done.returncode != 0:
         raise RuntimeError(f"docker import {tag}: {done.stderr.strip()}")
+
+
+def engine_fixture() -> Iterator[Engine]:
+    """The tests' engine for a session, with ``DOCKER_HOST`` pointing at it meanwhile and the
+    small stand-ins made (others: call :func:`stand_in` first)."""
+    import pytest  # noqa: PLC0415 - this module is also used outside pytest
+
+    given = os.environ.get(GIVEN_ENGINE, "").strip()
+    if given:  # an engine someone else runs (rootless Docker, Podman's Docker API)
+        outside = ExternalEngine(given)
+        for tag in EAGER:
+            stand_in(outside, tag)
+        before = os.environ.get("DOCKER_HOST")
+        os.environ["DOCKER_HOST"] = given
+        try:
+            yield outside
+        finally:
+            if before is None:
+                os.environ.pop("DOCKER_HOST", None)
+            else:
+                os.environ["DOCKER_HOST"] = before
+        return
+    why = why_no_engine()
+    if why is not None:
+        if os.environ.get("REPOGYM_REQUIRE_ENGINE") == "1":
+            pytest.fail(f"REPOGYM_REQUIRE_ENGINE=1 but {why}")
+        pytest.skip(why)
+    running = start_engine()
+    before = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = running.host
+    try:
+        for tag in EAGER:
+            stand_in(running, tag)
+        yield running
+    finally:
+        if before is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = before
+        running.stop()

@@ -30,12 +30,18 @@ class Explorer:
 
 @contextlib.contextmanager
 def explorer(
-    runs_dir: Path, paths: list[str] | None = None, limits: RunLimits | None = None
+    runs_dir: Path,
+    paths: list[str] | None = None,
+    limits: RunLimits | None = None,
+    sandbox: str = "local",
 ) -> Iterator[Explorer]:
-    """The explorer over ``paths`` (default: examples/tasks) with runs kept in ``runs_dir``."""
+    """The explorer over ``paths`` (default: examples/tasks) with runs kept in ``runs_dir``,
+    run on the ``sandbox`` backend."""
     paths = paths or [str(EXAMPLES)]
     store = open_store(paths)
-    service = RunService(store, TaskLocator(store, paths), runs_dir, limits or RunLimits())
+    service = RunService(
+        store, TaskLocator(store, paths), runs_dir, limits or RunLimits(), sandbox=sandbox
+    )
     try:
         with serve(create_app(store, runs=service, mcp=False)) as base:
             yield Explorer(base, service, runs_dir)

@@ -2,8 +2,8 @@
 
 Harbor needs Python >= 3.12 while repogym's own venv may be 3.11, so the slow tests make (once,
 cached under ``~/.cache/repogym-tests/``, keyed by Harbor's version and this checkout's path) a
-Python 3.12 venv holding ``harbor==HARBOR_VERSION`` and this checkout installed editable, then
-run ``harbor run -p DATASET -a oracle|nop -e repogym.integrations.harbor:RepogymEnvironment``
+Python 3.12 venv holding ``harbor==HARBOR_VERSION`` and this checkout installed editable (with
+its docker extra, for ``test_harbor_docker.py``), then run ``harbor run -p DATASET -a oracle|nop -e repogym.integrations.harbor:RepogymEnvironment``
 over the two example tasks, a task generated here from a small git repository, an attack on that
 task (its "solution" plants a conftest.py hook and rewrites the hidden tests) and a task repogym
 refuses. Rewards are read from Harbor's own trial and job result files.
@@ -162,7 +162,7 @@ def harbor_bin() -> Path:
         subprocess.run([uv, "venv", "-q", "-p", python, str(venv)], check=True)
     install = subprocess.run(
         [uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python")]
-        + [f"harbor=={HARBOR_VERSION}", "-e", str(ROOT)],
+        + [f"harbor=={HARBOR_VERSION}", "-e", f"{ROOT}[docker]"],
         capture_output=True,
         text=True,
     )

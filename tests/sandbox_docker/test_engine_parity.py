@@ -3,13 +3,14 @@ backends (the engine: :mod:`tests.engine`, offline, stand-in slim images)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from repogym.sandbox import BuildError, EnvironmentSpec, SandboxError, Session, get_backend
-from tests.engine import Engine
+from tests.engine import Engine, stand_in, start_engine, why_no_engine
 
 BACKENDS = ["local", "docker"]
 BASE = "FROM debian:bookworm-slim\nWORKDIR /work\n"
@@ -164,3 +165,99 @@ def test_kill_all_kills_everything_and_the_session_goes_on(session: Session) -> 
     left = session.exec("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
     assert "sleep 300" not in left.stdout and "sleep 301" not in left.stdout, left.stdout
     assert session.exec("echo alive").stdout == "alive\n"
+
+
+@pytest.fixture(scope="module")
+def quota_engine() -> Iterator[Engine]:
+    """A second engine whose storage driver has a size quota (btrfs in a sparse file)."""
+    why = why_no_engine("btrfs")
+    if why is not None:
+        if os.environ.get("REPOGYM_REQUIRE_ENGINE") == "1":
+            pytest.fail(f"REPOGYM_REQUIRE_ENGINE=1 but {why}")
+        pytest.skip(why)
+    running = start_engine("btrfs")
+    try:
+        stand_in(running, "debian:bookworm-slim")
+        yield running
+    finally:
+        running.stop()
+
+
+def test_storage_is_a_quota_where_the_engine_has_one(
+    quota_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Difference 9 on an engine with quotas: the limit holds for all the session's writes
+    together (two files of 40 MB under 64 MB), not only per file; the image's own data does
+    not count against it."""
+    monkeypatch.setenv("DOCKER_HOST", quota_engine.host)
+    (tmp_path / "Dockerfile").write_text(BASE)
+    sandbox = get_backend("docker")
+    limited = spec(tmp_path, storage_mb=64)
+    with sandbox.start(sandbox.build(limited), limited) as s:
+        first = s.exec("dd if=/dev/zero of=/work/a bs=1M count=40 status=none; echo rc=$?")
+        assert first.stdout.strip() == "rc=0", first.stderr
+        second = s.exec("dd if=/dev/zero of=/work/b bs=1M count=40 status=none; echo rc=$?")
+        assert second.stdout.strip() == "rc=1"
+        assert "quota" in second.stderr.lower() or "space" in second.stderr.lower()
+        s.exec("rm -f /work/a /work/b")
+        assert s.exec("echo ok > /work/ok && cat /work/ok").stdout == "ok\n"
+
+
+def test_storage_without_a_quota_is_said_once(
+    engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On overlay2 without project quotas the engine refuses a size: the session starts with
+    the per-file limit and a warning says the total is not held."""
+    (tmp_path / "Dockerfile").write_text(BASE)
+    sandbox = get_backend("docker")
+    limited = spec(tmp_path, storage_mb=64)
+    built = sandbox.build(limited)
+    with caplog.at_level("WARNING", logger="repogym.sandbox.docker"):
+        for _ in range(2):
+            with sandbox.start(built, limited) as s:
+                assert s.exec("echo up").stdout == "up\n"
+    warnings = [r for r in caplog.records if "cannot limit a container's storage" in r.message]
+    assert len(warnings) == 1
+
+
+def test_never_pull_says_which_image_and_how_to_supply_it(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Difference 13: with ``REPOGYM_DOCKER_PULL=never`` an absent ``FROM`` image is refused
+    before the engine tries a registry; without it, the engine's failed pull becomes one line
+    that names the image. Present images build either way."""
+    (tmp_path / "Dockerfile").write_text(
+        "FROM debian:bookworm-slim AS first\nRUN true\nFROM nowhere/absent:2\n"
+    )
+    sandbox = get_backend("docker")
+    with pytest.raises(BuildError, match=r"^cannot pull FROM nowhere/absent:2 .*docker load"):
+        sandbox.build(spec(tmp_path))
+    monkeypatch.setenv("REPOGYM_DOCKER_PULL", "never")
+    with pytest.raises(BuildError, match=r"^FROM nowhere/absent:2 is not on the engine and"):
+        sandbox.build(spec(tmp_path))
+    with pytest.raises(BuildError, match="nowhere/absent:3 is not on the engine"):
+        sandbox.build(EnvironmentSpec(context_dir=None, docker_image="nowhere/absent:3"))
+    (tmp_path / "Dockerfile").write_text(BASE)
+    assert sandbox.build(spec(tmp_path)).base_mapping["from:debian:bookworm-slim"]
+    monkeypatch.setenv("REPOGYM_DOCKER_PULL", "sometimes")
+    with pytest.raises(SandboxError, match="REPOGYM_DOCKER_PULL='sometimes'"):
+        sandbox.build(spec(tmp_path))
+
+
+@pytest.mark.parametrize("session", ["docker"], indirect=True)
+def test_tests_uploaded_file_by_file_are_read_only_inside(session: Session, tmp_path: Path) -> None:
+    """Harbor uploads the tests with ``mkdir -p`` and a merge (``docker cp src/. /tests``) or
+    file by file: they land in the read-only volume, and the task's root cannot change them."""
+    (tmp_path / "t" / "sub").mkdir(parents=True)
+    (tmp_path / "t" / "test.sh").write_text("echo hidden\n")
+    (tmp_path / "t" / "sub" / "data.txt").write_text("data\n")
+    assert session.exec("mkdir -p /tests").exit_code == 0
+    session.merge(tmp_path / "t", "/tests", ["sub", "sub/data.txt", "test.sh"])
+    session.upload(tmp_path / "t" / "test.sh", "/tests/more/again.sh")
+    got = session.exec("cd /tests && find . -type f | sort && cat more/again.sh")
+    assert got.stdout.split() == [
+        "./more/again.sh", "./sub/data.txt", "./test.sh", "echo", "hidden"
+    ]  # fmt: skip
+    assert session.exec("echo x > /tests/test.sh").exit_code != 0
+    session.remove("/tests")
+    assert session.exec("ls -A /tests | wc -l").stdout.strip() == "0"

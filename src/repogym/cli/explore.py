@@ -18,9 +18,11 @@ from repogym.cli.common import (
     JsonOpt,
     LimitOpt,
     PortOpt,
+    SandboxOpt,
     bad_input,
     leave_nothing_on_failure,
     port_free_or_exit,
+    sandbox_or_exit,
     trusted_or_exit,
 )
 from repogym.ui import err, escape, fail, out
@@ -113,6 +115,7 @@ def explore_serve(
     allow_command_agent: er.CommandAgentOpt = False,
     allow_internal_endpoints: er.InternalOpt = None,
     runs_visibility: er.VisibilityOpt = "public",
+    sandbox: SandboxOpt = "local",
 ) -> None:
     """Serve the explorer (the default: 'repogym explore PATH...' is this command)."""
     import time
@@ -206,6 +209,8 @@ def explore_serve(
         if not p.is_dir():
             raise bad_input(f"--run-tasks {p}: no such folder")
     trusted_folders_or_exit([str(p) for p in run_tasks or []], limit)
+    if runs and workers == 1:
+        sandbox_or_exit(sandbox)
     service = er.run_service(
         store,
         enabled=runs,
@@ -221,6 +226,7 @@ def explore_serve(
         allow_command=allow_command_agent,
         allow_internal=allow_internal_endpoints,
         visibility=runs_visibility,
+        sandbox=sandbox,
     )
     if service is not None:
         where = service.why_disabled() or f"records in {service.records.path}"

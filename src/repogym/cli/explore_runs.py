@@ -14,7 +14,7 @@ RunsOpt = Annotated[
     bool,
     typer.Option(
         "--runs/--no-runs",
-        help="Let visitors run agents on tasks from the task pages (local sandbox).",
+        help="Let visitors run agents on tasks from the task pages (in the --sandbox backend).",
     ),
 ]
 RunsDirOpt = Annotated[
@@ -94,6 +94,7 @@ def run_service(
     allow_command: bool,
     allow_internal: bool | None,
     visibility: str,
+    sandbox: str = "local",
 ) -> Any:
     """The explorer's RunService from the flags, or None when runs are off."""
     if not enabled:
@@ -119,6 +120,6 @@ def run_service(
     )
     folder = folder or default_runs_dir()
     try:
-        return RunService(store, TaskLocator(store, roots), folder, limits)
+        return RunService(store, TaskLocator(store, roots), folder, limits, sandbox=sandbox)
     except OSError as exc:
         raise bad_input(f"--runs-dir {folder}: {exc.strerror or exc}") from None

@@ -1,18 +1,23 @@
 """Helpers of the Harbor plugin that need no Harbor: finding the task, moving folders in and out
-of a session, one backend per process, killing one command's processes.
+of a session, one backend per process, killing one command's processes; for Harbor's own Docker
+environment, the main service's compose override and the Compose v2 check.
 
-Harbor itself is imported only by :mod:`repogym.integrations.harbor`.
+Harbor itself is imported only by :mod:`repogym.integrations.harbor` and
+:mod:`repogym.integrations.harbor_docker`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import posixpath
 import stat
+import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, Session, get_backend
 from repogym.sandbox.confine import Root, remove_entry, walk_fd
@@ -215,3 +220,40 @@ class BackendPool:
 
 
 POOL = BackendPool()
+
+
+# ------------------------------------------------------------------ Harbor's Docker environment
+
+MAIN_SERVICE = "main"
+COMPOSE_HINT = (
+    "Harbor's Docker environment needs Docker Compose v2 (`docker compose`), which this "
+    "docker client does not find: install your distribution's docker-compose-plugin, or build "
+    "it with scripts/compose.sh of a repogym checkout (needs Go)"
+)
+
+
+@functools.cache
+def compose_problem(docker: str = "docker") -> str | None:
+    """None when ``docker compose version`` answers, else a one-line reason (asked once)."""
+    try:
+        done = subprocess.run(
+            [docker, "compose", "version"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{COMPOSE_HINT} ({type(exc).__name__})"
+    return None if done.returncode == 0 else COMPOSE_HINT
+
+
+def main_service_overlay(
+    *, no_network: bool, setting: str | None, prebuilt: bool
+) -> dict[str, Any]:
+    """The compose override of Harbor's main service: an init as its first process; for a
+    task with network, the network the container starts with (the setting; nothing when it is
+    unset: the engine's default; a no-network task gets Harbor's own no-network file instead);
+    the network its build uses (the setting; a prebuilt image has no build)."""
+    main: dict[str, Any] = {"init": True}
+    if setting is not None and not no_network:
+        main["network_mode"] = setting
+    if setting is not None and not prebuilt:
+        main["build"] = {"network": setting}
+    return {"services": {MAIN_SERVICE: main}}

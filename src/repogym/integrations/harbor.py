@@ -50,9 +50,18 @@ from harbor.environments.capabilities import (  # type: ignore[import-not-found]
     EnvironmentCapabilities,
     EnvironmentResourceCapabilities,
 )
-from harbor.environments.options import EnvironmentOptions  # type: ignore[import-not-found]
 from harbor.models.task.config import NetworkMode  # type: ignore[import-not-found]
-from pydantic import Field
+from pydantic import BaseModel, Field
+
+try:  # Harbor >= 0.26: --ek options are validated against the class's options model
+    from harbor.environments.options import (  # type: ignore[import-not-found]
+        EnvironmentOptions,
+    )
+
+    HARBOR_OPTIONS = True
+except ImportError:  # Harbor 0.24, 0.25: --ek options arrive as keyword arguments
+    EnvironmentOptions = BaseModel
+    HARBOR_OPTIONS = False
 
 from repogym.errors import RepogymError
 from repogym.harbor import Task, TaskError, load_task
@@ -138,6 +147,9 @@ class RepogymEnvironment(BaseEnvironment):
         self._pool: ThreadPoolExecutor | None = None
         self._switch = asyncio.Lock()
         self._closed = False
+        if not HARBOR_OPTIONS:  # Harbor < 0.26 passes --ek options on as keyword arguments
+            ours = {k: kwargs.pop(k) for k in list(kwargs) if k in RepogymOptions.model_fields}
+            self.options = RepogymOptions(**ours)
         super().__init__(*args, **kwargs)
 
     # ------------------------------------------------------------------ Harbor's contract
@@ -278,7 +290,7 @@ class RepogymEnvironment(BaseEnvironment):
 
     def _start(self) -> None:
         task = self._load()
-        if self._host_mounts:
+        if self._user_mounts():
             raise RepogymEnvironmentError(
                 f"{task.id}: --mounts is not supported by the repogym environment"
             )
@@ -307,6 +319,15 @@ class RepogymEnvironment(BaseEnvironment):
                 self._session = backend.start(self._built, spec)
         except SandboxError as exc:
             raise RepogymEnvironmentError(f"{task.id}: {_line(exc)}") from None
+
+    def _user_mounts(self) -> list[Any]:
+        """The mounts the user asked for (``--mounts``). Harbor 0.24 has no ``_host_mounts``:
+        its ``_mounts`` also holds the trial's own log folders, which it downloads from an
+        environment that cannot mount them, as it does from this one."""
+        if hasattr(self, "_host_mounts"):
+            return list(self._host_mounts)
+        mounts = getattr(self, "_mounts", None) or []
+        return [m for m in mounts if not under(str(m.get("target", "")), "/logs")]
 
     def _load(self) -> Task:
         assert self._task_dir is not None  # set by _validate_definition

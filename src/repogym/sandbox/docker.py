@@ -2,9 +2,12 @@
 
 Images are built from the task's ``environment/`` (the requested stage; the log written even on
 failure, intermediate containers removed) or, when only ``docker_image`` is set, used as the
-engine has it, pulled only when absent. Each session is a fresh container with an init (tini)
-under ``sleep infinity``, removed on close; the built environment records the image and the
-``FROM`` images' digests.
+engine has it, pulled only when absent (never, with ``REPOGYM_DOCKER_PULL=never``). Each session
+is a fresh container with an init (tini) under ``sleep infinity``, removed on close; the built
+environment records the image and the ``FROM`` images' digests. ``/tests`` is a volume of the
+session's own, mounted read-only from the start and filled from outside (by the engine, through a
+container that never runs the task's code). ``storage_mb`` is the engine's size quota where its
+storage driver has one, and a per-file limit everywhere.
 Per-phase network is switched by connecting or disconnecting the container from the default
 bridge network. Every exec runs under ``timeout -k`` inside the container, so a timed-out command
 and its process group are killed there.
@@ -17,6 +20,7 @@ import contextlib
 import errno
 import hashlib
 import io
+import logging
 import os
 import posixpath
 import secrets
@@ -44,6 +48,7 @@ from repogym.sandbox.base import (
     Session,
 )
 
+_log = logging.getLogger(__name__)
 DEFAULT_PIDS_LIMIT = 4096
 NETWORK_ENV = "REPOGYM_DOCKER_NETWORK"
 """Which network builds and network-enabled phases use: unset for the engine's default
@@ -58,6 +63,52 @@ def network_setting() -> str | None:
     if value not in ("host", "none"):
         raise SandboxError(f"{NETWORK_ENV}={value!r}: use host, none, or leave it unset")
     return value
+
+
+PULL_ENV = "REPOGYM_DOCKER_PULL"
+"""When the engine may pull an image it does not have: ``missing`` (the default) or ``never``
+(an absent image is an error that says how to supply it; for offline and air-gapped engines)."""
+MOUNT_POINTS = ("/tests",)
+"""Folders that :meth:`DockerSession.mount` fills read-only: each is a volume of its own,
+mounted read-only when the container starts (empty until filled)."""
+MOUNT_LABEL = "org.repogym.mount"
+
+
+def pull_setting() -> str:
+    """The configured pull policy: ``missing`` or ``never``."""
+    value = os.environ.get(PULL_ENV, "").strip().lower() or "missing"
+    if value not in ("missing", "never"):
+        raise SandboxError(f"{PULL_ENV}={value!r}: use missing or never")
+    return value
+
+
+def _supply(name: str) -> str:
+    return (
+        f"supply {name} with `docker load -i FILE` (saved where a registry is reachable) "
+        "or a registry mirror the engine can reach"
+    )
+
+
+def from_images(dockerfile: str) -> list[str]:
+    """The images a Dockerfile's ``FROM`` lines name, in order, without ``scratch``, earlier
+    stages (``FROM x AS name`` … ``FROM name``) or names built from build arguments."""
+    stages: set[str] = set()
+    out: list[str] = []
+    for line in dockerfile.splitlines():
+        words = line.split()
+        if len(words) < 2 or words[0].upper() != "FROM":
+            continue
+        rest = [w for w in words[1:] if not w.startswith("--")]
+        if not rest:
+            continue
+        image = rest[0]
+        if len(rest) >= 3 and rest[1].upper() == "AS":
+            stages.add(rest[2].lower())
+        if image.lower() == "scratch" or image.lower() in stages or "$" in image:
+            continue
+        if image not in out:
+            out.append(image)
+    return out
 
 
 MAX_COPY_BYTES = 64 << 30
@@ -87,6 +138,8 @@ class DockerSandbox(Sandbox):
 
     def __init__(self) -> None:
         self.client = _client()
+        self._quota: str | None = None
+        """The engine's storage driver once known; ``""`` after it refused a size quota."""
         self.labels: dict[str, str] = {}
         """Put on every container :meth:`start` starts (the OpenEnv server marks its task
         containers, to remove those a killed server left behind)."""
@@ -107,15 +160,14 @@ class DockerSandbox(Sandbox):
         elif spec.docker_image:
             tag = spec.docker_image
             image = self._present(tag)  # present (by name or digest): used as it is
+            if image is None and pull_setting() == "never":
+                raise BuildError(f"{tag} is not on the engine and {PULL_ENV}=never: {_supply(tag)}")
             if image is None:
                 try:
                     image = self.client.images.pull(tag)
                 except Exception as exc:  # noqa: BLE001
                     first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-                    raise BuildError(
-                        f"cannot pull {tag} ({first}); supply it with `docker load -i FILE` "
-                        "or a registry mirror the engine can reach"
-                    ) from None
+                    raise BuildError(f"cannot pull {tag} ({first}); {_supply(tag)}") from None
         else:
             raise BuildError("the task has neither environment/Dockerfile nor docker_image")
         config = image.attrs.get("Config", {})
@@ -141,15 +193,8 @@ class DockerSandbox(Sandbox):
         Dockerfile: what the trial records it ran on."""
         if context is None or not (context / spec.dockerfile).is_file():
             return {}
-        names = []
-        for line in (context / spec.dockerfile).read_text(errors="replace").splitlines():
-            words = line.split()
-            if len(words) >= 2 and words[0].upper() == "FROM":
-                image = next((w for w in words[1:] if not w.startswith("--")), None)
-                if image and image.lower() != "scratch":
-                    names.append(image)
         out = {}
-        for name in names:
+        for name in from_images((context / spec.dockerfile).read_text(errors="replace")):
             found = self._present(name)
             if found is not None:
                 digests = found.attrs.get("RepoDigests") or []
@@ -164,6 +209,13 @@ class DockerSandbox(Sandbox):
         lines: list[str] = []
         error = None
         limit = float(spec.build_timeout_sec)
+        text = (context / spec.dockerfile).read_text(errors="replace")
+        policy = pull_setting()
+        absent = [name for name in from_images(text) if self._present(name) is None]
+        if absent and policy == "never":
+            raise BuildError(
+                f"FROM {absent[0]} is not on the engine and {PULL_ENV}=never: {_supply(absent[0])}"
+            )
         try:
             stream = self.client.api.build(
                 path=str(context),
@@ -195,15 +247,60 @@ class DockerSandbox(Sandbox):
             if log is not None:
                 log.write_text("".join(lines), encoding="utf-8", errors="replace")
         if error is not None:
+            steps = [line.split(" : ", 1)[-1].split() for line in lines if line.startswith("Step ")]
+            last = steps[-1] if steps else []
+            image = next((w for w in last[1:] if not w.startswith("--")), "")
+            if last[:1] == ["FROM"] and image in absent and self._present(image) is None:
+                # The engine stopped at a FROM it could not pull.
+                raise BuildError(f"cannot pull FROM {image} ({error[:200]}); {_supply(image)}")
             raise BuildError(f"docker build failed: {error}")
         try:
             return self.client.images.get(tag)
         except Exception as exc:  # noqa: BLE001
             raise BuildError(f"docker build gave no image {tag}: {type(exc).__name__}") from None
 
+    def _storage(self, built: BuiltEnvironment, storage_mb: int) -> dict[str, Any]:
+        """Container options that hold its writes to ``storage_mb``: the engine's size quota
+        (``--storage-opt size``) where its storage driver has one, and, as on the local backend,
+        no single file larger than the limit plus 16 MB (``RLIMIT_FSIZE``)."""
+        fsize = (storage_mb + 16) << 20
+        out: dict[str, Any] = {"ulimits": [{"Name": "fsize", "Soft": fsize, "Hard": fsize}]}
+        if self._quota is None:
+            driver = str((self.client.info() or {}).get("Driver", ""))
+            self._quota = driver
+        if self._quota == "":
+            return out  # the engine refused quotas before
+        size = storage_mb
+        if self._quota == "btrfs":  # its quota counts the image's data as well
+            image = self.client.images.get(built.key)
+            size += int(image.attrs.get("Size") or 0) >> 20
+        out["storage_opt"] = {"size": f"{size}M"}
+        return out
+
     def start(self, built: BuiltEnvironment, spec: EnvironmentSpec) -> Session:
         if spec.network_mode == "allowlist":
             raise SandboxError("allowlist network mode is not supported by the docker backend yet")
+        volumes: dict[str, dict[str, str]] = {}
+        mounts: dict[str, str] = {}
+        for point in MOUNT_POINTS:  # empty and read-only until mount() fills them
+            volume = self.client.volumes.create(
+                name=f"repogym-mount-{secrets.token_hex(8)}", labels={MOUNT_LABEL: point}
+            )
+            # Read-only; what the image itself has there (a separate verifier's image copies
+            # its tests in) is copied into the volume when the container is created.
+            volumes[volume.name] = {"bind": point, "mode": "ro"}
+            mounts[point] = volume.name
+        try:
+            container = self._run(built, spec, volumes)
+        except BaseException:
+            for name in mounts.values():
+                with contextlib.suppress(Exception):
+                    self.client.volumes.get(name).remove(force=True)
+            raise
+        return DockerSession(self.client, container, built, spec, mounts)
+
+    def _run(self, built: BuiltEnvironment, spec: EnvironmentSpec, volumes: dict[str, Any]) -> Any:
+        """Start the session's container (its volumes already made)."""
         kwargs: dict[str, Any] = {
             "command": ["sleep", "infinity"],
             "detach": True,
@@ -217,28 +314,41 @@ class DockerSandbox(Sandbox):
             # An init (the engine's tini) as the first process: killed processes are reaped,
             # not left as zombies under ``sleep infinity``.
             "init": True,
+            "volumes": dict(volumes),
             "labels": dict(self.labels),
         }
         bundle = os.environ.get(_cabundle.ENV_VAR, "").strip()
         if bundle:  # --ca-bundle: mounted read-only, the usual variables point at it
             path = "/etc/ssl/repogym-ca-bundle.pem"
-            kwargs["volumes"] = {str(Path(bundle).resolve()): {"bind": path, "mode": "ro"}}
+            kwargs["volumes"][str(Path(bundle).resolve())] = {"bind": path, "mode": "ro"}
             kwargs["environment"] = {**dict.fromkeys(_cabundle.VARIABLES, path), **spec.env}
         if spec.memory_mb:
             kwargs["mem_limit"] = f"{spec.memory_mb}m"
         if spec.cpus:
             kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+        if spec.storage_mb:
+            kwargs.update(self._storage(built, spec.storage_mb))
         try:
-            container = self.client.containers.run(built.key, **kwargs)
+            return self.client.containers.run(built.key, **kwargs)
         except Exception as exc:  # noqa: BLE001 - docker.errors.APIError, NotFound
             first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            if "storage-opt" in str(exc) or "storage opt" in str(exc):
+                # This engine's storage driver has no size quota (overlay2 needs xfs mounted
+                # with pquota): the per-file limit still holds; say so once.
+                self._quota = ""
+                _log.warning(
+                    "the Docker engine cannot limit a container's storage (%s); storage_mb "
+                    "holds per file only",
+                    str(exc).split('("')[-1].split(": ")[-1].rstrip('")')[:160],
+                )
+                kwargs.pop("storage_opt", None)
+                return self.client.containers.run(built.key, **kwargs)
             if "network" in first and "not found" in first:
                 raise SandboxError(
                     f"the Docker engine has no {kwargs['network_mode']!r} network for a task "
                     f"with network; set {NETWORK_ENV}=host (or none), or give the engine a bridge"
                 ) from None
             raise SandboxError(f"cannot start a container of {built.key[:19]}: {first}") from None
-        return DockerSession(self.client, container, built, spec)
 
 
 def _context_digest(context: Path, spec: EnvironmentSpec) -> str:
@@ -258,11 +368,22 @@ def _context_digest(context: Path, spec: EnvironmentSpec) -> str:
 
 
 class DockerSession(Session):
-    def __init__(self, client: Any, container: Any, built: BuiltEnvironment, spec: EnvironmentSpec):
+    def __init__(
+        self,
+        client: Any,
+        container: Any,
+        built: BuiltEnvironment,
+        spec: EnvironmentSpec,
+        mounts: dict[str, str] | None = None,
+    ):
         self.client = client
         self.container = container
         self.built = built
         self.spec = spec
+        self.mounts = dict(mounts or {})
+        """Mount point → the volume mounted read-only there (see :data:`MOUNT_POINTS`)."""
+        self._fillers: dict[str, Any] = {}
+        self._filled: set[str] = set()
         self.networked = spec.network_mode == "public"
         self.closed = False
         self.keeper: str | None = None
@@ -367,11 +488,11 @@ class DockerSession(Session):
         *,
         user: str | None = None,
         beneath: str | None = None,
-        _following: bool = False,
+        _following: bool | None = False,
     ) -> bytes:
         self._check_beneath(path, beneath, user)
-        if user not in (None, "root", "0"):
-            res = self.exec(["sh", "-c", 'base64 < "$1"', "sh", path], user=user)
+        if user not in (None, "root", "0") or _following is None:
+            res = self.exec(["sh", "-c", 'base64 < "$1"', "sh", path], user=user or "root")
             if res.exit_code != 0:
                 if "ermission denied" in res.stderr:
                     raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
@@ -381,8 +502,10 @@ class DockerSession(Session):
             return base64.b64decode(res.stdout)
         try:
             stream, _stat = self.container.get_archive(path)
-        except Exception as exc:  # noqa: BLE001 - docker.errors.NotFound
-            raise FileNotFoundError(path) from exc
+        except Exception:  # noqa: BLE001 - docker.errors.NotFound
+            # Not in the container's file system (e.g. /proc, which the engine cannot archive):
+            # read by the container's own shell, as root.
+            return self.read(path, _following=None)
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
             member = tar.next()
             if member is not None and member.issym() and not _following:
@@ -424,7 +547,96 @@ class DockerSession(Session):
         self.exec(["mkdir", "-p", parent], user="root")
         self.container.put_archive(parent, buf.getvalue())
 
+    def mount(self, src: Path, dest: str, *, read_only: bool = True) -> None:
+        """Show the host folder ``src`` at ``dest``: at a mount point (``/tests``) a read-only
+        volume is filled with a copy (root-owned; writes inside fail with EROFS, root's too),
+        elsewhere a plain copy is uploaded."""
+        point = posixpath.normpath(dest)
+        if point not in self.mounts or not read_only or not Path(src).is_dir():
+            super().mount(src, dest, read_only=read_only)
+            return
+        self.unmount(point)  # whatever is there goes first, the image's own content too
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for child in sorted(Path(src).iterdir()):
+                tar.add(str(child), arcname=child.name, filter=_root_owned)
+        self._filler(point).put_archive("/m", buf.getvalue())
+        self._filled.add(point)
+
+    def unmount(self, dest: str) -> None:
+        point = posixpath.normpath(dest)
+        if point not in self.mounts:
+            super().unmount(dest)
+            return
+        if point not in self._filled:
+            listed = self.exec(["sh", "-c", 'ls -A -- "$1" | head -n 1', "sh", point])
+            if listed.stdout.strip():  # the image's own content, copied in at creation
+                self._filled.add(point)
+        if point in self._filled:  # emptied by its filler, the only writer of the volume
+            filler = self._filler(point)
+            filler.start()
+            status = filler.wait(timeout=120)
+            if int((status or {}).get("StatusCode", 1)) != 0:
+                raise SandboxError(f"cannot empty {point}: its volume's cleaner failed")
+            self._filled.discard(point)
+
+    def _filler(self, point: str) -> Any:
+        """A container (never running but to empty it) that has the volume of ``point``
+        writable at ``/m``: the engine copies archives into it."""
+        if point not in self._fillers:
+            self._fillers[point] = self.client.containers.create(
+                self.built.key,
+                entrypoint=["sh", "-c", "find /m -mindepth 1 -delete"],
+                command=[],
+                volumes={self.mounts[point]: {"bind": "/m", "mode": "rw"}},
+                network_mode="none",
+                user="root",
+                labels={MOUNT_LABEL: point},
+            )
+        return self._fillers[point]
+
+    def _in_mount(self, path: str) -> tuple[str, str] | None:
+        """(mount point, path below it: ``""`` for the point) when ``path`` is in a mount."""
+        path = posixpath.normpath(path)
+        for point in self.mounts:
+            if path == point or path.startswith(point + "/"):
+                return point, path[len(point) + 1 :]
+        return None
+
+    def _put_in_mount(self, point: str, entries: list[tuple[Path, str]], under: str) -> None:
+        """Copy host entries into the volume of ``point`` at ``under`` (parents created), each
+        ``(host path, name below under)``, root-owned, through its filler: the orchestrator's
+        own writes there (Harbor's upload of the tests) while the task's container sees the
+        folder read-only."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            parts = [p for p in under.split("/") if p]
+            for i in range(len(parts)):
+                info = tarfile.TarInfo("/".join(parts[: i + 1]))
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            for host, name in entries:
+                arcname = posixpath.join(under, name) if under else name
+                tar.add(str(host), arcname=arcname, recursive=False, filter=_root_owned)
+        self._filler(point).put_archive("/m", buf.getvalue())
+        self._filled.add(point)
+
     def upload(self, src: Path, dest: str) -> None:
+        inside = self._in_mount(dest)
+        if inside is not None:
+            point, rel = inside
+            if not rel and Path(src).is_dir():
+                self.mount(src, dest)  # the hidden tests' folder is read-only however it arrives
+                return
+            src = Path(src)
+            entries = [(src, posixpath.basename(rel))]
+            if src.is_dir():
+                entries += [
+                    (src / sub, posixpath.join(posixpath.basename(rel), sub))
+                    for sub in sorted(str(p.relative_to(src)) for p in src.rglob("*"))
+                ]
+            self._put_in_mount(point, entries, posixpath.dirname(rel))
+            return
         self.remove(dest)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -455,6 +667,9 @@ class DockerSession(Session):
             shutil.rmtree(tmp, ignore_errors=True)
 
     def remove(self, path: str) -> None:
+        if posixpath.normpath(path) in self.mounts:
+            self.unmount(path)
+            return
         self.exec(f"rm -rf -- {shlex.quote(path)}", user="root")
 
     def export_changes(self, root: str, dest: Path) -> ChangeSet:
@@ -503,6 +718,11 @@ class DockerSession(Session):
 
     def merge(self, src: Path, dest: str, paths: Iterable[str]) -> None:
         """One tar of the listed paths of ``src`` unpacked at ``dest`` by the engine."""
+        inside = self._in_mount(dest)
+        if inside is not None:
+            point, rel = inside
+            self._put_in_mount(point, [(Path(src, p), p) for p in paths], rel)
+            return
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for rel in paths:
@@ -526,8 +746,18 @@ class DockerSession(Session):
         if self.closed:
             return
         self.closed = True
-        with contextlib.suppress(Exception):  # already gone
-            self.container.remove(force=True)
+        for thing in [self.container, *self._fillers.values()]:
+            with contextlib.suppress(Exception):  # already gone
+                thing.remove(force=True)
+        for name in self.mounts.values():
+            with contextlib.suppress(Exception):
+                self.client.volumes.get(name).remove(force=True)
+
+
+def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
 
 
 def _unpack_engine_archive(stream: Iterable[bytes], into: Path) -> str | None:

@@ -278,7 +278,7 @@ class RunService:
         if not doc.get("sections") and not doc.get("files"):  # listed, not indexed yet
             raise RunRefused(503, "the explorer is still indexing this task: try again soon", 5)
         if not doc.get("runnable"):
-            raise RunRefused(409, "this task cannot run on the local sandbox")
+            raise RunRefused(409, f"this task cannot run on the {self.sandbox} sandbox")
         located = self.locator.locate(req.env, req.task)
         if located is None:
             raise RunRefused(404, "this explorer may not run this task (not in its task folders)")

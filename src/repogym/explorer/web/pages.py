@@ -464,7 +464,7 @@ def task_page(
     """
     env_id, task_id = doc["env"], doc["id"]
     here = task_url(env_id, task_id)
-    run = "runs here (local sandbox)" if doc.get("runnable") else "not runnable here"
+    run = "runs here" if doc.get("runnable") else "not runnable here"
     notes = doc.get("withheld") or []
     withheld = (
         '<section class="withheld none" id="withheld"><h2>Still indexing</h2>'
