@@ -153,7 +153,8 @@ class Servers:
     def start(self, *, socket: bool = True) -> Served:
         port = free_port()
         name = f"repogym-openenv-{port}"
-        mount = ["-v", f"{self.engine.root}/docker.sock:/var/run/docker.sock"] if socket else []
+        sock = self.engine.host.removeprefix("unix://")
+        mount = ["-v", f"{sock}:/var/run/docker.sock"] if socket else []
         started = time.monotonic()
         res = self.engine.docker(
             "run", "-d", "--name", name, "--network", "host", *mount,
@@ -184,6 +185,8 @@ class Servers:
 
 @pytest.fixture(scope="module")
 def servers(engine: Engine, package_image: str) -> Iterator[Servers]:
+    if not engine.host.startswith("unix://"):
+        pytest.skip(f"the engine's socket is not a file to mount ({engine.host})")
     running = Servers(engine, package_image)
     yield running
     running.remove_all()
@@ -275,6 +278,8 @@ def test_a_killed_servers_task_container_is_removed_by_the_next(
         labels = json.loads(
             engine.docker("inspect", "-f", "{{json .Config.Labels}}", orphan).stdout
         )
+        volumes = json.loads(engine.docker("inspect", "-f", "{{json .Mounts}}", orphan).stdout)
+        tests_volume = next(m["Name"] for m in volumes if m["Destination"] == "/tests")
         mine = engine.docker("inspect", "-f", "{{.Id}}", first.name).stdout.strip()
         assert labels["io.repogym.serve.owner"] == f"container:{mine}"
         assert engine.docker("kill", first.name).returncode == 0
@@ -294,6 +299,7 @@ def test_a_killed_servers_task_container_is_removed_by_the_next(
         second = servers.start()  # removes what the first left behind before it answers
         running = engine.docker("ps", "-aq").stdout.split()
         assert orphan not in running
+        assert tests_volume not in engine.docker("volume", "ls", "-q").stdout.split()
         assert set(unrelated) <= set(running)
         assert httpx.get(f"{second.url}/repogym/status").json()["sandbox_ready"] is True
     finally:

@@ -177,6 +177,8 @@ class FakeContainers:
         self.removed: list[str] = []
 
     def list(self, all: bool, filters: dict[str, str]) -> list[SimpleNamespace]:  # noqa: A002
+        if "volume" in filters:
+            return [c for c in self.items if filters["volume"] in c.volumes]
         key, _, value = filters["label"].partition("=")
         return [c for c in self.items if c.labels.get(key) == value]
 
@@ -190,14 +192,17 @@ def test_reap_removes_only_its_identitys_orphans() -> None:
     dead, live = "d" * 64, "e" * 64
     containers = FakeContainers([], running={live})
 
-    def box(name: str, labels: dict[str, str]) -> SimpleNamespace:
-        c = SimpleNamespace(short_id=name, labels=labels)
+    def box(name: str, labels: dict[str, str], volumes: tuple[str, ...] = ()) -> SimpleNamespace:
+        mounts = [{"Type": "volume", "Name": v} for v in volumes]
+        c = SimpleNamespace(short_id=name, labels=labels, volumes=volumes, attrs={"Mounts": mounts})
         c.remove = lambda force: containers.removed.append(name)
         return c
 
     ident = {orphans.SERVE_LABEL: "tasks-1"}
     containers.items = [
-        box("orphan", {**ident, orphans.OWNER_LABEL: f"container:{dead}"}),
+        box("orphan", {**ident, orphans.OWNER_LABEL: f"container:{dead}"}, ("repogym-mount-1",)),
+        box("filler", {orphans.MOUNT_LABEL: "/tests"}, ("repogym-mount-1",)),
+        box("stranger", {}, ("repogym-mount-1",)),
         box("live-server", {**ident, orphans.OWNER_LABEL: f"container:{live}"}),
         box("mine", {**ident, orphans.OWNER_LABEL: "container:" + "f" * 64}),
         box(
@@ -206,9 +211,15 @@ def test_reap_removes_only_its_identitys_orphans() -> None:
         box("no-owner", dict(ident)),
         box("unlabelled", {}),
     ]
-    backend = SimpleNamespace(name="docker", client=SimpleNamespace(containers=containers))
+    gone_volumes: list[str] = []
+    volumes = SimpleNamespace(
+        get=lambda name: SimpleNamespace(remove=lambda force: gone_volumes.append(name))
+    )
+    client = SimpleNamespace(containers=containers, volumes=volumes)
+    backend = SimpleNamespace(name="docker", client=client)
     removed = orphans.reap(backend, "tasks-1", "container:" + "f" * 64)
-    assert removed == ["orphan"] and containers.removed == ["orphan"]
+    assert removed == ["orphan"] and containers.removed == ["orphan", "filler"]
+    assert gone_volumes == ["repogym-mount-1"]
     # Not the docker backend: nothing to reap.
     assert orphans.reap(SimpleNamespace(name="local"), "tasks-1", "x") == []
 

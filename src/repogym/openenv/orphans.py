@@ -5,7 +5,8 @@ A server on the ``docker`` backend puts two labels on every container it starts:
 task set) and :data:`OWNER_LABEL` (who started it: the server's own container on that engine, or
 its process). When a server starts it removes the containers of its identity whose owner is
 known to be gone: a container owner the engine no longer runs, or a process of this machine and
-PID namespace that no longer exists. Containers of a live server, of another identity, without
+PID namespace that no longer exists (with the session's volumes, such as ``/tests``, and their
+filling helpers). Containers of a live server, of another identity, without
 the labels, or whose owner cannot be checked from here are left alone.
 
 Plain Python, no ``openenv`` import; the docker SDK is reached through the backend's client.
@@ -20,6 +21,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from repogym.sandbox.docker import MOUNT_LABEL
 
 SERVE_LABEL = "io.repogym.serve"
 OWNER_LABEL = "io.repogym.serve.owner"
@@ -109,8 +112,33 @@ def mark(backend: Any, identity: str, owner: str) -> None:
         labels.update({SERVE_LABEL: identity, OWNER_LABEL: owner})
 
 
+def _session_volumes(container: Any) -> list[str]:
+    """The volumes the docker backend made for this session (its read-only mounts, such as
+    ``/tests``: labelled with the mount point, one set per session)."""
+    out = []
+    for mount in (getattr(container, "attrs", None) or {}).get("Mounts") or []:
+        name = mount.get("Name") or ""
+        if mount.get("Type") == "volume" and name.startswith("repogym-mount-"):
+            out.append(name)
+    return out
+
+
+def _remove_volumes(client: Any, names: list[str]) -> None:
+    """Remove a session's volumes, and the stopped helper containers that fill them (created
+    by the session, labelled with the mount point, never running but to fill or empty it)."""
+    for name in names:
+        try:
+            for helper in client.containers.list(all=True, filters={"volume": name}):
+                if MOUNT_LABEL in (helper.labels or {}):
+                    helper.remove(force=True)
+            client.volumes.get(name).remove(force=True)
+        except Exception as exc:  # noqa: BLE001 - gone meanwhile, or still in use
+            log.warning("could not remove volume %s: %s", name, type(exc).__name__)
+
+
 def reap(backend: Any, identity: str, owner: str) -> list[str]:
-    """Remove the containers of ``identity`` whose owner is gone; their short ids."""
+    """Remove the containers of ``identity`` whose owner is gone, with their session volumes;
+    their short ids."""
     client = getattr(backend, "client", None)
     if getattr(backend, "name", None) != "docker" or client is None:
         return []
@@ -127,11 +155,13 @@ def reap(backend: Any, identity: str, owner: str) -> list[str]:
         theirs = labels.get(OWNER_LABEL, "")
         if theirs == owner or not owner_gone(theirs, client):
             continue
+        volumes = _session_volumes(container)
         try:
             container.remove(force=True)
         except Exception as exc:  # noqa: BLE001 - removed meanwhile
             log.warning("could not remove task container %s: %s", container.short_id, exc)
             continue
+        _remove_volumes(client, volumes)
         removed.append(container.short_id)
     if removed:
         log.warning(
