@@ -336,8 +336,8 @@ REPOGYM_SANDBOX=local uvicorn server.app:app --port {PORT}
 A server marks its task containers with the labels `io.repogym.serve` (this task set's
 identity, or `REPOGYM_SERVER_ID`) and `io.repogym.serve.owner` (the server's container or
 process). When a server starts, it removes the task containers of the same identity whose
-server is gone (killed, its container stopped or removed); containers of a server that still
-runs and containers without these labels are left alone.
+server is gone (killed, its container stopped or removed), with their volumes; containers of a
+server that still runs and containers without these labels are left alone.
 
 ## Use
 
