@@ -140,12 +140,20 @@ def test_export_files_and_hashes(tmp_path: Path, make_task) -> None:  # type: ig
     assert "build_app()" in (out / "server" / "app.py").read_text()
     readme = (out / "README.md").read_text()
     assert readme.startswith("---\n") and "sdk: docker" in readme and "app_port: 8000" in readme
-    assert "Docker-capable host" in readme
+    assert "Task containers need a Docker engine" in readme and "/health" in readme
     from repogym import __version__
 
-    assert f"repogym[openenv]=={__version__}" in (out / "Dockerfile").read_text()
+    # This checkout is not installed from an index: a wheel of it is shipped and installed
+    # from the copy, with the extras the image needs; pyproject names it by version only.
+    wheel = f"repogym-{__version__}-py3-none-any.whl"
+    assert (out / "wheels" / wheel).is_file()
+    dockerfile = (out / "Dockerfile").read_text()
+    assert f"/tmp/wheels/{wheel}[docker,openenv]" in dockerfile
+    assert dockerfile.index("COPY wheels/") < dockerfile.index("RUN pip install")
+    assert "repogym's own wheel" in (out / "wheels" / "README.md").read_text()
     assert "app: server.app:app" in (out / "openenv.yaml").read_text()
-    tomllib.loads((out / "pyproject.toml").read_text())
+    meta = tomllib.loads((out / "pyproject.toml").read_text())
+    assert meta["project"]["dependencies"] == [f"repogym[docker,openenv]=={__version__}"]
 
     out2 = tmp_path / "pkg2"
     res = CliRunner().invoke(
@@ -156,10 +164,11 @@ def test_export_files_and_hashes(tmp_path: Path, make_task) -> None:  # type: ig
             "--out",
             str(out2),
             "--requirement",
-            "repogym @ file:///src",
+            "repogym[hub]==9.9",
         ],
     )
     assert res.exit_code == 0, res.output
     assert (out2 / "tasks" / "hello-file" / "task.toml").is_file()
-    assert "'repogym @ file:///src'" in (out2 / "Dockerfile").read_text()
+    assert "'repogym[docker,hub,openenv]==9.9'" in (out2 / "Dockerfile").read_text()
+    assert not list((out2 / "wheels").glob("*.whl"))
     assert CliRunner().invoke(app, ["export", str(src), "--out", str(out)]).exit_code == 2

@@ -94,7 +94,11 @@ def export(
     fmt: Annotated[str, typer.Option("--format", help="Package format: openenv.")] = "openenv",
     requirement: Annotated[
         str | None,
-        typer.Option("--requirement", help="pip spec for repogym (default: this version)."),
+        typer.Option(
+            "--requirement",
+            help="repogym for the image: a pip spec (repogym==X) or a local wheel file, shipped "
+            "in the package (default: this version; a wheel of it when not from an index).",
+        ),
     ] = None,
     limit: LimitOpt = None,
 ) -> None:
@@ -112,6 +116,8 @@ def export(
         result = export_openenv(path, out_dir, requirement=requirement)
     except (OSError, ValueError) as exc:
         raise bad_input(str(exc)) from None
+    for message in result.notes:
+        err.print(escape(message))
     for message in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(message)}")
     out.print(f"exported {result.tasks} task(s) to {result.out}")

@@ -22,6 +22,7 @@ from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
 from openenv.core.env_server.types import ConcurrencyConfig  # noqa: E402
 
 from repogym.harbor.trust import HostLimits  # noqa: E402
+from repogym.openenv import orphans  # noqa: E402
 from repogym.openenv.environment import (  # noqa: E402
     Pool,
     RepoAction,
@@ -31,7 +32,7 @@ from repogym.openenv.environment import (  # noqa: E402
 )
 from repogym.openenv.episode import Builder  # noqa: E402
 from repogym.openenv.tasks import TaskSet  # noqa: E402
-from repogym.sandbox import get_backend  # noqa: E402
+from repogym.sandbox import Sandbox, SandboxError, get_backend  # noqa: E402
 
 ENV_NAME = "repogym"
 log = logging.getLogger("repogym.openenv")
@@ -54,6 +55,12 @@ def build_app(
     orchestration actions are never open to anyone who can reach the socket), ``REPOGYM_PASS_ENV``
     (comma-separated host variables tasks' verifiers may take; see :mod:`repogym.harbor.trust`).
     Tasks refused by the trust boundary raise :class:`~repogym.harbor.trust.UntrustedTask`.
+
+    The sandbox backend is made now when it can be; when it cannot (no Docker engine, no docker
+    SDK) the app still starts and serves the task list, and ``reset`` answers with the reason
+    (trying again each time). On the ``docker`` backend, task containers are labelled with this
+    server's identity and owner, and those a stopped server of the same identity left behind are
+    removed once the backend is made (:mod:`repogym.openenv.orphans`).
     """
     root = Path(path if path is not None else os.environ.get("REPOGYM_TASKS", "tasks"))
     backend_name = sandbox or os.environ.get("REPOGYM_SANDBOX", "local")
@@ -63,7 +70,23 @@ def build_app(
         token = secrets.token_urlsafe(24)
         log.warning("orchestrator token (give it to the trainer, not the agent): %s", token)
     tasks = TaskSet.load(root, limits)
-    pool = Pool(tasks, Builder(get_backend(backend_name)), token)
+    identity = orphans.serve_identity(
+        (t.id, (t.path / "task.toml").read_bytes()) for t in tasks.tasks
+    )
+    owner = orphans.server_owner()
+
+    def make_backend() -> Sandbox:
+        backend = get_backend(backend_name)
+        orphans.mark(backend, identity, owner)
+        orphans.reap(backend, identity, owner)
+        return backend
+
+    builder = Builder(make_backend, backend_name)
+    try:
+        builder.backend  # noqa: B018 - made now when it can be
+    except SandboxError as exc:
+        log.warning("%s; serving the task list only until it is", exc)
+    pool = Pool(tasks, builder, token)
 
     def factory() -> RepogymEnvironment:
         return RepogymEnvironment(pool)
@@ -126,6 +149,8 @@ def build_app(
             "max_sessions": max_sessions,
             "tasks": len(tasks),
             "sandbox": backend_name,
+            "sandbox_ready": builder.ready,
+            "sandbox_error": builder.error,
         }
 
     return app

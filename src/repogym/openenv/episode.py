@@ -61,13 +61,47 @@ def lexical_agent_path(path: str, workdir: str) -> str:
 
 
 class Builder:
-    """Builds each task's environment once per server, even under concurrent resets."""
+    """Builds each task's environment once per server, even under concurrent resets.
 
-    def __init__(self, backend: Sandbox) -> None:
-        self.backend = backend
+    The backend is made on first use when a factory is given (a server on the ``docker``
+    backend starts, and serves its task list, without an engine; ``reset`` then says why no
+    episode can start, and a later one tries again)."""
+
+    def __init__(self, backend: Sandbox | Callable[[], Sandbox], name: str | None = None) -> None:
+        if isinstance(backend, Sandbox):
+            self._backend: Sandbox | None = backend
+            self._make: Callable[[], Sandbox] | None = None
+            self.name = backend.name
+        else:
+            self._backend, self._make = None, backend
+            self.name = name or "?"
+        self.error: str | None = None
+        """Why the backend could not be made the last time it was tried (None: it was)."""
         self._built: dict[str, BuiltEnvironment] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        self._backend_lock = threading.Lock()
+
+    @property
+    def backend(self) -> Sandbox:
+        """The backend, made now if it was not yet (:class:`SandboxError` when it cannot be)."""
+        with self._backend_lock:
+            if self._backend is None:
+                assert self._make is not None
+                try:
+                    self._backend = self._make()
+                except SandboxError as exc:
+                    self.error = str(exc)
+                    raise SandboxError(
+                        f"the {self.name!r} sandbox backend is not available here: {exc}"
+                    ) from None
+                self.error = None
+            return self._backend
+
+    @property
+    def ready(self) -> bool:
+        """Whether the backend has been made."""
+        return self._backend is not None
 
     def build(self, task: Task) -> BuiltEnvironment:
         key = str(task.path.resolve())
@@ -76,7 +110,8 @@ class Builder:
         with lock:
             built = self._built.get(key)
             if built is None:
-                built = self.backend.build(serving_spec(task, self.backend.name))
+                backend = self.backend
+                built = backend.build(serving_spec(task, backend.name))
                 self._built[key] = built
             return built
 
@@ -98,7 +133,7 @@ class Episode:
     @classmethod
     def start(cls, task: Task, builder: Builder, episode_id: str | None = None) -> Episode:
         """Build (cached) and start a fresh session for ``task``."""
-        spec = serving_spec(task, builder.backend.name)
+        spec = serving_spec(task, builder.name)
         built = builder.build(task)
         session = builder.backend.start(built, spec)
         workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
@@ -193,7 +228,7 @@ class Episode:
         checked = verify_after_agent(
             self.builder.backend,
             self.builder.build(self.task),
-            serving_spec(self.task, self.builder.backend.name),
+            serving_spec(self.task, self.builder.name),
             self.session,
             self.task,
             self.workdir,

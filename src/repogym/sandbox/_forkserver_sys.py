@@ -223,9 +223,16 @@ def cap_sets(keep: Sequence[int]) -> CapSets:
 
 
 def keep_only_caps(sets: CapSets) -> None:
-    """Reduce this process's effective and permitted capabilities to those of ``sets``."""
+    """Reduce this process's effective and permitted capabilities to those of ``sets`` that it
+    has (a container's root, for one, lacks ``CAP_DAC_READ_SEARCH``: asking for a capability
+    not permitted fails the whole ``capset``)."""
     header, data = sets
-    check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+    have = (_CapData * 2)()
+    check(libc.capget(ctypes.byref(_CapHeader(header.version, 0)), ctypes.byref(have)), "capget")
+    want = (_CapData * 2)()
+    for i in (0, 1):
+        want[i].effective = want[i].permitted = data[i].permitted & have[i].permitted
+    check(libc.capset(ctypes.byref(header), ctypes.byref(want)), "capset")
 
 
 def become_root_of_a_user_namespace(extra: int = 0) -> None:
@@ -245,7 +252,7 @@ def warm_up() -> None:
     """Resolve, once in the session server, what every forked worker uses (the ``openat2``
     probe, libc symbols): a worker then only runs code, it does not look anything up."""
     kernel_resolver()
-    for name in ("capset", "syscall", "umount2"):
+    for name in ("capget", "capset", "syscall", "umount2"):
         getattr(libc, name)
 
 

@@ -140,6 +140,9 @@ class DockerSandbox(Sandbox):
         self.client = _client()
         self._quota: str | None = None
         """The engine's storage driver once known; ``""`` after it refused a size quota."""
+        self.labels: dict[str, str] = {}
+        """Put on every container :meth:`start` starts (the OpenEnv server marks its task
+        containers, to remove those a killed server left behind)."""
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -312,6 +315,7 @@ class DockerSandbox(Sandbox):
             # not left as zombies under ``sleep infinity``.
             "init": True,
             "volumes": dict(volumes),
+            "labels": dict(self.labels),
         }
         bundle = os.environ.get(_cabundle.ENV_VAR, "").strip()
         if bundle:  # --ca-bundle: mounted read-only, the usual variables point at it
