@@ -354,3 +354,20 @@ def engine_fixture() -> Iterator[Engine]:
         else:
             os.environ["DOCKER_HOST"] = before
         running.stop()
+
+
+def prepare() -> None:
+    """Make the stand-ins' root tarballs the engine fixture imports (cached; minutes the first
+    time): run by ``scripts/test.sh`` before pytest, so no test's time limit pays for them."""
+    if why_no_engine() is not None:
+        return
+    for tag in EAGER:
+        started = time.monotonic()
+        _image_tarball(tag, STAND_INS[tag])
+        took = time.monotonic() - started
+        if took > 1:
+            print(f"test engine: stand-in {tag} made in {took:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    prepare()
