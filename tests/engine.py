@@ -316,32 +316,28 @@ def stand_in(engine: Engine, tag: str) -> None:
         raise RuntimeError(f"docker import {tag}: {done.stderr.strip()}")
 
 
+def no_engine(why: str | None) -> None:
+    """Skip the test when no engine can start (``why``), or fail it where one is required
+    (``REPOGYM_REQUIRE_ENGINE=1``, set by ``scripts/test.sh`` as root)."""
+    import pytest  # noqa: PLC0415 - this module is also used outside pytest
+
+    if why is None:
+        return
+    if os.environ.get("REPOGYM_REQUIRE_ENGINE") == "1":
+        pytest.fail(f"REPOGYM_REQUIRE_ENGINE=1 but {why}")
+    pytest.skip(why)
+
+
 def engine_fixture() -> Iterator[Engine]:
     """The tests' engine for a session, with ``DOCKER_HOST`` pointing at it meanwhile and the
     small stand-ins made (others: call :func:`stand_in` first)."""
-    import pytest  # noqa: PLC0415 - this module is also used outside pytest
-
     given = os.environ.get(GIVEN_ENGINE, "").strip()
+    running: Engine
     if given:  # an engine someone else runs (rootless Docker, Podman's Docker API)
-        outside = ExternalEngine(given)
-        for tag in EAGER:
-            stand_in(outside, tag)
-        before = os.environ.get("DOCKER_HOST")
-        os.environ["DOCKER_HOST"] = given
-        try:
-            yield outside
-        finally:
-            if before is None:
-                os.environ.pop("DOCKER_HOST", None)
-            else:
-                os.environ["DOCKER_HOST"] = before
-        return
-    why = why_no_engine()
-    if why is not None:
-        if os.environ.get("REPOGYM_REQUIRE_ENGINE") == "1":
-            pytest.fail(f"REPOGYM_REQUIRE_ENGINE=1 but {why}")
-        pytest.skip(why)
-    running = start_engine()
+        running = ExternalEngine(given)
+    else:
+        no_engine(why_no_engine())
+        running = start_engine()
     before = os.environ.get("DOCKER_HOST")
     os.environ["DOCKER_HOST"] = running.host
     try:
@@ -353,7 +349,7 @@ def engine_fixture() -> Iterator[Engine]:
             os.environ.pop("DOCKER_HOST", None)
         else:
             os.environ["DOCKER_HOST"] = before
-        running.stop()
+        running.stop()  # an ExternalEngine is left running
 
 
 def prepare() -> None:

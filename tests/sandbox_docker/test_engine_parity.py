@@ -3,14 +3,13 @@ backends (the engine: :mod:`tests.engine`, offline, stand-in slim images)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from repogym.sandbox import BuildError, EnvironmentSpec, SandboxError, Session, get_backend
-from tests.engine import Engine, stand_in, start_engine, why_no_engine
+from tests.engine import Engine, no_engine, stand_in, start_engine, why_no_engine
 
 BACKENDS = ["local", "docker"]
 BASE = "FROM debian:bookworm-slim\nWORKDIR /work\n"
@@ -170,11 +169,7 @@ def test_kill_all_kills_everything_and_the_session_goes_on(session: Session) -> 
 @pytest.fixture(scope="module")
 def quota_engine() -> Iterator[Engine]:
     """A second engine whose storage driver has a size quota (btrfs in a sparse file)."""
-    why = why_no_engine("btrfs")
-    if why is not None:
-        if os.environ.get("REPOGYM_REQUIRE_ENGINE") == "1":
-            pytest.fail(f"REPOGYM_REQUIRE_ENGINE=1 but {why}")
-        pytest.skip(why)
+    no_engine(why_no_engine("btrfs"))
     running = start_engine("btrfs")
     try:
         stand_in(running, "debian:bookworm-slim")
