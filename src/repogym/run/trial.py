@@ -306,7 +306,7 @@ class TrialRunner:
         for phase in ("agent_execution", "verifier"):
             trial.timings[phase].stop()
         trial.reading = steps.reading
-        trial.step_results = [StepResult.model_validate(row) for row in steps.results]
+        trial.step_results = steps.results
         trial.verifier_stdout, trial.verifier_exit = steps.stdout, steps.exit_code
         trial.agent_result = AgentResult(steps=len(steps.results))
         trial.verification = Verification(mode="steps", strategy=steps.strategy)
