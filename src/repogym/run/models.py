@@ -11,14 +11,16 @@
 - :class:`TrialEvent` and its kinds are what a trial tells ``on_event(kind, data)`` as it runs.
 
 Writing: every record is built with the keys it has and written by :meth:`TrialResult.write`
-/ :meth:`JobResult.write`; a key never given is not written (``task_checksum`` is absent from a
+/ :meth:`JobResult.write`, in the order of the model's fields whatever the order they were
+given in; a key never given is not written (``task_checksum`` is absent from a
 rollout's result, ``null`` in a trial's whose task has no hash), so the files keep the keys
 and their order the readers of earlier versions know.
 
 Reading is tolerant as the readers always were: a missing key, or a value of the wrong type,
-reads as ``None`` (an old file, or one a newer version wrote, still reads); unknown keys are
-kept. It is strict about what makes a file unreadable: not JSON, or not a JSON object
-(:class:`RecordError`, one line).
+reads as ``None`` (entries of the wrong type in a list or a reward table are left out), so an
+old file, or one a newer version wrote, still reads; unknown keys are kept. It is strict
+about what makes a file unreadable: not JSON, or not a JSON object (:class:`RecordError`,
+one line).
 """
 
 from __future__ import annotations
