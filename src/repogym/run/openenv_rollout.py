@@ -36,6 +36,7 @@ from repogym.run.models import (
     JobTrial,
     SandboxInfo,
     TrialResult,
+    Usage,
     Verification,
     VerifierResult,
     now,
@@ -167,10 +168,16 @@ def rollout(
         recorder.write(out_dir / "agent" / "trajectory.json", stop_reason=episode.loop.stop_reason)
     if not token and episode.error is None:
         episode.error = "not graded: no orchestrator token (--orchestrator-token)"
-    record = _record(episode, url, task_id, trial_name, f"{llm.provider}/{llm.model}", token)
-    record.started_at = started  # (each key is written where the field order puts it)
-    assert record.agent_result is not None
-    record.agent_result.duration_s = round(time.monotonic() - t0, 3)
+    record = _record(
+        episode,
+        url,
+        task_id,
+        trial_name,
+        model=f"{llm.provider}/{llm.model}",
+        graded=bool(token),
+        started=started,
+        duration_s=round(time.monotonic() - t0, 3),
+    )
     path = record.write(out_dir / RESULT_FILE)
     reward = episode.reward
     if reward is not None and not math.isfinite(reward):
@@ -221,10 +228,17 @@ def _play(
 
 
 def _record(
-    episode: _Episode, url: str, task_id: str, trial_name: str, model: str, token: str | None
+    episode: _Episode,
+    url: str,
+    task_id: str,
+    trial_name: str,
+    *,
+    model: str,
+    graded: bool,
+    started: str,
+    duration_s: float,
 ) -> TrialResult:
-    """The episode's ``result.json``, shaped like a trial's (the caller sets ``started_at``
-    and the agent's ``duration_s``)."""
+    """The episode's ``result.json``, shaped like a trial's."""
     result, evaluation, error = episode.loop, episode.evaluation, episode.error
     return TrialResult(
         id=str(uuid.uuid4()),
@@ -233,35 +247,31 @@ def _record(
         task_id=task_id,
         task_path=url,
         agent_info=AgentInfo(name="llm", version=__version__),
-        agent_result=AgentResult.model_validate(
-            {
-                "exit_code": 0 if result.error is None else 1,
-                "duration_s": 0.0,
-                "output_tail": result.summary[-4000:],
-                "model": model,
-                "usage": result.usage(),
-                "steps": result.model_calls,
-                "tool_calls": result.tool_calls,
-                "stop_reason": result.stop_reason,
-                "trajectory": "agent/trajectory.json",
-            }
+        agent_result=AgentResult(
+            exit_code=0 if result.error is None else 1,
+            duration_s=duration_s,
+            output_tail=result.summary[-4000:],
+            model=model,
+            usage=Usage.model_validate(result.usage()),
+            steps=result.model_calls,
+            tool_calls=result.tool_calls,
+            stop_reason=result.stop_reason,
+            trajectory="agent/trajectory.json",
         ),
-        verifier_result=VerifierResult.model_validate(
-            {
-                "rewards": evaluation.get("rewards"),
-                "reward": episode.reward,
-                "source": "openenv evaluate" if token else None,
-                "details": evaluation.get("reward_details"),
-                "exit_code": evaluation.get("exit_code"),
-                "error": evaluation.get("error"),
-                "warnings": evaluation.get("warnings") or [],
-            }
+        verifier_result=VerifierResult(
+            rewards=evaluation.get("rewards"),
+            reward=episode.reward,
+            source="openenv evaluate" if graded else None,
+            details=evaluation.get("reward_details"),
+            exit_code=evaluation.get("exit_code"),
+            error=evaluation.get("error"),
+            warnings=evaluation.get("warnings") or [],
         ),
         verification=Verification.model_validate(evaluation.get("verification"))
         if isinstance(evaluation.get("verification"), dict)
         else None,
         exception_info=None if error is None else ExceptionInfo.occurred("RolloutError", error),
-        started_at=None,
+        started_at=started,
         finished_at=now(),
         sandbox=SandboxInfo(backend="openenv", url=url),
     )
