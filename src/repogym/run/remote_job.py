@@ -121,11 +121,14 @@ def failed_result(task: Task, trial_name: str, agent: str, sandbox: str, done: D
         task_checksum=(task.repo2env or {}).get("content_hash"),
         agent_info=AgentInfo(name=agent, version=__version__),
         agent_result=AgentResult(),
-        verifier_result=VerifierResult.model_validate(
-            {
-                **dict.fromkeys(("rewards", "reward", "source", "details", "exit_code", "error")),
-                "warnings": [],
-            }
+        verifier_result=VerifierResult(
+            rewards=None,
+            reward=None,
+            source=None,
+            details=None,
+            exit_code=None,
+            error=None,
+            warnings=[],
         ),
         verification=None,
         exception_info=ExceptionInfo.occurred(
