@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from repogym.run.gate import BROKEN, FLAKY, VERIFIED, judge
+from repogym.run.models import TrialResult
 from repogym.run.rewards import RewardReading
 from repogym.run.trial import TrialOutcome
 
@@ -16,7 +17,7 @@ def outcome(reward: float | None, resolved: bool | None = None) -> TrialOutcome:
         details=details,
     )
     exc = None if reward is not None else {"exception_type": "E", "exception_message": "no reward"}
-    return TrialOutcome(result={"exception_info": exc}, reading=reading)
+    return TrialOutcome(record=TrialResult(exception_info=exc), reading=reading)
 
 
 def test_verified() -> None:

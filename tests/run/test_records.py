@@ -13,12 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.run import records
+from repogym.run import compare, records
+from repogym.run.compare import compare_jobs, paired_bootstrap
 from repogym.run.records import (
-    compare_jobs,
     is_resolved,
     mean_pass_at_k,
-    paired_bootstrap,
     pass_at_k,
     read_job,
 )
@@ -273,7 +272,7 @@ def test_compare_flips_both_ways_and_only_in_one(tmp_path: Path) -> None:
     assert cmp.ci is not None and cmp.ci[0] < 0 < cmp.ci[1]
     data = cmp.to_json()
     assert data["tasks_in_both"] == 6 and data["tasks_compared"] == 5
-    assert data["bootstrap"] == {"resamples": 10_000, "seed": records.BOOTSTRAP_SEED}
+    assert data["bootstrap"] == {"resamples": 10_000, "seed": compare.BOOTSTRAP_SEED}
     assert {t["task_id"]: t["flip"] for t in data["tasks"]}["lost"] == "a"
 
 

@@ -259,7 +259,7 @@ def jobs_compare(
     are named.
 
     Exit 1 when a file of either job is missing or corrupt (what could be read is compared)."""
-    from repogym.run.records import compare_jobs
+    from repogym.run.compare import compare_jobs
 
     a = _read_or_exit(job_a, jobs_dir)
     b = _read_or_exit(job_b, jobs_dir)

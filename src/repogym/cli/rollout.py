@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import math
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -63,12 +60,51 @@ def rollout(
     actions, then evaluate with the orchestrator token. Written like a `repogym run` job (read it
     with `repogym jobs`). Exit 0 when every rollout was graded, 1 otherwise, 2 for bad input.
     """
+    from repogym.run.openenv_rollout import RolloutError, list_served_tasks, run_rollouts
+
+    url = openenv.rstrip("/")
+    options = _agent_options(openenv, agent, agent_opt)
+    try:
+        ids = list(task_id) if task_id else list_served_tasks(url)
+    except RolloutError as exc:
+        raise bad_input(str(exc)) from None
+    ids = ids[:limit] if limit else ids
+    if not ids:
+        raise bad_input(f"{url}: serves no tasks")
+    out_dir = _job_dir(out_dir)
+    if not json_out:
+        err.print(f"rolling out {len(ids)} task(s) × {attempts} with {escape(agent)} on {url}")
+        if not token:
+            err.print("[yellow]no --orchestrator-token: rollouts are recorded but not graded[/]")
+
+    def done(r: Any) -> None:
+        if not json_out:
+            mark = f"reward {fmt_reward(r.reward)}"
+            if r.error:
+                mark += f" [red]({escape(r.error[:160])})[/]"
+            err.print(f"  {escape(r.trial_name)}: {mark}")
+
+    rollouts, job, job_path = run_rollouts(
+        url, agent, options, ids, attempts=attempts, jobs=jobs, token=token, out_dir=out_dir,
+        on_done=done,
+    )  # fmt: skip
+    summary = job.summary
+    assert summary is not None
+    if json_out:
+        sys.stdout.write(json.dumps({"job": str(job_path), **job.to_json()}, indent=2) + "\n")
+    else:
+        out.print(
+            f"{summary.trials} rollout(s), mean reward {fmt_reward(summary.mean_reward)}, "
+            f"{summary.errors} error(s); results: {escape(str(job_path))}"
+        )
+    raise typer.Exit(1 if summary.errors or summary.rewarded < len(rollouts) else 0)
+
+
+def _agent_options(openenv: str, agent: str, agent_opt: list[str] | None) -> dict[str, str]:
+    """The ``--agent-opt`` pairs, once the flags are known good (else exit 2)."""
     from repogym.errors import RepogymError
     from repogym.openenv import OpenEnvMissing, require_openenv
-    from repogym.run.job import new_job_dir
     from repogym.run.llm_agent import LLMAgent
-    from repogym.run.openenv_rollout import RolloutError, list_served_tasks
-    from repogym.run.openenv_rollout import rollout as one_rollout
     from repogym.spec import parse_opts
 
     if not openenv.startswith(("http://", "https://")):
@@ -81,88 +117,19 @@ def rollout(
         raise bad_input(str(exc)) from None
     try:
         options = parse_opts(agent_opt or [], flag="--agent-opt")
-        llm_agent = LLMAgent(agent[len("llm:") :], options)
+        LLMAgent(agent[len("llm:") :], options)
     except (ValueError, RepogymError) as exc:
         raise bad_input(str(exc)) from None
-    url = openenv.rstrip("/")
-    try:
-        ids = list(task_id) if task_id else list_served_tasks(url)
-    except RolloutError as exc:
-        raise bad_input(str(exc)) from None
-    ids = ids[:limit] if limit else ids
-    if not ids:
-        raise bad_input(f"{url}: serves no tasks")
-    if out_dir is not None:
-        not_a_file_or_exit(out_dir, "--out")
-        if out_dir.is_dir() and any(out_dir.iterdir()):
-            raise bad_input(f"--out {out_dir}: already holds files; give a new folder")
-    out_dir = out_dir or new_job_dir(Path("jobs"), "rollout")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not json_out:
-        err.print(f"rolling out {len(ids)} task(s) × {attempts} with {escape(agent)} on {url}")
-        if not token:
-            err.print("[yellow]no --orchestrator-token: rollouts are recorded but not graded[/]")
-    started = _dt.datetime.now(_dt.UTC).isoformat()
-    work = [(t, a) for t in ids for a in range(1, attempts + 1)]
-    done: list[Any] = []
-
-    def run_one(task: str, attempt: int) -> Any:
-        name = f"{_safe(task)}__{attempt}"
-        agent_copy = LLMAgent(agent[len("llm:") :], options)
-        return one_rollout(
-            url, agent_copy, task, token=token, out_dir=out_dir / name, trial_name=name
-        )
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_one, t, a) for t, a in work]
-        for fut in as_completed(futures):
-            r = fut.result()
-            done.append(r)
-            if not json_out:
-                mark = f"reward {fmt_reward(r.reward)}"
-                if r.error:
-                    mark += f" [red]({escape(r.error[:160])})[/]"
-                err.print(f"  {escape(r.trial_name)}: {mark}")
-    done.sort(key=lambda r: r.trial_name)
-    rewards = [r.reward for r in done if r.reward is not None]
-    summary = {
-        "trials": len(done),
-        "mean_reward": math.fsum(rewards) / len(rewards) if rewards else None,
-        "rewarded": len(rewards),
-        "errors": sum(1 for r in done if r.error),
-    }
-    job = {
-        "agent": agent,
-        "agent_options": llm_agent.options.public(),
-        "openenv": url,
-        "attempts": attempts,
-        "started_at": started,
-        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(),
-        "summary": summary,
-        "trials": [
-            {
-                "trial_name": r.trial_name,
-                "task_id": r.task_id,
-                "reward": r.reward,
-                "error": r.error,
-                "result": str(r.path.relative_to(out_dir)),
-            }
-            for r in done
-        ],
-    }
-    from repogym.atomic import atomic_write
-
-    job_path = out_dir / "job.json"
-    atomic_write(job_path, json.dumps(job, indent=2) + "\n")
-    if json_out:
-        sys.stdout.write(json.dumps({"job": str(job_path), **job}, indent=2) + "\n")
-    else:
-        out.print(
-            f"{summary['trials']} rollout(s), mean reward {fmt_reward(summary['mean_reward'])}, "
-            f"{summary['errors']} error(s); results: {escape(str(job_path))}"
-        )
-    raise typer.Exit(1 if summary["errors"] or len(rewards) < len(done) else 0)
+    return options
 
 
-def _safe(task_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)[:120] or "task"
+def _job_dir(out_dir: Path | None) -> Path:
+    """``--out`` (new or empty), else a new folder under ``jobs/``."""
+    from repogym.run.job import new_job_dir
+
+    if out_dir is None:
+        return new_job_dir(Path("jobs"), "rollout")
+    not_a_file_or_exit(out_dir, "--out")
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        raise bad_input(f"--out {out_dir}: already holds files; give a new folder")
+    return out_dir

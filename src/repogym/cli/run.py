@@ -90,27 +90,11 @@ def run(
     bad input.
     """
     use_ca_bundle(ca_bundle)
-    from repogym.errors import RepogymError
-    from repogym.run.agents import make_agent
     from repogym.run.job import new_job_dir, run_job
     from repogym.run.remote import worker_env
     from repogym.sandbox import SandboxError
-    from repogym.spec import parse_opts
 
-    try:
-        agent_options = parse_opts(agent_opt or [], flag="--agent-opt")
-        make_agent(agent, agent_options)
-    except (ValueError, RepogymError) as exc:
-        raise bad_input(str(exc)) from None
-    if verification not in VERIFICATION_MODES:
-        raise bad_input(f"--verification {verification!r}: use task, clean_room or in_place")
-    if out_dir is not None:
-        not_a_file_or_exit(out_dir, "--out")
-        if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
-            raise bad_input(
-                f"--out {out_dir}: already holds a job; give a new folder, or --overwrite to "
-                "replace its trials"
-            )
+    agent_options = run_flags_or_exit(agent, agent_opt, verification, out_dir, overwrite)
     host_env = host_limits_or_exit(limit, pass_env).host_env()
     ex = remote_executor_or_exit(
         executor, address=ray_address, env=worker_env(agent, agent_options, host_env)
@@ -121,18 +105,8 @@ def run(
         out_dir = new_job_dir(Path("jobs"), agent.split(":")[0])
 
     def done(outcome: Any) -> None:
-        if json_out:
-            return
-        mark = "[red]error[/]" if outcome.error else f"reward {fmt_reward(outcome.reward)}"
-        v = outcome.result.get("verification") or {}
-        if v.get("mode") == "clean_room":
-            mark += (
-                f" [dim](clean room: {v.get('applied_count', 0)} applied, "
-                f"{v.get('deleted_count', 0)} deleted, {v.get('dropped_count', 0)} dropped)[/]"
-            )
-        err.print(f"  {escape(outcome.result['trial_name'])}: {mark}")
-        if outcome.error:
-            err.print(f"    [dim]{escape(outcome.error.splitlines()[0][:200])}[/]")
+        if not json_out:
+            print_trial(outcome)
 
     if not json_out:
         where = f"{sandbox} via {ex.name}" if ex is not None else sandbox
@@ -155,68 +129,120 @@ def run(
     except SandboxError as exc:
         raise bad_input(str(exc)) from None
     if json_out:
-        payload = {
-            "job": str(job_path),
-            "summary": summary.to_json(),
-            "trials": [
-                {
-                    "trial_name": o.result["trial_name"],
-                    "task_id": o.result["task_id"],
-                    "reward": o.reward,
-                    "rewards": o.reading.rewards if o.reading else None,
-                    "error": o.error,
-                    "result": str(o.path) if o.path else None,
-                }
-                for o in outcomes
-            ],
-        }
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        sys.stdout.write(json.dumps(run_payload(outcomes, summary, job_path), indent=2) + "\n")
     else:
-        table = Table(title=f"job {escape(str(out_dir))}", title_justify="left")
-        passes = ["pass@1"] + ([f"pass@{summary.k}"] if summary.k > 1 else [])
-        for col in ("trials", "mean reward", "rewarded", "errors", "resolved", *passes):
-            table.add_column(col, justify="right")
-        table.add_row(
-            str(summary.trials),
-            fmt_reward(summary.mean_reward),
-            str(summary.rewarded),
-            str(summary.errors),
-            str(summary.resolved),
-            fmt_reward(summary.pass_at_1),
-            *([fmt_reward(summary.pass_at_k)] if summary.k > 1 else []),
-        )
-        out.print(table)
-        if summary.tampered:
-            out.print(
-                f"[red]{summary.tampered} trial(s) tampered with the judge[/] (reward 0; the "
-                "reasons are in each result.json's verifier_result.details.tamper)"
-            )
-        usage = model_usage(outcomes)
-        if usage:
-            out.print(usage)
-        out.print(f"results: {escape(str(job_path))}")
+        print_job(outcomes, summary, job_path, out_dir)
     raise typer.Exit(1 if summary.errors else 0)
+
+
+def run_flags_or_exit(
+    agent: str,
+    agent_opt: list[str] | None,
+    verification: str,
+    out_dir: Path | None,
+    overwrite: bool,
+) -> dict[str, str]:
+    """The ``--agent-opt`` pairs once ``run``'s flags are known good (else exit 2)."""
+    from repogym.errors import RepogymError
+    from repogym.run.agents import make_agent
+    from repogym.spec import parse_opts
+
+    try:
+        agent_options = parse_opts(agent_opt or [], flag="--agent-opt")
+        make_agent(agent, agent_options)
+    except (ValueError, RepogymError) as exc:
+        raise bad_input(str(exc)) from None
+    if verification not in VERIFICATION_MODES:
+        raise bad_input(f"--verification {verification!r}: use task, clean_room or in_place")
+    if out_dir is not None:
+        not_a_file_or_exit(out_dir, "--out")
+        if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+            raise bad_input(
+                f"--out {out_dir}: already holds a job; give a new folder, or --overwrite to "
+                "replace its trials"
+            )
+    return agent_options
+
+
+def print_trial(outcome: Any) -> None:
+    """One line per finished trial (and the first line of its error)."""
+    mark = "[red]error[/]" if outcome.error else f"reward {fmt_reward(outcome.reward)}"
+    v = outcome.record.verification
+    if v is not None and v.mode == "clean_room":
+        mark += (
+            f" [dim](clean room: {v.applied_count or 0} applied, "
+            f"{v.deleted_count or 0} deleted, {v.dropped_count or 0} dropped)[/]"
+        )
+    err.print(f"  {escape(outcome.record.trial_name or '')}: {mark}")
+    if outcome.error:
+        err.print(f"    [dim]{escape(outcome.error.splitlines()[0][:200])}[/]")
+
+
+def run_payload(outcomes: list[Any], summary: Any, job_path: Path) -> dict[str, Any]:
+    """What ``run --json`` prints."""
+    return {
+        "job": str(job_path),
+        "summary": summary.to_json(),
+        "trials": [
+            {
+                "trial_name": o.record.trial_name,
+                "task_id": o.record.task_id,
+                "reward": o.reward,
+                "rewards": o.reading.rewards if o.reading else None,
+                "error": o.error,
+                "result": str(o.path) if o.path else None,
+            }
+            for o in outcomes
+        ],
+    }
+
+
+def print_job(outcomes: list[Any], summary: Any, job_path: Path, out_dir: Path) -> None:
+    """The job's table, its tampering and model usage, and where its results are."""
+    table = Table(title=f"job {escape(str(out_dir))}", title_justify="left")
+    passes = ["pass@1"] + ([f"pass@{summary.k}"] if summary.k > 1 else [])
+    for col in ("trials", "mean reward", "rewarded", "errors", "resolved", *passes):
+        table.add_column(col, justify="right")
+    table.add_row(
+        str(summary.trials),
+        fmt_reward(summary.mean_reward),
+        str(summary.rewarded),
+        str(summary.errors),
+        str(summary.resolved),
+        fmt_reward(summary.pass_at_1),
+        *([fmt_reward(summary.pass_at_k)] if summary.k > 1 else []),
+    )
+    out.print(table)
+    if summary.tampered:
+        out.print(
+            f"[red]{summary.tampered} trial(s) tampered with the judge[/] (reward 0; the "
+            "reasons are in each result.json's verifier_result.details.tamper)"
+        )
+    usage = model_usage(outcomes)
+    if usage:
+        out.print(usage)
+    out.print(f"results: {escape(str(job_path))}")
 
 
 def model_usage(outcomes: list[Any]) -> str | None:
     """One line of model usage over the trials whose agent reported any (the llm agent)."""
-    usages = [u for o in outcomes if isinstance(u := o.result["agent_result"].get("usage"), dict)]
+    results = [o.record.agent_result for o in outcomes if o.record.agent_result is not None]
+    usages = [r.usage for r in results if r.usage is not None]
     if not usages:
         return None
-    calls = sum(int(u.get("model_calls") or 0) for u in usages)
-    tin = sum(int(u.get("input_tokens") or 0) for u in usages)
-    tout = sum(int(u.get("output_tokens") or 0) for u in usages)
-    costs = [u.get("cost_usd") for u in usages]
+    calls = sum(u.model_calls or 0 for u in usages)
+    tin = sum(u.input_tokens or 0 for u in usages)
+    tout = sum(u.output_tokens or 0 for u in usages)
+    costs = [u.cost_usd for u in usages]
     cost = (
         f"${sum(c for c in costs if c is not None):.4f}"
         if all(c is not None for c in costs)
         else "cost unknown (no price for the model)"
     )
     reasons: dict[str, int] = {}
-    for o in outcomes:
-        reason = o.result["agent_result"].get("stop_reason")
-        if reason:
-            reasons[reason] = reasons.get(reason, 0) + 1
+    for r in results:
+        if r.stop_reason:
+            reasons[r.stop_reason] = reasons.get(r.stop_reason, 0) + 1
     stops = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
     return f"model: {calls} call(s), {tin:,} tokens in / {tout:,} out, {cost}; stopped: {stops}"
 
@@ -266,7 +292,7 @@ def verify(
     gameability_gap); exit 1 if any task is not verified.
     """
     use_ca_bundle(ca_bundle)
-    from repogym.run.gate import ERROR, VERIFIED, verify_tasks
+    from repogym.run.gate import VERIFIED, verify_tasks
     from repogym.run.remote import worker_env
     from repogym.run.trial import TrialRunner
     from repogym.sandbox import SandboxError, get_backend
@@ -309,43 +335,57 @@ def verify(
         sandbox=sandbox,
     )
     bad = [v for v in verdicts if v.status != VERIFIED]
+    if json_out:
+        sys.stdout.write(json.dumps(verify_payload(verdicts), indent=2) + "\n")
+    else:
+        print_verdicts(tasks, verdicts, path)
+    raise typer.Exit(1 if bad else 0)
+
+
+def verify_payload(verdicts: list[Any]) -> dict[str, Any]:
+    """What ``verify --json`` prints."""
+    from repogym.run.gate import ERROR, VERIFIED
+
+    bad = [v for v in verdicts if v.status != VERIFIED]
     errors = sum(v.status == ERROR for v in verdicts)  # their gate could not run
     gameable = sum(v.status == "gameable" for v in verdicts)
-    if json_out:
-        payload = {
-            "summary": {
-                "tasks": len(verdicts),
-                "verified": len(verdicts) - len(bad),
-                "flaky": sum(v.status == "flaky" for v in verdicts),
-                "broken": sum(v.status == "broken" for v in verdicts),
-                **({"gameable": gameable} if gameable else {}),
-                **({"error": errors} if errors else {}),
-            },
-            "tasks": [v.to_json() for v in verdicts],
-        }
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-    else:
-        table = Table(title=f"verify {escape(str(path))}", title_justify="left")
-        cols = ("task", "status", "mode", "oracle", "nop", "kill rate", "adv. floor", "canaries")
-        for col in (*cols, "why"):
-            table.add_column(col, overflow="fold")
-        by_id = {t.id: t for t in tasks}
-        for v in verdicts:
-            colour = "green" if v.status == VERIFIED else "red"
-            mode, kill, floor, canaries = verification_facts(by_id.get(v.task_id), v)
-            table.add_row(
-                escape(v.task_id),
-                f"[{colour}]{v.status}[/]",
-                mode,
-                " ".join(fmt_reward(r) for r in v.oracle_rewards),
-                fmt_reward(v.nop_reward),
-                kill,
-                floor,
-                canaries,
-                escape("; ".join(v.reasons)[:300]),
-            )
-        out.print(table)
-    raise typer.Exit(1 if bad else 0)
+    return {
+        "summary": {
+            "tasks": len(verdicts),
+            "verified": len(verdicts) - len(bad),
+            "flaky": sum(v.status == "flaky" for v in verdicts),
+            "broken": sum(v.status == "broken" for v in verdicts),
+            **({"gameable": gameable} if gameable else {}),
+            **({"error": errors} if errors else {}),
+        },
+        "tasks": [v.to_json() for v in verdicts],
+    }
+
+
+def print_verdicts(tasks: list[Any], verdicts: list[Any], path: Path) -> None:
+    """The verify table: one row per task."""
+    from repogym.run.gate import VERIFIED
+
+    table = Table(title=f"verify {escape(str(path))}", title_justify="left")
+    cols = ("task", "status", "mode", "oracle", "nop", "kill rate", "adv. floor", "canaries")
+    for col in (*cols, "why"):
+        table.add_column(col, overflow="fold")
+    by_id = {t.id: t for t in tasks}
+    for v in verdicts:
+        colour = "green" if v.status == VERIFIED else "red"
+        mode, kill, floor, canaries = verification_facts(by_id.get(v.task_id), v)
+        table.add_row(
+            escape(v.task_id),
+            f"[{colour}]{v.status}[/]",
+            mode,
+            " ".join(fmt_reward(r) for r in v.oracle_rewards),
+            fmt_reward(v.nop_reward),
+            kill,
+            floor,
+            canaries,
+            escape("; ".join(v.reasons)[:300]),
+        )
+    out.print(table)
 
 
 def verification_facts(task: Any, verdict: Any) -> tuple[str, str, str, str]:

@@ -238,7 +238,7 @@ class Episode:
         output, exit_code = checked.stdout, checked.exit_code
         self.last_reward = reading.reward
         return {
-            "verification": checked.verification,
+            "verification": checked.verification.to_json(),
             "reward": reading.reward,
             "rewards": reading.rewards,
             "reward_details": reading.details,

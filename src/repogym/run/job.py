@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from repogym.harbor import Task, atomic_write
+from repogym.harbor import Task
 from repogym.run.agents import make_agent
+from repogym.run.models import JOB_FILE, JobResult, JobSummary, JobTrial, now
 from repogym.run.records import mean_pass_at_k, trial_resolved
 from repogym.run.trial import TrialOutcome, TrialRunner
 from repogym.sandbox import get_backend
@@ -23,32 +22,12 @@ if TYPE_CHECKING:
     from repogym.integrations.executors import Executor
 
 
-@dataclass
-class JobSummary:
-    trials: int
-    mean_reward: float | None
-    rewarded: int
-    errors: int
-    resolved: int
-    """Trials resolved (``details.resolved``; without it, reward ≥ 1.0)."""
-    pass_at_1: float | None = None
-    pass_at_k: float | None = None
-    """Unbiased pass@k over tasks, k = ``k`` (the job's attempts per task)."""
-    k: int = 1
-    tampered: int = 0
-    """Trials the verifier found tampering in (a canary that passed, a forged record, ...):
-    each paid 0, with the reasons in its ``verifier_result.details.tamper``."""
-
-    def to_json(self) -> dict[str, Any]:
-        return self.__dict__.copy()
-
-
 def summarize(outcomes: list[TrialOutcome], attempts: int = 1) -> JobSummary:
     """Totals of a job's trials; pass@1 and pass@``attempts`` per task, averaged."""
     rewards = [o.reward for o in outcomes if o.reward is not None]
     per_task: dict[str, list[bool]] = {}
     for o in outcomes:
-        per_task.setdefault(str(o.result.get("task_id")), []).append(trial_resolved(o.result))
+        per_task.setdefault(str(o.record.task_id), []).append(trial_resolved(o.record))
     counts = [(len(v), sum(v)) for v in per_task.values()]
     return JobSummary(
         trials=len(outcomes),
@@ -59,13 +38,8 @@ def summarize(outcomes: list[TrialOutcome], attempts: int = 1) -> JobSummary:
         pass_at_1=mean_pass_at_k(counts, 1),
         pass_at_k=mean_pass_at_k(counts, attempts),
         k=attempts,
-        tampered=sum(1 for o in outcomes if _details(o.result).get("tampered")),
+        tampered=sum(1 for o in outcomes if (o.record.details or {}).get("tampered")),
     )
-
-
-def _details(result: dict[str, Any]) -> dict[str, Any]:
-    details = (result.get("verifier_result") or {}).get("details")
-    return details if isinstance(details, dict) else {}
 
 
 def new_job_dir(parent: Path, label: str) -> Path:
@@ -108,7 +82,7 @@ def run_job(
         TrialRunner(get_backend(sandbox), verification=verification) if executor is None else None
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    started = _dt.datetime.now(_dt.UTC).isoformat()
+    started = now()
     if runner is not None:
         outcomes = _run_here(
             runner, tasks, agent_spec, agent_options, jobs, attempts, out_dir, on_done
@@ -129,31 +103,23 @@ def run_job(
             verification=verification,
             on_done=on_done,
         )
-    outcomes.sort(key=lambda o: o.result["trial_name"])
+    outcomes.sort(key=lambda o: o.record.trial_name or "")
     summary = summarize(outcomes, attempts)
-    job = {
-        "agent": agent_spec,
-        **({"agent_options": public()} if public else {}),
-        "sandbox": sandbox,
-        **({"executor": executor.name} if executor is not None else {}),
-        "verification": verification or "as declared by each task",
-        "attempts": attempts,
-        "started_at": started,
-        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(),
-        "summary": summary.to_json(),
-        "trials": [
-            {
-                "trial_name": o.result["trial_name"],
-                "task_id": o.result["task_id"],
-                "reward": o.reward,
-                "error": o.error,
-                "result": str(o.path.relative_to(out_dir)) if o.path else None,
-            }
-            for o in outcomes
-        ],
-    }
-    job_path = out_dir / "job.json"
-    atomic_write(job_path, json.dumps(job, indent=2) + "\n")
+    job = JobResult(
+        agent=agent_spec,
+        sandbox=sandbox,
+        verification=verification or "as declared by each task",
+        attempts=attempts,
+        started_at=started,
+        finished_at=now(),
+        summary=summary,
+        trials=[JobTrial.listing(o.record, o.reward, o.error, o.path, out_dir) for o in outcomes],
+    )
+    if public:  # the keys a job may lack are written where the field order puts them
+        job.agent_options = public()
+    if executor is not None:
+        job.executor = executor.name
+    job_path = job.write(out_dir / JOB_FILE)
     return outcomes, summary, job_path
 
 

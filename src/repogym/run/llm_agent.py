@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from repogym.harbor import Task
 from repogym.llm import LLM, LLMError, ToolTurn
 from repogym.run.agent_tools import TOOLS, SessionWorkspace, ToolResult, Workspace, run_tool
 from repogym.run.agents import AgentContext, AgentOutcome
+from repogym.run.models import EventSink, ModelEvent, ToolEvent
 from repogym.run.trajectory import TrajectoryRecorder
 from repogym.sandbox import Session
 
@@ -152,7 +152,7 @@ def run_loop(
     time_limit_s: float,
     recorder: TrajectoryRecorder,
     network: bool,
-    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
 ) -> LoopResult:
     """Let the model work on ``instruction`` in ``ws`` until it finishes or a limit stops it."""
     template = opts.system_prompt_file.read_text() if opts.system_prompt_file else None
@@ -170,7 +170,6 @@ def run_loop(
     logprobs = self_hosted if sample[0] is None else sample[0]
     token_ids = self_hosted if sample[1] is None else sample[1]
     no_tool = 0
-    emit = on_event or (lambda kind, data: None)
 
     def stop_for_limit() -> str | None:
         if result.model_calls >= opts.max_steps:
@@ -213,7 +212,7 @@ def run_loop(
             result.cost_usd += turn.cost_usd
         step = recorder.agent_turn(turn)
         messages.append(turn.message)
-        emit("model", {"text": turn.text, "tool_calls": [c.name for c in turn.tool_calls]})
+        ModelEvent(text=turn.text, tool_calls=[c.name for c in turn.tool_calls]).send(on_event)
         if not turn.tool_calls:
             no_tool += 1
             if no_tool >= opts.max_no_tool_replies:
@@ -226,50 +225,61 @@ def run_loop(
             recorder.user(nudge)
             continue
         no_tool = 0
-        finished = False
-        for call in turn.tool_calls:
-            if finished:
-                res = ToolResult("skipped: finish was called earlier in this reply", is_error=True)
-            elif call.arguments is None:
-                res = ToolResult(
-                    f"error: {call.error}; send the arguments as one JSON object", is_error=True
-                )
-            else:
-                remaining = max(1.0, deadline - time.monotonic())
-                res = run_tool(
-                    call.name,
-                    call.arguments,
-                    ws,
-                    default_timeout_s=min(opts.command_timeout_s, remaining),
-                    max_timeout_s=remaining,
-                    max_chars=opts.max_observation_chars,
-                )
-            result.tool_calls += 1
-            recorder.observe(step, call.id, res.content, res.is_error)
-            message: dict[str, Any] = {
-                "role": "tool",
-                "tool_call_id": call.id,
-                "content": res.content,
-            }
-            if res.is_error:
-                message["is_error"] = True
-            messages.append(message)
-            emit(
-                "tool",
-                {
-                    "name": call.name,
-                    "arguments": call.arguments,
-                    "is_error": res.is_error,
-                    "output": res.content,
-                },
-            )
-            if res.finished:
-                finished = True
-                result.summary = res.content
+        finished = _run_tools(turn, ws, opts, deadline, result, recorder, step, messages, on_event)
         if finished:
             result.stop_reason = "finished"
             break
     return result
+
+
+def _run_tools(
+    turn: ToolTurn,
+    ws: Workspace,
+    opts: LLMAgentOptions,
+    deadline: float,
+    result: LoopResult,
+    recorder: TrajectoryRecorder,
+    step: dict[str, Any],
+    messages: list[dict[str, Any]],
+    on_event: EventSink | None,
+) -> bool:
+    """Run the tool calls of one reply in order, recording each observation; whether the
+    model called ``finish`` (the calls after it are skipped)."""
+    finished = False
+    for call in turn.tool_calls:
+        if finished:
+            res = ToolResult("skipped: finish was called earlier in this reply", is_error=True)
+        elif call.arguments is None:
+            res = ToolResult(
+                f"error: {call.error}; send the arguments as one JSON object", is_error=True
+            )
+        else:
+            remaining = max(1.0, deadline - time.monotonic())
+            res = run_tool(
+                call.name,
+                call.arguments,
+                ws,
+                default_timeout_s=min(opts.command_timeout_s, remaining),
+                max_timeout_s=remaining,
+                max_chars=opts.max_observation_chars,
+            )
+        result.tool_calls += 1
+        recorder.observe(step, call.id, res.content, res.is_error)
+        message: dict[str, Any] = {
+            "role": "tool",
+            "tool_call_id": call.id,
+            "content": res.content,
+        }
+        if res.is_error:
+            message["is_error"] = True
+        messages.append(message)
+        ToolEvent(
+            name=call.name, arguments=call.arguments, is_error=res.is_error, output=res.content
+        ).send(on_event)
+        if res.finished:
+            finished = True
+            result.summary = res.content
+    return finished
 
 
 class LLMAgent:

@@ -25,7 +25,6 @@ import datetime as _dt
 import io
 import json
 import math
-import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -34,18 +33,22 @@ from pathlib import Path
 from typing import Any
 
 from repogym.atomic import atomic_write
+from repogym.run.models import JOB_FILE as JOB_FILE
+from repogym.run.models import RESULT_FILE as RESULT_FILE
+from repogym.run.models import (
+    AgentResult,
+    JobResult,
+    TimingInfo,
+    TrialResult,
+    Usage,
+    Verification,
+    VerifierResult,
+)
+from repogym.run.models import RecordError as RecordError
 
-JOB_FILE = "job.json"
-RESULT_FILE = "result.json"
 TRIAL_DIR = re.compile(r"^(?P<task>.+)__(?P<attempt>\d+)$")
-BOOTSTRAP_RESAMPLES = 10_000
-BOOTSTRAP_SEED = 0
 
 DONE, RUNNING, BROKEN = "done", "running", "broken"
-
-
-class RecordError(Exception):
-    """A job folder or file that cannot be read; the message is one line."""
 
 
 # --- single trials -----------------------------------------------------------------------
@@ -58,12 +61,12 @@ def is_resolved(details: Any, reward: float | None) -> bool:
     return reward is not None and reward >= 1.0
 
 
-def trial_resolved(result: dict[str, Any]) -> bool:
-    """:func:`is_resolved` of a trial's ``result.json`` document."""
-    verifier = result.get("verifier_result")
-    if not isinstance(verifier, dict):
+def trial_resolved(result: TrialResult) -> bool:
+    """:func:`is_resolved` of a trial's ``result.json``."""
+    verifier = result.verifier_result
+    if verifier is None:
         return False
-    return is_resolved(verifier.get("details"), _num(verifier.get("reward")))
+    return is_resolved(verifier.details, _num(verifier.reward))
 
 
 @dataclass(frozen=True)
@@ -127,16 +130,8 @@ def _num(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+def _str(value: str | None) -> str | None:
+    return value or None
 
 
 def _seconds(start: Any, end: Any) -> float | None:
@@ -149,88 +144,60 @@ def _seconds(start: Any, end: Any) -> float | None:
         return None
 
 
-def _error_text(exc: Any) -> str | None:
-    if not isinstance(exc, dict):
-        return None
-    kind = str(exc.get("exception_type") or "Error")
-    message = exc.get("exception_message")
-    return f"{kind}: {message}" if message else kind
-
-
-def trial_from_result(result: dict[str, Any], *, job: str, folder: str) -> Trial:
-    """A :class:`Trial` from a parsed ``result.json``; ``folder`` is the trial folder's name
+def trial_from_result(result: TrialResult, *, job: str, folder: str) -> Trial:
+    """A :class:`Trial` from a trial's ``result.json``; ``folder`` is the trial folder's name
     (``<task_id>__<attempt>``), used where the document lacks a field."""
     match = TRIAL_DIR.match(folder)
-    task_id = _str(result.get("task_id")) or (match["task"] if match else folder)
+    task_id = _str(result.task_id) or (match["task"] if match else folder)
     attempt = int(match["attempt"]) if match else None
-    agent_info = _dict(result.get("agent_info"))
-    agent_result = _dict(result.get("agent_result"))
-    usage = _dict(agent_result.get("usage"))
-    verifier = _dict(result.get("verifier_result"))
-    verification = _dict(result.get("verification"))
-    reward = _num(verifier.get("reward"))
-    raw_rewards = verifier.get("rewards")
+    agent_info = result.agent_info
+    agent_result = result.agent_result or AgentResult()
+    usage = agent_result.usage or Usage()
+    verifier = result.verifier_result or VerifierResult()
+    verification = result.verification or Verification()
+    reward = _num(verifier.reward)
     rewards = (
-        {str(k): v for k, v in raw_rewards.items() if _num(v) is not None}
-        if isinstance(raw_rewards, dict)
+        {k: v for k, v in verifier.rewards.items() if _num(v) is not None}
+        if verifier.rewards is not None
         else None
     )
-    multi_step = verification.get("mode") == "steps"  # there agent_result.steps counts task steps
-    agent_phase = _dict(result.get("agent_execution"))
-    agent_seconds = _seconds(agent_phase.get("started_at"), agent_phase.get("finished_at"))
+    multi_step = verification.mode == "steps"  # there agent_result.steps counts task steps
+    agent_phase = result.agent_execution or TimingInfo()
+    agent_seconds = _seconds(agent_phase.started_at, agent_phase.finished_at)
     if agent_seconds is None:
-        agent_seconds = _num(agent_result.get("duration_s"))
+        agent_seconds = _num(agent_result.duration_s)
     return Trial(
         job=job,
-        trial_name=_str(result.get("trial_name")) or folder,
+        trial_name=_str(result.trial_name) or folder,
         task_id=task_id,
         attempt=attempt,
-        agent=_str(agent_info.get("name")),
-        model=_str(agent_result.get("model")),
+        agent=_str(agent_info.name) if agent_info else None,
+        model=_str(agent_result.model),
         reward=reward,
         rewards=rewards,
-        resolved=is_resolved(verifier.get("details"), reward),
-        error=_error_text(result.get("exception_info")),
-        input_tokens=_int(usage.get("input_tokens")),
-        output_tokens=_int(usage.get("output_tokens")),
-        cost_usd=_num(usage.get("cost_usd")),
-        model_calls=_int(usage.get("model_calls")),
-        steps=None if multi_step else _int(agent_result.get("steps")),
-        stop_reason=_str(agent_result.get("stop_reason")),
-        verification_mode=_str(verification.get("mode")),
-        started_at=_str(result.get("started_at")),
-        finished_at=_str(result.get("finished_at")),
-        duration_s=_seconds(result.get("started_at"), result.get("finished_at")),
+        resolved=is_resolved(verifier.details, reward),
+        error=result.exception_info.summary() if result.exception_info else None,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_usd=_num(usage.cost_usd),
+        model_calls=usage.model_calls,
+        steps=None if multi_step else agent_result.steps,
+        stop_reason=_str(agent_result.stop_reason),
+        verification_mode=_str(verification.mode),
+        started_at=_str(result.started_at),
+        finished_at=_str(result.finished_at),
+        duration_s=_seconds(result.started_at, result.finished_at),
         agent_duration_s=agent_seconds,
-        task_checksum=_str(result.get("task_checksum")),
+        task_checksum=_str(result.task_checksum),
     )
-
-
-def _read_json(path: Path, label: str) -> Any:
-    """Parsed JSON of ``path``; :class:`RecordError` with a one-line reason otherwise."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RecordError(f"{label}: missing") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise RecordError(f"{label}: unreadable ({reason})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(
-            f"{label}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
 
 
 def read_trial(trial_dir: Path, *, job: str) -> Trial:
     """The trial recorded in ``trial_dir/result.json``; :class:`RecordError` when it is
     missing or corrupt."""
     label = f"{trial_dir.name}/{RESULT_FILE}"
-    data = _read_json(trial_dir / RESULT_FILE, label)
-    if not isinstance(data, dict):
-        raise RecordError(f"{label}: not a JSON object")
-    return trial_from_result(data, job=job, folder=trial_dir.name)
+    result = TrialResult.read(trial_dir / RESULT_FILE, label)
+    return trial_from_result(result, job=job, folder=trial_dir.name)
 
 
 # --- pass@k ------------------------------------------------------------------------------
@@ -438,18 +405,14 @@ def is_job_dir(path: Path) -> bool:
     )
 
 
-def _listed_trials(job: dict[str, Any]) -> list[str] | None:
+def _listed_trials(job: JobResult) -> list[str] | None:
     """Trial folder names job.json lists, or None when it has no usable list."""
-    trials = job.get("trials")
-    if not isinstance(trials, list):
+    if job.trials is None:
         return None
     names: list[str] = []
-    for entry in trials:
-        if not isinstance(entry, dict):
-            continue
-        result = entry.get("result")
-        parts = Path(result).parts if isinstance(result, str) else ()
-        name = parts[0] if len(parts) == 2 and parts[1] == RESULT_FILE else entry.get("trial_name")
+    for entry in job.trials:
+        parts = Path(entry.result).parts if entry.result is not None else ()
+        name = parts[0] if len(parts) == 2 and parts[1] == RESULT_FILE else entry.trial_name
         if isinstance(name, str) and name and "/" not in name and name not in (".", ".."):
             names.append(name)
     return names
@@ -464,14 +427,10 @@ def read_job(path: Path) -> JobRecord:
         raise RecordError(f"{path}: not a job folder (no {JOB_FILE} and no trial folders)")
     name = path.name
     problems: list[str] = []
-    job: dict[str, Any] | None = None
+    job: JobResult | None = None
     if (path / JOB_FILE).exists():
         try:
-            data = _read_json(path / JOB_FILE, JOB_FILE)
-            if isinstance(data, dict):
-                job = data
-            else:
-                problems.append(f"{JOB_FILE}: not a JSON object")
+            job = JobResult.read(path / JOB_FILE)
         except RecordError as exc:
             problems.append(str(exc))
     subdirs = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -495,11 +454,11 @@ def read_job(path: Path) -> JobRecord:
         except RecordError as exc:
             problems.append(str(exc) + (" (job.json lists it)" if listed is not None else ""))
     trials.sort(key=lambda t: (t.task_id, t.attempt or 0, t.trial_name))
-    agent = _str(job.get("agent")) if job else None
+    agent = _str(job.agent) if job else None
     if agent is None:
         names_seen = Counter(t.agent for t in trials if t.agent)
         agent = names_seen.most_common(1)[0][0] if names_seen else None
-    started = _str(job.get("started_at")) if job else None
+    started = _str(job.started_at) if job else None
     if started is None:
         starts = [t.started_at for t in trials if t.started_at]
         started = min(starts) if starts else None
@@ -509,14 +468,14 @@ def read_job(path: Path) -> JobRecord:
         status = RUNNING
     else:
         status = DONE
-    attempts = _int(job.get("attempts")) if job else None
+    attempts = job.attempts if job else None
     return JobRecord(
         name=name,
         path=path,
         status=status,
         agent=agent,
         started_at=started,
-        finished_at=_str(job.get("finished_at")) if job else None,
+        finished_at=_str(job.finished_at) if job else None,
         attempts=attempts if attempts and attempts > 0 else None,
         trials=trials,
         problems=problems,
@@ -551,200 +510,6 @@ def resolve_job(ref: str | Path, jobs_dir: Path) -> Path:
     if "/" not in str(ref) and candidate.is_dir():
         return candidate
     raise RecordError(f"{ref}: no such job (neither a folder nor a job under {jobs_dir})")
-
-
-# --- comparing two jobs ------------------------------------------------------------------
-
-
-def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile of sorted values (numpy's default method)."""
-    pos = q * (len(sorted_values) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-def paired_bootstrap(
-    diffs: Sequence[float],
-    *,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-    confidence: float = 0.95,
-) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the mean of paired per-task differences: tasks are
-    resampled with replacement ``resamples`` times with a fixed ``seed`` (same input ⇒ same
-    interval). None without differences."""
-    n = len(diffs)
-    if n == 0:
-        return None
-    values = list(diffs)
-    rng = random.Random(seed)
-    choices = rng.choices
-    means = sorted(math.fsum(choices(values, k=n)) / n for _ in range(resamples))
-    alpha = (1.0 - confidence) / 2
-    return _quantile(means, alpha), _quantile(means, 1.0 - alpha)
-
-
-@dataclass
-class TaskPair:
-    """One task both jobs ran."""
-
-    task_id: str
-    a: TaskStats
-    b: TaskStats
-
-    @property
-    def diff(self) -> float | None:
-        if self.a.reward is None or self.b.reward is None:
-            return None
-        return self.b.reward - self.a.reward
-
-    @property
-    def flip(self) -> str | None:
-        """``b`` when only B resolved the task, ``a`` when only A did, else None."""
-        if self.a.task_resolved == self.b.task_resolved:
-            return None
-        return "b" if self.b.task_resolved else "a"
-
-    def to_json(self) -> dict[str, Any]:
-        def side(s: TaskStats) -> dict[str, Any]:
-            return {
-                "reward": s.reward,
-                "resolved": s.resolved,
-                "attempts": s.attempts,
-                "task_resolved": s.task_resolved,
-                "pass_at_1": s.pass_at_1,
-                "errors": len(s.errors),
-            }
-
-        return {
-            "task_id": self.task_id,
-            "a": side(self.a),
-            "b": side(self.b),
-            "diff": self.diff,
-            "flip": self.flip,
-        }
-
-
-@dataclass
-class Comparison:
-    """Job B against job A over the tasks both ran."""
-
-    a: JobRecord
-    b: JobRecord
-    pairs: list[TaskPair]
-    only_in_a: list[str]
-    only_in_b: list[str]
-    changed: list[str]
-    """Tasks whose content hash differs between the jobs (not the same task any more)."""
-    resamples: int
-    seed: int
-    confidence: float
-    ci: tuple[float, float] | None
-
-    @property
-    def compared(self) -> list[TaskPair]:
-        """The pairs with a reward on both sides (the ones the reward difference is over)."""
-        return [p for p in self.pairs if p.diff is not None]
-
-    @property
-    def no_reward(self) -> list[str]:
-        return [p.task_id for p in self.pairs if p.diff is None]
-
-    def _mean(self, side: str) -> float | None:
-        rewards = [getattr(p, side).reward for p in self.compared]
-        return math.fsum(rewards) / len(rewards) if rewards else None
-
-    @property
-    def mean_a(self) -> float | None:
-        return self._mean("a")
-
-    @property
-    def mean_b(self) -> float | None:
-        return self._mean("b")
-
-    @property
-    def diff(self) -> float | None:
-        diffs = [p.diff for p in self.compared if p.diff is not None]
-        return math.fsum(diffs) / len(diffs) if diffs else None
-
-    @property
-    def resolved_only_by_a(self) -> list[str]:
-        return [p.task_id for p in self.pairs if p.flip == "a"]
-
-    @property
-    def resolved_only_by_b(self) -> list[str]:
-        return [p.task_id for p in self.pairs if p.flip == "b"]
-
-    def side_stats(self, side: str) -> dict[str, Any]:
-        """Resolved tasks and pass@1 of one side, over the tasks both jobs ran."""
-        stats = [getattr(p, side) for p in self.pairs]
-        return {
-            "tasks_resolved": sum(s.task_resolved for s in stats),
-            "pass_at_1": mean_pass_at_k(((s.attempts, s.resolved) for s in stats), 1),
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        def job(r: JobRecord) -> dict[str, Any]:
-            return {
-                "name": r.name,
-                "path": str(r.path),
-                "status": r.status,
-                "agent": r.agent,
-                "models": r.models,
-                "problems": r.problems,
-            }
-
-        return {
-            "a": {**job(self.a), **self.side_stats("a"), "mean_reward": self.mean_a},
-            "b": {**job(self.b), **self.side_stats("b"), "mean_reward": self.mean_b},
-            "tasks_in_both": len(self.pairs),
-            "tasks_compared": len(self.compared),
-            "diff": self.diff,
-            "ci": list(self.ci) if self.ci else None,
-            "confidence": self.confidence,
-            "bootstrap": {"resamples": self.resamples, "seed": self.seed},
-            "resolved_only_by_a": self.resolved_only_by_a,
-            "resolved_only_by_b": self.resolved_only_by_b,
-            "no_reward": self.no_reward,
-            "only_in_a": self.only_in_a,
-            "only_in_b": self.only_in_b,
-            "changed": self.changed,
-            "tasks": [p.to_json() for p in self.pairs],
-        }
-
-
-def compare_jobs(
-    a: JobRecord,
-    b: JobRecord,
-    *,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-    confidence: float = 0.95,
-) -> Comparison:
-    """Compare job B with job A task by task, with a paired bootstrap interval of the mean
-    reward difference B − A over the tasks both ran and both rewarded."""
-    ta, tb = a.by_task(), b.by_task()
-    common = sorted(ta.keys() & tb.keys())
-    pairs = [TaskPair(tid, ta[tid], tb[tid]) for tid in common]
-    changed = [
-        tid
-        for tid in common
-        if ta[tid].checksums and tb[tid].checksums and ta[tid].checksums != tb[tid].checksums
-    ]
-    diffs = [p.diff for p in pairs if p.diff is not None]
-    return Comparison(
-        a=a,
-        b=b,
-        pairs=pairs,
-        only_in_a=sorted(ta.keys() - tb.keys()),
-        only_in_b=sorted(tb.keys() - ta.keys()),
-        changed=changed,
-        resamples=resamples,
-        seed=seed,
-        confidence=confidence,
-        ci=paired_bootstrap(diffs, resamples=resamples, seed=seed, confidence=confidence),
-    )
 
 
 # --- export ------------------------------------------------------------------------------

@@ -13,21 +13,29 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as _dt
-import json
 import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from repogym import __version__
 from repogym.atomic import atomic_write
 from repogym.harbor import Task
 from repogym.integrations.executors import Done, Executor, Work
 from repogym.integrations.shipping import folder_files, write_files
+from repogym.run.models import (
+    RESULT_FILE,
+    AgentInfo,
+    AgentResult,
+    ExceptionInfo,
+    ExecutorInfo,
+    SandboxInfo,
+    TrialResult,
+    VerifierResult,
+    now,
+)
 from repogym.run.remote import (
     AgentSpec,
     ShippedTask,
@@ -39,8 +47,6 @@ from repogym.run.remote import (
 )
 from repogym.run.rewards import RewardReading
 from repogym.run.trial import TrialOutcome
-
-RESULT_FILE = "result.json"
 
 
 @dataclass
@@ -103,39 +109,37 @@ def trial_work(
     return units
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat()
-
-
-def failed_result(
-    task: Task, trial_name: str, agent: str, sandbox: str, done: Done
-) -> dict[str, Any]:
+def failed_result(task: Task, trial_name: str, agent: str, sandbox: str, done: Done) -> TrialResult:
     """The result of a trial whose unit did not come back with one."""
     lost = (done.error or "").startswith("worker lost")
-    return {
-        "id": str(uuid.uuid4()),
-        "trial_name": trial_name,
-        "task_name": task.name,
-        "task_id": task.id,
-        "task_path": str(task.path),
-        "task_checksum": (task.repo2env or {}).get("content_hash"),
-        "agent_info": {"name": agent, "version": __version__},
-        "agent_result": {},
-        "verifier_result": {
-            **dict.fromkeys(("rewards", "reward", "source", "details", "exit_code", "error")),
-            "warnings": [],
-        },
-        "verification": None,
-        "exception_info": {
-            "exception_type": "WorkerLost" if lost else "WorkerError",
-            "exception_message": done.error or "the unit returned nothing",
-            "exception_traceback": done.detail or None,
-            "occurred_at": _now(),
-        },
-        "started_at": None,
-        "finished_at": _now(),
-        "sandbox": {"backend": sandbox, "base_mapping": {}},
-    }
+    return TrialResult(
+        id=str(uuid.uuid4()),
+        trial_name=trial_name,
+        task_name=task.name,
+        task_id=task.id,
+        task_path=str(task.path),
+        task_checksum=(task.repo2env or {}).get("content_hash"),
+        agent_info=AgentInfo(name=agent, version=__version__),
+        agent_result=AgentResult(),
+        verifier_result=VerifierResult(
+            rewards=None,
+            reward=None,
+            source=None,
+            details=None,
+            exit_code=None,
+            error=None,
+            warnings=[],
+        ),
+        verification=None,
+        exception_info=ExceptionInfo.occurred(
+            "WorkerLost" if lost else "WorkerError",
+            done.error or "the unit returned nothing",
+            done.detail or None,
+        ),
+        started_at=None,
+        finished_at=now(),
+        sandbox=SandboxInfo(backend=sandbox, base_mapping={}),
+    )
 
 
 def record_trial(
@@ -147,8 +151,8 @@ def record_trial(
     stdout, timings = "", {}
     if done.ok:
         shipped: ShippedTrial = done.value
-        result: dict[str, Any] = dict(shipped.outcome.result)
-        result["task_path"] = str(task.path)  # the worker's copy is no path a reader can use
+        # the worker's copy of the task is no path a reader can use
+        result = shipped.outcome.record.model_copy(update={"task_path": str(task.path)})
         write_files(trial_dir, {k: v for k, v in shipped.files.items() if k != RESULT_FILE})
         build_log = out_dir / f"{task.id}.build.log"
         if shipped.build_log is not None and not build_log.exists():
@@ -157,9 +161,8 @@ def record_trial(
         stdout, timings = shipped.outcome.verifier_stdout, shipped.outcome.timings
     else:
         result = failed_result(task, done.key, agent, sandbox, done)
-    result["executor"] = {"name": executor, "node": done.node or None}
-    path = trial_dir / RESULT_FILE
-    atomic_write(path, json.dumps(result, indent=2, default=str) + "\n")
+    result.executor = ExecutorInfo(name=executor, node=done.node or None)
+    path = result.write(trial_dir / RESULT_FILE)
     return TrialOutcome(result, reading, path, stdout, timings)
 
 

@@ -24,6 +24,7 @@ from repogym.harbor.config import StepConfig, verifier_mode
 from repogym.harbor.trust import expand_env
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.health import task_healthcheck, wait_healthy
+from repogym.run.models import AgentResult, StepResult, VerifierResult
 from repogym.run.rewards import RewardReading, primary_reward, step_rewards
 from repogym.run.services import task_mcp_servers
 from repogym.run.verifier import VerifierPhase, phase_network, run_verifier
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class StepsOutcome:
-    results: list[dict[str, Any]]
+    results: list[StepResult]
     reading: RewardReading
     strategy: str
     stdout: str = ""
@@ -112,11 +113,11 @@ def run_step(
     step: StepConfig,
     workdir: str,
     verifier_timeout: float | None,
-) -> tuple[dict[str, Any], RewardReading | None, str]:
+) -> tuple[StepResult, RewardReading | None, str]:
     """One step: (its result row, its reading or None when it failed first, verifier output)."""
     from repogym.run.trial import verify_separately
 
-    row: dict[str, Any] = {"step_name": step.name}
+    row = StepResult(step_name=step.name)
     user = step.agent.user or task.config.agent.user
     try:
         _prepare(session, task, step, workdir, user)
@@ -130,14 +131,14 @@ def run_step(
             mcp_servers=task_mcp_servers(task),
         )
         outcome = agent.run(session, task, ctx)
-        row["agent_result"] = {
-            "exit_code": outcome.exit_code,
-            "timed_out": outcome.timed_out,
-            "duration_s": round(outcome.duration_s, 3),
-            "output_tail": outcome.output_tail,
-        }
+        row.agent_result = AgentResult(
+            exit_code=outcome.exit_code,
+            timed_out=outcome.timed_out,
+            duration_s=round(outcome.duration_s, 3),
+            output_tail=outcome.output_tail,
+        )
     except Exception as exc:  # noqa: BLE001 - a failed step ends the trial, reported on its row
-        row["error"] = f"{type(exc).__name__}: {exc}"
+        row.error = f"{type(exc).__name__}: {exc}"
         return row, None, ""
     session.kill_all()
     phase = _phase(task, step)
@@ -158,7 +159,7 @@ def run_step(
         )
         checked.session.close()
         stdout, code, reading = checked.stdout, checked.exit_code, checked.reading
-        row["verification"] = checked.verification
+        row.verification = checked.verification
     else:
         tmp = Path(tempfile.mkdtemp(prefix="repogym-step-tests-"))
         try:
@@ -181,12 +182,9 @@ def run_step(
             user="root",
             network=False,
         )
-    row["verifier_result"] = {
-        "rewards": reading.rewards,
-        "reward": reading.reward,
-        "exit_code": code,
-        "error": reading.error,
-    }
+    row.verifier_result = VerifierResult(
+        rewards=reading.rewards, reward=reading.reward, exit_code=code, error=reading.error
+    )
     return row, reading, stdout
 
 
@@ -201,7 +199,7 @@ def run_steps(
     """Run every step in order in ``session``; stop early as Harbor does."""
     steps = task.config.steps or []
     strategy = task.config.multi_step_reward_strategy or "mean"
-    rows: list[dict[str, Any]] = []
+    rows: list[StepResult] = []
     per_step: list[dict[str, float] | None] = []
     outputs: list[str] = []
     code: int | None = None
@@ -212,19 +210,19 @@ def run_steps(
         rows.append(row)
         outputs.append(f"=== step {step.name} ===\n{stdout}")
         per_step.append(reading.rewards if reading else None)
-        code = row.get("verifier_result", {}).get("exit_code")
+        code = row.verifier_result.exit_code if row.verifier_result else None
         if reading is None:
-            row["stopped"] = "the step failed before its verifier ran"
+            row.stopped = "the step failed before its verifier ran"
             break
         if step.min_reward is not None:
             miss = _min_reward_miss(reading.rewards, step.min_reward)
             if miss:
-                row["stopped"] = miss
+                row.stopped = miss
                 break
     rewards, how = step_rewards(per_step, strategy)
     if rewards is None:
-        errors = [r.get("error") or r.get("verifier_result", {}).get("error") for r in rows]
-        why = "; ".join(f"{r['step_name']}: {e}" for r, e in zip(rows, errors, strict=True) if e)
+        errors = [r.error or (r.verifier_result.error if r.verifier_result else None) for r in rows]
+        why = "; ".join(f"{r.step_name}: {e}" for r, e in zip(rows, errors, strict=True) if e)
         error = f"no step rewards to roll up ({how})" + (f": {why}" if why else "")
         reading = RewardReading(None, None, "steps", error)
     else:

@@ -1,17 +1,15 @@
 """One trial: build the task's environment, run an agent, run the verifier, forward the reward.
 
-The result is a JSON document shaped like Harbor's TrialResult (``task_name``, ``trial_name``,
-``agent_info``, per-phase timings, ``verifier_result.rewards``, ``exception_info``).
+The result is a :class:`~repogym.run.models.TrialResult` (``result.json``), shaped like Harbor's
+(``task_name``, ``trial_name``, ``agent_info``, per-phase timings, ``verifier_result.rewards``,
+``exception_info``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
-import json
 import traceback
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,25 @@ from repogym.harbor.verification import Matcher, read_verification
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.cleanroom import clean_room_session
 from repogym.run.health import task_healthcheck, wait_healthy
+from repogym.run.models import (
+    RESULT_FILE,
+    AgentInfo,
+    AgentOutputEvent,
+    AgentResult,
+    ErrorEvent,
+    EventSink,
+    ExceptionInfo,
+    PhaseEvent,
+    RewardEvent,
+    SandboxInfo,
+    StepResult,
+    TimingInfo,
+    TrialResult,
+    Verification,
+    VerifierOutputEvent,
+    VerifierResult,
+    now,
+)
 from repogym.run.preflight import require_runnable
 from repogym.run.rewards import RewardReading
 from repogym.run.separate import (
@@ -41,10 +58,6 @@ from repogym.run.verifier import (
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, SandboxError, Session
 
 DEFAULT_WORKDIR = "/"
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat()
 
 
 def environment_spec(task: Task) -> EnvironmentSpec:
@@ -66,30 +79,23 @@ def environment_spec(task: Task) -> EnvironmentSpec:
     )
 
 
-_phase_network = phase_network
-
-
-@dataclass
-class Timing:
-    started_at: str | None = None
-    finished_at: str | None = None
-
-    def start(self) -> None:
-        self.started_at = _now()
-
-    def stop(self) -> None:
-        self.finished_at = _now()
+PHASES = ("environment_setup", "agent_execution", "verifier")
 
 
 @dataclass
 class TrialOutcome:
-    """A finished trial: the result document plus the parts callers use most."""
+    """A finished trial: its record (``result.json``) plus the parts callers use most."""
 
-    result: dict[str, Any]
+    record: TrialResult
     reading: RewardReading | None
     path: Path | None = None
     verifier_stdout: str = ""
-    timings: dict[str, Timing] = field(default_factory=dict)
+    timings: dict[str, TimingInfo] = field(default_factory=dict)
+
+    @property
+    def result(self) -> dict[str, Any]:
+        """The record as ``result.json`` holds it (a JSON object)."""
+        return self.record.to_json()
 
     @property
     def reward(self) -> float | None:
@@ -97,8 +103,91 @@ class TrialOutcome:
 
     @property
     def error(self) -> str | None:
-        exc = self.result.get("exception_info")
-        return f"{exc['exception_type']}: {exc['exception_message']}" if exc else None
+        exc = self.record.exception_info
+        return f"{exc.exception_type}: {exc.exception_message}" if exc else None
+
+
+@dataclass
+class _Progress:
+    """What a trial has so far: filled phase by phase, made into its record at the end."""
+
+    trial_name: str
+    started_at: str = field(default_factory=now)
+    timings: dict[str, TimingInfo] = field(
+        default_factory=lambda: {k: TimingInfo.pending() for k in PHASES}
+    )
+    exception: ExceptionInfo | None = None
+    reading: RewardReading | None = None
+    agent_result: AgentResult = field(default_factory=AgentResult)
+    verifier_stdout: str = ""
+    verifier_exit: int | None = None
+    built: BuiltEnvironment | None = None
+    session: Session | None = None
+    services: Services | None = None
+    verification: Verification | None = None
+    step_results: list[StepResult] | None = None
+
+    def reward_error(self) -> None:
+        """Record the reading's error (after an earlier one: appended to it)."""
+        error = self.reading.error if self.reading else None
+        if not error:
+            return
+        if self.exception is None:
+            self.exception = ExceptionInfo.occurred("RewardFileError", error)
+        else:  # e.g. the agent timed out and then the verifier wrote no reward
+            self.exception.exception_message = f"{self.exception.exception_message}; then: {error}"
+
+    def close(self) -> None:
+        """End the phases left open; close the session and the services."""
+        for t in self.timings.values():
+            if t.started_at and not t.finished_at:
+                t.stop()
+        if self.session is not None:
+            try:
+                self.session.close()
+            except Exception as exc:  # noqa: BLE001
+                if self.exception is None:
+                    self.exception = ExceptionInfo.occurred("SandboxCloseError", str(exc))
+        if self.services is not None:
+            self.services.close()
+
+    def record(self, task: Task, agent: Agent, backend: str) -> TrialResult:
+        """The trial's ``result.json``."""
+        reading, built = self.reading, self.built
+        record = TrialResult(
+            id=str(uuid.uuid4()),
+            trial_name=self.trial_name,
+            task_name=task.name,
+            task_id=task.id,
+            task_path=str(task.path),
+            task_checksum=(task.repo2env or {}).get("content_hash"),
+            agent_info=AgentInfo(name=agent.name, version=__version__),
+            agent_result=self.agent_result,
+            verifier_result=VerifierResult(
+                rewards=reading.rewards if reading else None,
+                reward=reading.reward if reading else None,
+                source=reading.source if reading else None,
+                details=reading.details if reading else None,
+                exit_code=self.verifier_exit,
+                error=reading.error if reading else None,
+                warnings=reading.warnings if reading else [],
+            ),
+            verification=self.verification,
+            exception_info=self.exception,
+            started_at=self.started_at,
+            finished_at=now(),
+            environment_setup=self.timings["environment_setup"],
+            agent_execution=self.timings["agent_execution"],
+            verifier=self.timings["verifier"],
+            sandbox=SandboxInfo(
+                backend=backend,
+                base_mapping=built.base_mapping if built else {},
+                **(self.services.to_json() if self.services is not None else {}),
+            ),
+        )
+        if self.step_results is not None:  # only a multi-step trial has the key
+            record.step_results = self.step_results
+        return record
 
 
 class TrialRunner:
@@ -140,194 +229,174 @@ class TrialRunner:
         trial_name: str | None = None,
         verifier_timeout: float | None = None,
         agent_timeout_s: float | None = None,
-        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        on_event: EventSink | None = None,
     ) -> TrialOutcome:
         """One trial of ``agent`` on ``task``. ``agent_timeout_s`` caps the task's agent
         timeout; ``on_event(kind, data)`` is told of each phase as it starts and ends
         (``phase``), of the agent's own steps (through :class:`AgentContext`), the agent's
         output, the verifier's output and the reward (``agent_output``, ``verifier_output``,
-        ``reward``) and of a failure (``error``), for live views."""
-        emit = on_event or (lambda kind, data: None)
-        agent_timeout = task.config.agent.timeout_sec
-        if agent_timeout_s is not None:
-            agent_timeout = min(agent_timeout, agent_timeout_s)
-        trial_name = trial_name or f"{task.id}__{uuid.uuid4().hex[:8]}"
-        timings = {k: Timing() for k in ("environment_setup", "agent_execution", "verifier")}
-        started = _now()
-        exception: dict[str, Any] | None = None
-        reading: RewardReading | None = None
-        agent_result: dict[str, Any] = {}
-        verifier_stdout = ""
-        verifier_exit: int | None = None
-        built: BuiltEnvironment | None = None
-        session = None
-        services: Services | None = None
-        verification: dict[str, Any] | None = None
-        step_results: list[dict[str, Any]] | None = None
+        ``reward``) and of a failure (``error``), for live views (:mod:`repogym.run.models`)."""
+        trial = _Progress(trial_name or f"{task.id}__{uuid.uuid4().hex[:8]}")
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
         try:
-            spec = environment_spec(task)
-            timings["environment_setup"].start()
-            emit("phase", {"phase": "environment_setup", "state": "start"})
-            built = self.build(task, log=out_dir / "build.log" if out_dir else None)
-            # The main session, with the task's compose sidecars (if any) on a shared network.
-            session, services = start_services(self.backend, task, built, spec, out_dir=out_dir)
-            if task.config.environment.healthcheck is not None:  # ready before the agent starts
-                check = task_healthcheck(
-                    task.config.environment.healthcheck, "[environment.healthcheck]"
-                )
-                wait_healthy(session, check, label="the environment", user=built.user)
-            timings["environment_setup"].stop()
-            emit("phase", {"phase": "environment_setup", "state": "end"})
-            workdir = spec.workdir or built.workdir or DEFAULT_WORKDIR
+            spec, workdir = self._set_up(trial, task, out_dir, on_event)
             if task.is_multi_step:
-                from repogym.run.steps import run_steps
-
-                timings["agent_execution"].start()
-                timings["verifier"].start()
-                steps = run_steps(self, task, agent, session, workdir, verifier_timeout)
-                timings["agent_execution"].stop()
-                timings["verifier"].stop()
-                reading, step_results = steps.reading, steps.results
-                verifier_stdout, verifier_exit = steps.stdout, steps.exit_code
-                agent_result = {"steps": len(step_results)}
-                verification = {"mode": "steps", "strategy": steps.strategy}
-                if reading.error:
-                    exception = _exception("RewardFileError", reading.error)
-                raise _Done
-
-            timings["agent_execution"].start()
-            emit("phase", {"phase": "agent_execution", "state": "start", "agent": agent.name})
-            ctx = AgentContext(
-                workdir=workdir,
-                timeout_s=agent_timeout,
-                user=task.config.agent.user,
-                network=_phase_network(task, "agent"),
-                instruction=task.instruction(),
-                mcp_servers=services.mcp_servers,
-                logs_dir=out_dir / "agent" if out_dir is not None else None,
-                trial_name=trial_name,
-                on_event=on_event,
+                self._run_steps(trial, task, agent, workdir, verifier_timeout)
+            else:
+                self._run_agent(trial, task, agent, workdir, out_dir, agent_timeout_s, on_event)
+                self._verify(trial, task, spec, workdir, verifier_timeout, on_event)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes the trial's exception_info
+            trial.exception = ExceptionInfo.occurred(
+                type(exc).__name__, str(exc), traceback.format_exc()
             )
-            outcome = agent.run(session, task, ctx)
-            timings["agent_execution"].stop()
-            emit(
-                "agent_output",
-                {
-                    "exit_code": outcome.exit_code,
-                    "timed_out": outcome.timed_out,
-                    "text": outcome.output_tail,
-                },
+        finally:
+            trial.close()
+        record = trial.record(task, agent, self.backend.name)
+        if record.exception_info is not None:
+            exc_info = record.exception_info
+            ErrorEvent(
+                error_type=exc_info.exception_type or "", text=exc_info.exception_message or ""
+            ).send(on_event)
+        assert record.verifier_result is not None
+        RewardEvent(result=record.verifier_result).send(on_event)
+        path = None
+        if out_dir is not None:
+            path = record.write(out_dir / RESULT_FILE)
+            atomic_write(out_dir / "verifier-stdout.txt", trial.verifier_stdout)
+        return TrialOutcome(record, trial.reading, path, trial.verifier_stdout, trial.timings)
+
+    def _set_up(
+        self, trial: _Progress, task: Task, out_dir: Path | None, on_event: EventSink | None
+    ) -> tuple[EnvironmentSpec, str]:
+        """Build the environment, start the session and the task's services; the working
+        directory."""
+        spec = environment_spec(task)
+        trial.timings["environment_setup"].start()
+        PhaseEvent(phase="environment_setup", state="start").send(on_event)
+        built = trial.built = self.build(task, log=out_dir / "build.log" if out_dir else None)
+        # The main session, with the task's compose sidecars (if any) on a shared network.
+        trial.session, trial.services = start_services(
+            self.backend, task, built, spec, out_dir=out_dir
+        )
+        if task.config.environment.healthcheck is not None:  # ready before the agent starts
+            check = task_healthcheck(
+                task.config.environment.healthcheck, "[environment.healthcheck]"
             )
-            emit("phase", {"phase": "agent_execution", "state": "end"})
-            agent_result = {
+            wait_healthy(trial.session, check, label="the environment", user=built.user)
+        trial.timings["environment_setup"].stop()
+        PhaseEvent(phase="environment_setup", state="end").send(on_event)
+        return spec, spec.workdir or built.workdir or DEFAULT_WORKDIR
+
+    def _run_steps(
+        self,
+        trial: _Progress,
+        task: Task,
+        agent: Agent,
+        workdir: str,
+        verifier_timeout: float | None,
+    ) -> None:
+        """A multi-step task: every step's agent and verifier in the one session."""
+        from repogym.run.steps import run_steps
+
+        assert trial.session is not None
+        for phase in ("agent_execution", "verifier"):
+            trial.timings[phase].start()
+        steps = run_steps(self, task, agent, trial.session, workdir, verifier_timeout)
+        for phase in ("agent_execution", "verifier"):
+            trial.timings[phase].stop()
+        trial.reading = steps.reading
+        trial.step_results = steps.results
+        trial.verifier_stdout, trial.verifier_exit = steps.stdout, steps.exit_code
+        trial.agent_result = AgentResult(steps=len(steps.results))
+        trial.verification = Verification(mode="steps", strategy=steps.strategy)
+        trial.reward_error()
+
+    def _run_agent(
+        self,
+        trial: _Progress,
+        task: Task,
+        agent: Agent,
+        workdir: str,
+        out_dir: Path | None,
+        agent_timeout_s: float | None,
+        on_event: EventSink | None,
+    ) -> None:
+        """The agent phase; its facts go to the trial's ``agent_result``."""
+        assert trial.session is not None and trial.services is not None
+        timeout = task.config.agent.timeout_sec
+        if agent_timeout_s is not None:
+            timeout = min(timeout, agent_timeout_s)
+        trial.timings["agent_execution"].start()
+        PhaseEvent(phase="agent_execution", state="start", agent=agent.name).send(on_event)
+        ctx = AgentContext(
+            workdir=workdir,
+            timeout_s=timeout,
+            user=task.config.agent.user,
+            network=phase_network(task, "agent"),
+            instruction=task.instruction(),
+            mcp_servers=trial.services.mcp_servers,
+            logs_dir=out_dir / "agent" if out_dir is not None else None,
+            trial_name=trial.trial_name,
+            on_event=on_event,
+        )
+        outcome = agent.run(trial.session, task, ctx)
+        trial.timings["agent_execution"].stop()
+        AgentOutputEvent(
+            exit_code=outcome.exit_code, timed_out=outcome.timed_out, text=outcome.output_tail
+        ).send(on_event)
+        PhaseEvent(phase="agent_execution", state="end").send(on_event)
+        trial.agent_result = AgentResult.model_validate(
+            {
                 "exit_code": outcome.exit_code,
                 "timed_out": outcome.timed_out,
                 "duration_s": round(outcome.duration_s, 3),
                 "output_tail": outcome.output_tail,
                 **outcome.metadata,
             }
-            if outcome.timed_out:
-                exception = _exception(
-                    "AgentTimeoutError",
-                    f"agent did not finish within {agent_timeout:g} s",
-                )
-            elif outcome.error:
-                exception = _exception("AgentError", outcome.error)
-
-            timings["verifier"].start()
-            emit("phase", {"phase": "verifier", "state": "start"})
-            # Nothing the agent left running may touch the verifier's files.
-            session.kill_all()
-            checked = verify_after_agent(
-                services.sandbox,
-                built,
-                spec,
-                session,
-                task,
-                workdir,
-                mode=self.verification,
-                verifier_timeout=verifier_timeout,
-                build=self.build_spec,
+        )
+        if outcome.timed_out:
+            trial.exception = ExceptionInfo.occurred(
+                "AgentTimeoutError", f"agent did not finish within {timeout:g} s"
             )
-            session = checked.session
-            verification = checked.verification
-            verifier_stdout, verifier_exit = checked.stdout, checked.exit_code
-            reading = checked.reading
-            timings["verifier"].stop()
-            emit("verifier_output", {"exit_code": verifier_exit, "text": verifier_stdout})
-            emit("phase", {"phase": "verifier", "state": "end"})
-            if reading.error:
-                if exception is None:
-                    exception = _exception("RewardFileError", reading.error)
-                else:  # e.g. the agent timed out and then the verifier wrote no reward
-                    exception["exception_message"] += f"; then: {reading.error}"
-        except _Done:
-            pass
-        except Exception as exc:  # noqa: BLE001 - every failure becomes the trial's exception_info
-            exception = _exception(type(exc).__name__, str(exc), traceback.format_exc())
-        finally:
-            for t in timings.values():
-                if t.started_at and not t.finished_at:
-                    t.stop()
-            if session is not None:
-                try:
-                    session.close()
-                except Exception as exc:  # noqa: BLE001
-                    if exception is None:
-                        exception = _exception("SandboxCloseError", str(exc))
-            if services is not None:
-                services.close()
-        result: dict[str, Any] = {
-            "id": str(uuid.uuid4()),
-            "trial_name": trial_name,
-            "task_name": task.name,
-            "task_id": task.id,
-            "task_path": str(task.path),
-            "task_checksum": (task.repo2env or {}).get("content_hash"),
-            "agent_info": {"name": agent.name, "version": __version__},
-            "agent_result": agent_result,
-            "verifier_result": {
-                "rewards": reading.rewards if reading else None,
-                "reward": reading.reward if reading else None,
-                "source": reading.source if reading else None,
-                "details": reading.details if reading else None,
-                "exit_code": verifier_exit,
-                "error": reading.error if reading else None,
-                "warnings": reading.warnings if reading else [],
-            },
-            "verification": verification,
-            **({"step_results": step_results} if step_results is not None else {}),
-            "exception_info": exception,
-            "started_at": started,
-            "finished_at": _now(),
-            **{
-                k: {"started_at": t.started_at, "finished_at": t.finished_at}
-                for k, t in timings.items()
-            },
-            "sandbox": {
-                "backend": self.backend.name,
-                "base_mapping": built.base_mapping if built else {},
-                **(services.to_json() if services is not None else {}),
-            },
-        }
-        if exception is not None:
-            emit(
-                "error",
-                {"kind": exception["exception_type"], "text": exception["exception_message"]},
-            )
-        emit("reward", dict(result["verifier_result"]))
-        path = None
-        if out_dir is not None:
-            path = out_dir / "result.json"
-            atomic_write(path, json.dumps(result, indent=2, default=str) + "\n")
-            atomic_write(out_dir / "verifier-stdout.txt", verifier_stdout)
-        return TrialOutcome(result, reading, path, verifier_stdout, timings)
+        elif outcome.error:
+            trial.exception = ExceptionInfo.occurred("AgentError", outcome.error)
 
-
-class _Done(Exception):
-    """Internal: a multi-step trial finished its steps (skips the single-step path)."""
+    def _verify(
+        self,
+        trial: _Progress,
+        task: Task,
+        spec: EnvironmentSpec,
+        workdir: str,
+        verifier_timeout: float | None,
+        on_event: EventSink | None,
+    ) -> None:
+        """The verifier phase after the agent's: the reward and how it was read."""
+        session, services, built = trial.session, trial.services, trial.built
+        assert session is not None and services is not None and built is not None
+        trial.timings["verifier"].start()
+        PhaseEvent(phase="verifier", state="start").send(on_event)
+        # Nothing the agent left running may touch the verifier's files.
+        session.kill_all()
+        checked = verify_after_agent(
+            services.sandbox,
+            built,
+            spec,
+            session,
+            task,
+            workdir,
+            mode=self.verification,
+            verifier_timeout=verifier_timeout,
+            build=self.build_spec,
+        )
+        trial.session = checked.session
+        trial.verification = checked.verification
+        trial.verifier_stdout, trial.verifier_exit = checked.stdout, checked.exit_code
+        trial.reading = checked.reading
+        trial.timings["verifier"].stop()
+        VerifierOutputEvent(exit_code=checked.exit_code, text=checked.stdout).send(on_event)
+        PhaseEvent(phase="verifier", state="end").send(on_event)
+        trial.reward_error()
 
 
 @dataclass
@@ -339,7 +408,7 @@ class Checked:
     stdout: str
     exit_code: int | None
     reading: RewardReading
-    verification: dict[str, Any]
+    verification: Verification
 
 
 def verifier_spec(task: Task, spec: EnvironmentSpec) -> EnvironmentSpec:
@@ -388,7 +457,7 @@ def verify_after_agent(
         raise SandboxError(f"{task.id}: {exc}") from None
     if (mode or verification.mode) != "clean_room":
         stdout, code, reading = run_verifier(session, task, workdir, timeout_s=verifier_timeout)
-        return Checked(session, stdout, code, reading, {"mode": "in_place"})
+        return Checked(session, stdout, code, reading, Verification(mode="in_place"))
     fresh, carry = clean_room_session(
         backend, built, verifier_spec(task, spec), session, workdir, Matcher(verification.protected)
     )
@@ -398,7 +467,7 @@ def verify_after_agent(
     except BaseException:
         fresh.close()
         raise
-    return Checked(fresh, stdout, code, reading, carry.to_json())
+    return Checked(fresh, stdout, code, reading, Verification.model_validate(carry.to_json()))
 
 
 def verify_separately(
@@ -428,13 +497,4 @@ def verify_separately(
     except BaseException:
         fresh.close()
         raise
-    return Checked(fresh, stdout, code, reading, report.to_json())
-
-
-def _exception(kind: str, message: str, tb: str | None = None) -> dict[str, Any]:
-    return {
-        "exception_type": kind,
-        "exception_message": message,
-        "exception_traceback": tb,
-        "occurred_at": _now(),
-    }
+    return Checked(fresh, stdout, code, reading, Verification.model_validate(report.to_json()))

@@ -380,13 +380,12 @@ class RunService:
                 agent_timeout_s=self.limits.time_limit_s,
                 on_event=live.emit,
             )
-            vr = outcome.result.get("verifier_result") or {}
+            vr, ar = outcome.record.verifier_result, outcome.record.agent_result
             rec.reward = outcome.reward
-            rec.rewards = vr.get("rewards")
-            rec.details = live.mask.data(vr.get("details"))
+            rec.rewards = vr.rewards if vr else None
+            rec.details = live.mask.data(vr.details if vr else None)
             rec.error = live.mask.text(outcome.error) if outcome.error else None
-            usage = (outcome.result.get("agent_result") or {}).get("usage")
-            rec.usage = usage if isinstance(usage, dict) else None
+            rec.usage = ar.usage.to_json() if ar and ar.usage else None
             rec.status = "done" if outcome.reward is not None else "error"
         except Exception as exc:  # noqa: BLE001 - a run that cannot start ends as an error
             rec.status, rec.error = "error", live.mask.text(str(exc).splitlines()[0][:500])
