@@ -142,7 +142,7 @@ def explore_serve(
         paths = [str(examples)]
     try:
         import fastapi  # noqa: F401
-        import uvicorn
+        import uvicorn  # noqa: F401
 
         from repogym.explorer.web import create_app
     except ImportError:
@@ -168,43 +168,28 @@ def explore_serve(
         f"explorer: {total} environment(s) listed in {time.perf_counter() - t0:.2f}s; "
         f"open http://{host}:{port}/"
     )
+    from repogym.explorer.web import serve as web
+    from repogym.explorer.web.http import allowed_hosts_for
     from repogym.mcp import sdk_available
-    from repogym.mcp.web import allowed_hosts_for
+    from repogym.mcp.web import explorer_mounts
 
     mcp_hosts = allowed_hosts_for(host)
     if sdk_available():
         err.print(f"explorer: MCP (Streamable HTTP) at http://{host}:{port}/mcp/d/<env>")
     if snapshot is None:
-        import threading
-
-        def report_ready() -> None:
-            store.ready.wait()
-            errors = getattr(store, "build_errors", None)
-            if errors:
-                fail(f"indexing stopped: {str(errors[0]).splitlines()[0]}")
-            else:
-                err.print(f"explorer: task pages ready in {time.perf_counter() - t0:.2f}s")
-
-        threading.Thread(target=report_ready, daemon=True).start()
+        web.when_ready(
+            store,
+            t0,
+            ready=lambda s: err.print(f"explorer: task pages ready in {s:.2f}s"),
+            failed=lambda line: fail(f"indexing stopped: {line}"),
+        )
     if workers > 1:  # each worker process opens the snapshot itself
+        assert snapshot is not None  # checked above
         if runs:
             err.print("explorer: runs from task pages are off with --workers N (one process only)")
-        import os
-
         store.close()
-        os.environ["REPOGYM_EXPLORE_SNAPSHOT"] = str(snapshot)
-        os.environ["REPOGYM_EXPLORE_HOST"] = host
-        uvicorn.run(
-            "repogym.explorer.web.app:snapshot_app",
-            factory=True,
-            workers=workers,
-            host=host,
-            port=port,
-            log_level="warning",
-        )
+        web.serve_workers(snapshot, host=host, port=port, workers=workers, mounts=explorer_mounts)
         return
-    from repogym.explorer.web.app import settle_heap
-
     for p in run_tasks or []:
         if not p.is_dir():
             raise bad_input(f"--run-tasks {p}: no such folder")
@@ -231,9 +216,8 @@ def explore_serve(
     if service is not None:
         where = service.why_disabled() or f"records in {service.records.path}"
         err.print(f"explorer: runs from task pages: {where}")
-    server_app = create_app(store, mcp_hosts=mcp_hosts, runs=service)
-    settle_heap()
-    uvicorn.run(server_app, host=host, port=port, log_level="warning")
+    server_app = create_app(store, mcp_hosts=mcp_hosts, runs=service, mounts=explorer_mounts)
+    web.serve(server_app, host=host, port=port)
 
 
 @explore_app.command("index")

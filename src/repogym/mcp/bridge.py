@@ -19,11 +19,11 @@ Each MCP session has its own episode: one WebSocket to ``{url}/ws``, opened by t
 Streamable HTTP it is the ``Mcp-Session-Id`` (a request without one gets the Task API only).
 
 Safety: only the server's own origin (scheme, host, port of ``url``) is ever contacted and no
-redirect is followed (:mod:`repogym.mcp._bridge_remote`); at most ``max_sessions`` episodes are
+redirect is followed (:mod:`repogym.openenv_client`); at most ``max_sessions`` episodes are
 open at once (one more gets the tool error "capacity reached"); each session may make
 ``max_calls_per_minute`` tool calls; arguments are checked against the tools' schemas first
-(:mod:`repogym.mcp._bridge_schema`; the values are the server's to judge); an orchestrator token
-is refused wherever it appears and the bridge has none to forward, so ``evaluate`` and
+(:func:`repogym.openenv_client.problem`; the values are the server's to judge); an orchestrator
+token is refused wherever it appears and the bridge has none to forward, so ``evaluate`` and
 ``solve`` reach the server without one, and the server refuses them.
 Every failure is a tool result with ``isError`` and one line; nothing raises into the SDK.
 """
@@ -42,16 +42,18 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from repogym.mcp import INSTALL_HINT
-from repogym.mcp._bridge_remote import (
-    BridgeError,
-    Episode,
+from repogym.openenv_client import (
+    RESET_SCHEMA,
+    OpenEnvClientError,
     Origin,
+    RemoteEpisode,
+    carries_token,
     get_json,
     one_line,
     post_json,
+    problem,
     task_path,
 )
-from repogym.mcp._bridge_schema import problem
 
 if TYPE_CHECKING:
     import anyio
@@ -65,22 +67,15 @@ __all__ = ["BridgeError", "ServerInfo", "create_bridge", "run_stdio", "streamabl
 
 log = logging.getLogger("repogym.mcp.bridge")
 
+BridgeError = OpenEnvClientError
+"""The bridge's tool errors are the client's: one line each."""
+
 SERVER_NAME = "repogym-openenv-bridge"
 ENV_PREFIX = "env_"
-TOKEN_KEY = "orchestrator_token"
 RATE_WINDOW_S = 60.0
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,120}$")
 
 _EMPTY: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
-RESET_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "task_id": {"type": "string", "description": "Task id or name (see list_tasks)."},
-        "index": {"type": "integer", "minimum": 0, "description": "Task index (list_tasks)."},
-        "seed": {"type": "integer", "description": "Picks a task (seed mod the task count)."},
-    },
-    "additionalProperties": False,
-}
 GET_TASK_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -200,7 +195,7 @@ class _Session:
     """One MCP session: its episode, its rate-limit window, when it was last used."""
 
     key: str | None
-    episode: Episode | None = None
+    episode: RemoteEpisode | None = None
     lock: anyio.Lock | None = None
     last_used: float = field(default_factory=time.monotonic)
     calls: deque[float] = field(default_factory=deque)
@@ -231,18 +226,6 @@ def _http_session_id(request: Any) -> str | None:
         return None
     value = headers.get("mcp-session-id")
     return str(value)[:200] if value else None
-
-
-def _carries_token(value: Any, depth: int = 0) -> bool:
-    if depth > 32:
-        return False
-    if isinstance(value, dict):
-        return any(
-            TOKEN_KEY in str(k).lower() or _carries_token(v, depth + 1) for k, v in value.items()
-        )
-    if isinstance(value, list):
-        return any(_carries_token(v, depth + 1) for v in value)
-    return False
 
 
 # -- the bridge --------------------------------------------------------------------------
@@ -459,7 +442,7 @@ class Bridge:
                 "through this bridge; try again later"
             )
         self.holders.add(session)
-        episode = Episode(self.info.origin)
+        episode = RemoteEpisode(self.info.origin)
         await episode.open()
         session.episode = episode
         session.note = None
@@ -475,7 +458,7 @@ class Bridge:
         issue = problem(args, schema)
         if issue:
             raise BridgeError(f"{name}: {issue}")
-        if _carries_token(args):
+        if carries_token(args):
             raise BridgeError(
                 "the bridge does not accept an orchestrator token: evaluate and solve are for "
                 "the trainer, not for agents"

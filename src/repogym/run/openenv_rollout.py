@@ -75,20 +75,14 @@ class EpisodeWorkspace:
 
 
 def list_served_tasks(url: str, *, timeout_s: float = 30) -> list[str]:
-    """Task ids of a served environment, from its Task API (``GET /tasks``)."""
-    from repogym.http import client, reason
+    """Task ids of a served environment, from its Task API (``GET /tasks``), through
+    :func:`repogym.openenv_client.list_task_ids` (its origin only, no redirects followed)."""
+    from repogym.openenv_client import OpenEnvClientError, list_task_ids
 
     try:
-        with client(timeout=timeout_s) as http:
-            resp = http.get(url.rstrip("/") + "/tasks")
-    except Exception as exc:  # noqa: BLE001 - one line for the user
-        raise RolloutError(f"{url}: cannot reach the server: {reason(exc)}") from None
-    if resp.status_code != 200:
-        raise RolloutError(f"{url}/tasks: HTTP {resp.status_code}")
-    try:
-        return [str(t["task_id"]) for t in resp.json()["tasks"]]
-    except (ValueError, KeyError, TypeError):
-        raise RolloutError(f"{url}/tasks: not a task list") from None
+        return list_task_ids(url, timeout_s=timeout_s)
+    except OpenEnvClientError as exc:
+        raise RolloutError(str(exc)) from None
 
 
 @dataclass
