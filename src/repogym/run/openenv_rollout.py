@@ -2,7 +2,8 @@
 
 ``repogym rollout --openenv URL --agent llm:…`` opens one WebSocket episode per task with
 OpenEnv's ``GenericEnvClient``, runs :func:`repogym.run.llm_agent.run_loop` over the episode's
-agent actions (``exec``/``read``/``write``: :class:`EpisodeWorkspace`), then — as the trainer,
+agent actions (``exec``/``read``/``write``:
+:class:`repogym.run.agent_tools.EpisodeWorkspace`), then — as the trainer,
 with the orchestrator token the agent never sees — sends ``evaluate`` and records the reward.
 Each rollout is written like a trial of ``repogym run`` (``<task>__<n>/result.json`` and
 ``agent/trajectory.json``, plus ``job.json``), so ``repogym jobs`` reads both alike.
@@ -23,7 +24,7 @@ from typing import Any
 from repogym import __version__
 from repogym.atomic import atomic_write
 from repogym.errors import RepogymError
-from repogym.run.agent_tools import TOOLS, CommandOutput, ToolError
+from repogym.run.agent_tools import TOOLS, EpisodeWorkspace
 from repogym.run.llm_agent import AGENT_NAME, LLMAgent, LoopResult, run_loop
 from repogym.run.trajectory import TrajectoryRecorder
 
@@ -38,40 +39,6 @@ class RolloutError(RepogymError):
 
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat()
-
-
-class EpisodeWorkspace:
-    """The agent's tools as OpenEnv actions on one episode (paths stay inside its workdir:
-    the server refuses the rest, and the refusal goes back to the model)."""
-
-    def __init__(self, env: Any, workdir: str) -> None:
-        self.env = env
-        self.workdir = workdir
-
-    def _step(self, action: dict[str, Any]) -> dict[str, Any]:
-        result = self.env.step(action)
-        obs: dict[str, Any] = result.observation
-        return obs
-
-    def bash(self, command: str, timeout_s: float) -> CommandOutput:
-        obs = self._step({"type": "exec", "command": command, "timeout_s": timeout_s})
-        if obs.get("error"):
-            return CommandOutput(f"error: {obs['error']}", 1)
-        output = obs.get("stdout") or ""
-        if obs.get("stderr"):
-            output += ("\n" if output and not output.endswith("\n") else "") + obs["stderr"]
-        return CommandOutput(output, obs.get("exit_code"), bool(obs.get("timed_out")))
-
-    def read_text(self, path: str) -> str:
-        obs = self._step({"type": "read", "path": path})
-        if obs.get("error"):
-            raise ToolError(str(obs["error"]))
-        return str(obs.get("content") or "")
-
-    def write_text(self, path: str, content: str) -> None:
-        obs = self._step({"type": "write", "path": path, "content": content})
-        if obs.get("error"):
-            raise ToolError(str(obs["error"]))
 
 
 def list_served_tasks(url: str, *, timeout_s: float = 30) -> list[str]:
