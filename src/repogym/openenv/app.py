@@ -1,4 +1,4 @@
-"""The server: OpenEnv's FastAPI app over :class:`RepogymEnvironment`, plus the Task API.
+"""The server: OpenEnv's FastAPI app over :class:`RepoEnvironment`, plus the Task API.
 
 Routes: WebSocket ``/ws`` (one episode and one sandbox per connection), OpenEnv's HTTP
 ``/reset`` ``/step`` ``/state`` (stateless), ``/health``, ``/schema``, ``/metadata``, and
@@ -26,7 +26,7 @@ from repogym.openenv import orphans  # noqa: E402
 from repogym.openenv.environment import (  # noqa: E402
     Pool,
     RepoAction,
-    RepogymEnvironment,
+    RepoEnvironment,
     RepoObservation,
     agent_tools,
 )
@@ -88,8 +88,8 @@ def build_app(
         log.warning("%s; serving the task list only until it is", exc)
     pool = Pool(tasks, builder, token)
 
-    def factory() -> RepogymEnvironment:
-        return RepogymEnvironment(pool)
+    def factory() -> RepoEnvironment:
+        return RepoEnvironment(pool)
 
     app = create_fastapi_app(
         factory,
