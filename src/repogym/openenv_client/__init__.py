@@ -4,6 +4,8 @@
   :func:`post_json`, :func:`list_task_ids`) and WebSocket episodes (:class:`RemoteEpisode`): no
   redirects followed, no other host contacted, answers size-capped, one-line errors
   (:class:`OpenEnvClientError`); the orchestrator-token rule (:func:`carries_token`);
+- :mod:`.sync`: the same episode for callers without an event loop (:class:`EpisodeClient`);
+- :mod:`.server_info`: what a server offers, read once (:class:`ServerInfo`);
 - :mod:`.schema`: cheap JSON Schema checks of arguments before they are sent (:func:`problem`)
   and the arguments of ``reset`` (:data:`RESET_SCHEMA`).
 
@@ -28,14 +30,21 @@ from repogym.openenv_client.client import (
     task_path,
 )
 from repogym.openenv_client.schema import MAX_ARGUMENT_BYTES, RESET_SCHEMA, problem
+from repogym.openenv_client.server_info import ENV_PREFIX, EnvTool, ServerInfo
+from repogym.openenv_client.sync import EpisodeClient, StepResult
 
 __all__ = [
+    "ENV_PREFIX",
     "MAX_ARGUMENT_BYTES",
     "RESET_SCHEMA",
     "TOKEN_KEY",
+    "EnvTool",
+    "EpisodeClient",
     "OpenEnvClientError",
     "Origin",
     "RemoteEpisode",
+    "ServerInfo",
+    "StepResult",
     "carries_token",
     "get_json",
     "list_task_ids",

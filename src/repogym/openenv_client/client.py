@@ -227,8 +227,10 @@ class RemoteEpisode:
     """One WebSocket session on the server's ``/ws``: OpenEnv's messages ``reset``, ``step``,
     ``state``, ``mcp`` and ``close``, one request and one reply at a time (callers serialise)."""
 
-    def __init__(self, origin: Origin) -> None:
+    def __init__(self, origin: Origin, *, reply_timeout_s: float = REPLY_TIMEOUT_S) -> None:
         self.origin = origin
+        self.reply_timeout_s = reply_timeout_s
+        """How long one reply may take (a reset may build the task's environment first)."""
         self._ws: ClientConnection | None = None
         self._rpc_id = 0
         self.used = False
@@ -276,7 +278,7 @@ class RemoteEpisode:
             raise OpenEnvClientError("no episode: call reset first")
         done = False
         try:
-            with anyio.fail_after(REPLY_TIMEOUT_S):
+            with anyio.fail_after(self.reply_timeout_s):
                 # a server that refused the session said why before closing: read that
                 with contextlib.suppress(ConnectionClosed):
                     await self._ws.send(json.dumps(message))
@@ -284,7 +286,8 @@ class RemoteEpisode:
             done = True
         except TimeoutError:
             raise OpenEnvClientError(
-                f"no reply from the OpenEnv server within {REPLY_TIMEOUT_S:g} s; episode closed"
+                f"no reply from the OpenEnv server within {self.reply_timeout_s:g} s; "
+                "episode closed"
             ) from None
         except Exception as exc:  # noqa: BLE001 - the socket is gone
             raise OpenEnvClientError(

@@ -1,10 +1,11 @@
-"""The built-in agent driving a served environment through OpenEnv's own client.
+"""The built-in agent driving a served environment over OpenEnv's WebSocket protocol.
 
 ``repogym rollout --openenv URL --agent llm:…`` opens one WebSocket episode per task with
-OpenEnv's ``GenericEnvClient``, runs :func:`repogym.run.llm_agent.run_loop` over the episode's
-agent actions (``exec``/``read``/``write``:
-:class:`repogym.run.agent_tools.EpisodeWorkspace`), then — as the trainer,
-with the orchestrator token the agent never sees — sends ``evaluate`` and records the reward.
+:class:`repogym.openenv_client.EpisodeClient` (the server's origin only, no redirects), runs
+:func:`repogym.run.llm_agent.run_loop` over the episode's agent actions
+(``exec``/``read``/``write``: :class:`repogym.run.agent_tools.EpisodeWorkspace`), then — as the
+trainer, with the orchestrator token the agent never sees — sends ``evaluate`` and records the
+reward.
 Each rollout is written like a trial of ``repogym run`` (``<task>__<n>/result.json`` and
 ``agent/trajectory.json``, plus ``job.json``), so ``repogym jobs`` reads both alike.
 """
@@ -73,7 +74,7 @@ def rollout(
 ) -> Rollout:
     """One episode of ``task_id`` on the server at ``url``: reset, the agent loop, evaluate.
     Writes ``out_dir/result.json`` and ``out_dir/agent/trajectory.json``."""
-    from openenv.core.generic_client import GenericEnvClient
+    from repogym.openenv_client import EpisodeClient
 
     opts = agent.options
     limit = opts.time_limit_s or DEFAULT_TIME_LIMIT_S
@@ -91,11 +92,9 @@ def rollout(
     evaluation: dict[str, Any] = {}
     reward: float | None = None
     t0 = time.monotonic()
-    client = GenericEnvClient(
-        base_url=url, message_timeout_s=max(opts.command_timeout_s, limit) + 120
-    )
+    reply_timeout_s = max(opts.command_timeout_s, limit) + 120
     try:
-        with client.sync() as env:
+        with EpisodeClient(url, reply_timeout_s=reply_timeout_s) as env:
             reset = env.reset(task_id=task_id)
             obs = reset.observation
             if obs.get("error"):
