@@ -87,6 +87,76 @@ def trusted_folders_or_exit(paths: list[str], limit: list[str] | None) -> None:
             trusted_or_exit(Path(p), limit, quiet=True)
 
 
+def _serve_paths(
+    paths: list[str],
+    hub: bool,
+    sources: list[str],
+    snapshot: Path | None,
+    workers: int,
+    limit: list[str] | None,
+) -> list[str]:
+    """The folders to serve once the flags are checked (the bundled examples when none)."""
+    trusted_folders_or_exit(paths, limit)
+    if snapshot is not None and not snapshot.is_dir():
+        raise bad_input(
+            f"--snapshot {snapshot}: no such folder (build one with: repogym explore index)"
+        )
+    if workers < 1:
+        raise bad_input("--workers must be at least 1")
+    if workers > 1 and snapshot is None:
+        raise bad_input("--workers N needs --snapshot DIR (build one with: repogym explore index)")
+    if not paths and not hub and not sources and snapshot is None:
+        examples = bundled_examples()
+        if examples is None:
+            raise bad_input(
+                "nothing to explore: give dataset folders (e.g. repogym explore examples/tasks)"
+            )
+        paths = [str(examples)]
+    return paths
+
+
+def _open_or_exit(
+    paths: list[str],
+    snapshot: Path | None,
+    hub: bool,
+    sources: list[str],
+    host: str,
+    port: int,
+) -> tuple[Any, float]:
+    """The explorer's store (and when its opening started), or exit 2 with one line."""
+    import time
+
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+
+        from repogym.explorer.web import create_app  # noqa: F401
+    except ImportError:
+        raise bad_input(
+            "the explorer needs FastAPI and uvicorn: pip install 'repogym[explorer]'"
+        ) from None
+    from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.snapshot import SnapshotError
+    from repogym.explorer.store import open_store
+
+    port_free_or_exit(host, port)
+    t0 = time.perf_counter()
+    try:
+        # In-process sources are served as soon as every task list is known; the task pages
+        # follow when packed (the snapshot swaps under the running server).
+        store = open_store(
+            paths, snapshot=snapshot, hub=hub, openenv=sources, background=snapshot is None
+        )
+    except (AdapterError, SnapshotError, OSError, ValueError) as exc:
+        raise bad_input(str(exc)) from None
+    total = store.search(size=1)["total"]
+    err.print(
+        f"explorer: {total} environment(s) listed in {time.perf_counter() - t0:.2f}s; "
+        f"open http://{host}:{port}/"
+    )
+    return store, t0
+
+
 @explore_app.command(DEFAULT_COMMAND)
 def explore_serve(
     paths: PathsArg = None,
@@ -118,56 +188,11 @@ def explore_serve(
     sandbox: SandboxOpt = "local",
 ) -> None:
     """Serve the explorer (the default: 'repogym explore PATH...' is this command)."""
-    import time
-
     if out_dir is not None:
         raise bad_input("--out belongs to 'repogym explore index PATH... --out DIR'")
-    paths = list(paths or [])
-    sources = list(openenv or [])
-    trusted_folders_or_exit(paths, limit)
-    if snapshot is not None and not snapshot.is_dir():
-        raise bad_input(
-            f"--snapshot {snapshot}: no such folder (build one with: repogym explore index)"
-        )
-    if workers < 1:
-        raise bad_input("--workers must be at least 1")
-    if workers > 1 and snapshot is None:
-        raise bad_input("--workers N needs --snapshot DIR (build one with: repogym explore index)")
-    if not paths and not hub and not sources and snapshot is None:
-        examples = bundled_examples()
-        if examples is None:
-            raise bad_input(
-                "nothing to explore: give dataset folders (e.g. repogym explore examples/tasks)"
-            )
-        paths = [str(examples)]
-    try:
-        import fastapi  # noqa: F401
-        import uvicorn  # noqa: F401
-
-        from repogym.explorer.web import create_app
-    except ImportError:
-        raise bad_input(
-            "the explorer needs FastAPI and uvicorn: pip install 'repogym[explorer]'"
-        ) from None
-    from repogym.explorer.adapters.base import AdapterError
-    from repogym.explorer.snapshot import SnapshotError
-    from repogym.explorer.store import open_store
-
-    port_free_or_exit(host, port)
-    t0 = time.perf_counter()
-    try:
-        # In-process sources are served as soon as every task list is known; the task pages
-        # follow when packed (the snapshot swaps under the running server).
-        store = open_store(
-            paths, snapshot=snapshot, hub=hub, openenv=sources, background=snapshot is None
-        )
-    except (AdapterError, SnapshotError, OSError, ValueError) as exc:
-        raise bad_input(str(exc)) from None
-    total = store.search(size=1)["total"]
-    err.print(
-        f"explorer: {total} environment(s) listed in {time.perf_counter() - t0:.2f}s; "
-        f"open http://{host}:{port}/"
-    )
+    paths = _serve_paths(list(paths or []), hub, list(openenv or []), snapshot, workers, limit)
+    store, t0 = _open_or_exit(paths, snapshot, hub, list(openenv or []), host, port)
+    from repogym.explorer.web import create_app
     from repogym.explorer.web import serve as web
     from repogym.explorer.web.http import allowed_hosts_for
     from repogym.mcp import sdk_available

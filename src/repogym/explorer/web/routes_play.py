@@ -375,6 +375,30 @@ def _json(obj: Any, status: int = 200) -> Response:
 # -- routes -------------------------------------------------------------------------------
 
 
+async def _answer(
+    ctx: Context,
+    hosts: list[str] | None,
+    request: Request,
+    env_id: str,
+    act: Callable[[str], Awaitable[Response]],
+    *,
+    csrf: bool,
+) -> Response:
+    """``act(the environment's cataloged URL)`` once the request passed the ``Host`` check
+    and (``csrf``) the CSRF check; a :class:`PlayError` or any failure as one JSON line."""
+    try:
+        if not host_allowed(request.headers.get("host", ""), hosts):
+            raise PlayError(421, "Invalid Host header")
+        if csrf and (reason := check_csrf(request)) is not None:
+            raise PlayError(403, reason)
+        return await act(openenv_source(ctx.store, env_id.strip("/")))
+    except PlayError as exc:
+        return ctx.api_error(exc.status, exc.message)
+    except Exception as exc:  # noqa: BLE001 - one line for the page, the rest in the log
+        log.exception("playground request failed")
+        return ctx.api_error(500, f"internal error: {type(exc).__name__}")
+
+
 def router(ctx: Context, hub: PlayHub, *, allowed_hosts: Sequence[str] | None) -> APIRouter:
     """The playground's page and API over ``hub``; requests must name one of
     ``allowed_hosts`` (None: any) in their ``Host`` header."""
@@ -382,20 +406,7 @@ def router(ctx: Context, hub: PlayHub, *, allowed_hosts: Sequence[str] | None) -
     hosts = None if allowed_hosts is None else [h.lower() for h in allowed_hosts]
     script = ctx.static.urls["play.js"]
 
-    async def answer(
-        request: Request, env_id: str, act: Callable[[str], Awaitable[Response]], *, csrf: bool
-    ) -> Response:
-        try:
-            if not host_allowed(request.headers.get("host", ""), hosts):
-                raise PlayError(421, "Invalid Host header")
-            if csrf and (reason := check_csrf(request)) is not None:
-                raise PlayError(403, reason)
-            return await act(openenv_source(ctx.store, env_id.strip("/")))
-        except PlayError as exc:
-            return ctx.api_error(exc.status, exc.message)
-        except Exception as exc:  # noqa: BLE001 - one line for the page, the rest in the log
-            log.exception("playground request failed")
-            return ctx.api_error(500, f"internal error: {type(exc).__name__}")
+    answer = partial(_answer, ctx, hosts)
 
     async def session_of(request: Request, env_id: str) -> PlaySession:
         return await hub.find(
