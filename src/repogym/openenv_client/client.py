@@ -21,12 +21,18 @@ from repogym.errors import RepogymError
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
 
+    from repogym.http import BoundedResponse
+
 __all__ = [
     "TOKEN_KEY",
     "OpenEnvClientError",
     "Origin",
+    "RedirectRefused",
     "RemoteEpisode",
+    "TimedOut",
+    "Unreachable",
     "carries_token",
+    "fetch",
     "get_json",
     "list_task_ids",
     "one_line",
@@ -46,6 +52,34 @@ REPLY_TIMEOUT_S = 1800.0
 
 class OpenEnvClientError(RepogymError):
     """A one-line reason a request to an OpenEnv server was refused or failed."""
+
+
+class Unreachable(OpenEnvClientError):
+    """The server could not be reached at ``url`` (``reason``: one line)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"{url}: cannot reach the OpenEnv server: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class TimedOut(OpenEnvClientError):
+    """No complete answer from ``url`` within ``deadline_s`` seconds."""
+
+    def __init__(self, url: str, deadline_s: float, message: str) -> None:
+        super().__init__(message)
+        self.url = url
+        self.deadline_s = deadline_s
+
+
+class RedirectRefused(OpenEnvClientError):
+    """The server answered ``url`` with a redirect (never followed)."""
+
+    def __init__(self, message: str, url: str, status: int, location: str | None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+        self.location = location
 
 
 def one_line(text: str, limit: int = 500) -> str:
@@ -105,15 +139,16 @@ class Origin:
             )
 
 
-def _redirect_error(
-    origin: Origin, url: str, status: int, location: str | None
-) -> OpenEnvClientError:
+def _redirect_error(origin: Origin, url: str, status: int, location: str | None) -> RedirectRefused:
     target = urlsplit(urljoin(url, location or ""))
     where = "" if not location else f" to {target.hostname or location}"
     if location and (target.netloc.lower() != origin.netloc or target.scheme != origin.scheme):
         where += " (another host)"
-    return OpenEnvClientError(
-        f"{url}: HTTP {status} redirect{where} refused (redirects are not followed)"
+    return RedirectRefused(
+        f"{url}: HTTP {status} redirect{where} refused (redirects are not followed)",
+        url,
+        status,
+        location,
     )
 
 
@@ -126,24 +161,48 @@ def _decode(url: str, body: bytes) -> Any:
         raise OpenEnvClientError(f"{url}: answer is not JSON") from None
 
 
+def fetch(
+    origin: Origin,
+    path: str,
+    *,
+    timeout_s: float = HTTP_TIMEOUT_S,
+    deadline_s: float | None = None,
+    max_bytes: int = MAX_HTTP_BYTES,
+    headers: dict[str, str] | None = None,
+) -> BoundedResponse:
+    """``GET path`` on the server: each socket read within ``timeout_s``, the whole answer
+    within ``deadline_s`` (default twice that), at most ``max_bytes`` of body (one more is read
+    so the caller can tell it was larger).
+
+    Raises :class:`Unreachable`, :class:`TimedOut` or :class:`RedirectRefused` (each an
+    :class:`OpenEnvClientError` with one line).
+    """
+    from repogym.http import DeadlineExceeded, get_bounded, reason
+
+    url = origin.http(path)
+    origin.check(url)
+    deadline = timeout_s * 2 if deadline_s is None else deadline_s
+    try:
+        resp = get_bounded(
+            url, timeout=timeout_s, deadline=deadline, max_bytes=max_bytes, headers=headers
+        )
+    except DeadlineExceeded as exc:
+        raise TimedOut(url, deadline, one_line(str(exc))) from None
+    except Exception as exc:  # noqa: BLE001 - one line for the caller
+        raise Unreachable(url, reason(exc)) from None
+    if 300 <= resp.status < 400:
+        raise _redirect_error(origin, url, resp.status, resp.headers.get("location"))
+    return resp
+
+
 def get_json(origin: Origin, path: str, *, timeout_s: float = HTTP_TIMEOUT_S) -> tuple[int, Any]:
     """``GET path``: the status and the decoded JSON body (None when not JSON and not 200).
 
     Raises :class:`OpenEnvClientError` on a redirect, a connection failure or a 200 that is not
     JSON.
     """
-    from repogym.http import DeadlineExceeded, get_bounded, reason
-
+    resp = fetch(origin, path, timeout_s=timeout_s)
     url = origin.http(path)
-    origin.check(url)
-    try:
-        resp = get_bounded(url, timeout=timeout_s, deadline=timeout_s * 2, max_bytes=MAX_HTTP_BYTES)
-    except DeadlineExceeded as exc:
-        raise OpenEnvClientError(one_line(str(exc))) from None
-    except Exception as exc:  # noqa: BLE001 - one line for the tool result
-        raise OpenEnvClientError(f"{url}: cannot reach the OpenEnv server: {reason(exc)}") from None
-    if 300 <= resp.status < 400:
-        raise _redirect_error(origin, url, resp.status, resp.headers.get("location"))
     if resp.status != 200:
         try:
             return resp.status, json.loads(resp.body)
@@ -168,7 +227,7 @@ def post_json(origin: Origin, path: str, body: dict[str, Any]) -> tuple[int, Any
                 if len(data) > MAX_HTTP_BYTES:
                     break
     except Exception as exc:  # noqa: BLE001 - one line for the tool result
-        raise OpenEnvClientError(f"{url}: cannot reach the OpenEnv server: {reason(exc)}") from None
+        raise Unreachable(url, reason(exc)) from None
     if 300 <= status < 400:
         raise _redirect_error(origin, url, status, location)
     try:
