@@ -18,7 +18,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,69 @@ class Rollout:
     path: Path
 
 
+@dataclass
+class _Played:
+    """What one episode gave: the agent loop's result, the first error, the evaluation."""
+
+    result: LoopResult = field(default_factory=lambda: LoopResult(stop_reason="error"))
+    error: str | None = None
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    reward: float | None = None
+
+
+def _play(
+    url: str,
+    task_id: str,
+    *,
+    token: str | None,
+    agent: LLMAgent,
+    llm: Any,
+    recorder: TrajectoryRecorder,
+    trajectory: Path,
+    on_event: Callable[[str, dict[str, Any]], None] | None,
+) -> _Played:
+    """The episode through :class:`repogym.openenv_client.EpisodeClient`: reset, the agent loop
+    over the episode's actions, ``evaluate`` with ``token``; any failure is the outcome's one-line
+    error, and the trajectory is written whatever happens."""
+    from repogym.openenv_client import EpisodeClient
+
+    opts = agent.options
+    limit = opts.time_limit_s or DEFAULT_TIME_LIMIT_S
+    out = _Played()
+    reply_timeout_s = max(opts.command_timeout_s, limit) + 120
+    try:
+        with EpisodeClient(url, reply_timeout_s=reply_timeout_s) as env:
+            reset = env.reset(task_id=task_id)
+            obs = reset.observation
+            if obs.get("error"):
+                raise RolloutError(f"{task_id}: reset refused: {obs['error']}")
+            ws = EpisodeWorkspace(env, str(obs.get("workdir") or "/"))
+            out.result = run_loop(
+                llm,
+                ws,
+                str(obs.get("instruction") or ""),
+                opts,
+                time_limit_s=limit,
+                recorder=recorder,
+                network=True,  # the server's sandbox enforces its own policy
+                on_event=on_event,
+            )
+            out.error = out.result.error
+            if token:
+                graded = env.step({"type": "evaluate", "metadata": {"orchestrator_token": token}})
+                out.evaluation = dict(graded.observation)
+                out.reward = graded.reward if graded.reward is None else float(graded.reward)
+                if out.evaluation.get("error") and out.error is None:
+                    out.error = f"evaluate: {out.evaluation['error']}"
+    except RolloutError as exc:
+        out.error = str(exc)
+    except Exception as exc:  # noqa: BLE001 - recorded as the rollout's error, one line
+        out.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+    finally:
+        recorder.write(trajectory, stop_reason=out.result.stop_reason)
+    return out
+
+
 def rollout(
     url: str,
     agent: LLMAgent,
@@ -74,8 +137,6 @@ def rollout(
 ) -> Rollout:
     """One episode of ``task_id`` on the server at ``url``: reset, the agent loop, evaluate.
     Writes ``out_dir/result.json`` and ``out_dir/agent/trajectory.json``."""
-    from repogym.openenv_client import EpisodeClient
-
     opts = agent.options
     limit = opts.time_limit_s or DEFAULT_TIME_LIMIT_S
     started = _now()
@@ -87,42 +148,19 @@ def rollout(
         tools=TOOLS,
         extra={"options": opts.public(), "task": task_id, "openenv": url},
     )
-    result = LoopResult(stop_reason="error")
-    error: str | None = None
-    evaluation: dict[str, Any] = {}
-    reward: float | None = None
     t0 = time.monotonic()
-    reply_timeout_s = max(opts.command_timeout_s, limit) + 120
-    try:
-        with EpisodeClient(url, reply_timeout_s=reply_timeout_s) as env:
-            reset = env.reset(task_id=task_id)
-            obs = reset.observation
-            if obs.get("error"):
-                raise RolloutError(f"{task_id}: reset refused: {obs['error']}")
-            ws = EpisodeWorkspace(env, str(obs.get("workdir") or "/"))
-            result = run_loop(
-                llm,
-                ws,
-                str(obs.get("instruction") or ""),
-                opts,
-                time_limit_s=limit,
-                recorder=recorder,
-                network=True,  # the server's sandbox enforces its own policy
-                on_event=on_event,
-            )
-            error = result.error
-            if token:
-                graded = env.step({"type": "evaluate", "metadata": {"orchestrator_token": token}})
-                evaluation = dict(graded.observation)
-                reward = graded.reward if graded.reward is None else float(graded.reward)
-                if evaluation.get("error") and error is None:
-                    error = f"evaluate: {evaluation['error']}"
-    except RolloutError as exc:
-        error = str(exc)
-    except Exception as exc:  # noqa: BLE001 - recorded as the rollout's error, one line
-        error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
-    finally:
-        recorder.write(out_dir / "agent" / "trajectory.json", stop_reason=result.stop_reason)
+    played = _play(
+        url,
+        task_id,
+        token=token,
+        agent=agent,
+        llm=llm,
+        recorder=recorder,
+        trajectory=out_dir / "agent" / "trajectory.json",
+        on_event=on_event,
+    )
+    result, error = played.result, played.error
+    evaluation, reward = played.evaluation, played.reward
     if not token and error is None:
         error = "not graded: no orchestrator token (--orchestrator-token)"
     doc = {
