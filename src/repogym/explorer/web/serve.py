@@ -24,6 +24,7 @@ __all__ = [
     "MOUNTS_ENV",
     "SNAPSHOT_ENV",
     "load_mounts",
+    "mounts_name",
     "serve",
     "serve_workers",
     "when_ready",
