@@ -38,12 +38,12 @@ class Target:
 
     def attack_openenv(self, command: str) -> tuple[float | None, dict]:
         """The attack as an OpenEnv episode's ``exec`` action, graded by ``evaluate``."""
-        from repogym.openenv.environment import Pool, RepoAction, RepogymEnvironment
+        from repogym.openenv.environment import Pool, RepoAction, RepoEnvironment
         from repogym.openenv.episode import Builder
         from repogym.openenv.tasks import TaskSet
 
         pool = Pool(TaskSet.load(self.task.path.parent), Builder(self.runner.backend), "t0ken")
-        env = RepogymEnvironment(pool)
+        env = RepoEnvironment(pool)
         try:
             env.reset(task_id=self.task.id)
             env.step(RepoAction(type="exec", command=command, timeout_s=120))

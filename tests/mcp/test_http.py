@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from repogym.explorer.store import open_store  # noqa: E402
 from repogym.explorer.web import create_app  # noqa: E402
 from repogym.mcp.environment import TOOL_NAMES, tool_specs  # noqa: E402
-from repogym.mcp.web import McpEndpoints, allowed_hosts_for  # noqa: E402
+from repogym.mcp.web import McpEndpoints, allowed_hosts_for, explorer_mounts  # noqa: E402
 from tests.explorer.web_fixtures import (  # noqa: E402
     EXAMPLES,
     MARK,
@@ -55,7 +55,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 @pytest.fixture(scope="module")
 def base(store: Any) -> Iterator[str]:
-    with serve_with_lifespan(create_app(store)) as url:
+    with serve_with_lifespan(create_app(store, mounts=explorer_mounts)) as url:
         yield url
 
 
@@ -240,10 +240,10 @@ def test_stray_notifications_keep_the_session(base: str) -> None:
 
 
 def test_without_lifespan_or_with_mcp_off(store: Any) -> None:
-    with serve(create_app(store)) as url:  # lifespan off
+    with serve(create_app(store, mounts=explorer_mounts)) as url:  # lifespan off
         res = httpx.post(url + "/mcp/d/tasks", headers=HEADERS, json=INIT)
         assert res.status_code == 503 and "lifespan" in res.json()["error"]["message"]
-    with serve(create_app(store, mcp=False)) as url:
+    with serve(create_app(store, mcp=False, mounts=explorer_mounts)) as url:
         assert httpx.post(url + "/mcp/d/tasks", headers=HEADERS, json=INIT).status_code == 404
 
 
@@ -270,7 +270,7 @@ def test_without_the_sdk(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         raise ImportError("No module named 'mcp'")
 
     monkeypatch.setattr(web, "_import_sdk", missing)
-    with serve_with_lifespan(create_app(store)) as url:
+    with serve_with_lifespan(create_app(store, mounts=explorer_mounts)) as url:
         res = httpx.post(url + "/mcp/d/tasks", headers=HEADERS, json=INIT)
         assert res.status_code == 501
         assert "pip install 'repogym[mcp]'" in res.json()["error"]["message"]

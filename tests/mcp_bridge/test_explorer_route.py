@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from repogym.explorer.store import open_store
 from repogym.explorer.web import create_app
-from repogym.mcp.web import BridgeEndpoints
+from repogym.mcp.web import BridgeEndpoints, explorer_mounts
 from tests.conftest import EXAMPLES
 from tests.explorer.web_fixtures import serve_with_lifespan
 from tests.mcp.test_http import HEADERS, INIT
@@ -37,7 +37,7 @@ def store(server: Server) -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def explorer(store: Any, server: Server) -> Iterator[tuple[str, str]]:
     """(the explorer's base URL, the OpenEnv server's environment id)."""
-    with serve_with_lifespan(create_app(store)) as base:
+    with serve_with_lifespan(create_app(store, mounts=explorer_mounts)) as base:
         yield base, server.url.removeprefix("http://")
 
 

@@ -13,9 +13,9 @@ from mcp import Client
 
 from repogym.errors import RepogymError
 from repogym.mcp import INSTALL_HINT
-from repogym.mcp._bridge_remote import BridgeError, Origin
-from repogym.mcp._bridge_schema import MAX_ARGUMENT_BYTES, problem
 from repogym.mcp.bridge import create_bridge
+from repogym.openenv_client import MAX_ARGUMENT_BYTES, Origin, problem
+from repogym.openenv_client import OpenEnvClientError as BridgeError
 from tests.mcp_bridge.conftest import Local
 
 ACTION = {

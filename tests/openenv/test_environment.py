@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from repogym.openenv.environment import Pool, RepoAction, RepogymEnvironment
+from repogym.openenv.environment import Pool, RepoAction, RepoEnvironment
 from repogym.openenv.episode import Builder
 from repogym.openenv.tasks import TaskNotServable, TaskSet
 from repogym.sandbox import get_backend
@@ -33,17 +33,17 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Pool:
 
 
 @pytest.fixture
-def env(pool: Pool) -> Iterator[RepogymEnvironment]:
-    env = RepogymEnvironment(pool)
+def env(pool: Pool) -> Iterator[RepoEnvironment]:
+    env = RepoEnvironment(pool)
     yield env
     env.close()
 
 
-def act(env: RepogymEnvironment, **kwargs: object):  # type: ignore[no-untyped-def]
+def act(env: RepoEnvironment, **kwargs: object):  # type: ignore[no-untyped-def]
     return env.step(RepoAction(**kwargs))
 
 
-def test_reset_observation_and_state(env: RepogymEnvironment) -> None:
+def test_reset_observation_and_state(env: RepoEnvironment) -> None:
     obs = env.reset(task_id="repogym-examples/textstats-word-count")
     assert obs.task_id == "textstats-word-count" and obs.workdir == "/workspace"
     assert "word_count" in (obs.instruction or "")
@@ -54,7 +54,7 @@ def test_reset_observation_and_state(env: RepogymEnvironment) -> None:
     assert state.phase == "agent" and state.episode_id
 
 
-def test_agents_cannot_grade_or_solve(env: RepogymEnvironment) -> None:
+def test_agents_cannot_grade_or_solve(env: RepoEnvironment) -> None:
     env.reset(task_id="textstats-word-count")
     for kind in ("evaluate", "solve"):
         for meta in ({}, {"orchestrator_token": "guess"}):
@@ -69,7 +69,7 @@ def test_agents_cannot_grade_or_solve(env: RepogymEnvironment) -> None:
     assert obs.reward == 1.0 and obs.done
 
 
-def test_paths_stay_in_workdir(env: RepogymEnvironment) -> None:
+def test_paths_stay_in_workdir(env: RepoEnvironment) -> None:
     env.reset(task_id="textstats-word-count")
     assert act(env, type="read", path="textstats/counts.py").content
     for path in ("/tests/test.sh", "/solution/solve.sh", "../etc/passwd", "/etc/passwd"):
@@ -87,7 +87,7 @@ def test_paths_stay_in_workdir(env: RepogymEnvironment) -> None:
     assert {"textstats", "new"} <= names
 
 
-def test_planted_reward_is_cleared_before_verifier(env: RepogymEnvironment) -> None:
+def test_planted_reward_is_cleared_before_verifier(env: RepoEnvironment) -> None:
     env.reset(task_id="textstats-word-count")
     plant = (
         "mkdir -p /logs/verifier && echo 1.0 > /logs/verifier/reward.txt; "
@@ -99,7 +99,7 @@ def test_planted_reward_is_cleared_before_verifier(env: RepogymEnvironment) -> N
     assert obs.metadata["reward_details"]["resolved"] is False
 
 
-def test_no_reward_file_means_none_and_error(env: RepogymEnvironment) -> None:
+def test_no_reward_file_means_none_and_error(env: RepoEnvironment) -> None:
     env.reset(task_id="silent")
     act(env, type="exec", command="mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt")
     obs = env.step(RepoAction(**evaluate_action()))
@@ -110,7 +110,7 @@ def test_no_reward_file_means_none_and_error(env: RepogymEnvironment) -> None:
 
 
 def test_close_releases_sandbox(pool: Pool) -> None:
-    env = RepogymEnvironment(pool)
+    env = RepoEnvironment(pool)
     env.reset(index=0)
     assert pool.open_sandboxes() >= 1
     env.close()
@@ -118,7 +118,7 @@ def test_close_releases_sandbox(pool: Pool) -> None:
     assert env.episode is None
 
 
-def test_text_only_task_is_refused(env: RepogymEnvironment) -> None:
+def test_text_only_task_is_refused(env: RepoEnvironment) -> None:
     with pytest.raises(TaskNotServable, match="text-only"):
         env.reset(task_id="zz-text-only")
     assert env.episode is None and env.state.phase == "idle"

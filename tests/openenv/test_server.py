@@ -158,13 +158,13 @@ def test_shutdown_closes_every_sandbox() -> None:
     from fastapi.testclient import TestClient
 
     from repogym.openenv import build_app
-    from repogym.openenv.environment import RepogymEnvironment
+    from repogym.openenv.environment import RepoEnvironment
 
     app = build_app(EXAMPLES, orchestrator_token="t")
     pool = app.state.repogym_pool
     with TestClient(app) as client:
         assert client.get("/health").status_code == 200
-        envs = [RepogymEnvironment(pool) for _ in range(2)]
+        envs = [RepoEnvironment(pool) for _ in range(2)]
         for env in envs:
             env.reset(index=0)
         assert pool.open_sandboxes() == 2

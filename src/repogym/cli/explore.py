@@ -87,6 +87,76 @@ def trusted_folders_or_exit(paths: list[str], limit: list[str] | None) -> None:
             trusted_or_exit(Path(p), limit, quiet=True)
 
 
+def _serve_paths(
+    paths: list[str],
+    hub: bool,
+    sources: list[str],
+    snapshot: Path | None,
+    workers: int,
+    limit: list[str] | None,
+) -> list[str]:
+    """The folders to serve once the flags are checked (the bundled examples when none)."""
+    trusted_folders_or_exit(paths, limit)
+    if snapshot is not None and not snapshot.is_dir():
+        raise bad_input(
+            f"--snapshot {snapshot}: no such folder (build one with: repogym explore index)"
+        )
+    if workers < 1:
+        raise bad_input("--workers must be at least 1")
+    if workers > 1 and snapshot is None:
+        raise bad_input("--workers N needs --snapshot DIR (build one with: repogym explore index)")
+    if not paths and not hub and not sources and snapshot is None:
+        examples = bundled_examples()
+        if examples is None:
+            raise bad_input(
+                "nothing to explore: give dataset folders (e.g. repogym explore examples/tasks)"
+            )
+        paths = [str(examples)]
+    return paths
+
+
+def _open_or_exit(
+    paths: list[str],
+    snapshot: Path | None,
+    hub: bool,
+    sources: list[str],
+    host: str,
+    port: int,
+) -> tuple[Any, float]:
+    """The explorer's store (and when its opening started), or exit 2 with one line."""
+    import time
+
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+
+        from repogym.explorer.web import create_app  # noqa: F401
+    except ImportError:
+        raise bad_input(
+            "the explorer needs FastAPI and uvicorn: pip install 'repogym[explorer]'"
+        ) from None
+    from repogym.explorer.adapters.base import AdapterError
+    from repogym.explorer.snapshot import SnapshotError
+    from repogym.explorer.store import open_store
+
+    port_free_or_exit(host, port)
+    t0 = time.perf_counter()
+    try:
+        # In-process sources are served as soon as every task list is known; the task pages
+        # follow when packed (the snapshot swaps under the running server).
+        store = open_store(
+            paths, snapshot=snapshot, hub=hub, openenv=sources, background=snapshot is None
+        )
+    except (AdapterError, SnapshotError, OSError, ValueError) as exc:
+        raise bad_input(str(exc)) from None
+    total = store.search(size=1)["total"]
+    err.print(
+        f"explorer: {total} environment(s) listed in {time.perf_counter() - t0:.2f}s; "
+        f"open http://{host}:{port}/"
+    )
+    return store, t0
+
+
 @explore_app.command(DEFAULT_COMMAND)
 def explore_serve(
     paths: PathsArg = None,
@@ -118,93 +188,33 @@ def explore_serve(
     sandbox: SandboxOpt = "local",
 ) -> None:
     """Serve the explorer (the default: 'repogym explore PATH...' is this command)."""
-    import time
-
     if out_dir is not None:
         raise bad_input("--out belongs to 'repogym explore index PATH... --out DIR'")
-    paths = list(paths or [])
-    sources = list(openenv or [])
-    trusted_folders_or_exit(paths, limit)
-    if snapshot is not None and not snapshot.is_dir():
-        raise bad_input(
-            f"--snapshot {snapshot}: no such folder (build one with: repogym explore index)"
-        )
-    if workers < 1:
-        raise bad_input("--workers must be at least 1")
-    if workers > 1 and snapshot is None:
-        raise bad_input("--workers N needs --snapshot DIR (build one with: repogym explore index)")
-    if not paths and not hub and not sources and snapshot is None:
-        examples = bundled_examples()
-        if examples is None:
-            raise bad_input(
-                "nothing to explore: give dataset folders (e.g. repogym explore examples/tasks)"
-            )
-        paths = [str(examples)]
-    try:
-        import fastapi  # noqa: F401
-        import uvicorn
-
-        from repogym.explorer.web import create_app
-    except ImportError:
-        raise bad_input(
-            "the explorer needs FastAPI and uvicorn: pip install 'repogym[explorer]'"
-        ) from None
-    from repogym.explorer.adapters.base import AdapterError
-    from repogym.explorer.snapshot import SnapshotError
-    from repogym.explorer.store import open_store
-
-    port_free_or_exit(host, port)
-    t0 = time.perf_counter()
-    try:
-        # In-process sources are served as soon as every task list is known; the task pages
-        # follow when packed (the snapshot swaps under the running server).
-        store = open_store(
-            paths, snapshot=snapshot, hub=hub, openenv=sources, background=snapshot is None
-        )
-    except (AdapterError, SnapshotError, OSError, ValueError) as exc:
-        raise bad_input(str(exc)) from None
-    total = store.search(size=1)["total"]
-    err.print(
-        f"explorer: {total} environment(s) listed in {time.perf_counter() - t0:.2f}s; "
-        f"open http://{host}:{port}/"
-    )
+    paths = _serve_paths(list(paths or []), hub, list(openenv or []), snapshot, workers, limit)
+    store, t0 = _open_or_exit(paths, snapshot, hub, list(openenv or []), host, port)
+    from repogym.explorer.web import create_app
+    from repogym.explorer.web import serve as web
+    from repogym.explorer.web.http import allowed_hosts_for
     from repogym.mcp import sdk_available
-    from repogym.mcp.web import allowed_hosts_for
+    from repogym.mcp.web import explorer_mounts
 
     mcp_hosts = allowed_hosts_for(host)
     if sdk_available():
         err.print(f"explorer: MCP (Streamable HTTP) at http://{host}:{port}/mcp/d/<env>")
     if snapshot is None:
-        import threading
-
-        def report_ready() -> None:
-            store.ready.wait()
-            errors = getattr(store, "build_errors", None)
-            if errors:
-                fail(f"indexing stopped: {str(errors[0]).splitlines()[0]}")
-            else:
-                err.print(f"explorer: task pages ready in {time.perf_counter() - t0:.2f}s")
-
-        threading.Thread(target=report_ready, daemon=True).start()
+        web.when_ready(
+            store,
+            t0,
+            ready=lambda s: err.print(f"explorer: task pages ready in {s:.2f}s"),
+            failed=lambda line: fail(f"indexing stopped: {line}"),
+        )
     if workers > 1:  # each worker process opens the snapshot itself
+        assert snapshot is not None  # checked above
         if runs:
             err.print("explorer: runs from task pages are off with --workers N (one process only)")
-        import os
-
         store.close()
-        os.environ["REPOGYM_EXPLORE_SNAPSHOT"] = str(snapshot)
-        os.environ["REPOGYM_EXPLORE_HOST"] = host
-        uvicorn.run(
-            "repogym.explorer.web.app:snapshot_app",
-            factory=True,
-            workers=workers,
-            host=host,
-            port=port,
-            log_level="warning",
-        )
+        web.serve_workers(snapshot, host=host, port=port, workers=workers, mounts=explorer_mounts)
         return
-    from repogym.explorer.web.app import settle_heap
-
     for p in run_tasks or []:
         if not p.is_dir():
             raise bad_input(f"--run-tasks {p}: no such folder")
@@ -231,9 +241,8 @@ def explore_serve(
     if service is not None:
         where = service.why_disabled() or f"records in {service.records.path}"
         err.print(f"explorer: runs from task pages: {where}")
-    server_app = create_app(store, mcp_hosts=mcp_hosts, runs=service)
-    settle_heap()
-    uvicorn.run(server_app, host=host, port=port, log_level="warning")
+    server_app = create_app(store, mcp_hosts=mcp_hosts, runs=service, mounts=explorer_mounts)
+    web.serve(server_app, host=host, port=port)
 
 
 @explore_app.command("index")

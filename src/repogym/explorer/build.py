@@ -14,6 +14,7 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -114,22 +115,12 @@ def build_snapshot(
         if fp is not None:
             pack.remember(fp, key, row)
 
-    def on_listed() -> None:
-        listing = SnapshotWriter(_temp_file(snaps))
-        for env, ids in writer.listing():
-            listing.add_env(env, ids)
-            for tid in ids:
-                listing.add_stub(env, tid)
-        counts = _publish(listing, out, {"listing": "1"})
-        if progress:
-            progress("published-listing", counts)
-
     try:
         _n_envs, _n_tasks, errors = walk(
             sources(paths, hub=hub, openenv=openenv),
             on_listing=on_listing,
             on_task=on_task,
-            on_listed=on_listed if early else None,
+            on_listed=partial(_publish_listing, writer, out, progress) if early else None,
             progress=progress,
             include_private=include_private,
             cached=cached,
@@ -166,6 +157,21 @@ def build_snapshot(
         **stats,
         "errors": errors,
     }
+
+
+def _publish_listing(
+    writer: SnapshotWriter, out: Path, progress: Callable[[str, dict[str, Any]], None] | None
+) -> None:
+    """Publish a listing snapshot (environments and task ids, no task pages yet) from what
+    ``writer`` has collected so far."""
+    listing = SnapshotWriter(_temp_file(out / SNAPSHOTS))
+    for env, ids in writer.listing():
+        listing.add_env(env, ids)
+        for tid in ids:
+            listing.add_stub(env, tid)
+    counts = _publish(listing, out, {"listing": "1"})
+    if progress:
+        progress("published-listing", counts)
 
 
 @contextlib.contextmanager

@@ -110,36 +110,38 @@ def _filters() -> dict[str, Any]:
     return props
 
 
+_ENV_ARG: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 300,
+    "description": "Environment id (describe_environment without env lists them). "
+    "Default: every environment.",
+}
+_TASK_ID: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 300,
+    "description": "Task id, as list_tasks / search_tasks give it.",
+}
+_WITHHELD = (
+    " Answers are withheld: solutions, gold patches, hidden tests, expected outputs and "
+    "answer-like metadata are never shown."
+)
+_DESCRIBE = (
+    "Describe the environment: name, source, task count, how tasks are graded, what they "
+    "run in, and the values of the task filters (language, category, difficulty, grading, "
+    "…) with their counts."
+)
+
+
 def tool_specs(*, multi: bool = False) -> list[ToolSpec]:
     """The tools and their input schemas; with ``multi`` (a catalog of several environments)
     each takes an ``env`` argument."""
-    env_arg: dict[str, Any] = {}
-    if multi:
-        env_arg["env"] = {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 300,
-            "description": "Environment id (describe_environment without env lists them). "
-            "Default: every environment.",
-        }
-    task_id = {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": 300,
-        "description": "Task id, as list_tasks / search_tasks give it.",
-    }
+    env_arg: dict[str, Any] = {"env": dict(_ENV_ARG)} if multi else {}
+    task_id = dict(_TASK_ID)
     offset = _int(0, MAX_OFFSET, 0, "Tasks to skip (for paging).")
-    withheld = (
-        " Answers are withheld: solutions, gold patches, hidden tests, expected outputs and "
-        "answer-like metadata are never shown."
-    )
-    describe = (
-        "Describe the environment: name, source, task count, how tasks are graded, what they "
-        "run in, and the values of the task filters (language, category, difficulty, grading, "
-        "…) with their counts."
-    )
-    if multi:
-        describe += " Without env: every environment this server offers."
+    withheld = _WITHHELD
+    describe = _DESCRIBE + (" Without env: every environment this server offers." if multi else "")
     return [
         ToolSpec("describe_environment", "Describe the environment", describe, _obj(dict(env_arg))),
         ToolSpec(

@@ -19,11 +19,11 @@ Each MCP session has its own episode: one WebSocket to ``{url}/ws``, opened by t
 Streamable HTTP it is the ``Mcp-Session-Id`` (a request without one gets the Task API only).
 
 Safety: only the server's own origin (scheme, host, port of ``url``) is ever contacted and no
-redirect is followed (:mod:`repogym.mcp._bridge_remote`); at most ``max_sessions`` episodes are
+redirect is followed (:mod:`repogym.openenv_client`); at most ``max_sessions`` episodes are
 open at once (one more gets the tool error "capacity reached"); each session may make
 ``max_calls_per_minute`` tool calls; arguments are checked against the tools' schemas first
-(:mod:`repogym.mcp._bridge_schema`; the values are the server's to judge); an orchestrator token
-is refused wherever it appears and the bridge has none to forward, so ``evaluate`` and
+(:func:`repogym.openenv_client.problem`; the values are the server's to judge); an orchestrator
+token is refused wherever it appears and the bridge has none to forward, so ``evaluate`` and
 ``solve`` reach the server without one, and the server refuses them.
 Every failure is a tool result with ``isError`` and one line; nothing raises into the SDK.
 """
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -42,16 +41,17 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from repogym.mcp import INSTALL_HINT
-from repogym.mcp._bridge_remote import (
-    BridgeError,
-    Episode,
-    Origin,
+from repogym.openenv_client import (
+    RESET_SCHEMA,
+    OpenEnvClientError,
+    RemoteEpisode,
+    carries_token,
     get_json,
     one_line,
-    post_json,
+    problem,
     task_path,
 )
-from repogym.mcp._bridge_schema import problem
+from repogym.openenv_client.server_info import ENV_PREFIX, EnvTool, ServerInfo
 
 if TYPE_CHECKING:
     import anyio
@@ -65,22 +65,13 @@ __all__ = ["BridgeError", "ServerInfo", "create_bridge", "run_stdio", "streamabl
 
 log = logging.getLogger("repogym.mcp.bridge")
 
+BridgeError = OpenEnvClientError
+"""The bridge's tool errors are the client's: one line each."""
+
 SERVER_NAME = "repogym-openenv-bridge"
-ENV_PREFIX = "env_"
-TOKEN_KEY = "orchestrator_token"
 RATE_WINDOW_S = 60.0
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,120}$")
 
 _EMPTY: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
-RESET_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "task_id": {"type": "string", "description": "Task id or name (see list_tasks)."},
-        "index": {"type": "integer", "minimum": 0, "description": "Task index (list_tasks)."},
-        "seed": {"type": "integer", "description": "Picks a task (seed mod the task count)."},
-    },
-    "additionalProperties": False,
-}
 GET_TASK_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -98,100 +89,6 @@ def _require_mcp() -> None:
         raise BridgeError(f"{INSTALL_HINT} ({exc})") from None
 
 
-# -- what the server offers --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class EnvTool:
-    """One of the server's own tools, as the bridge lists it."""
-
-    name: str
-    """The bridge's name for it: ``env_<remote>``."""
-    remote: str
-    description: str
-    input_schema: dict[str, Any]
-    via: str
-    """``mcp`` (the server's MCP ``tools/call``) or ``action`` (a step ``{"type": remote}``)."""
-
-
-@dataclass(frozen=True)
-class ServerInfo:
-    """What the OpenEnv server at one origin offers: read once, when the bridge is made."""
-
-    origin: Origin
-    action_schema: dict[str, Any]
-    env_tools: tuple[EnvTool, ...]
-    task_api: bool
-    description: str
-
-    @classmethod
-    def load(cls, url: str) -> ServerInfo:
-        """``GET /schema`` (required), ``POST /mcp`` ``tools/list``, ``GET /tools``, ``/tasks``
-        and ``/metadata`` (optional). Raises :class:`BridgeError` when the server cannot be
-        read, is not an OpenEnv server, or answers with a redirect."""
-        origin = Origin.parse(url)
-        status, schemas = get_json(origin, "/schema")
-        action = schemas.get("action") if isinstance(schemas, dict) else None
-        if status != 200 or not isinstance(action, dict) or action.get("type") != "object":
-            raise BridgeError(
-                f"{origin.http('/schema')}: HTTP {status}, no OpenEnv action schema "
-                "(is this an OpenEnv server?)"
-            )
-        tools: dict[str, EnvTool] = {}
-        status, rpc = post_json(
-            origin, "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-        )
-        result = rpc.get("result") if status == 200 and isinstance(rpc, dict) else None
-        listed_mcp = result.get("tools") if isinstance(result, dict) else None
-        for entry in listed_mcp if isinstance(listed_mcp, list) else []:
-            _add_tool(tools, entry, "mcp", ("inputSchema", "input_schema"))
-        status, listed = get_json(origin, "/tools")
-        kinds = _action_kinds(action)
-        if status == 200 and isinstance(listed, dict) and kinds is not None:
-            for entry in listed.get("tools") or []:
-                if isinstance(entry, dict) and (not kinds or entry.get("name") in kinds):
-                    _add_tool(tools, entry, "action", ("parameters", "inputSchema"))
-        status, tasks = get_json(origin, "/tasks")
-        task_api = (
-            status == 200 and isinstance(tasks, dict) and isinstance(tasks.get("tasks"), list)
-        )
-        status, meta = get_json(origin, "/metadata")
-        description = ""
-        if status == 200 and isinstance(meta, dict):
-            description = one_line(str(meta.get("description") or meta.get("name") or ""), 300)
-        return cls(origin, action, tuple(tools.values()), task_api, description)
-
-
-def _action_kinds(action: dict[str, Any]) -> set[str] | None:
-    """The action ``type`` values the schema names (empty: any); None without a ``type`` field."""
-    props = action.get("properties")
-    kind = props.get("type") if isinstance(props, dict) else None
-    if not isinstance(kind, dict):
-        return None
-    enum = kind.get("enum")
-    if isinstance(enum, list):
-        return {str(v) for v in enum}
-    return {str(kind["const"])} if "const" in kind else set()
-
-
-def _add_tool(tools: dict[str, EnvTool], entry: Any, via: str, keys: tuple[str, ...]) -> None:
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-        return
-    remote = entry["name"]
-    name = ENV_PREFIX + remote
-    if not _TOOL_NAME.match(remote) or name in tools:
-        return
-    schema = next((entry[k] for k in keys if isinstance(entry.get(k), dict)), None)
-    if not schema or schema.get("type") != "object":
-        schema = {"type": "object"}
-    if via == "action" and "type" in (schema.get("properties") or {}):
-        return  # the action's kind is the tool's name: a "type" argument would contradict it
-    what = "action" if via == "action" else "MCP tool"
-    text = one_line(str(entry.get("description") or ""), 400)
-    description = f"{text} (the server's {what} {remote!r}; works in this session's episode)"
-    tools[name] = EnvTool(name, remote, description.strip(), schema, via)
-
-
 # -- sessions ----------------------------------------------------------------------------
 
 
@@ -200,7 +97,7 @@ class _Session:
     """One MCP session: its episode, its rate-limit window, when it was last used."""
 
     key: str | None
-    episode: Episode | None = None
+    episode: RemoteEpisode | None = None
     lock: anyio.Lock | None = None
     last_used: float = field(default_factory=time.monotonic)
     calls: deque[float] = field(default_factory=deque)
@@ -231,18 +128,6 @@ def _http_session_id(request: Any) -> str | None:
         return None
     value = headers.get("mcp-session-id")
     return str(value)[:200] if value else None
-
-
-def _carries_token(value: Any, depth: int = 0) -> bool:
-    if depth > 32:
-        return False
-    if isinstance(value, dict):
-        return any(
-            TOKEN_KEY in str(k).lower() or _carries_token(v, depth + 1) for k, v in value.items()
-        )
-    if isinstance(value, list):
-        return any(_carries_token(v, depth + 1) for v in value)
-    return False
 
 
 # -- the bridge --------------------------------------------------------------------------
@@ -459,7 +344,7 @@ class Bridge:
                 "through this bridge; try again later"
             )
         self.holders.add(session)
-        episode = Episode(self.info.origin)
+        episode = RemoteEpisode(self.info.origin)
         await episode.open()
         session.episode = episode
         session.note = None
@@ -475,7 +360,7 @@ class Bridge:
         issue = problem(args, schema)
         if issue:
             raise BridgeError(f"{name}: {issue}")
-        if _carries_token(args):
+        if carries_token(args):
             raise BridgeError(
                 "the bridge does not accept an orchestrator token: evaluate and solve are for "
                 "the trainer, not for agents"

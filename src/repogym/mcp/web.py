@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from repogym.explorer.web.http import LOOPBACK_HOSTS
+from repogym.explorer.web.http import LOOPBACK_HOSTS, allowed_hosts_for
 
 __all__ = [
     "BRIDGE_PREFIX",
@@ -43,6 +43,7 @@ __all__ = [
     "BridgeEndpoints",
     "McpEndpoints",
     "allowed_hosts_for",
+    "explorer_mounts",
     "refusal",
 ]
 
@@ -50,7 +51,6 @@ log = logging.getLogger("repogym.mcp")
 
 PREFIX = "/mcp/d"
 """Where the endpoints are mounted: ``/mcp/d/<env>``."""
-WILDCARD_ADDRESSES = ("", "0.0.0.0", "::", "[::]", "*")
 MAX_ENVS = 256
 """Environments with a running session manager at once."""
 MAX_SESSIONS = 256
@@ -69,20 +69,6 @@ BRIDGE_CALLS_PER_MINUTE = 120
 """Tool calls a minute per MCP session of a bridge."""
 BRIDGE_BODY_BYTES = 4_000_000 + 64 * 1024
 """Largest request body of a bridge (an action may carry a file's content)."""
-
-
-def allowed_hosts_for(bind_host: str) -> list[str] | None:
-    """The ``Host`` names the endpoints accept when the explorer listens on ``bind_host``:
-    loopback names, plus that address when it is another one; None (any) for a wildcard."""
-    host = bind_host.strip()
-    if host in WILDCARD_ADDRESSES:
-        return None
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    names = list(LOOPBACK_HOSTS)
-    if host.lower() not in names:
-        names.append(host.lower())
-    return names
 
 
 def _host_ok(host: str, names: Sequence[str]) -> bool:
@@ -323,7 +309,8 @@ class BridgeEndpoints(_Hosted):
         if url is None:
             await _reply(send, 404, why)
             return
-        from repogym.mcp._bridge_remote import BridgeError, one_line
+        from repogym.openenv_client import OpenEnvClientError as BridgeError
+        from repogym.openenv_client import one_line
 
         try:
             handler = await self._bridge(env_id, url)
@@ -346,7 +333,7 @@ class BridgeEndpoints(_Hosted):
                 return entry[0]
             manager, handler = await anyio.to_thread.run_sync(self._build, url)
             if self._tg is None:
-                from repogym.mcp._bridge_remote import BridgeError
+                from repogym.openenv_client import OpenEnvClientError as BridgeError
 
                 raise BridgeError("the explorer is shutting down")
             cancel = await self._tg.start(_host, manager)
@@ -429,3 +416,13 @@ async def _reply(send: Any, status: int, message: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def explorer_mounts(store: Any, allowed_hosts: Sequence[str] | None) -> list[tuple[str, Any]]:
+    """The explorer's MCP mounts over ``store``: the environments' endpoints (:data:`PREFIX`)
+    and the bridges to its OpenEnv servers (:data:`BRIDGE_PREFIX`), for
+    ``repogym.explorer.web.create_app(store, mounts=explorer_mounts)``."""
+    return [
+        (PREFIX, McpEndpoints(store, allowed_hosts=allowed_hosts)),
+        (BRIDGE_PREFIX, BridgeEndpoints(store, allowed_hosts=allowed_hosts)),
+    ]

@@ -1,4 +1,4 @@
-"""The server: OpenEnv's FastAPI app over :class:`RepogymEnvironment`, plus the Task API.
+"""The server: OpenEnv's FastAPI app over :class:`RepoEnvironment`, plus the Task API.
 
 Routes: WebSocket ``/ws`` (one episode and one sandbox per connection), OpenEnv's HTTP
 ``/reset`` ``/step`` ``/state`` (stateless), ``/health``, ``/schema``, ``/metadata``, and
@@ -26,7 +26,7 @@ from repogym.openenv import orphans  # noqa: E402
 from repogym.openenv.environment import (  # noqa: E402
     Pool,
     RepoAction,
-    RepogymEnvironment,
+    RepoEnvironment,
     RepoObservation,
     agent_tools,
 )
@@ -69,27 +69,10 @@ def build_app(
     if not token:
         token = secrets.token_urlsafe(24)
         log.warning("orchestrator token (give it to the trainer, not the agent): %s", token)
-    tasks = TaskSet.load(root, limits)
-    identity = orphans.serve_identity(
-        (t.id, (t.path / "task.toml").read_bytes()) for t in tasks.tasks
-    )
-    owner = orphans.server_owner()
+    pool = _pool(TaskSet.load(root, limits), backend_name, token)
 
-    def make_backend() -> Sandbox:
-        backend = get_backend(backend_name)
-        orphans.mark(backend, identity, owner)
-        orphans.reap(backend, identity, owner)
-        return backend
-
-    builder = Builder(make_backend, backend_name)
-    try:
-        builder.backend  # noqa: B018 - made now when it can be
-    except SandboxError as exc:
-        log.warning("%s; serving the task list only until it is", exc)
-    pool = Pool(tasks, builder, token)
-
-    def factory() -> RepogymEnvironment:
-        return RepogymEnvironment(pool)
+    def factory() -> RepoEnvironment:
+        return RepoEnvironment(pool)
 
     app = create_fastapi_app(
         factory,
@@ -107,6 +90,36 @@ def build_app(
 
     # Every session's sandbox is closed when the server stops, not only when its socket closes.
     app.router.on_shutdown.append(_close_sandboxes)
+    _task_routes(app, pool, backend_name, max_sessions)
+    return app
+
+
+def _pool(tasks: TaskSet, backend_name: str, token: str) -> Pool:
+    """The episodes' pool over ``tasks``: the backend is made now when it can be (its
+    containers labelled with this server's identity, a stopped twin's leftovers removed)."""
+    identity = orphans.serve_identity(
+        (t.id, (t.path / "task.toml").read_bytes()) for t in tasks.tasks
+    )
+    owner = orphans.server_owner()
+
+    def make_backend() -> Sandbox:
+        backend = get_backend(backend_name)
+        orphans.mark(backend, identity, owner)
+        orphans.reap(backend, identity, owner)
+        return backend
+
+    builder = Builder(make_backend, backend_name)
+    try:
+        builder.backend  # noqa: B018 - made now when it can be
+    except SandboxError as exc:
+        log.warning("%s; serving the task list only until it is", exc)
+    return Pool(tasks, builder, token)
+
+
+def _task_routes(app: FastAPI, pool: Pool, backend_name: str, max_sessions: int) -> None:
+    """The Task API (``/tasks``, ``/{env}/tasks``, ``/list_environments``), the agent's tool
+    list (``/tools``) and ``/repogym/status``."""
+    tasks, builder = pool.tasks, pool.builder
 
     def task_list() -> dict[str, Any]:
         return {"tasks": [tasks.describe(i) for i in range(len(tasks))], "count": len(tasks)}
@@ -152,5 +165,3 @@ def build_app(
             "sandbox_ready": builder.ready,
             "sandbox_error": builder.error,
         }
-
-    return app

@@ -105,10 +105,10 @@ class Pool:
         self.tasks = tasks
         self.builder = builder
         self.orchestrator_token = orchestrator_token
-        self._envs: weakref.WeakSet[RepogymEnvironment] = weakref.WeakSet()
+        self._envs: weakref.WeakSet[RepoEnvironment] = weakref.WeakSet()
         self._lock = threading.Lock()
 
-    def add(self, env: RepogymEnvironment) -> None:
+    def add(self, env: RepoEnvironment) -> None:
         with self._lock:
             self._envs.add(env)
 
@@ -126,7 +126,7 @@ class Pool:
             env.close()
 
 
-class RepogymEnvironment(Environment[RepoAction, RepoObservation, RepoState]):
+class RepoEnvironment(Environment[RepoAction, RepoObservation, RepoState]):
     """One OpenEnv session: one sandbox at a time, over a task of the served set."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True

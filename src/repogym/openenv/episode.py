@@ -11,6 +11,7 @@ environment, not here.
 from __future__ import annotations
 
 import errno
+import functools
 import posixpath
 import threading
 import uuid
@@ -20,6 +21,7 @@ from typing import Any
 
 from repogym.harbor import Task
 from repogym.openenv.tasks import serving_spec
+from repogym.run.agent_tools import SessionWorkspace
 from repogym.run.agents import AgentContext, OracleAgent
 from repogym.run.trial import DEFAULT_WORKDIR, phase_network, verify_after_agent
 from repogym.sandbox import BuiltEnvironment, Sandbox, SandboxError, Session
@@ -141,10 +143,27 @@ class Episode:
 
     # -- agent actions -------------------------------------------------------------------
 
+    @functools.cached_property
+    def agent_context(self) -> AgentContext:
+        """The task's agent phase: its user, network, time limit and instruction."""
+        return AgentContext(
+            workdir=self.workdir,
+            timeout_s=self.task.config.agent.timeout_sec,
+            user=self.task.config.agent.user,
+            network=phase_network(self.task, "agent"),
+            instruction=self.task.instruction(),
+        )
+
+    @property
+    def workspace(self) -> SessionWorkspace:
+        """What the agent actions act on: the current session, as the task's agent user, in the
+        working directory, every file lookup confined below it."""
+        return SessionWorkspace(self.session, self.agent_context, beneath=self.workdir)
+
     @property
     def agent_user(self) -> str:
         """Whose rights the file actions have: the task's agent user (root when unset)."""
-        return self.task.config.agent.user or "root"
+        return self.workspace.user
 
     def _file_action(self, path: str, action: Callable[[str], Any]) -> Any:
         """Run ``action`` on the agent path ``path``: refused lexically when it names a place
@@ -174,13 +193,7 @@ class Episode:
         self._agent_phase()
         limit = self.task.config.agent.timeout_sec
         timeout = min(timeout_s or DEFAULT_EXEC_TIMEOUT_S, limit)
-        res = self.session.exec(
-            command,
-            timeout_s=timeout,
-            cwd=self.workdir,
-            user=self.task.config.agent.user,
-            network=phase_network(self.task, "agent"),
-        )
+        res = self.workspace.run(command, timeout)
         return {
             "stdout": _clip(res.stdout),
             "stderr": _clip(res.stderr),
@@ -190,9 +203,7 @@ class Episode:
 
     def read(self, path: str) -> dict[str, Any]:
         self._agent_phase()
-        data = self._file_action(
-            path, lambda p: self.session.read(p, user=self.agent_user, beneath=self.workdir)
-        )
+        data = self._file_action(path, self.workspace.read_bytes)
         if len(data) > MAX_READ:
             raise ActionRefused(f"{path}: {len(data)} bytes, more than {MAX_READ} (use exec)")
         try:
@@ -203,17 +214,12 @@ class Episode:
     def write(self, path: str, content: str) -> dict[str, Any]:
         self._agent_phase()
         norm = lexical_agent_path(path, self.workdir)
-        self._file_action(
-            path,
-            lambda p: self.session.write(p, content, user=self.agent_user, beneath=self.workdir),
-        )
+        self._file_action(path, lambda p: self.workspace.write_bytes(p, content))
         return {"stdout": f"wrote {len(content.encode())} bytes to {norm}"}
 
     def list(self, path: str) -> dict[str, Any]:
         self._agent_phase()
-        found = self._file_action(
-            path, lambda p: self.session.listdir(p, user=self.agent_user, beneath=self.workdir)
-        )
+        found = self._file_action(path, self.workspace.listdir)
         entries = [{"name": e.name, "type": e.kind, "size": e.size} for e in found]
         return {"entries": entries}
 
@@ -252,14 +258,7 @@ class Episode:
     def solve(self) -> dict[str, Any]:
         """Run the reference solution (``/solution`` is mounted only while it runs)."""
         self._agent_phase()
-        ctx = AgentContext(
-            workdir=self.workdir,
-            timeout_s=self.task.config.agent.timeout_sec,
-            user=self.task.config.agent.user,
-            network=phase_network(self.task, "agent"),
-            instruction=self.task.instruction(),
-        )
-        outcome = OracleAgent().run(self.session, self.task, ctx)
+        outcome = OracleAgent().run(self.session, self.task, self.agent_context)
         return {
             "stdout": outcome.output_tail,
             "exit_code": outcome.exit_code,

@@ -3,10 +3,10 @@
 Five tools, described to the model by :data:`TOOLS` (OpenAI's function-calling schema):
 ``bash``, ``read_file``, ``write_file``, ``str_replace`` and ``finish``. They act on a
 :class:`Workspace`: a trial's sandbox session (:class:`SessionWorkspace`, as the task's agent
-user, with the agent phase's network policy) or a remote OpenEnv episode
-(:mod:`repogym.run.openenv_rollout`). Nothing a tool does reaches past what the agent's own
-shell could do: files are written as the agent user, and ``/tests`` and ``/solution`` do not
-exist in the agent phase.
+user, with the agent phase's network policy; an OpenEnv server's episodes act through it too)
+or a remote OpenEnv episode (:class:`EpisodeWorkspace`, for :mod:`repogym.run.openenv_rollout`).
+Nothing a tool does reaches past what the agent's own shell could do: files are written as the
+agent user, and ``/tests`` and ``/solution`` do not exist in the agent phase.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from repogym.run.agents import AgentContext
-from repogym.sandbox import Session
+from repogym.sandbox import DirEntry, ExecResult, Session
 
 __all__ = [
     "TOOLS",
     "CommandOutput",
+    "EpisodeWorkspace",
     "SessionWorkspace",
     "ToolError",
     "ToolResult",
@@ -253,26 +254,58 @@ def run_tool(
 class SessionWorkspace:
     """The tools on a trial's sandbox session: commands run as the task's agent user, in the
     working directory, with the agent phase's network policy; files are read and written with
-    that user's permissions (a non-root agent gains nothing over its own shell)."""
+    that user's rights (a non-root agent gains nothing over its own shell).
 
-    def __init__(self, session: Session, ctx: AgentContext) -> None:
+    The one place where an agent's shell and file actions meet a sandbox session: the built-in
+    agent's tools use :meth:`bash`, :meth:`read_text` and :meth:`write_text`; an OpenEnv
+    episode (:class:`repogym.openenv.episode.Episode`) uses the raw :meth:`run`,
+    :meth:`read_bytes`, :meth:`write_bytes` and :meth:`listdir`, with every file lookup confined
+    below ``beneath`` (its working directory) by the sandbox."""
+
+    def __init__(self, session: Session, ctx: AgentContext, *, beneath: str | None = None) -> None:
         self.session = session
         self.ctx = ctx
         self.workdir = ctx.workdir
+        self.beneath = beneath
+
+    @property
+    def user(self) -> str:
+        """Whose rights the file actions have: the agent user (root when the task names none)."""
+        return self.ctx.user or "root"
 
     def path(self, path: str) -> str:
         if not path.strip():
             raise ToolError("path is empty")
         return posixpath.normpath(posixpath.join(self.workdir, path))
 
-    def bash(self, command: str, timeout_s: float) -> CommandOutput:
-        res = self.session.exec(
+    # -- raw actions (sandbox errors pass through) --------------------------------------
+
+    def run(self, command: str, timeout_s: float) -> ExecResult:
+        """``command`` in the working directory, as the agent user, with the agent's network."""
+        return self.session.exec(
             command,
             timeout_s=timeout_s,
             cwd=self.workdir,
             user=self.ctx.user,
             network=self.ctx.network,
         )
+
+    def read_bytes(self, full: str) -> bytes:
+        """The file at the absolute path ``full``, read with the agent user's rights."""
+        return self.session.read(full, user=self.user, beneath=self.beneath)
+
+    def write_bytes(self, full: str, content: bytes | str) -> None:
+        """Write ``content`` to the absolute path ``full`` with the agent user's rights."""
+        self.session.write(full, content, user=self.user, beneath=self.beneath)
+
+    def listdir(self, full: str) -> list[DirEntry]:
+        """The entries of the folder at the absolute path ``full``, as the agent user."""
+        return self.session.listdir(full, user=self.user, beneath=self.beneath)
+
+    # -- the built-in agent's tools ----------------------------------------------------
+
+    def bash(self, command: str, timeout_s: float) -> CommandOutput:
+        res = self.run(command, timeout_s)
         output = res.stdout
         if res.stderr:
             output += ("\n" if output and not output.endswith("\n") else "") + res.stderr
@@ -283,7 +316,7 @@ class SessionWorkspace:
         try:
             # With the agent user's rights, looked up inside the sandbox only: the kernel
             # decides, at the moment of the read (no check beforehand that a link could race).
-            data = self.session.read(full, user=self.ctx.user or "root")
+            data = self.read_bytes(full)
         except (PermissionError, IsADirectoryError):
             raise ToolError(f"{path}: not a readable file") from None
         except (OSError, RuntimeError, ValueError) as exc:
@@ -302,6 +335,42 @@ class SessionWorkspace:
         try:
             # As the agent user's shell ``>`` would: parents created, permissions checked by
             # the kernel, the lookup confined to the sandbox.
-            self.session.write(full, content, user=self.ctx.user or "root")
+            self.write_bytes(full, content)
         except (OSError, RuntimeError, ValueError) as exc:
             raise ToolError(f"{path}: cannot write: {_first_line(exc)}") from None
+
+
+class EpisodeWorkspace:
+    """The tools as OpenEnv actions on one remote episode (``repogym rollout``): ``exec``,
+    ``read`` and ``write`` steps on an OpenEnv client whose ``step`` returns an observation.
+    Paths stay inside the episode's working directory: the server refuses the rest (through
+    its own :class:`SessionWorkspace`), and the refusal goes back to the model."""
+
+    def __init__(self, env: Any, workdir: str) -> None:
+        self.env = env
+        self.workdir = workdir
+
+    def _step(self, action: dict[str, Any]) -> dict[str, Any]:
+        result = self.env.step(action)
+        obs: dict[str, Any] = result.observation
+        return obs
+
+    def bash(self, command: str, timeout_s: float) -> CommandOutput:
+        obs = self._step({"type": "exec", "command": command, "timeout_s": timeout_s})
+        if obs.get("error"):
+            return CommandOutput(f"error: {obs['error']}", 1)
+        output = obs.get("stdout") or ""
+        if obs.get("stderr"):
+            output += ("\n" if output and not output.endswith("\n") else "") + obs["stderr"]
+        return CommandOutput(output, obs.get("exit_code"), bool(obs.get("timed_out")))
+
+    def read_text(self, path: str) -> str:
+        obs = self._step({"type": "read", "path": path})
+        if obs.get("error"):
+            raise ToolError(str(obs["error"]))
+        return str(obs.get("content") or "")
+
+    def write_text(self, path: str, content: str) -> None:
+        obs = self._step({"type": "write", "path": path, "content": content})
+        if obs.get("error"):
+            raise ToolError(str(obs["error"]))

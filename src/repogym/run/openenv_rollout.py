@@ -1,9 +1,11 @@
-"""The built-in agent driving a served environment through OpenEnv's own client.
+"""The built-in agent driving a served environment over OpenEnv's WebSocket protocol.
 
 ``repogym rollout --openenv URL --agent llm:…`` opens one WebSocket episode per task with
-OpenEnv's ``GenericEnvClient``, runs :func:`repogym.run.llm_agent.run_loop` over the episode's
-agent actions (``exec``/``read``/``write``: :class:`EpisodeWorkspace`), then — as the trainer,
-with the orchestrator token the agent never sees — sends ``evaluate`` and records the reward.
+:class:`repogym.openenv_client.EpisodeClient` (the server's origin only, no redirects), runs
+:func:`repogym.run.llm_agent.run_loop` over the episode's agent actions
+(``exec``/``read``/``write``: :class:`repogym.run.agent_tools.EpisodeWorkspace`), then — as the
+trainer, with the orchestrator token the agent never sees — sends ``evaluate`` and records the
+reward.
 Each rollout is written like a trial of ``repogym run`` (``<task>__<n>/result.json`` and
 ``agent/trajectory.json``, plus ``job.json``), so ``repogym jobs`` reads both alike.
 """
@@ -22,7 +24,7 @@ from typing import Any
 from repogym import __version__
 from repogym.errors import RepogymError
 from repogym.llm import LLM
-from repogym.run.agent_tools import TOOLS, CommandOutput, ToolError
+from repogym.run.agent_tools import TOOLS, EpisodeWorkspace
 from repogym.run.llm_agent import AGENT_NAME, LLMAgent, LLMAgentOptions, LoopResult, run_loop
 from repogym.run.models import (
     JOB_FILE,
@@ -59,55 +61,15 @@ class RolloutError(RepogymError):
     """The served environment could not be reached or refused the episode."""
 
 
-class EpisodeWorkspace:
-    """The agent's tools as OpenEnv actions on one episode (paths stay inside its workdir:
-    the server refuses the rest, and the refusal goes back to the model)."""
-
-    def __init__(self, env: Any, workdir: str) -> None:
-        self.env = env
-        self.workdir = workdir
-
-    def _step(self, action: dict[str, Any]) -> dict[str, Any]:
-        result = self.env.step(action)
-        obs: dict[str, Any] = result.observation
-        return obs
-
-    def bash(self, command: str, timeout_s: float) -> CommandOutput:
-        obs = self._step({"type": "exec", "command": command, "timeout_s": timeout_s})
-        if obs.get("error"):
-            return CommandOutput(f"error: {obs['error']}", 1)
-        output = obs.get("stdout") or ""
-        if obs.get("stderr"):
-            output += ("\n" if output and not output.endswith("\n") else "") + obs["stderr"]
-        return CommandOutput(output, obs.get("exit_code"), bool(obs.get("timed_out")))
-
-    def read_text(self, path: str) -> str:
-        obs = self._step({"type": "read", "path": path})
-        if obs.get("error"):
-            raise ToolError(str(obs["error"]))
-        return str(obs.get("content") or "")
-
-    def write_text(self, path: str, content: str) -> None:
-        obs = self._step({"type": "write", "path": path, "content": content})
-        if obs.get("error"):
-            raise ToolError(str(obs["error"]))
-
-
 def list_served_tasks(url: str, *, timeout_s: float = 30) -> list[str]:
-    """Task ids of a served environment, from its Task API (``GET /tasks``)."""
-    from repogym.http import client, reason
+    """Task ids of a served environment, from its Task API (``GET /tasks``), through
+    :func:`repogym.openenv_client.list_task_ids` (its origin only, no redirects followed)."""
+    from repogym.openenv_client import OpenEnvClientError, list_task_ids
 
     try:
-        with client(timeout=timeout_s) as http:
-            resp = http.get(url.rstrip("/") + "/tasks")
-    except Exception as exc:  # noqa: BLE001 - one line for the user
-        raise RolloutError(f"{url}: cannot reach the server: {reason(exc)}") from None
-    if resp.status_code != 200:
-        raise RolloutError(f"{url}/tasks: HTTP {resp.status_code}")
-    try:
-        return [str(t["task_id"]) for t in resp.json()["tasks"]]
-    except (ValueError, KeyError, TypeError):
-        raise RolloutError(f"{url}/tasks: not a task list") from None
+        return list_task_ids(url, timeout_s=timeout_s)
+    except OpenEnvClientError as exc:
+        raise RolloutError(str(exc)) from None
 
 
 @dataclass
@@ -197,12 +159,9 @@ def _play(
     on_event: EventSink | None,
 ) -> None:
     """Reset, run the agent loop over the episode, then (with ``token``) evaluate."""
-    from openenv.core.generic_client import GenericEnvClient
+    from repogym.openenv_client import EpisodeClient
 
-    client = GenericEnvClient(
-        base_url=url, message_timeout_s=max(opts.command_timeout_s, limit) + 120
-    )
-    with client.sync() as env:
+    with EpisodeClient(url, reply_timeout_s=max(opts.command_timeout_s, limit) + 120) as env:
         reset = env.reset(task_id=task_id)
         obs = reset.observation
         if obs.get("error"):

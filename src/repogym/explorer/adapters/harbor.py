@@ -345,15 +345,7 @@ class HarborReader:
         above = link_or_none(self.root, rel) if rel else None
         if above is not None:  # a folder on the way to the task became a symlink
             raise AdapterError(f"{task_id}: the task folder is reached through a {above}")
-        try:
-            toml_text = read_inside(path, "task.toml", 16 << 20).decode("utf-8")
-        except UnsafeFile as exc:
-            where = f"lies below `{exc.at}`, " if exc.at and exc.at != "task.toml" else "is "
-            raise AdapterError(f"{task_id}: task.toml {where}{_what(str(exc))}") from None
-        except OSError as exc:
-            raise AdapterError(f"{task_id}: cannot read task.toml ({exc.strerror})") from None
-        except UnicodeDecodeError as exc:
-            raise AdapterError(f"{task_id}: task.toml is not UTF-8 ({exc.reason})") from None
+        toml_text = _task_toml(path, task_id)
         try:
             cfg, _raw, _warnings = parse_task_toml(toml_text)
         except TaskError as exc:
@@ -366,16 +358,7 @@ class HarborReader:
         test_sh, test_sh_note = _read(path, "tests/test.sh")
 
         env_cfg = cfg.environment
-        if dockerfile is not None:
-            environment = _from_image(dockerfile) or "Dockerfile"
-        elif dockerfile_note:
-            environment = "Dockerfile not read (symlink or special file)"
-        elif env_cfg.docker_image:
-            environment = f"image {env_cfg.docker_image}"
-        elif is_dir_inside(path, "environment"):
-            environment = "environment folder"
-        else:
-            environment = "text only"
+        environment = _environment_kind(path, env_cfg.docker_image, dockerfile, dockerfile_note)
         modes = network_modes(cfg)
         network = network_facet(modes)
         host_env = requested_env(cfg.verifier.env)
@@ -387,25 +370,7 @@ class HarborReader:
         pipeline = block.get("pipeline")
         sub = block.get(pipeline) if isinstance(pipeline, str) else None
         sub = sub if isinstance(sub, dict) else {}
-        facets: dict[str, str] = {}
-        language = meta.get("language") or sub.get("language")
-        for holder in ("bootstrap", "recipe"):
-            h = block.get(holder) or sub.get(holder)
-            if not language and isinstance(h, dict):
-                language = h.get("language")
-        if language:
-            facets["language"] = str(language)
-        if pipeline:
-            facets["pipeline"] = str(pipeline)
-        for key in ("difficulty", "category"):
-            value = meta.get(key) or block.get(key)
-            if value:
-                facets[key] = _str(value)
-        tags = meta.get("tags") or cfg.task.keywords
-        if tags:
-            facets["tags"] = _str(tags)
-        if block.get("repo"):
-            facets["source"] = str(block["repo"])
+        facets = _facets(meta, block, sub, pipeline, cfg.task.keywords)
 
         title = (cfg.task.description or "").strip().splitlines()[0:1]
         title_text = title[0][:160] if title else (cfg.task.name or task_id)
@@ -413,33 +378,11 @@ class HarborReader:
         summary = str(own.get("summary") or "") or _first_paragraph(instruction) or title_text
 
         sections = [Section("instruction", "Instruction", instruction, "markdown")]
-        env_lines = [f"- Runs in: **{environment}**"]
-        env_lines.append(f"- Network: {modes['environment']}" + _hosts(env_cfg.allowed_hosts))
-        for phase in ("agent", "verifier"):
-            if phase in modes:
-                hosts = getattr(cfg, phase).allowed_hosts or []
-                env_lines.append(
-                    f"- {phase.title()} network: {modes[phase]}{_hosts(hosts)} "
-                    f"(the {phase} phase's own setting)"
-                )
-        env_lines.append(
-            f"- Resources: {env_cfg.cpus:g} CPU, {env_cfg.memory_mb} MB memory, "
-            f"{env_cfg.storage_mb} MB storage" + (f", {env_cfg.gpus} GPU" if env_cfg.gpus else "")
-        )
-        if env_cfg.workdir:
-            env_lines.append(f"- Working directory: `{env_cfg.workdir}`")
-        env_lines.append(f"- Agent time limit: {cfg.agent.timeout_sec:g} s")
-        if dockerfile is None and env_cfg.docker_image:
-            env_lines.append(
-                f"- Prebuilt image `{env_cfg.docker_image}`: not buildable by the local sandbox"
-            )
+        env_lines = _environment_lines(cfg, modes, environment, dockerfile is not None)
         sections.append(Section("environment", "Environment", "\n".join(env_lines), "markdown"))
-        if dockerfile is not None:
-            sections.append(
-                Section("dockerfile", "environment/Dockerfile", dockerfile, "code", "dockerfile")
-            )
-        elif dockerfile_note:
-            sections.append(Section("dockerfile", "environment/Dockerfile", dockerfile_note))
+        sections += _file_section(
+            "dockerfile", "environment/Dockerfile", dockerfile, dockerfile_note
+        )
 
         f2p = self._count(sub.get("fail_to_pass"), path, "tests/f2p.json")
         p2p = self._count(sub.get("pass_to_pass"), path, "tests/p2p.json")
@@ -466,36 +409,12 @@ class HarborReader:
             g.append("- Hidden tests are restored before grading (the test patch is withheld)")
         g += _verification_lines(block.get("evaluation"))
         sections.append(Section("grading", "How it is graded", "\n".join(g), "markdown"))
-        if test_sh is not None:
-            sections.append(Section("grader", "tests/test.sh", test_sh, "code", "bash"))
-        elif test_sh_note:
-            sections.append(Section("grader", "tests/test.sh", test_sh_note))
+        sections += _file_section("grader", "tests/test.sh", test_sh, test_sh_note)
         sections.append(Section("config", "task.toml", toml_text, "code", "toml"))
-        prov = [
-            f"- {label}: {_str(block.get(key))}"
-            for key, label in (
-                ("repo", "Repository"),
-                ("ref", "Ref"),
-                ("reference", "Reference"),
-                ("pipeline", "Pipeline"),
-                ("pipeline_version", "Pipeline version"),
-                ("source_access", "Source access"),
-                ("built_at", "Built at"),
-                ("synthesis_llm", "Synthesis LLM"),
-                ("content_hash", "Content hash"),
-            )
-            if block.get(key)
-        ]
-        repro = block.get("reproducibility")
-        if isinstance(repro, dict) and repro.get("mode"):
-            prov.append(f"- Reproducibility: {repro['mode']}")
+        prov = _provenance_lines(block)
         if prov:
             sections.append(Section("provenance", "Provenance", "\n".join(prov), "markdown"))
 
-        aliases = []
-        digest = block.get("content_hash")
-        if isinstance(digest, str) and digest:
-            aliases.append(digest if digest.startswith("sha256:") else f"sha256:{digest}")
         return TaskDoc(
             id=task_id,
             title=title_text,
@@ -507,7 +426,7 @@ class HarborReader:
             runnable=dockerfile is not None and not task_refusals(cfg, path),
             sections=sections,
             files=self._files(path),
-            aliases=aliases,
+            aliases=_aliases(block),
             network_modes=modes,
             verifier_env=host_env,
         )
@@ -605,3 +524,126 @@ def _verification_lines(evaluation: object) -> list[str]:
             f"{_str(evaluation.get('adversarial_candidates'))} red-team candidates: {verdict}"
         )
     return out
+
+
+def _task_toml(path: Path, task_id: str) -> str:
+    """The task's ``task.toml`` text, read inside the task folder (one-line refusals)."""
+    try:
+        return read_inside(path, "task.toml", 16 << 20).decode("utf-8")
+    except UnsafeFile as exc:
+        where = f"lies below `{exc.at}`, " if exc.at and exc.at != "task.toml" else "is "
+        raise AdapterError(f"{task_id}: task.toml {where}{_what(str(exc))}") from None
+    except OSError as exc:
+        raise AdapterError(f"{task_id}: cannot read task.toml ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise AdapterError(f"{task_id}: task.toml is not UTF-8 ({exc.reason})") from None
+
+
+def _environment_kind(
+    path: Path, image: str | None, dockerfile: str | None, dockerfile_note: str | None
+) -> str:
+    """What the task runs in, in a few words (its Dockerfile's base image when read)."""
+    if dockerfile is not None:
+        return _from_image(dockerfile) or "Dockerfile"
+    if dockerfile_note:
+        return "Dockerfile not read (symlink or special file)"
+    if image:
+        return f"image {image}"
+    if is_dir_inside(path, "environment"):
+        return "environment folder"
+    return "text only"
+
+
+def _facets(
+    meta: dict[str, Any], block: dict[str, Any], sub: dict[str, Any], pipeline: Any, keywords: Any
+) -> dict[str, str]:
+    """The task's facets (language, pipeline, difficulty, category, tags, source)."""
+    facets: dict[str, str] = {}
+    language = meta.get("language") or sub.get("language")
+    for holder in ("bootstrap", "recipe"):
+        h = block.get(holder) or sub.get(holder)
+        if not language and isinstance(h, dict):
+            language = h.get("language")
+    if language:
+        facets["language"] = str(language)
+    if pipeline:
+        facets["pipeline"] = str(pipeline)
+    for key in ("difficulty", "category"):
+        value = meta.get(key) or block.get(key)
+        if value:
+            facets[key] = _str(value)
+    tags = meta.get("tags") or keywords
+    if tags:
+        facets["tags"] = _str(tags)
+    if block.get("repo"):
+        facets["source"] = str(block["repo"])
+    return facets
+
+
+def _environment_lines(
+    cfg: Any, modes: dict[str, str], environment: str, has_dockerfile: bool
+) -> list[str]:
+    """The Environment section: what it runs in, networks, resources, limits."""
+    env_cfg = cfg.environment
+    env_lines = [f"- Runs in: **{environment}**"]
+    env_lines.append(f"- Network: {modes['environment']}" + _hosts(env_cfg.allowed_hosts))
+    for phase in ("agent", "verifier"):
+        if phase in modes:
+            hosts = getattr(cfg, phase).allowed_hosts or []
+            env_lines.append(
+                f"- {phase.title()} network: {modes[phase]}{_hosts(hosts)} "
+                f"(the {phase} phase's own setting)"
+            )
+    env_lines.append(
+        f"- Resources: {env_cfg.cpus:g} CPU, {env_cfg.memory_mb} MB memory, "
+        f"{env_cfg.storage_mb} MB storage" + (f", {env_cfg.gpus} GPU" if env_cfg.gpus else "")
+    )
+    if env_cfg.workdir:
+        env_lines.append(f"- Working directory: `{env_cfg.workdir}`")
+    env_lines.append(f"- Agent time limit: {cfg.agent.timeout_sec:g} s")
+    if not has_dockerfile and env_cfg.docker_image:
+        env_lines.append(
+            f"- Prebuilt image `{env_cfg.docker_image}`: not buildable by the local sandbox"
+        )
+    return env_lines
+
+
+def _provenance_lines(block: dict[str, Any]) -> list[str]:
+    """The Provenance section: where the task came from (its ``[repo2env]`` block)."""
+    prov = [
+        f"- {label}: {_str(block.get(key))}"
+        for key, label in (
+            ("repo", "Repository"),
+            ("ref", "Ref"),
+            ("reference", "Reference"),
+            ("pipeline", "Pipeline"),
+            ("pipeline_version", "Pipeline version"),
+            ("source_access", "Source access"),
+            ("built_at", "Built at"),
+            ("synthesis_llm", "Synthesis LLM"),
+            ("content_hash", "Content hash"),
+        )
+        if block.get(key)
+    ]
+    repro = block.get("reproducibility")
+    if isinstance(repro, dict) and repro.get("mode"):
+        prov.append(f"- Reproducibility: {repro['mode']}")
+    return prov
+
+
+def _aliases(block: dict[str, Any]) -> list[str]:
+    """Other ids of the task: its content hash (``sha256:…``) when it has one."""
+    digest = block.get("content_hash")
+    if isinstance(digest, str) and digest:
+        return [digest if digest.startswith("sha256:") else f"sha256:{digest}"]
+    return []
+
+
+_LANGS = {"environment/Dockerfile": "dockerfile", "tests/test.sh": "bash"}
+
+
+def _file_section(key: str, name: str, text: str | None, note: str | None) -> list[Section]:
+    """A section showing one of the task's files as code, or why it was not read."""
+    if text is not None:
+        return [Section(key, name, text, "code", _LANGS[name])]
+    return [Section(key, name, note)] if note else []

@@ -26,9 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import httpx
-
-from repogym import http
 from repogym.explorer.adapters import _net
 from repogym.explorer.adapters.base import AdapterError
 from repogym.explorer.adapters.processors import scrub, summarize
@@ -80,7 +77,13 @@ class OpenEnvReader:
     """One live OpenEnv server."""
 
     def __init__(self, url: str, timeout: float = TIMEOUT_S, deadline: float | None = None) -> None:
+        from repogym.openenv_client import OpenEnvClientError, Origin
+
         self.base, self.host = parse_server_url(url)
+        try:
+            self.origin = Origin.parse(self.base)
+        except OpenEnvClientError as exc:
+            raise AdapterError(str(exc)) from None
         self.timeout = timeout
         self.deadline = DEADLINE_S if deadline is None else deadline
         self._openapi: dict[str, Any] | None = None
@@ -91,22 +94,37 @@ class OpenEnvReader:
 
     # -- HTTP ---------------------------------------------------------------------------
     def _get(self, path: str) -> Any:
+        """``GET path`` through :func:`repogym.openenv_client.fetch` (the server's origin only,
+        no redirects, a total deadline, a size cap), its failures worded for the explorer."""
+        from repogym.openenv_client import (
+            OpenEnvClientError,
+            RedirectRefused,
+            TimedOut,
+            Unreachable,
+            fetch,
+        )
+
         url = self.base + path
         try:
-            resp = _net.get(
-                url,
-                timeout=self.timeout,
-                deadline=self.deadline,
+            resp = fetch(
+                self.origin,
+                path,
+                timeout_s=self.timeout,
+                deadline_s=self.deadline,
                 max_bytes=MAX_BYTES,
                 headers={"Accept": "application/json"},
             )
-        except AdapterError:
-            raise
-        except (OSError, ValueError, httpx.HTTPError) as exc:
-            raise AdapterError(f"cannot reach {url}: {http.reason(exc)}") from None
-        if 300 <= resp.status < 400:
-            where = urlsplit(resp.headers.get("location", "")).netloc or "elsewhere"
-            raise AdapterError(f"{url}: HTTP {resp.status} redirect refused (to {where})")
+        except TimedOut:
+            raise _net.DeadlineExceeded(
+                f"{url}: no complete answer within the {self.deadline:g} s deadline"
+            ) from None
+        except RedirectRefused as exc:
+            where = urlsplit(exc.location or "").netloc or "elsewhere"
+            raise AdapterError(f"{url}: HTTP {exc.status} redirect refused (to {where})") from None
+        except Unreachable as exc:
+            raise AdapterError(f"cannot reach {url}: {exc.reason}") from None
+        except OpenEnvClientError as exc:
+            raise AdapterError(str(exc)) from None
         if resp.status >= 400:
             raise AdapterError(f"{url}: HTTP {resp.status} {resp.reason}".splitlines()[0])
         body = resp.body

@@ -10,21 +10,33 @@ answer carries a weak ETag ``W/"<store.version>-<hash of path and query>"`` (so 
 query), ``Cache-Control``, ``Server-Timing: db;dur=…, render;dur=…`` and security headers; HTML
 and JSON are gzipped. Raw files are served as ``text/plain`` or ``application/octet-stream``
 under a CSP that forbids scripts, only when the path is in the task's (already withheld) file
-list. With ``mcp`` each environment is also an MCP server (Streamable HTTP) at
-``/mcp/d/<env>``, and each cataloged OpenEnv server has an MCP bridge at ``/mcp/o/<env>``
-(:mod:`repogym.mcp.web`, started by the app's lifespan). The OpenEnv playground ``/play/<env>``
+list. The caller may mount more ASGI apps (``mounts``: the CLI mounts the MCP endpoints of
+:mod:`repogym.mcp.web`, ``/mcp/d/<env>`` and the bridges ``/mcp/o/<env>``), started by the app's
+lifespan; this package imports none of them. The OpenEnv playground ``/play/<env>``
 relays a browser's episode to a cataloged OpenEnv server (:mod:`.routes_play`).
 """
 
 import gc
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from repogym.explorer.web.http import GZIP_MIN, LOOPBACK_HOSTS, SecurityHeaders
 from repogym.explorer.web.search import BadRequest, SearchFastPath, parse_search
 
-__all__ = ["BadRequest", "create_app", "parse_search", "settle_heap", "snapshot_app"]
+__all__ = [
+    "BadRequest",
+    "MountFactory",
+    "create_app",
+    "parse_search",
+    "settle_heap",
+    "snapshot_app",
+]
+
+MountFactory = Callable[[Any, Sequence[str] | None], Sequence[tuple[str, Any]]]
+"""What ``create_app(mounts=…)`` takes: given the store and the allowed ``Host`` names (None:
+any), the ASGI apps to mount as ``(prefix, app)``; an app with a ``run()`` async context manager
+is run by the explorer app's lifespan (for example :func:`repogym.mcp.web.explorer_mounts`)."""
 
 
 def create_app(
@@ -36,6 +48,7 @@ def create_app(
     mcp_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
     runs: Any = None,
     play: bool = True,
+    mounts: MountFactory | None = None,
 ) -> Any:
     """Build the explorer web app over ``store`` (a ``repogym.explorer.store.Store``).
 
@@ -46,12 +59,11 @@ def create_app(
     the store inline: its queries take about a millisecond, less than a hop through a thread
     pool. ``runs`` (a :class:`repogym.explorer.runs.RunService`) adds rollouts: the run panel
     on task pages, the runs API with live events and the run, list and compare pages
-    (:mod:`.routes_runs`). ``mcp`` mounts the MCP endpoints ``/mcp/d/<env>``; they accept the
-    ``Host`` names
-    ``mcp_hosts`` (None: any) and refuse cross-site requests (see :mod:`repogym.mcp.web`), and
-    the MCP bridges ``/mcp/o/<env>`` to the OpenEnv servers the store catalogs. ``play`` adds
-    the OpenEnv playground ``/play/<env>`` and its API ``/api/play/<env>/…``
-    (:mod:`.routes_play`; same ``Host`` names).
+    (:mod:`.routes_runs`). ``mounts`` (:data:`MountFactory`; ``mcp=False`` leaves them out) adds
+    the caller's ASGI apps, built for the ``Host`` names ``mcp_hosts`` (None: any): the MCP
+    endpoints and bridges of :func:`repogym.mcp.web.explorer_mounts`. ``play`` adds the OpenEnv
+    playground ``/play/<env>`` and its API ``/api/play/<env>/…`` (:mod:`.routes_play`; same
+    ``Host`` names).
     """
     from fastapi import FastAPI
     from starlette.middleware.gzip import GZipMiddleware
@@ -61,19 +73,14 @@ def create_app(
 
     ctx = Context(store, result_cache=result_cache)
     ctx.runs = runs
-    endpoints = bridges = None
-    if mcp:  # the MCP package needs the explorer, not the other way round: imported here
-        from repogym.mcp.web import BRIDGE_PREFIX, PREFIX, BridgeEndpoints, McpEndpoints
-
-        endpoints = McpEndpoints(store, allowed_hosts=mcp_hosts)
-        bridges = BridgeEndpoints(store, allowed_hosts=mcp_hosts)
+    mounted = list(mounts(store, mcp_hosts)) if mcp and mounts is not None else []
     play_hub = routes_play.PlayHub(store) if play else None
     app = FastAPI(
         title="repogym explorer",
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
-        lifespan=_lifespan([endpoints, bridges, play_hub]),
+        lifespan=_lifespan([*(sub for _, sub in mounted), play_hub]),
     )
     app.state.store = store
     app.include_router(routes_static.router(ctx))
@@ -85,10 +92,8 @@ def create_app(
         app.include_router(routes_runs.router(ctx, runs, allowed_hosts=mcp_hosts))
     if play_hub is not None:
         app.include_router(routes_play.router(ctx, play_hub, allowed_hosts=mcp_hosts))
-    if endpoints is not None:
-        app.mount(PREFIX, endpoints)
-    if bridges is not None:
-        app.mount(BRIDGE_PREFIX, bridges)
+    for prefix, sub in mounted:
+        app.mount(prefix, sub)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN)
     if fast_search:
@@ -98,9 +103,9 @@ def create_app(
 
 
 def _lifespan(parts: Sequence[Any]) -> Any:
-    """One ``FastAPI(lifespan=…)`` entering the ``run()`` of every part that is not None (the
-    MCP endpoints, the bridges, the playground), in order; None when there is none."""
-    running = [p for p in parts if p is not None]
+    """One ``FastAPI(lifespan=…)`` entering the ``run()`` of every part that has one (the
+    mounted apps, the playground), in order; None when there is none."""
+    running = [p for p in parts if p is not None and callable(getattr(p, "run", None))]
     if not running:
         return None
 
@@ -125,16 +130,22 @@ def settle_heap() -> None:
 def snapshot_app() -> Any:
     """The app over the snapshot folder in ``$REPOGYM_EXPLORE_SNAPSHOT`` (a factory for
     ``uvicorn --factory``: each worker process of ``repogym explore --workers N`` opens the
-    snapshot read-only and polls its pointer itself)."""
+    snapshot read-only and polls its pointer itself), with the mounts named in
+    ``$REPOGYM_EXPLORE_MOUNTS`` (:mod:`.serve`)."""
     import os
 
     from repogym.explorer.store import open_store
-    from repogym.mcp.web import allowed_hosts_for
+    from repogym.explorer.web.http import allowed_hosts_for
+    from repogym.explorer.web.serve import HOST_ENV, MOUNTS_ENV, SNAPSHOT_ENV, load_mounts
 
-    folder = os.environ.get("REPOGYM_EXPLORE_SNAPSHOT")
+    folder = os.environ.get(SNAPSHOT_ENV)
     if not folder:
-        raise RuntimeError("REPOGYM_EXPLORE_SNAPSHOT is not set")
-    host = os.environ.get("REPOGYM_EXPLORE_HOST", "127.0.0.1")
-    app = create_app(open_store(snapshot=folder), mcp_hosts=allowed_hosts_for(host))
+        raise RuntimeError(f"{SNAPSHOT_ENV} is not set")
+    host = os.environ.get(HOST_ENV, "127.0.0.1")
+    app = create_app(
+        open_store(snapshot=folder),
+        mcp_hosts=allowed_hosts_for(host),
+        mounts=load_mounts(os.environ.get(MOUNTS_ENV)),
+    )
     settle_heap()
     return app

@@ -31,6 +31,23 @@ GZIP_MIN = 512
 """Bodies from this size are gzipped (the same threshold as GZipMiddleware)."""
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 """``Host`` names of this machine: what the MCP endpoints accept by default."""
+WILDCARD_ADDRESSES = ("", "0.0.0.0", "::", "[::]", "*")
+"""Bind addresses that listen everywhere: any ``Host`` name is then accepted."""
+
+
+def allowed_hosts_for(bind_host: str) -> list[str] | None:
+    """The ``Host`` names the explorer's endpoints (MCP, playground, runs) accept when the
+    explorer listens on ``bind_host``: loopback names, plus that address when it is another
+    one; None (any) for a wildcard."""
+    host = bind_host.strip()
+    if host in WILDCARD_ADDRESSES:
+        return None
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    names = list(LOOPBACK_HOSTS)
+    if host.lower() not in names:
+        names.append(host.lower())
+    return names
 
 
 def etag(path: str, query: str, version: str) -> str:

@@ -97,53 +97,57 @@ def router(ctx: Context) -> APIRouter:
 
     @router.get("/api/files/{rest:path}")
     async def api_file(rest: str, request: Request) -> Response:
-        t0 = time.perf_counter()
-        version = ctx.store.version
-        raw_headers = {
-            "Content-Security-Policy": RAW_CSP,
-            "X-Content-Type-Options": "nosniff",
-            "Cache-Control": "no-store",
-        }
-        raw_path = request.scope.get("raw_path") or b""
-        if b"\\" in raw_path or "\\" in rest or "\x00" in rest:
-            return Response("not found\n", 404, headers=raw_headers, media_type="text/plain")
-        found = ctx.locate_file(version, rest)
-        if found is None:
-            return Response(
-                "not found: not a file of this task\n",
-                404,
-                headers=raw_headers,
-                media_type="text/plain",
-            )
-        env_id, task_id, path, entry = found
-        etag = ctx.etag_for(request, version)
-        if (hit := ctx.not_modified(request, etag, CACHE_DOC)) is not None:
-            hit.headers.update(raw_headers | {"Cache-Control": CACHE_DOC})
-            return hit
-        try:
-            data, reason = ctx.read_file(env_id, task_id, path, entry)
-        except KeyError:
-            return Response("not found\n", 404, headers=raw_headers, media_type="text/plain")
-        if data is None:
-            return Response(
-                f"withheld: {reason}\n", 403, headers=raw_headers, media_type="text/plain"
-            )
-        ctype = "application/octet-stream"
-        if b"\x00" not in data[:8192]:
-            try:
-                data.decode("utf-8")
-                ctype = "text/plain; charset=utf-8"
-            except UnicodeDecodeError:
-                pass
-        name = quote(path.rsplit("/", 1)[-1], safe="")  # RFC 5987: no header injection
-        headers = raw_headers | {
-            "ETag": etag,
-            "Cache-Control": CACHE_DOC,
-            "Content-Disposition": (
-                "inline" if ctype.startswith("text/") else f"attachment; filename*=UTF-8''{name}"
-            ),
-            "Server-Timing": http.timing(time.perf_counter() - t0, 0.0),
-        }
-        return Response(data, media_type=ctype, headers=headers)
+        return raw_file(ctx, rest, request)
 
     return router
+
+
+def raw_file(ctx: Context, rest: str, request: Request) -> Response:
+    """``/api/files/{env}/{task}/{path}``: the file as text or bytes under :data:`RAW_CSP`, only
+    when the path is in the task's (already withheld) file list; 403 for a withheld file."""
+    t0 = time.perf_counter()
+    version = ctx.store.version
+    raw_headers = {
+        "Content-Security-Policy": RAW_CSP,
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store",
+    }
+    raw_path = request.scope.get("raw_path") or b""
+    if b"\\" in raw_path or "\\" in rest or "\x00" in rest:
+        return Response("not found\n", 404, headers=raw_headers, media_type="text/plain")
+    found = ctx.locate_file(version, rest)
+    if found is None:
+        return Response(
+            "not found: not a file of this task\n",
+            404,
+            headers=raw_headers,
+            media_type="text/plain",
+        )
+    env_id, task_id, path, entry = found
+    etag = ctx.etag_for(request, version)
+    if (hit := ctx.not_modified(request, etag, CACHE_DOC)) is not None:
+        hit.headers.update(raw_headers | {"Cache-Control": CACHE_DOC})
+        return hit
+    try:
+        data, reason = ctx.read_file(env_id, task_id, path, entry)
+    except KeyError:
+        return Response("not found\n", 404, headers=raw_headers, media_type="text/plain")
+    if data is None:
+        return Response(f"withheld: {reason}\n", 403, headers=raw_headers, media_type="text/plain")
+    ctype = "application/octet-stream"
+    if b"\x00" not in data[:8192]:
+        try:
+            data.decode("utf-8")
+            ctype = "text/plain; charset=utf-8"
+        except UnicodeDecodeError:
+            pass
+    name = quote(path.rsplit("/", 1)[-1], safe="")  # RFC 5987: no header injection
+    headers = raw_headers | {
+        "ETag": etag,
+        "Cache-Control": CACHE_DOC,
+        "Content-Disposition": (
+            "inline" if ctype.startswith("text/") else f"attachment; filename*=UTF-8''{name}"
+        ),
+        "Server-Timing": http.timing(time.perf_counter() - t0, 0.0),
+    }
+    return Response(data, media_type=ctype, headers=headers)

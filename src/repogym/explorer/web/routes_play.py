@@ -14,7 +14,7 @@
 The session id travels in the ``X-Play-Session`` header; a session belongs to the browser that
 opened it (its ``rg_csrf`` cookie) and to one environment. The browser talks only to the
 explorer, and the explorer only to the URL it cataloged for the environment (the env doc's
-``source``), never to one a request names, through :class:`repogym.mcp._bridge_remote.Episode`
+``source``), never to one a request names, through :class:`repogym.openenv_client.RemoteEpisode`
 (no redirects followed, the server's own origin only).
 
 Every request must name an allowed ``Host`` (the explorer's ``mcp_hosts``: DNS rebinding), and
@@ -22,8 +22,8 @@ every ``POST``/``DELETE`` passes :func:`.csrf.check_csrf` (JSON content type, sa
 double-submit token) before anything else happens. Sessions are capped (:data:`MAX_SESSIONS`
 open at once, one per browser and environment: opening another ends the previous one) and ended
 after :data:`IDLE_SECONDS` without a request. An orchestrator token is refused wherever it
-appears in an action or reset (the rule of :mod:`repogym.mcp.bridge`), and the explorer has none
-to forward. Errors are ``{"error": "one line"}`` with a 4xx/5xx status.
+appears in an action or reset (:func:`repogym.openenv_client.carries_token`), and the
+explorer has none to forward. Errors are ``{"error": "one line"}`` with a 4xx/5xx status.
 """
 
 from __future__ import annotations
@@ -52,11 +52,19 @@ from repogym.explorer.web.csrf import (
     ensure_csrf_cookie,
     host_allowed,
 )
+from repogym.openenv_client import (
+    RESET_SCHEMA,
+    OpenEnvClientError,
+    Origin,
+    RemoteEpisode,
+    carries_token,
+    get_json,
+    one_line,
+    problem,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    from repogym.mcp._bridge_remote import Episode
 
 __all__ = ["IDLE_SECONDS", "MAX_SESSIONS", "PlayError", "PlayHub", "router"]
 
@@ -78,8 +86,6 @@ class PlayError(Exception):
     """A refusal or failure answered as ``{"error": message}`` with ``status``."""
 
     def __init__(self, status: int, message: str) -> None:
-        from repogym.mcp._bridge_remote import one_line
-
         super().__init__(one_line(message))
         self.status = status
         self.message = one_line(message)
@@ -107,21 +113,21 @@ def _owner(token: str) -> str:
 def load_schema(url: str) -> dict[str, Any]:
     """What the page needs to draw its forms, read from the server at ``url`` (synchronous):
     ``GET /schema`` (required), ``/tools``, ``/tasks`` and ``/openapi.json`` (optional)."""
-    from repogym.mcp._bridge_remote import BridgeError, Origin, get_json
-
     origin = Origin.parse(url)
 
     def optional(path: str) -> Any:
         try:
             status, data = get_json(origin, path)
-        except BridgeError:
+        except OpenEnvClientError:
             return None
         return data if status == 200 else None
 
     status, schemas = get_json(origin, "/schema")
     action = schemas.get("action") if isinstance(schemas, dict) else None
     if status != 200 or not isinstance(action, dict):
-        raise BridgeError(f"{origin.http('/schema')}: HTTP {status}, no OpenEnv action schema")
+        raise OpenEnvClientError(
+            f"{origin.http('/schema')}: HTTP {status}, no OpenEnv action schema"
+        )
     listed = optional("/tools")
     kinds: dict[str, dict[str, Any]] = {}
     for entry in (listed.get("tools") if isinstance(listed, dict) else None) or []:
@@ -160,7 +166,7 @@ class PlaySession:
     env_id: str
     owner: str
     """sha256 of the browser's ``rg_csrf`` token."""
-    episode: Episode
+    episode: RemoteEpisode
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     last_used: float = field(default_factory=time.monotonic)
     busy: int = 0
@@ -214,15 +220,13 @@ class PlayHub:
 
     async def schema(self, env_id: str, url: str) -> dict[str, Any]:
         """The server's forms (read at most every :data:`SCHEMA_SECONDS`)."""
-        from repogym.mcp._bridge_remote import BridgeError
-
         key = (env_id, url)
         hit = self._schemas.get(key)
         if hit is not None and time.monotonic() - hit[0] < SCHEMA_SECONDS:
             return hit[1]
         try:
             found = await anyio.to_thread.run_sync(partial(load_schema, url))
-        except BridgeError as exc:
+        except OpenEnvClientError as exc:
             raise PlayError(502, str(exc)) from None
         if len(self._schemas) > 256:
             self._schemas.clear()
@@ -234,8 +238,6 @@ class PlayHub:
     async def open(self, env_id: str, url: str, token: str) -> PlaySession:
         """A new episode on ``url`` for the browser holding ``token`` (its previous one on this
         environment is ended first)."""
-        from repogym.mcp._bridge_remote import BridgeError, Episode, Origin
-
         owner = _owner(token)
         for session in list(self.sessions.values()):
             if session.env_id == env_id and hmac.compare_digest(session.owner, owner):
@@ -248,14 +250,14 @@ class PlayHub:
                 "try again later",
             )
         try:
-            episode = Episode(Origin.parse(url))
-        except BridgeError as exc:
+            episode = RemoteEpisode(Origin.parse(url))
+        except OpenEnvClientError as exc:
             raise PlayError(502, str(exc)) from None
         session = PlaySession(secrets.token_urlsafe(24), env_id, owner, episode)
         self.sessions[session.sid] = session  # holds its place while the socket opens
         try:
             await episode.open()
-        except BridgeError as exc:
+        except OpenEnvClientError as exc:
             self.sessions.pop(session.sid, None)
             raise PlayError(502, str(exc)) from None
         except ImportError as exc:
@@ -290,8 +292,6 @@ class PlayHub:
     async def send(self, session: PlaySession, message: dict[str, Any]) -> dict[str, Any]:
         """One message on the episode and its reply's data. A refusal by the server is 422; a
         lost episode is 502 and ends the session."""
-        from repogym.mcp._bridge_remote import BridgeError
-
         session.busy += 1
         try:
             async with session.lock:
@@ -299,7 +299,7 @@ class PlayHub:
                     raise PlayError(404, "the episode has ended: reset again")
                 try:
                     return await session.episode.request(message)
-                except BridgeError as exc:
+                except OpenEnvClientError as exc:
                     if session.episode.is_open:
                         raise PlayError(422, str(exc)) from None
                     self.sessions.pop(session.sid, None)
@@ -315,12 +315,6 @@ class PlayHub:
 
 
 # -- request checks -----------------------------------------------------------------------
-
-
-def _carries_token(value: Any) -> bool:
-    from repogym.mcp.bridge import _carries_token as carries
-
-    return carries(value)
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -347,11 +341,9 @@ async def _json_body(request: Request) -> dict[str, Any]:
 def _check_action(action: Any, schema: dict[str, Any]) -> None:
     """Refuse an action carrying an orchestrator token (403) or not fitting the server's
     action schema (400), before anything is sent."""
-    from repogym.mcp._bridge_schema import problem
-
     if not isinstance(action, dict):
         raise PlayError(400, 'give the action as {"action": {...}}')
-    if _carries_token(action):
+    if carries_token(action):
         raise PlayError(
             403,
             "the playground does not accept an orchestrator token: evaluate and solve are for "
@@ -383,6 +375,30 @@ def _json(obj: Any, status: int = 200) -> Response:
 # -- routes -------------------------------------------------------------------------------
 
 
+async def _answer(
+    ctx: Context,
+    hosts: list[str] | None,
+    request: Request,
+    env_id: str,
+    act: Callable[[str], Awaitable[Response]],
+    *,
+    csrf: bool,
+) -> Response:
+    """``act(the environment's cataloged URL)`` once the request passed the ``Host`` check
+    and (``csrf``) the CSRF check; a :class:`PlayError` or any failure as one JSON line."""
+    try:
+        if not host_allowed(request.headers.get("host", ""), hosts):
+            raise PlayError(421, "Invalid Host header")
+        if csrf and (reason := check_csrf(request)) is not None:
+            raise PlayError(403, reason)
+        return await act(openenv_source(ctx.store, env_id.strip("/")))
+    except PlayError as exc:
+        return ctx.api_error(exc.status, exc.message)
+    except Exception as exc:  # noqa: BLE001 - one line for the page, the rest in the log
+        log.exception("playground request failed")
+        return ctx.api_error(500, f"internal error: {type(exc).__name__}")
+
+
 def router(ctx: Context, hub: PlayHub, *, allowed_hosts: Sequence[str] | None) -> APIRouter:
     """The playground's page and API over ``hub``; requests must name one of
     ``allowed_hosts`` (None: any) in their ``Host`` header."""
@@ -390,20 +406,7 @@ def router(ctx: Context, hub: PlayHub, *, allowed_hosts: Sequence[str] | None) -
     hosts = None if allowed_hosts is None else [h.lower() for h in allowed_hosts]
     script = ctx.static.urls["play.js"]
 
-    async def answer(
-        request: Request, env_id: str, act: Callable[[str], Awaitable[Response]], *, csrf: bool
-    ) -> Response:
-        try:
-            if not host_allowed(request.headers.get("host", ""), hosts):
-                raise PlayError(421, "Invalid Host header")
-            if csrf and (reason := check_csrf(request)) is not None:
-                raise PlayError(403, reason)
-            return await act(openenv_source(ctx.store, env_id.strip("/")))
-        except PlayError as exc:
-            return ctx.api_error(exc.status, exc.message)
-        except Exception as exc:  # noqa: BLE001 - one line for the page, the rest in the log
-            log.exception("playground request failed")
-            return ctx.api_error(500, f"internal error: {type(exc).__name__}")
+    answer = partial(_answer, ctx, hosts)
 
     async def session_of(request: Request, env_id: str) -> PlaySession:
         return await hub.find(
@@ -444,11 +447,8 @@ def router(ctx: Context, hub: PlayHub, *, allowed_hosts: Sequence[str] | None) -
     @router.post("/api/play/{env_id:path}/reset")
     async def reset(env_id: str, request: Request) -> Response:
         async def act(url: str) -> Response:
-            from repogym.mcp._bridge_schema import problem
-            from repogym.mcp.bridge import RESET_SCHEMA
-
             args = {k: v for k, v in (await _json_body(request)).items() if v not in (None, "")}
-            if _carries_token(args):
+            if carries_token(args):
                 raise PlayError(403, "the playground does not accept an orchestrator token")
             issue = problem(args, RESET_SCHEMA)
             if issue:

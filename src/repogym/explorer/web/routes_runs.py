@@ -68,71 +68,97 @@ def router(
     to this machine (DNS rebinding) is same-origin to the browser and passes the Origin test."""
     router = APIRouter()
     hosts = None if allowed_hosts is None else [h.lower() for h in allowed_hosts]
+    router.include_router(_api(service, hosts))
+    router.include_router(_pages(ctx, service))
+    return router
+
+
+def _owner(service: RunService, request: Request) -> str:
+    return service.owner_of(_visitor(request))
+
+
+def _with_events(rec: Any, mine: bool) -> dict[str, Any]:
+    return rec.public(mine=mine) | {"events": rec.events}
+
+
+async def _runs_of(service: RunService, env: str, task: str | None, me: str) -> list[Any]:
+    """The runs of ``task`` (or of every task of ``env``) ``me`` may see, read off the loop."""
+    import anyio.to_thread
+
+    if task:
+        return list(await anyio.to_thread.run_sync(service.for_task, env, task, me))
+    return list(await anyio.to_thread.run_sync(service.for_env, env, me))
+
+
+async def _session(service: RunService, request: Request) -> Response:
+    """``GET /api/runs/session``: whether runs are on, their limits, the CSRF token (cookies
+    set: the double-submit token and the visitor id)."""
+    reply = _json({})
+    token = ensure_csrf_cookie(reply, request)
+    if _visitor(request) is None:
+        reply.set_cookie(
+            VISITOR_COOKIE,
+            secrets.token_urlsafe(32),
+            path="/",
+            samesite="strict",
+            httponly=True,
+            secure=request.url.scheme == "https",
+            max_age=30 * 86400,
+        )
+    body = {
+        "enabled": service.enabled,
+        "reason": service.why_disabled(),
+        "csrf": token,
+        "limits": service.limits.to_json(),
+    }
+    reply.body = json.dumps(body).encode()
+    reply.headers["content-length"] = str(len(reply.body))
+    return reply
+
+
+async def _start(service: RunService, request: Request) -> Response:
+    """``POST /api/runs`` (CSRF checked): start a run → 202 with its id and URLs."""
+    refused = check_csrf(request)
+    if refused:
+        return _error(403, refused)
+    try:
+        body = json.loads(await request.body())
+    except (ValueError, UnicodeDecodeError):
+        return _error(400, "the body is not JSON")
+    try:
+        req = parse_request(body)
+    except ValueError as exc:
+        return _error(400, str(exc))
+    client = request.client.host if request.client else ""
+    try:
+        import anyio.to_thread
+
+        rec = await anyio.to_thread.run_sync(service.start, req, _owner(service, request), client)
+    except RunRefused as exc:
+        return _error(exc.status, exc.message, exc.retry_after)
+    finally:
+        del req
+    return _json({"id": rec.id, "url": f"/r/{rec.id}", "events": f"/api/runs/{rec.id}/events"}, 202)
+
+
+def _api(service: RunService, hosts: list[str] | None) -> APIRouter:
+    """The runs API (``/api/runs…``, ``/api/compare``)."""
+    router = APIRouter()
 
     def bad_host(request: Request) -> bool:
         return not host_allowed(request.headers.get("host", ""), hosts)
-
-    def owner(request: Request) -> str:
-        return service.owner_of(_visitor(request))
-
-    def with_events(rec: Any, mine: bool) -> dict[str, Any]:
-        return rec.public(mine=mine) | {"events": rec.events}
-
-    # ------------------------------------------------------------------ API
 
     @router.get("/api/runs/session")
     async def session(request: Request) -> Response:
         if bad_host(request):
             return _error(421, "Invalid Host header")
-        reply = _json({})
-        token = ensure_csrf_cookie(reply, request)
-        if _visitor(request) is None:
-            reply.set_cookie(
-                VISITOR_COOKIE,
-                secrets.token_urlsafe(32),
-                path="/",
-                samesite="strict",
-                httponly=True,
-                secure=request.url.scheme == "https",
-                max_age=30 * 86400,
-            )
-        body = {
-            "enabled": service.enabled,
-            "reason": service.why_disabled(),
-            "csrf": token,
-            "limits": service.limits.to_json(),
-        }
-        reply.body = json.dumps(body).encode()
-        reply.headers["content-length"] = str(len(reply.body))
-        return reply
+        return await _session(service, request)
 
     @router.post("/api/runs")
     async def start(request: Request) -> Response:
         if bad_host(request):
             return _error(421, "Invalid Host header")
-        refused = check_csrf(request)
-        if refused:
-            return _error(403, refused)
-        try:
-            body = json.loads(await request.body())
-        except (ValueError, UnicodeDecodeError):
-            return _error(400, "the body is not JSON")
-        try:
-            req = parse_request(body)
-        except ValueError as exc:
-            return _error(400, str(exc))
-        client = request.client.host if request.client else ""
-        try:
-            import anyio.to_thread
-
-            rec = await anyio.to_thread.run_sync(service.start, req, owner(request), client)
-        except RunRefused as exc:
-            return _error(exc.status, exc.message, exc.retry_after)
-        finally:
-            del req
-        return _json(
-            {"id": rec.id, "url": f"/r/{rec.id}", "events": f"/api/runs/{rec.id}/events"}, 202
-        )
+        return await _start(service, request)
 
     @router.get("/api/runs")
     async def list_runs(request: Request) -> Response:
@@ -140,26 +166,21 @@ def router(
         task = (request.query_params.get("task") or "").strip()
         if not env:
             return _error(400, "give env (and task) to list runs")
-        me = owner(request)
-        import anyio.to_thread
-
-        if task:
-            runs = await anyio.to_thread.run_sync(service.for_task, env, task, me)
-        else:
-            runs = await anyio.to_thread.run_sync(service.for_env, env, me)
+        me = _owner(service, request)
+        runs = await _runs_of(service, env, task, me)
         return _json({"runs": [r.public(mine=bool(me) and r.owner == me) for r in runs]})
 
     @router.get("/api/runs/{run_id}")
     async def get_run(run_id: str, request: Request) -> Response:
-        me = owner(request)
+        me = _owner(service, request)
         rec = service.get(run_id, me, events=True)
         if rec is None:
             return _error(404, "no such run")
-        return _json(with_events(rec, bool(me) and rec.owner == me))
+        return _json(_with_events(rec, bool(me) and rec.owner == me))
 
     @router.get("/api/runs/{run_id}/events")
     async def events(run_id: str, request: Request) -> Response:
-        me = owner(request)
+        me = _owner(service, request)
         rec = service.get(run_id, me)
         if rec is None:
             return _error(404, "no such run")
@@ -179,26 +200,32 @@ def router(
     @router.get("/api/compare")
     async def compare(request: Request) -> Response:
         ids = _ids(request.query_params.get("ids") or "")[:MAX_COMPARE]
-        me = owner(request)
+        me = _owner(service, request)
         runs = service.for_ids(ids, me)
-        return _json({"runs": [with_events(r, bool(me) and r.owner == me) for r in runs]})
+        return _json({"runs": [_with_events(r, bool(me) and r.owner == me) for r in runs]})
 
-    # ------------------------------------------------------------------ pages
+    return router
 
-    def page(text: str, status: int = 200) -> Response:
-        return Response(
-            text, status_code=status, media_type="text/html; charset=utf-8", headers=NO_STORE
-        )
+
+def _page(text: str, status: int = 200) -> Response:
+    return Response(
+        text, status_code=status, media_type="text/html; charset=utf-8", headers=NO_STORE
+    )
+
+
+def _pages(ctx: Context, service: RunService) -> APIRouter:
+    """The run, runs and compare pages (``/r/{id}``, ``/runs``, ``/compare``)."""
+    router = APIRouter()
 
     @router.get("/r/{run_id}", include_in_schema=False)
     async def run_page(run_id: str, request: Request) -> Response:
-        me = owner(request)
+        me = _owner(service, request)
         rec = service.get(run_id, me, events=True)
         if rec is None:
             return ctx.page_error(404, "No such run (or not yours to see).")
         doc = ctx.docs.get(ctx.store.version, rec.env, rec.task)
         title = (doc or {}).get("title") or rec.task
-        return page(pages_runs.run_page(with_events(rec, rec.owner == me), ctx.assets, title))
+        return _page(pages_runs.run_page(_with_events(rec, rec.owner == me), ctx.assets, title))
 
     @router.get("/runs", include_in_schema=False)
     async def runs_page(request: Request) -> Response:
@@ -206,24 +233,19 @@ def router(
         task = (request.query_params.get("task") or "").strip() or None
         if not env or ctx.store.env(env) is None:
             return ctx.page_error(404, "No such environment.")
-        me = owner(request)
-        import anyio.to_thread
-
-        if task:
-            runs = await anyio.to_thread.run_sync(service.for_task, env, task, me)
-        else:
-            runs = await anyio.to_thread.run_sync(service.for_env, env, me)
+        me = _owner(service, request)
+        runs = await _runs_of(service, env, task, me)
         items = [r.public(mine=bool(me) and r.owner == me) for r in runs]
-        return page(pages_runs.runs_page(items, ctx.assets, env=env, task=task))
+        return _page(pages_runs.runs_page(items, ctx.assets, env=env, task=task))
 
     @router.get("/compare", include_in_schema=False)
     async def compare_page(request: Request) -> Response:
         ids = _ids(request.query_params.get("ids") or "")[:MAX_COMPARE]
-        me = owner(request)
-        runs = [with_events(r, r.owner == me) for r in service.for_ids(ids, me)]
+        me = _owner(service, request)
+        runs = [_with_events(r, r.owner == me) for r in service.for_ids(ids, me)]
         if len(runs) < 2:
             return ctx.page_error(404, "Compare needs two or more runs you may see (?ids=a,b).")
-        return page(pages_runs.compare_page(runs, ctx.assets))
+        return _page(pages_runs.compare_page(runs, ctx.assets))
 
     return router
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+__all__ = ["MAX_ARGUMENT_BYTES", "RESET_SCHEMA", "problem"]
+
 MAX_ARGUMENT_BYTES = 4_000_000
 MAX_DEPTH = 32
 
@@ -133,3 +135,15 @@ def problem(arguments: Any, schema: dict[str, Any]) -> str | None:
     if size > MAX_ARGUMENT_BYTES:
         return f"arguments are {size} bytes, more than {MAX_ARGUMENT_BYTES}"
     return _check(arguments, schema, schema, "", 0)
+
+
+RESET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task_id": {"type": "string", "description": "Task id or name (see list_tasks)."},
+        "index": {"type": "integer", "minimum": 0, "description": "Task index (list_tasks)."},
+        "seed": {"type": "integer", "description": "Picks a task (seed mod the task count)."},
+    },
+    "additionalProperties": False,
+}
+"""The arguments of an OpenEnv ``reset`` a client may send."""
