@@ -14,10 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from repogym.lang import js_lex
 from repogym.verify import tamper
 from repogym.verify.tamper import baseline, language_of, new_hits, parse_ok, scan, signatures
 
 TAMPER_PY = Path(tamper.__file__).resolve()
+JS_LEX_PY = Path(js_lex.__file__).resolve()  # shipped beside tamper.py, which loads it
 SRC = TAMPER_PY.parents[1]  # src/repogym
 
 
@@ -632,6 +634,7 @@ def test_cli_standalone(python: str, tmp_path: Path) -> None:
     copy = tmp_path / "tests" / "tamper.py"
     copy.parent.mkdir()
     copy.write_bytes(TAMPER_PY.read_bytes())
+    (copy.parent / "js_lex.py").write_bytes(JS_LEX_PY.read_bytes())
     root = tmp_path / "repo"
     _tree(root)
     (root / "pkg/cli.py").write_text(CLI_PY, encoding="utf-8")
@@ -679,33 +682,50 @@ def test_cli_standalone(python: str, tmp_path: Path) -> None:
     assert [h["rule"] for h in out[str(root / "nope.py")]] == ["unreadable"]
 
 
-def test_file_is_self_contained() -> None:
-    """Standard-library imports only and nothing newer than Python 3.6 in the syntax used."""
-    source = TAMPER_PY.read_text(encoding="utf-8")
-    assert source.startswith("#!/usr/bin/env python3\n# ruff: noqa: UP006, UP007, UP035, UP045")
+STDLIB_IMPORTS = {
+    "argparse",
+    "ast",
+    "bisect",
+    "collections",
+    "json",
+    "os",
+    "re",
+    "stat",
+    "sys",
+    "typing",
+}
+SIBLING_IMPORTS = {
+    # tamper.py loads the JS lexer from repogym.lang in the package, from beside it in a task
+    TAMPER_PY: {"repogym.lang.js_lex", "js_lex"},
+    JS_LEX_PY: set(),
+}
+
+
+@pytest.mark.parametrize("path", [TAMPER_PY, JS_LEX_PY], ids=["tamper", "js_lex"])
+def test_file_is_self_contained(path: Path) -> None:
+    """Standard-library imports only (but for the lexer tamper.py loads from beside it) and
+    nothing newer than Python 3.6 in the syntax used."""
+    source = path.read_text(encoding="utf-8")
+    assert source.startswith("#!/usr/bin/env python3\n# ruff: noqa: UP006, ")
+    if path == TAMPER_PY:
+        assert source.startswith("#!/usr/bin/env python3\n# ruff: noqa: UP006, UP007, UP035, UP045")
     tree = ast.parse(source)
     imported = set()
+    siblings = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0
-            imported.add((node.module or "").split(".")[0])
+            if node.module in SIBLING_IMPORTS[path]:
+                siblings.add(node.module)
+            else:
+                imported.add((node.module or "").split(".")[0])
         assert not isinstance(node, ast.NamedExpr)
         if isinstance(node, ast.arguments):
             assert not node.posonlyargs
-    assert imported <= {
-        "argparse",
-        "ast",
-        "bisect",
-        "collections",
-        "json",
-        "os",
-        "re",
-        "stat",
-        "sys",
-        "typing",
-    }
+    assert imported <= STDLIB_IMPORTS
+    assert siblings == SIBLING_IMPORTS[path]
     assert "from __future__" not in source
 
 

@@ -41,6 +41,8 @@ JS_RUNNERS = ("jest", "vitest", "mocha", "node")
 """Runners whose tasks also get the Node verifier (``verifier.mjs``) and recorder: an image
 without Python is then still recorded and graded (``test.sh`` picks the verifier)."""
 _VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
+_LANG_MODULES = ("js_lex.py",)
+"""Modules of :mod:`repogym.lang` the shipped verify modules load from beside them."""
 _RUNNER_TEMPLATES = (
     "repogym_boot.py",
     "repogym_pytest_report.py",
@@ -90,6 +92,11 @@ def template(name: str) -> bytes:
 def verify_module(name: str) -> bytes:
     """A stdlib-only module of :mod:`repogym.verify` shipped into tasks (``parsers.py``, …)."""
     return resources.files("repogym.verify").joinpath(name).read_bytes()
+
+
+def lang_module(name: str) -> bytes:
+    """A stdlib-only module of :mod:`repogym.lang` shipped into tasks (``js_lex.py``)."""
+    return resources.files("repogym.lang").joinpath(name).read_bytes()
 
 
 def write_file(path: Path, data: bytes | str, mode: int = 0o644) -> None:
@@ -161,6 +168,8 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
         write_file(tests / "verifier.mjs", template("verifier.mjs"))
     for name in _VERIFY_MODULES:
         write_file(tests / name, verify_module(name))
+    for name in _LANG_MODULES:
+        write_file(tests / name, lang_module(name))
     for name in _RUNNER_TEMPLATES:
         write_file(tests / "runner" / name, template(name))
     for rel, data in inp.restore.items():

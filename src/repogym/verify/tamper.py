@@ -8,9 +8,10 @@ lines, kills the interpreter with ``os._exit(0)`` before the runner reports a fa
 reward file, and so on.  This module finds such constructs so that a grader can compare the
 agent's version of each changed source file with the original.
 
-This file is self-contained (standard library only, Python 3.6 to 3.13 syntax and AST, no repogym
-imports): pipelines copy it into each generated task's ``tests/`` folder, where it runs under the
-repository's own Python.  CLI::
+This file and the JavaScript lexer it uses (``repogym/lang/js_lex.py``) are standard library only,
+Python 3.6 to 3.13 syntax and AST: pipelines copy both into each generated task's ``tests/``
+folder, where they run under the repository's own Python (imported from there, this file finds
+``js_lex.py`` beside it).  CLI::
 
     python tamper.py baseline ROOT [--files FILE]   # {relpath: [sigs]} as JSON
     python tamper.py scan FILE...                   # {path: [hits]} as JSON
@@ -18,8 +19,7 @@ repository's own Python.  CLI::
 ``scan`` reports the pseudo-rules ``unparseable`` (Python that does not parse here) and
 ``unreadable`` (missing, not a regular file, binary or over ``MAX_BYTES``); the API never does.
 
-API: ``language_of``, ``scan``, ``parse_ok``, ``signatures``, ``new_hits``, ``baseline``,
-``js_lex`` (JS/TS source split into code and string literals).  A hit is
+API: ``language_of``, ``scan``, ``parse_ok``, ``signatures``, ``new_hits``, ``baseline``.  A hit is
 ``{"rule", "line", "sig", "detail"}`` (hits sorted by line; ``detail`` at most 120 characters).
 The ``sig`` names the construct without its position (``exit-call:os._exit``,
 ``runner-import:_pytest.runner``, ``result-string:PASSED``): it is compared between the original
@@ -121,11 +121,19 @@ import sys
 from collections import Counter
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+TYPE_CHECKING = False
+if TYPE_CHECKING or __package__:  # repogym.verify.tamper
+    from repogym.lang.js_lex import js_lex
+else:  # a task's copy (imported as ``tamper`` or run as a script, -I too): js_lex.py beside it
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    if sys.path[:1] != [_HERE]:
+        sys.path.insert(0, _HERE)
+    from js_lex import js_lex
+
 __all__ = [
     "MAX_BYTES",
     "SKIP_DIRS",
     "baseline",
-    "js_lex",
     "language_of",
     "new_hits",
     "parse_ok",
@@ -907,183 +915,6 @@ def _parse_python(text: str) -> Any:
 
 # -- JavaScript / TypeScript ----------------------------------------------------------------------
 
-_JS_CODE_STOP = re.compile(r"[/'\"`{}]")
-_JS_TPL_STOP = re.compile(r"\\|`|\$\{")
-_JS_REGEX_PREV = frozenset("(,=:[!&|?{};+-*%<>~^")
-_JS_REGEX_WORDS = frozenset(
-    [
-        "return",
-        "typeof",
-        "case",
-        "do",
-        "else",
-        "in",
-        "of",
-        "new",
-        "delete",
-        "void",
-        "throw",
-        "instanceof",
-        "yield",
-        "await",
-    ]
-)
-_JS_ESC_RE = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|\r\n|[\s\S])")
-_JS_SIMPLE_ESC = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
-
-
-def _js_unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-
-    def rep(m: Any) -> str:
-        e = m.group(1)
-        if len(e) > 1 and e[0] == "u":
-            code = int(e[2:-1] if e[1] == "{" else e[1:], 16)
-            return chr(code) if code <= 0x10FFFF else ""
-        if len(e) == 3 and e[0] == "x":
-            return chr(int(e[1:], 16))
-        if e in ("\n", "\r\n", "\r", "\u2028", "\u2029"):
-            return ""
-        return _JS_SIMPLE_ESC.get(e, e)
-
-    return _JS_ESC_RE.sub(rep, s)
-
-
-def _blank(out: List[str], start: int, end: int) -> None:
-    for k in range(start, min(end, len(out))):
-        if out[k] != "\n":
-            out[k] = " "
-
-
-def _js_regex_allowed(out: List[str], j: int) -> bool:
-    """Whether a ``/`` at ``j`` starts a regular-expression literal (a guess, as editors make)."""
-    k = j - 1
-    while k >= 0 and out[k] in " \t\r\n":
-        k -= 1
-    if k < 0:
-        return True
-    ch = out[k]
-    if ch in _JS_REGEX_PREV:
-        return True
-    if ch.isalnum() or ch in "_$":
-        s = k
-        while s >= 0 and (out[s].isalnum() or out[s] in "_$"):
-            s -= 1
-        return "".join(out[s + 1 : k + 1]) in _JS_REGEX_WORDS
-    return False
-
-
-def _js_regex_end(text: str, j: int) -> Optional[Tuple[int, int]]:
-    """``(closing slash, end after flags)`` of a regex literal starting at ``j``, or None."""
-    n = len(text)
-    k = j + 1
-    in_class = False
-    while k < n:
-        ch = text[k]
-        if ch == "\\":
-            k += 2
-            continue
-        if ch == "\n":
-            return None
-        if in_class:
-            if ch == "]":
-                in_class = False
-        elif ch == "[":
-            in_class = True
-        elif ch == "/":
-            close = k
-            k += 1
-            while k < n and (text[k].isalnum() or text[k] in "_$"):
-                k += 1
-            return close, k
-        k += 1
-    return None
-
-
-def js_lex(text: str) -> Tuple[str, List[Tuple[int, int, str]]]:
-    """Split JS/TS source into code and string literals.
-
-    Returns the text with comments blanked and the contents of string, template and regex
-    literals blanked (delimiters and ``${...}`` code kept; newlines kept, so offsets and lines
-    match the original), and the literals as ``(start offset, end offset, decoded value)``.
-    """
-    n = len(text)
-    out = list(text)
-    strings = []  # type: List[Tuple[int, int, str]]
-    frames = [["code", 0]]  # type: List[List[Any]]
-    i = 0
-    while i < n:
-        top = frames[-1]
-        if top[0] == "tpl":
-            m = _JS_TPL_STOP.search(text, i)
-            j = n if m is None else m.start()
-            top[2].append(text[i:j])
-            _blank(out, i, j)
-            if m is None:
-                strings.append((top[1], n, _js_unescape("".join(top[2]))))
-                break
-            tok = m.group(0)
-            if tok == "\\":
-                top[2].append(text[j : j + 2])
-                _blank(out, j, j + 2)
-                i = j + 2
-            elif tok == "`":
-                frames.pop()
-                strings.append((top[1], j + 1, _js_unescape("".join(top[2]))))
-                i = j + 1
-            else:
-                top[2].append("{}")
-                frames.append(["code", 0])
-                i = j + 2
-            continue
-        m = _JS_CODE_STOP.search(text, i)
-        if m is None:
-            break
-        j = m.start()
-        c = text[j]
-        i = j + 1
-        if c == "{":
-            top[1] += 1
-        elif c == "}":
-            if top[1] == 0 and len(frames) > 1:
-                frames.pop()
-            else:
-                top[1] = max(0, top[1] - 1)
-        elif c == "/":
-            nxt = text[j + 1 : j + 2]
-            if nxt == "/":
-                end = text.find("\n", j)
-                i = n if end < 0 else end
-                _blank(out, j, i)
-            elif nxt == "*":
-                end = text.find("*/", j + 2)
-                i = n if end < 0 else end + 2
-                _blank(out, j, i)
-            elif _js_regex_allowed(out, j):
-                span = _js_regex_end(text, j)
-                if span is not None:
-                    _blank(out, j + 1, span[0])
-                    i = span[1]
-        elif c in "'\"":
-            k = j + 1
-            while k < n:
-                ch = text[k]
-                if ch == "\\":
-                    k += 2
-                    continue
-                if ch == c or ch == "\n":
-                    break
-                k += 1
-            k = min(k, n)
-            strings.append((j, k + 1, _js_unescape(text[j + 1 : k])))
-            _blank(out, j + 1, k)
-            i = k + 1
-        else:
-            frames.append(["tpl", j, []])
-    return "".join(out), strings
-
-
 _JS_NAME = r"(?<![\w$.])"
 _JS_ASSIGN = r"\s*=(?![=>])"
 _JS_Q = r"(['\"`])"
@@ -1151,113 +982,142 @@ def _js_runner_module(spec: str) -> bool:
     return spec.startswith(("jest", "@jest/", "vitest", "@vitest/", "mocha"))
 
 
-def _scan_js(text: str) -> List[Hit]:
-    code, strings = js_lex(text)
-    by_start = {s[0]: s for s in strings}
-    newlines = [m.start() for m in re.finditer("\n", text)]
-    hits = []  # type: List[Hit]
+class _JsScan:
+    """The rules over one JS/TS file, run on its lexed code (see :func:`js_lex`)."""
 
-    def line_at(offset: int) -> int:
-        return bisect.bisect_left(newlines, offset) + 1
+    def __init__(self, text: str) -> None:
+        self.code, self.strings = js_lex(text)
+        self.by_start = {s[0]: s for s in self.strings}
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
+        self.hits = []  # type: List[Hit]
 
-    def add(rule: str, offset: int, sig: str, detail: str) -> None:
-        hits.append(_hit(rule, line_at(offset), sig, detail))
+    def line_at(self, offset: int) -> int:
+        return bisect.bisect_left(self.newlines, offset) + 1
 
-    def string_at(offset: int) -> Optional[str]:
-        s = by_start.get(offset)
+    def add(self, rule: str, offset: int, sig: str, detail: str) -> None:
+        self.hits.append(_hit(rule, self.line_at(offset), sig, detail))
+
+    def string_at(self, offset: int) -> Optional[str]:
+        s = self.by_start.get(offset)
         return None if s is None else s[2]
 
-    for m in _JS_EXIT_RE.finditer(code):
-        name = m.group(1) or string_at(m.start(2))  # process.exit or process["exit"]
-        if name not in _JS_EXIT_NAMES:
-            continue
-        name = "process." + name
-        add("exit-call", m.start(), "exit-call:" + name, "uses %s" % name)
-    for m in _JS_EXITCODE_RE.finditer(code):
-        add("exit-call", m.start(), "exit-call:process.exitCode", "sets process.exitCode")
-    for m in _JS_ON_EXIT_RE.finditer(code):
-        event = string_at(m.start(2))
-        if event in ("exit", "beforeExit"):
-            add(
-                "exit-call",
-                m.start(),
-                "exit-call:process.%s:%s" % (m.group(1), event),
-                "registers a process '%s' handler" % event,
-            )
-    for m in _JS_GLOBAL_RE.finditer(code):
-        owner, name, end = m.group(1), m.group(2), m.end()
-        if name is None:
-            lit = by_start.get(m.start(3))
-            if lit is None:
+    def run(self) -> List[Hit]:
+        self.process_hits()
+        self.global_hits()
+        self.import_hits()
+        self.stream_hits()
+        for start, _end, value in self.strings:
+            for rule, sig, offset, detail in _string_findings(value):
+                line = self.line_at(start) + value.count("\n", 0, offset)
+                self.hits.append(_hit(rule, line, sig, detail))
+        return self.hits
+
+    def process_hits(self) -> None:
+        """``process.exit`` and its kin, ``process.exitCode =``, exit handlers."""
+        code, add = self.code, self.add
+        for m in _JS_EXIT_RE.finditer(code):
+            name = m.group(1) or self.string_at(m.start(2))  # process.exit or process["exit"]
+            if name not in _JS_EXIT_NAMES:
                 continue
-            name = lit[2]
-            close = _JS_CLOSE_BRACKET_RE.match(code, lit[1])
-            if close is None:
-                continue
-            end = close.end()
-        if name in _JS_RUNNER_GLOBALS and _JS_WRITE_TAIL_RE.match(code, end):
-            add(
-                "runner-global",
-                m.start(),
-                "runner-global:%s.%s" % (owner, name),
-                "writes test-runner global %s.%s" % (owner, name),
-            )
-    for m in _JS_DEFINE_RE.finditer(code):
-        name = string_at(m.start(2))
-        if name in _JS_RUNNER_GLOBALS:
-            add(
-                "runner-global",
-                m.start(),
-                "runner-global:define:%s.%s" % (m.group(1), name),
-                "defines test-runner global %s.%s" % (m.group(1), name),
-            )
-    for m in _JS_BARE_RE.finditer(code):
-        add(
-            "runner-global",
-            m.start(1),
-            "runner-global:%s=" % m.group(1),
-            "assigns test-runner global %s" % m.group(1),
-        )
-    for rx in (_JS_REQUIRE_RE, _JS_DYN_IMPORT_RE, _JS_STATIC_IMPORT_RE):
-        for m in rx.finditer(code):
-            spec = string_at(m.start(1))
-            if spec is not None and _js_runner_module(spec):
+            name = "process." + name
+            add("exit-call", m.start(), "exit-call:" + name, "uses %s" % name)
+        for m in _JS_EXITCODE_RE.finditer(code):
+            add("exit-call", m.start(), "exit-call:process.exitCode", "sets process.exitCode")
+        for m in _JS_ON_EXIT_RE.finditer(code):
+            event = self.string_at(m.start(2))
+            if event in ("exit", "beforeExit"):
                 add(
-                    "runner-import",
+                    "exit-call",
                     m.start(),
-                    "runner-import:" + spec[:80],
-                    "imports test-runner module %s" % spec,
+                    "exit-call:process.%s:%s" % (m.group(1), event),
+                    "registers a process '%s' handler" % event,
                 )
-    for m in _JS_REQUIRE_CACHE_RE.finditer(code):
-        add("runner-import", m.start(), "runner-import:require.cache", "writes require.cache")
-    for m in _JS_MODULE_PATCH_RE.finditer(code):
-        add(
-            "runner-import",
-            m.start(),
-            "runner-import:Module.%s" % m.group(1),
-            "patches the module loader (Module.%s)" % m.group(1),
-        )
-    for m in _JS_PROTO_REQUIRE_RE.finditer(code):
-        add(
-            "runner-import",
-            m.start(),
-            "runner-import:Module.prototype.%s" % m.group(1),
-            "patches the module loader (prototype.%s)" % m.group(1),
-        )
-    for m in _JS_STREAM_RE.finditer(code):
-        name = "process.%s.write" % m.group(1) if m.group(1) else "console.%s" % m.group(2)
-        add("stream-patch", m.start(), "stream-patch:" + name, "replaces %s" % name)
-    for m in _JS_ENV_RE.finditer(code):
-        add(
-            "verifier-path",
-            m.start(),
-            "verifier-path:" + m.group(1),
-            "reads the verifier's setting process.env.%s" % m.group(1),
-        )
-    for start, _end, value in strings:
-        for rule, sig, offset, detail in _string_findings(value):
-            hits.append(_hit(rule, line_at(start) + value.count("\n", 0, offset), sig, detail))
-    return hits
+
+    def global_hits(self) -> None:
+        """Writes to the test runner's globals (``global.expect = …``, ``it = …``)."""
+        code, add = self.code, self.add
+        for m in _JS_GLOBAL_RE.finditer(code):
+            owner, name, end = m.group(1), m.group(2), m.end()
+            if name is None:
+                lit = self.by_start.get(m.start(3))
+                if lit is None:
+                    continue
+                name = lit[2]
+                close = _JS_CLOSE_BRACKET_RE.match(code, lit[1])
+                if close is None:
+                    continue
+                end = close.end()
+            if name in _JS_RUNNER_GLOBALS and _JS_WRITE_TAIL_RE.match(code, end):
+                add(
+                    "runner-global",
+                    m.start(),
+                    "runner-global:%s.%s" % (owner, name),
+                    "writes test-runner global %s.%s" % (owner, name),
+                )
+        for m in _JS_DEFINE_RE.finditer(code):
+            name = self.string_at(m.start(2))
+            if name in _JS_RUNNER_GLOBALS:
+                add(
+                    "runner-global",
+                    m.start(),
+                    "runner-global:define:%s.%s" % (m.group(1), name),
+                    "defines test-runner global %s.%s" % (m.group(1), name),
+                )
+        for m in _JS_BARE_RE.finditer(code):
+            add(
+                "runner-global",
+                m.start(1),
+                "runner-global:%s=" % m.group(1),
+                "assigns test-runner global %s" % m.group(1),
+            )
+
+    def import_hits(self) -> None:
+        """Imports of the runners' modules, writes to ``require.cache`` and the module loader."""
+        code, add = self.code, self.add
+        for rx in (_JS_REQUIRE_RE, _JS_DYN_IMPORT_RE, _JS_STATIC_IMPORT_RE):
+            for m in rx.finditer(code):
+                spec = self.string_at(m.start(1))
+                if spec is not None and _js_runner_module(spec):
+                    add(
+                        "runner-import",
+                        m.start(),
+                        "runner-import:" + spec[:80],
+                        "imports test-runner module %s" % spec,
+                    )
+        for m in _JS_REQUIRE_CACHE_RE.finditer(code):
+            add("runner-import", m.start(), "runner-import:require.cache", "writes require.cache")
+        for m in _JS_MODULE_PATCH_RE.finditer(code):
+            add(
+                "runner-import",
+                m.start(),
+                "runner-import:Module.%s" % m.group(1),
+                "patches the module loader (Module.%s)" % m.group(1),
+            )
+        for m in _JS_PROTO_REQUIRE_RE.finditer(code):
+            add(
+                "runner-import",
+                m.start(),
+                "runner-import:Module.prototype.%s" % m.group(1),
+                "patches the module loader (prototype.%s)" % m.group(1),
+            )
+
+    def stream_hits(self) -> None:
+        """Replaced output streams, and reads of the verifier's settings."""
+        code, add = self.code, self.add
+        for m in _JS_STREAM_RE.finditer(code):
+            name = "process.%s.write" % m.group(1) if m.group(1) else "console.%s" % m.group(2)
+            add("stream-patch", m.start(), "stream-patch:" + name, "replaces %s" % name)
+        for m in _JS_ENV_RE.finditer(code):
+            add(
+                "verifier-path",
+                m.start(),
+                "verifier-path:" + m.group(1),
+                "reads the verifier's setting process.env.%s" % m.group(1),
+            )
+
+
+def _scan_js(text: str) -> List[Hit]:
+    return _JsScan(text).run()
 
 
 # -- API ------------------------------------------------------------------------------------------
