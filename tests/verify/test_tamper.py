@@ -19,7 +19,9 @@ from repogym.verify import tamper
 from repogym.verify.tamper import baseline, language_of, new_hits, parse_ok, scan, signatures
 
 TAMPER_PY = Path(tamper.__file__).resolve()
-JS_LEX_PY = Path(js_lex.__file__).resolve()  # shipped beside tamper.py, which loads it
+JS_LEX_PY = Path(js_lex.__file__).resolve()
+PARTS = [TAMPER_PY.with_name(f"_tamper_{part}.py") for part in ("strings", "python", "js")]
+SHIPPED = [TAMPER_PY, *PARTS, JS_LEX_PY]  # copied together into a task's tests/ folder
 SRC = TAMPER_PY.parents[1]  # src/repogym
 
 
@@ -633,8 +635,8 @@ def test_cli_standalone(python: str, tmp_path: Path) -> None:
         pytest.skip(f"{python} is not installed")
     copy = tmp_path / "tests" / "tamper.py"
     copy.parent.mkdir()
-    copy.write_bytes(TAMPER_PY.read_bytes())
-    (copy.parent / "js_lex.py").write_bytes(JS_LEX_PY.read_bytes())
+    for path in SHIPPED:
+        (copy.parent / path.name).write_bytes(path.read_bytes())
     root = tmp_path / "repo"
     _tree(root)
     (root / "pkg/cli.py").write_text(CLI_PY, encoding="utf-8")
@@ -695,15 +697,19 @@ STDLIB_IMPORTS = {
     "typing",
 }
 SIBLING_IMPORTS = {
-    # tamper.py loads the JS lexer from repogym.lang in the package, from beside it in a task
-    TAMPER_PY: {"repogym.lang.js_lex", "js_lex"},
+    # The scan's modules load each other from the package, or from beside them in a task.
+    TAMPER_PY: {"_tamper_strings", "_tamper_python", "_tamper_js"},
+    PARTS[0]: set(),
+    PARTS[1]: {"_tamper_strings"},
+    PARTS[2]: {"_tamper_strings", "js_lex"},
     JS_LEX_PY: set(),
 }
+PACKAGES = {"js_lex": "repogym.lang"}  # the others are in repogym.verify
 
 
-@pytest.mark.parametrize("path", [TAMPER_PY, JS_LEX_PY], ids=["tamper", "js_lex"])
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_file_is_self_contained(path: Path) -> None:
-    """Standard-library imports only (but for the lexer tamper.py loads from beside it) and
+    """Standard-library imports only (but for each other, from beside them in a task) and
     nothing newer than Python 3.6 in the syntax used."""
     source = path.read_text(encoding="utf-8")
     assert source.startswith("#!/usr/bin/env python3\n# ruff: noqa: UP006, ")
@@ -717,7 +723,9 @@ def test_file_is_self_contained(path: Path) -> None:
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0
-            if node.module in SIBLING_IMPORTS[path]:
+            name = (node.module or "").rsplit(".", 1)[-1]
+            package = PACKAGES.get(name, "repogym.verify")
+            if name in SIBLING_IMPORTS[path] and node.module in (name, f"{package}.{name}"):
                 siblings.add(node.module)
             else:
                 imported.add((node.module or "").split(".")[0])
@@ -725,7 +733,8 @@ def test_file_is_self_contained(path: Path) -> None:
         if isinstance(node, ast.arguments):
             assert not node.posonlyargs
     assert imported <= STDLIB_IMPORTS
-    assert siblings == SIBLING_IMPORTS[path]
+    wanted = SIBLING_IMPORTS[path]
+    assert siblings == wanted | {f"{PACKAGES.get(n, 'repogym.verify')}.{n}" for n in wanted}
     assert "from __future__" not in source
 
 
@@ -786,7 +795,7 @@ def test_a_scan_that_cannot_finish_is_a_hit(monkeypatch) -> None:
     def boom(self):  # type: ignore[no-untyped-def]
         raise RecursionError
 
-    monkeypatch.setattr(tamper_module._PyScan, "run", boom)
+    monkeypatch.setattr(tamper_module.PyScan, "run", boom)
     hits = scan("pkg/mod.py", "x = 1\n")
     assert [h["sig"] for h in hits] == ["scan-incomplete"]
     assert new_hits("pkg/mod.py", "x = 1\n", []) != []

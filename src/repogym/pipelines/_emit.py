@@ -40,7 +40,15 @@ RECORD_DIR = "/usr/lib/repogym"
 JS_RUNNERS = ("jest", "vitest", "mocha", "node")
 """Runners whose tasks also get the Node verifier (``verifier.mjs``) and recorder: an image
 without Python is then still recorded and graded (``test.sh`` picks the verifier)."""
-_VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
+_VERIFY_MODULES = (
+    "parsers.py",
+    "reports.py",
+    "tamper.py",
+    "_tamper_strings.py",
+    "_tamper_python.py",
+    "_tamper_js.py",
+    "infra.py",
+)
 _LANG_MODULES = ("js_lex.py",)
 """Modules of :mod:`repogym.lang` the shipped verify modules load from beside them."""
 _RUNNER_TEMPLATES = (
