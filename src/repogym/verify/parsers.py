@@ -321,9 +321,12 @@ def _nodeid_prefix(s: str, known: Optional[Dict[str, str]] = None) -> str:
     return s.rstrip()
 
 
-def _pytest_session(lines: List[str], out: _Out, messages: Dict[str, str]) -> Dict[str, str]:
-    """Results of one pytest session (worst-of within the session, summary over -v lines);
-    the failure messages found go to ``messages``."""
+def _pytest_summary(
+    lines: List[str], out: _Out, messages: Dict[str, str]
+) -> Tuple[Dict[str, str], Optional[int]]:
+    """The results of a session's last "short test summary info" section (worst-of), and the
+    index of its header line (None: no summary); the failure messages found go to
+    ``messages``."""
     summary = {}  # type: Dict[str, str]
     start = None
     for idx, line in enumerate(lines):
@@ -359,6 +362,13 @@ def _pytest_session(lines: List[str], out: _Out, messages: Dict[str, str]) -> Di
                 message = _pt_message(tail[3:])
                 if message:
                     messages[tid] = message
+    return summary, start
+
+
+def _pytest_session(lines: List[str], out: _Out, messages: Dict[str, str]) -> Dict[str, str]:
+    """Results of one pytest session (worst-of within the session, summary over -v lines);
+    the failure messages found go to ``messages``."""
+    summary, start = _pytest_summary(lines, out, messages)
     verbose = {}  # type: Dict[str, str]
     pending = None  # type: Optional[str]
     run_over = False
@@ -1434,20 +1444,23 @@ class _GoBlock:
                 self.messages[name] = message
 
 
-def _parse_go(text: str, lines: List[str]) -> _Out:
-    out = _Out()
-    entries = []  # type: List[Tuple[Optional[str], str, str]]
-    entry_messages = []  # type: List[Optional[str]]  # aligned with entries
-    errors = {}  # type: Dict[str, str]
-    build_messages = {}  # type: Dict[str, str]  # package -> first compiler error
-    block = _GoBlock()  # text output of the package being printed
-    packages = {}  # type: Dict[str, _GoBlock]  # -json events, by package
-    lone_fail = False
-    current = None  # type: Optional[str]  # the test whose output is being printed (-v)
-    failed_at = None  # type: Optional[Tuple[str, int]]  # last "--- FAIL" line: (test, indent)
-    building = None  # type: Optional[str]  # the package of a "# pkg" build output block
+class _GoLog:
+    """What :func:`_parse_go` gathers over the lines of a ``go test`` log (text or ``-json``)."""
 
-    def finish(b: _GoBlock, pkg: Optional[str], failed: Optional[bool]) -> None:
+    def __init__(self) -> None:
+        self.out = _Out()
+        self.entries = []  # type: List[Tuple[Optional[str], str, str]]
+        self.entry_messages = []  # type: List[Optional[str]]  # aligned with entries
+        self.errors = {}  # type: Dict[str, str]
+        self.build_messages = {}  # type: Dict[str, str]  # package -> first compiler error
+        self.block = _GoBlock()  # text output of the package being printed
+        self.packages = {}  # type: Dict[str, _GoBlock]  # -json events, by package
+        self.lone_fail = False
+        self.current = None  # type: Optional[str]  # the test whose output is being printed (-v)
+        self.failed_at = None  # type: Optional[Tuple[str, int]]  # last "--- FAIL": (test, indent)
+        self.building = None  # type: Optional[str]  # the package of a "# pkg" build output block
+
+    def finish(self, b: _GoBlock, pkg: Optional[str], failed: Optional[bool]) -> None:
         for name in b.running:
             if name not in b.results:
                 if name in b.fallback:
@@ -1455,79 +1468,80 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
                 elif failed is not None:
                     b.results[name] = FAILED if failed else PASSED
         if failed and not b.results and pkg is not None:
-            errors[pkg] = ERROR
+            self.errors[pkg] = ERROR
         for name, status in b.results.items():
-            entries.append((pkg, name, status))
-            entry_messages.append(b.messages.get(name))
+            self.entries.append((pkg, name, status))
+            self.entry_messages.append(b.messages.get(name))
 
-    for line in lines:
-        if not line:
-            continue
-        c = line[0]
-        if c == "{" and '"Action"' in line:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                out.warn("a go test -json line is truncated or malformed")
-                continue
-            if not isinstance(ev, dict):
-                continue
-            out.recognised = True
-            action = ev.get("Action")
-            if action == "build-fail" and isinstance(ev.get("ImportPath"), str):
-                errors[ev["ImportPath"].split(" ", 1)[0]] = ERROR
-                continue
-            if action == "build-output" and isinstance(ev.get("ImportPath"), str):
-                output = ev.get("Output")
-                target = ev["ImportPath"].split(" ", 1)[0]
-                message = short_message(output)
-                if (
-                    message
-                    and isinstance(output, str)
-                    and not output.startswith("#")
-                    and target not in build_messages
-                ):
-                    build_messages[target] = message
-                continue
-            pkg = ev.get("Package")
-            if not isinstance(pkg, str) or not isinstance(action, str):
-                continue
-            b = packages.setdefault(pkg, _GoBlock())
-            test = ev.get("Test")
-            if action == "output":
-                output = ev.get("Output")
-                if isinstance(output, str) and "--- " in output:
-                    for hit in _GO_RESULT.finditer(output):
-                        b.fallback[hit.group(2)] = _GO_STATUS[hit.group(1)]
-                if (
-                    isinstance(test, str)
-                    and isinstance(output, str)
-                    and (_GO_MESSAGE.match(output.rstrip("\n")) or output.startswith("panic: "))
-                ):
-                    b.note(test, output)
-                continue
-            if isinstance(test, str):
-                if action == "run":
-                    b.running[test] = True
-                    b.messages.pop(test, None)  # a rerun (-count) starts afresh
-                elif action in _GO_ACTION:
-                    b.results[test] = _GO_ACTION[action]
-                    b.running.setdefault(test, True)
+    def event(self, line: str) -> None:
+        """One line of ``go test -json``."""
+        out = self.out
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            out.warn("a go test -json line is truncated or malformed")
+            return
+        if not isinstance(ev, dict):
+            return
+        out.recognised = True
+        action = ev.get("Action")
+        if action == "build-fail" and isinstance(ev.get("ImportPath"), str):
+            self.errors[ev["ImportPath"].split(" ", 1)[0]] = ERROR
+            return
+        if action == "build-output" and isinstance(ev.get("ImportPath"), str):
+            output = ev.get("Output")
+            target = ev["ImportPath"].split(" ", 1)[0]
+            message = short_message(output)
+            if (
+                message
+                and isinstance(output, str)
+                and not output.startswith("#")
+                and target not in self.build_messages
+            ):
+                self.build_messages[target] = message
+            return
+        pkg = ev.get("Package")
+        if not isinstance(pkg, str) or not isinstance(action, str):
+            return
+        b = self.packages.setdefault(pkg, _GoBlock())
+        test = ev.get("Test")
+        if action == "output":
+            output = ev.get("Output")
+            if isinstance(output, str) and "--- " in output:
+                for hit in _GO_RESULT.finditer(output):
+                    b.fallback[hit.group(2)] = _GO_STATUS[hit.group(1)]
+            if (
+                isinstance(test, str)
+                and isinstance(output, str)
+                and (_GO_MESSAGE.match(output.rstrip("\n")) or output.startswith("panic: "))
+            ):
+                b.note(test, output)
+            return
+        if isinstance(test, str):
+            if action == "run":
+                b.running[test] = True
+                b.messages.pop(test, None)  # a rerun (-count) starts afresh
             elif action in _GO_ACTION:
-                if ev.get("FailedBuild"):
-                    errors[pkg] = ERROR
-                finish(b, pkg, action == "fail")
-                del packages[pkg]
-            continue
-        if building is not None:
+                b.results[test] = _GO_ACTION[action]
+                b.running.setdefault(test, True)
+        elif action in _GO_ACTION:
+            if ev.get("FailedBuild"):
+                self.errors[pkg] = ERROR
+            self.finish(b, pkg, action == "fail")
+            del self.packages[pkg]
+
+    def text(self, line: str, c: str) -> None:
+        """One line of ``go test``'s text output (``c``: its first character)."""
+        out, block = self.out, self.block
+        if self.building is not None:
             message = short_message(line)
             if message and c != "#" and not line.startswith("FAIL"):
-                build_messages.setdefault(building, message)
-            building = None
+                self.build_messages.setdefault(self.building, message)
+            self.building = None
         if c == "#":
             m = _GO_BUILD_HEADER.match(line)
-            building = m.group(1) if m else None
-            continue
+            self.building = m.group(1) if m else None
+            return
         if "--- " in line:
             m = _GO_RESULT.search(line)
             if m:
@@ -1535,18 +1549,19 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
                 name = m.group(2)
                 block.results[name] = _GO_STATUS[m.group(1)]
                 block.running.setdefault(name, True)
-                failed_at = (name, _indent(line)) if m.group(1) == "FAIL" else None
-                continue
+                self.failed_at = (name, _indent(line)) if m.group(1) == "FAIL" else None
+                return
         if c == "=":
-            failed_at = None
+            self.failed_at = None
             m = _GO_RUN.match(line)
             if m:
                 out.recognised = True
                 block.running[m.group(1)] = True
                 block.messages.pop(m.group(1), None)  # a rerun (-count) starts afresh
             m = _GO_CURRENT.match(line)
-            current = m.group(1) if m else None
-            continue
+            self.current = m.group(1) if m else None
+            return
+        failed_at = self.failed_at
         if c == " ":
             # A test's log line: below its "--- FAIL" (without -v), or while it runs (-v).
             m = _GO_MESSAGE.match(line)
@@ -1554,50 +1569,67 @@ def _parse_go(text: str, lines: List[str]) -> _Out:
                 if failed_at is not None:
                     if len(m.group(1)) > failed_at[1]:
                         block.note(failed_at[0], m.group(2))
-                elif current is not None:
-                    block.note(current, m.group(2))
-                continue
+                elif self.current is not None:
+                    block.note(self.current, m.group(2))
+                return
         if c == "p" and failed_at is not None and line.startswith("panic: "):
             block.note(failed_at[0], line)
-        failed_at = None
+        self.failed_at = None
         if c in "oF?":
             if line == "FAIL":
-                lone_fail = True
-                continue
+                self.lone_fail = True
+                return
             m = _GO_PKG.match(line)
             if m:
                 out.recognised = True
                 if m.group(1):
-                    finish(block, m.group(2), False)
+                    self.finish(block, m.group(2), False)
                 elif m.group(3):
                     if m.group(5):
-                        errors[m.group(4)] = ERROR
-                    finish(block, m.group(4), True)
+                        self.errors[m.group(4)] = ERROR
+                    self.finish(block, m.group(4), True)
                 else:
-                    finish(block, m.group(7), None)
-                block, lone_fail, current = _GoBlock(), False, None
-                continue
-    if block.results or block.running:
-        finish(block, None, True if lone_fail else None)
-        if not lone_fail:
+                    self.finish(block, m.group(7), None)
+                self.block, self.lone_fail, self.current = _GoBlock(), False, None
+
+    def result(self) -> _Out:
+        """The results, once every line has been read."""
+        out, block, lone_fail = self.out, self.block, self.lone_fail
+        if block.results or block.running:
+            self.finish(block, None, True if lone_fail else None)
+            if not lone_fail:
+                out.warn(TRUNCATED)
+        for pkg, b in self.packages.items():
+            self.finish(b, pkg, None)
             out.warn(TRUNCATED)
-    for pkg, b in packages.items():
-        finish(b, pkg, None)
-        out.warn(TRUNCATED)
-    ids = _qualified_ids(entries, "::")
-    out.tests = {}
-    for i, tid in enumerate(ids):
-        out.tests[tid] = entries[i][2]
-        out.failures.pop(tid, None)
-        message = entry_messages[i]
-        if message:
-            out.failures[tid] = message
-    for pkg in errors:
-        out.tests[pkg] = ERROR
-        out.failures.pop(pkg, None)
-        if build_messages.get(pkg):
-            out.failures[pkg] = build_messages[pkg]
-    return out
+        entries = self.entries
+        ids = _qualified_ids(entries, "::")
+        out.tests = {}
+        for i, tid in enumerate(ids):
+            out.tests[tid] = entries[i][2]
+            out.failures.pop(tid, None)
+            message = self.entry_messages[i]
+            if message:
+                out.failures[tid] = message
+        for pkg in self.errors:
+            out.tests[pkg] = ERROR
+            out.failures.pop(pkg, None)
+            if self.build_messages.get(pkg):
+                out.failures[pkg] = self.build_messages[pkg]
+        return out
+
+
+def _parse_go(text: str, lines: List[str]) -> _Out:
+    log = _GoLog()
+    for line in lines:
+        if not line:
+            continue
+        c = line[0]
+        if c == "{" and '"Action"' in line:
+            log.event(line)
+        else:
+            log.text(line, c)
+    return log.result()
 
 
 # --------------------------------------------------------------------------------------------
