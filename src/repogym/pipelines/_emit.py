@@ -32,6 +32,7 @@ from repogym.pipelines.base import Candidate
 from repogym.spec import RuntimeOptions
 from repogym.verify import canaries
 from repogym.verify.file_kinds import is_release_notes
+from repogym.verify.parsers import PARSER_PARTS
 
 SPEC_VERSION = "0.2.0"
 RECORD_SCRIPT = "repogym_record.py"
@@ -42,6 +43,7 @@ JS_RUNNERS = ("jest", "vitest", "mocha", "node")
 without Python is then still recorded and graded (``test.sh`` picks the verifier)."""
 _VERIFY_MODULES = (
     "parsers.py",
+    *(f"_log_{part}.py" for part in PARSER_PARTS),
     "reports.py",
     "tamper.py",
     "_tamper_strings.py",
@@ -98,8 +100,14 @@ def template(name: str) -> bytes:
 
 
 def verify_module(name: str) -> bytes:
-    """A stdlib-only module of :mod:`repogym.verify` shipped into tasks (``parsers.py``, …)."""
-    return resources.files("repogym.verify").joinpath(name).read_bytes()
+    """A stdlib-only module of :mod:`repogym.verify` shipped into tasks (``parsers.py``, …):
+    ``parsers.py`` is the ``parsers`` package's ``__init__.py``, ``_log_*.py`` its modules."""
+    where = resources.files("repogym.verify")
+    if name == "parsers.py":
+        return where.joinpath("parsers", "__init__.py").read_bytes()
+    if name.startswith("_log_"):
+        return where.joinpath("parsers", name).read_bytes()
+    return where.joinpath(name).read_bytes()
 
 
 def lang_module(name: str) -> bytes:
