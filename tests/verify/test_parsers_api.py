@@ -21,7 +21,7 @@ from repogym.verify.parsers import (
     detect_runner,
     parse_log,
 )
-from tests.verify.logutil import LOGS, PARSERS_PY, parse, read
+from tests.verify.logutil import LOGS, PARSER_PARTS, PARSERS_PY, parse, read, ship_parsers
 
 EXPECTED_RUNNER = {
     "pytest": "pytest",
@@ -82,7 +82,7 @@ def test_result_to_dict() -> None:
 
 
 def test_parser_crash_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(text: str, lines: list[str]) -> parsers._Out:
+    def boom(text: str, lines: list[str]) -> parsers.Out:
         raise RuntimeError("bug")
 
     monkeypatch.setitem(parsers._PARSERS, "go", boom)
@@ -171,8 +171,7 @@ def test_runs_standalone_under_old_interpreters(python: str, tmp_path: Path) -> 
     """The copied file must work on its own (no repogym) under the repository's Python."""
     if not Path(python).exists() and not shutil.which(python):
         pytest.skip(f"{python} is not installed")
-    copy = tmp_path / "parsers.py"
-    copy.write_bytes(PARSERS_PY.read_bytes())
+    copy = ship_parsers(tmp_path)
     for name in ("pytest_v_rA.log", "jest_json.log", "go_json.log", "mocha_spec.log"):
         proc = subprocess.run(
             [python, "-I", str(copy), str(LOGS / name)],
@@ -184,18 +183,26 @@ def test_runs_standalone_under_old_interpreters(python: str, tmp_path: Path) -> 
         assert json.loads(proc.stdout.decode("utf-8")) == parse(name).to_dict()
 
 
-def test_file_is_self_contained() -> None:
-    """Standard-library imports only, and Python 3.8 syntax."""
-    source = PARSERS_PY.read_text(encoding="utf-8")
+@pytest.mark.parametrize("path", [PARSERS_PY, *PARSER_PARTS], ids=lambda p: p.stem)
+def test_file_is_self_contained(path: Path) -> None:
+    """Standard-library imports only (but for each other: the _log_*.py modules shipped beside
+    parsers.py, or in the package), and Python 3.8 syntax."""
+    source = path.read_text(encoding="utf-8")
     tree = ast.parse(source, feature_version=(3, 8))
     imported = set()
+    shipped = {part.stem for part in PARSER_PARTS}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0
-            imported.add((node.module or "").split(".")[0])
-    assert imported <= {"argparse", "json", "re", "sys", "typing"}
+            module = node.module or ""
+            sibling = module.removeprefix("repogym.verify.parsers.")
+            if sibling in shipped and module in (sibling, f"repogym.verify.parsers.{sibling}"):
+                continue
+            imported.add(module.split(".")[0])
+    # os: parsers.py puts its own folder on sys.path to load the modules beside it
+    assert imported <= {"argparse", "json", "os", "re", "sys", "typing"}
     assert "from __future__" not in source
 
 
@@ -207,3 +214,8 @@ def test_cli_missing_file(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert b"cannot read" in proc.stderr
+
+
+def test_every_module_of_the_package_is_shipped() -> None:
+    """Tasks get parsers.py and the modules PARSER_PARTS names: that must be all of them."""
+    assert {f"_log_{part}" for part in parsers.PARSER_PARTS} == {p.stem for p in PARSER_PARTS}

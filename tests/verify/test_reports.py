@@ -29,7 +29,7 @@ from repogym.verify.reports import (
 
 TEMPLATES = Path(repogym.pipelines.__file__).resolve().parent / "_templates"
 WRAPPER = TEMPLATES / "repogym_unittest.py"
-READER = Path(parsers.__file__).resolve().parent / "reports.py"
+READER = Path(parsers.__file__).resolve().parent.parent / "reports.py"
 PYENV = Path("/root/.pyenv/versions")
 OLD_PYTHONS = {"3.6": PYENV / "3.6.15/bin/python", "3.13": PYENV / "3.13.0/bin/python"}
 PYTEST_BASE = ["-m", "pytest", "-rA", "--tb=short", "-p", "no:cacheprovider"]

@@ -14,10 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from repogym.lang import js_lex
 from repogym.verify import tamper
 from repogym.verify.tamper import baseline, language_of, new_hits, parse_ok, scan, signatures
 
 TAMPER_PY = Path(tamper.__file__).resolve()
+JS_LEX_PY = Path(js_lex.__file__).resolve()
+PARTS = [TAMPER_PY.with_name(f"_tamper_{part}.py") for part in ("strings", "python", "js")]
+SHIPPED = [TAMPER_PY, *PARTS, JS_LEX_PY]  # copied together into a task's tests/ folder
 SRC = TAMPER_PY.parents[1]  # src/repogym
 
 
@@ -631,7 +635,8 @@ def test_cli_standalone(python: str, tmp_path: Path) -> None:
         pytest.skip(f"{python} is not installed")
     copy = tmp_path / "tests" / "tamper.py"
     copy.parent.mkdir()
-    copy.write_bytes(TAMPER_PY.read_bytes())
+    for path in SHIPPED:
+        (copy.parent / path.name).write_bytes(path.read_bytes())
     root = tmp_path / "repo"
     _tree(root)
     (root / "pkg/cli.py").write_text(CLI_PY, encoding="utf-8")
@@ -679,33 +684,57 @@ def test_cli_standalone(python: str, tmp_path: Path) -> None:
     assert [h["rule"] for h in out[str(root / "nope.py")]] == ["unreadable"]
 
 
-def test_file_is_self_contained() -> None:
-    """Standard-library imports only and nothing newer than Python 3.6 in the syntax used."""
-    source = TAMPER_PY.read_text(encoding="utf-8")
-    assert source.startswith("#!/usr/bin/env python3\n# ruff: noqa: UP006, UP007, UP035, UP045")
+STDLIB_IMPORTS = {
+    "argparse",
+    "ast",
+    "bisect",
+    "collections",
+    "json",
+    "os",
+    "re",
+    "stat",
+    "sys",
+    "typing",
+}
+SIBLING_IMPORTS = {
+    # The scan's modules load each other from the package, or from beside them in a task.
+    TAMPER_PY: {"_tamper_strings", "_tamper_python", "_tamper_js"},
+    PARTS[0]: set(),
+    PARTS[1]: {"_tamper_strings"},
+    PARTS[2]: {"_tamper_strings", "js_lex"},
+    JS_LEX_PY: set(),
+}
+PACKAGES = {"js_lex": "repogym.lang"}  # the others are in repogym.verify
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_file_is_self_contained(path: Path) -> None:
+    """Standard-library imports only (but for each other, from beside them in a task) and
+    nothing newer than Python 3.6 in the syntax used."""
+    source = path.read_text(encoding="utf-8")
+    assert source.startswith("#!/usr/bin/env python3\n# ruff: noqa: UP006, ")
+    if path == TAMPER_PY:
+        assert source.startswith("#!/usr/bin/env python3\n# ruff: noqa: UP006, UP007, UP035, UP045")
     tree = ast.parse(source)
     imported = set()
+    siblings = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0
-            imported.add((node.module or "").split(".")[0])
+            name = (node.module or "").rsplit(".", 1)[-1]
+            package = PACKAGES.get(name, "repogym.verify")
+            if name in SIBLING_IMPORTS[path] and node.module in (name, f"{package}.{name}"):
+                siblings.add(node.module)
+            else:
+                imported.add((node.module or "").split(".")[0])
         assert not isinstance(node, ast.NamedExpr)
         if isinstance(node, ast.arguments):
             assert not node.posonlyargs
-    assert imported <= {
-        "argparse",
-        "ast",
-        "bisect",
-        "collections",
-        "json",
-        "os",
-        "re",
-        "stat",
-        "sys",
-        "typing",
-    }
+    assert imported <= STDLIB_IMPORTS
+    wanted = SIBLING_IMPORTS[path]
+    assert siblings == wanted | {f"{PACKAGES.get(n, 'repogym.verify')}.{n}" for n in wanted}
     assert "from __future__" not in source
 
 
@@ -745,7 +774,9 @@ def test_host_code_false_positive_sanity() -> None:
     registers a module it loads).  parsers.py's ``sys.exit(main())`` is under ``__main__``.
     """
     result = baseline(SRC)
-    parsers_sigs = result.get("verify/parsers.py", [])
+    parsers_sigs = [
+        s for path, sigs in result.items() if path.startswith("verify/parsers/") for s in sigs
+    ]
     assert parsers_sigs, "parsers.py names PASSED/FAILED in strings"
     assert {s.split(":")[0] for s in parsers_sigs} <= {"result-string"}
     assert not [s for s in parsers_sigs if s.startswith(("sys-modules", "builtins-patch", "exit-"))]
@@ -766,7 +797,7 @@ def test_a_scan_that_cannot_finish_is_a_hit(monkeypatch) -> None:
     def boom(self):  # type: ignore[no-untyped-def]
         raise RecursionError
 
-    monkeypatch.setattr(tamper_module._PyScan, "run", boom)
+    monkeypatch.setattr(tamper_module.PyScan, "run", boom)
     hits = scan("pkg/mod.py", "x = 1\n")
     assert [h["sig"] for h in hits] == ["scan-incomplete"]
     assert new_hits("pkg/mod.py", "x = 1\n", []) != []

@@ -439,11 +439,6 @@ def node_recipe(project: NodeProject, *, before: str | None = None) -> Recipe:
             " (the test commands re-run it)"
         )
         df.run(project.pretest.split())
-    globs = set(project.runner_globs) if project.runner == "node" else set()
-    extra = " ".join(
-        a if a in globs and _GLOB_WORD.match(a) else shlex.quote(a) for a in project.runner_args
-    )
-    extra = f" {extra}" if extra else ""
     runner = project.runner
     notes = list(project.notes)
     if not project.pinned:
@@ -455,6 +450,32 @@ def node_recipe(project: NodeProject, *, before: str | None = None) -> Recipe:
                 else ": rebuilding later may differ"
             )
         )
+    test, collect, select = _test_commands(project)
+    # Recipe.commit_date (when this version of the model has it) records the cap.
+    dated = {"commit_date": before} if before and _HAS_DATE and not project.pinned else {}
+    return Recipe(
+        language="node",
+        runner=runner,
+        base_image=image,
+        dockerfile=df.render(),
+        test_command=test,
+        collect_command=collect,
+        select_command=select,
+        workdir=WORKDIR,
+        env=dict(NODE_ENV),
+        notes=notes,
+        **dated,
+    )
+
+
+def _test_commands(project: NodeProject) -> tuple[str, str, str]:
+    """(test command, collect command, select command) for the project's runner."""
+    globs = set(project.runner_globs) if project.runner == "node" else set()
+    extra = " ".join(
+        a if a in globs and _GLOB_WORD.match(a) else shlex.quote(a) for a in project.runner_args
+    )
+    extra = f" {extra}" if extra else ""
+    runner = project.runner
     env = "".join(
         f"{name}={shlex.quote(value)} "
         for name, _, value in (e.partition("=") for e in project.runner_env)
@@ -482,21 +503,7 @@ def node_recipe(project: NodeProject, *, before: str | None = None) -> Recipe:
         select = f"{node_exe} --test{reporter}{extra}"
         test = select
         collect = f"{node_exe} --test{reporter} --test-name-pattern={NO_MATCH}{extra}"
-    # Recipe.commit_date (when this version of the model has it) records the cap.
-    dated = {"commit_date": before} if before and _HAS_DATE and not project.pinned else {}
-    return Recipe(
-        language="node",
-        runner=runner,
-        base_image=image,
-        dockerfile=df.render(),
-        test_command=test,
-        collect_command=collect,
-        select_command=select,
-        workdir=WORKDIR,
-        env=dict(NODE_ENV),
-        notes=notes,
-        **dated,
-    )
+    return test, collect, select
 
 
 _HAS_DATE = "commit_date" in getattr(Recipe, "__dataclass_fields__", {})

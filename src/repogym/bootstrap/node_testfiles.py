@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from repogym.verify.tamper import js_lex
+from repogym.lang.js_lex import js_lex
 
 JS_TEST_FILE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$|(^|/)__tests__/.*\.[cm]?[jt]sx?$")
 _CALL = re.compile(

@@ -202,18 +202,7 @@ def python_recipe(project: PythonProject) -> Recipe:
     df.from_(image)
     df.workdir(WORKDIR)
     df.env(env)
-    if project.apt_packages:
-        names = list(dict.fromkeys(name for name, _ in project.apt_packages))
-        for where in dict.fromkeys(w for _, w in project.apt_packages):
-            df.comment(f"Debian packages the CI installs ({where})")
-        pkgs = shell_words(names)
-        install = ["apt-get", "install", "-y", "--no-install-recommends"]
-        df.run(
-            ["apt-get", "update", "&&", "(", *install, *pkgs, "||", "for", "p", "in", *pkgs]
-            + [";", "do", *install, '"$p"', "||", "echo", "'repogym: Debian package'", '"$p"']
-            + ["'not installed';", "done", ")", "&&", "rm", "-rf", "/var/lib/apt/lists/*"]
-        )
-        notes.append(f"Debian packages from the CI: {', '.join(names)}")
+    _apt_step(project, df, notes)
     installs = bool(
         project.installable
         or project.local_installs
@@ -236,6 +225,46 @@ def python_recipe(project: PythonProject) -> Recipe:
     _dependency_steps(project, df, constraints)
     df.copy(["repo/"], f"{WORKDIR}/")
     install = shell_words(install_words(cap, constraints))
+    _project_steps(project, df, install, notes)
+
+    test_cmd, collect, select = _test_commands(project, notes)
+    return Recipe(
+        language="python",
+        runner=project.runner,
+        base_image=image,
+        dockerfile=df.render(),
+        test_command=test_cmd,
+        collect_command=collect,
+        select_command=select,
+        workdir=WORKDIR,
+        env=env,
+        commit_date=date or "",
+        notes=notes,
+    )
+
+
+def _apt_step(project: PythonProject, df: DockerfileWriter, notes: list[str]) -> None:
+    """The Debian packages the CI installs (each one alone when the whole list fails)."""
+    if not project.apt_packages:
+        return
+    names = list(dict.fromkeys(name for name, _ in project.apt_packages))
+    for where in dict.fromkeys(w for _, w in project.apt_packages):
+        df.comment(f"Debian packages the CI installs ({where})")
+    pkgs = shell_words(names)
+    install = ["apt-get", "install", "-y", "--no-install-recommends"]
+    df.run(
+        ["apt-get", "update", "&&", "(", *install, *pkgs, "||", "for", "p", "in", *pkgs]
+        + [";", "do", *install, '"$p"', "||", "echo", "'repogym: Debian package'", '"$p"']
+        + ["'not installed';", "done", ")", "&&", "rm", "-rf", "/var/lib/apt/lists/*"]
+    )
+    notes.append(f"Debian packages from the CI: {', '.join(names)}")
+
+
+def _project_steps(
+    project: PythonProject, df: DockerfileWriter, install: list[str], notes: list[str]
+) -> None:
+    """After the source snapshot: the project itself, its local packages, the CI's pre-test
+    commands."""
     if _legacy_editable(project):
         extras = f"[{','.join(project.extras)}]" if project.extras else ""
         df.comment(
@@ -267,6 +296,9 @@ def python_recipe(project: PythonProject) -> Recipe:
         df.comment(f"before the tests, as the CI does ({where})")
         df.run([command])
 
+
+def _test_commands(project: PythonProject, notes: list[str]) -> tuple[str, str, str]:
+    """(test command, collect command, select command) for the project's runner."""
     if project.runner == "pytest":
         opts = ["-p", "no:cacheprovider", *project.pytest_options]
         base = f"python -m pytest -rA --tb=short {' '.join(opts)}"
@@ -287,16 +319,4 @@ def python_recipe(project: PythonProject) -> Recipe:
         )
         collect = _heredoc(_UNITTEST_COLLECT.format(start=start, top=top, pattern=pattern))
         select = f"{prefix}python -m unittest -v"
-    return Recipe(
-        language="python",
-        runner=project.runner,
-        base_image=image,
-        dockerfile=df.render(),
-        test_command=test_cmd,
-        collect_command=collect,
-        select_command=select,
-        workdir=WORKDIR,
-        env=env,
-        commit_date=date or "",
-        notes=notes,
-    )
+    return test_cmd, collect, select

@@ -32,6 +32,7 @@ from repogym.pipelines.base import Candidate
 from repogym.spec import RuntimeOptions
 from repogym.verify import canaries
 from repogym.verify.file_kinds import is_release_notes
+from repogym.verify.parsers import PARSER_PARTS
 
 SPEC_VERSION = "0.2.0"
 RECORD_SCRIPT = "repogym_record.py"
@@ -40,7 +41,18 @@ RECORD_DIR = "/usr/lib/repogym"
 JS_RUNNERS = ("jest", "vitest", "mocha", "node")
 """Runners whose tasks also get the Node verifier (``verifier.mjs``) and recorder: an image
 without Python is then still recorded and graded (``test.sh`` picks the verifier)."""
-_VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
+_VERIFY_MODULES = (
+    "parsers.py",
+    *(f"_log_{part}.py" for part in PARSER_PARTS),
+    "reports.py",
+    "tamper.py",
+    "_tamper_strings.py",
+    "_tamper_python.py",
+    "_tamper_js.py",
+    "infra.py",
+)
+_LANG_MODULES = ("js_lex.py",)
+"""Modules of :mod:`repogym.lang` the shipped verify modules load from beside them."""
 _RUNNER_TEMPLATES = (
     "repogym_boot.py",
     "repogym_pytest_report.py",
@@ -88,8 +100,19 @@ def template(name: str) -> bytes:
 
 
 def verify_module(name: str) -> bytes:
-    """A stdlib-only module of :mod:`repogym.verify` shipped into tasks (``parsers.py``, …)."""
-    return resources.files("repogym.verify").joinpath(name).read_bytes()
+    """A stdlib-only module of :mod:`repogym.verify` shipped into tasks (``parsers.py``, …):
+    ``parsers.py`` is the ``parsers`` package's ``__init__.py``, ``_log_*.py`` its modules."""
+    where = resources.files("repogym.verify")
+    if name == "parsers.py":
+        return where.joinpath("parsers", "__init__.py").read_bytes()
+    if name.startswith("_log_"):
+        return where.joinpath("parsers", name).read_bytes()
+    return where.joinpath(name).read_bytes()
+
+
+def lang_module(name: str) -> bytes:
+    """A stdlib-only module of :mod:`repogym.lang` shipped into tasks (``js_lex.py``)."""
+    return resources.files("repogym.lang").joinpath(name).read_bytes()
 
 
 def write_file(path: Path, data: bytes | str, mode: int = 0o644) -> None:
@@ -161,6 +184,8 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
         write_file(tests / "verifier.mjs", template("verifier.mjs"))
     for name in _VERIFY_MODULES:
         write_file(tests / name, verify_module(name))
+    for name in _LANG_MODULES:
+        write_file(tests / name, lang_module(name))
     for name in _RUNNER_TEMPLATES:
         write_file(tests / "runner" / name, template(name))
     for rel, data in inp.restore.items():

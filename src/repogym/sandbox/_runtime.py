@@ -188,6 +188,77 @@ class RawResult:
     error: str | None = None
 
 
+class _ExecPipes:
+    """One command's stdout, stderr and status pipes, read until the status arrives (then
+    drained briefly) or the deadline passes (then the command is killed and its status
+    awaited)."""
+
+    def __init__(
+        self,
+        out_r: int,
+        err_r: int,
+        st_r: int,
+        max_output: int,
+        on_output: Callable[[bytes], None] | None,
+    ) -> None:
+        self.out_r, self.err_r, self.st_r = out_r, err_r, st_r
+        self.max_output = max_output
+        self.on_output = on_output
+        self.out, self.err = bytearray(), bytearray()
+        self.status: dict[str, Any] | None = None
+        self.timed_out = False
+
+    def pump(self, deadline: float | None, kill: Callable[[], None]) -> None:
+        """Read the pipes; ``kill`` is called once when ``deadline`` passes."""
+        st_r = self.st_r
+        sel = selectors.DefaultSelector()
+        sel.register(self.out_r, selectors.EVENT_READ, self.out)
+        sel.register(self.err_r, selectors.EVENT_READ, self.err)
+        sel.register(st_r, selectors.EVENT_READ, None)
+        status_buf = bytearray()
+        drain_until: float | None = None
+        try:
+            while sel.get_map():
+                now = time.monotonic()
+                wait: float | None = None
+                if deadline is not None and not self.timed_out:
+                    wait = max(0.0, deadline - now)
+                if drain_until is not None:
+                    left = drain_until - now
+                    if left <= 0:
+                        break
+                    wait = left if wait is None else min(wait, left)
+                events = sel.select(wait)
+                if not events:
+                    if deadline is not None and not self.timed_out and time.monotonic() >= deadline:
+                        self.timed_out = True
+                        kill()
+                        drain_until = None
+                        deadline = None
+                        # The status arrives once the killed command is reaped.
+                        continue
+                    continue
+                for key, _ in events:
+                    fd = key.fd
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        sel.unregister(fd)
+                        if fd == st_r:
+                            self.status = marshal.loads(bytes(status_buf)) if status_buf else {}
+                            # Background jobs may keep the pipes open: drain briefly.
+                            drain_until = time.monotonic() + 0.05
+                        continue
+                    if fd == st_r:
+                        status_buf += chunk
+                        continue
+                    if self.on_output is not None:
+                        self.on_output(chunk)
+                    if len(key.data) < self.max_output:
+                        key.data.extend(chunk[: self.max_output - len(key.data)])
+        finally:
+            sel.close()
+
+
 class SandboxProcess:
     """A running sandbox: exec commands and run file operations inside its root."""
 
@@ -272,75 +343,30 @@ class SandboxProcess:
         finally:
             for fd in send_fds:
                 os.close(fd)
-        out, err = bytearray(), bytearray()
-        status: dict[str, Any] | None = None
-        timed_out = False
-        deadline = start + timeout_s if timeout_s else None
-        sel = selectors.DefaultSelector()
-        sel.register(out_r, selectors.EVENT_READ, out)
-        sel.register(err_r, selectors.EVENT_READ, err)
-        sel.register(st_r, selectors.EVENT_READ, None)
-        status_buf = bytearray()
-        drain_until: float | None = None
+        run = _ExecPipes(out_r, err_r, st_r, max_output, on_output)
         try:
-            while sel.get_map():
-                now = time.monotonic()
-                wait: float | None = None
-                if deadline is not None and not timed_out:
-                    wait = max(0.0, deadline - now)
-                if drain_until is not None:
-                    left = drain_until - now
-                    if left <= 0:
-                        break
-                    wait = left if wait is None else min(wait, left)
-                events = sel.select(wait)
-                if not events:
-                    if deadline is not None and not timed_out and time.monotonic() >= deadline:
-                        timed_out = True
-                        self._kill(exec_cg, exec_id)
-                        drain_until = None
-                        deadline = None
-                        # The status arrives once the killed command is reaped.
-                        continue
-                    continue
-                for key, _ in events:
-                    fd = key.fd
-                    chunk = os.read(fd, 65536)
-                    if not chunk:
-                        sel.unregister(fd)
-                        if fd == st_r:
-                            status = marshal.loads(bytes(status_buf)) if status_buf else {}
-                            # Background jobs may keep the pipes open: drain briefly.
-                            drain_until = time.monotonic() + 0.05
-                        continue
-                    if fd == st_r:
-                        status_buf += chunk
-                        continue
-                    if on_output is not None:
-                        on_output(chunk)
-                    if len(key.data) < max_output:
-                        key.data.extend(chunk[: max_output - len(key.data)])
+            run.pump(start + timeout_s if timeout_s else None, lambda: self._kill(exec_cg, exec_id))
         finally:
-            sel.close()
             for fd in (out_r, err_r, st_r):
                 with contextlib.suppress(OSError):
                     os.close(fd)
             if cgroups is not None and exec_cg is not None:
-                if timed_out:
+                if run.timed_out:
                     cgroups.kill_exec(exec_cg)
                 cgroups.exec_done(exec_cg)
         duration = time.monotonic() - start
-        status = status or {}
+        status = run.status or {}
         error = status.get("error")
         code = status.get("exit")
         sig = status.get("signal")
+        timed_out = run.timed_out
         if not status and not timed_out:
             error = "sandbox session ended while the command ran"
         return RawResult(
             exit_code=int(code) if code is not None and not timed_out else None,
             signal=int(sig) if sig is not None else None,
-            stdout=bytes(out),
-            stderr=bytes(err),
+            stdout=bytes(run.out),
+            stderr=bytes(run.err),
             duration_s=duration,
             timed_out=timed_out,
             error=str(error) if error else None,

@@ -11,6 +11,9 @@ storage driver has one, and a per-file limit everywhere.
 Per-phase network is switched by connecting or disconnecting the container from the default
 bridge network. Every exec runs under ``timeout -k`` inside the container, so a timed-out command
 and its process group are killed there.
+
+The build, the ``FROM`` images and the network and pull settings are in ``_docker_build.py``;
+archives from the engine (downloads, exported changes) in ``_docker_archive.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
-import hashlib
 import io
 import logging
 import os
@@ -26,7 +28,6 @@ import posixpath
 import secrets
 import shlex
 import shutil
-import stat
 import tarfile
 import tempfile
 import time
@@ -34,12 +35,23 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from repogym.sandbox import _cabundle, _unpack
-from repogym.sandbox._confine import Root, remove_entry, walk_fd
+from repogym.sandbox import _cabundle
+from repogym.sandbox._docker_archive import export_changes as export_engine_changes
+from repogym.sandbox._docker_archive import root_owned, unpack_engine_archive
+from repogym.sandbox._docker_build import (
+    NETWORK_ENV,
+    PULL_ENV,
+    build_image,
+    context_digest,
+    from_images,
+    network_setting,
+    present,
+    pull_setting,
+    supply_hint,
+)
 from repogym.sandbox.base import (
     BuildError,
     BuiltEnvironment,
-    Change,
     ChangeSet,
     EnvironmentSpec,
     ExecResult,
@@ -50,70 +62,10 @@ from repogym.sandbox.base import (
 
 _log = logging.getLogger(__name__)
 DEFAULT_PIDS_LIMIT = 4096
-NETWORK_ENV = "REPOGYM_DOCKER_NETWORK"
-"""Which network builds and network-enabled phases use: unset for the engine's default
-(``bridge``), ``host``, or ``none`` (no phase may have a network)."""
-
-
-def network_setting() -> str | None:
-    """The configured network (None: the engine's default bridge)."""
-    value = os.environ.get(NETWORK_ENV, "").strip().lower()
-    if value in ("", "default", "bridge"):
-        return None
-    if value not in ("host", "none"):
-        raise SandboxError(f"{NETWORK_ENV}={value!r}: use host, none, or leave it unset")
-    return value
-
-
-PULL_ENV = "REPOGYM_DOCKER_PULL"
-"""When the engine may pull an image it does not have: ``missing`` (the default) or ``never``
-(an absent image is an error that says how to supply it; for offline and air-gapped engines)."""
 MOUNT_POINTS = ("/tests",)
 """Folders that :meth:`DockerSession.mount` fills read-only: each is a volume of its own,
 mounted read-only when the container starts (empty until filled)."""
 MOUNT_LABEL = "org.repogym.mount"
-
-
-def pull_setting() -> str:
-    """The configured pull policy: ``missing`` or ``never``."""
-    value = os.environ.get(PULL_ENV, "").strip().lower() or "missing"
-    if value not in ("missing", "never"):
-        raise SandboxError(f"{PULL_ENV}={value!r}: use missing or never")
-    return value
-
-
-def _supply(name: str) -> str:
-    return (
-        f"supply {name} with `docker load -i FILE` (saved where a registry is reachable) "
-        "or a registry mirror the engine can reach"
-    )
-
-
-def from_images(dockerfile: str) -> list[str]:
-    """The images a Dockerfile's ``FROM`` lines name, in order, without ``scratch``, earlier
-    stages (``FROM x AS name`` … ``FROM name``) or names built from build arguments."""
-    stages: set[str] = set()
-    out: list[str] = []
-    for line in dockerfile.splitlines():
-        words = line.split()
-        if len(words) < 2 or words[0].upper() != "FROM":
-            continue
-        rest = [w for w in words[1:] if not w.startswith("--")]
-        if not rest:
-            continue
-        image = rest[0]
-        if len(rest) >= 3 and rest[1].upper() == "AS":
-            stages.add(rest[2].lower())
-        if image.lower() == "scratch" or image.lower() in stages or "$" in image:
-            continue
-        if image not in out:
-            out.append(image)
-    return out
-
-
-MAX_COPY_BYTES = 64 << 30
-"""What one ``download``/export archive from the engine may unpack to (files, in bytes)."""
-MAX_COPY_MEMBERS = 1_000_000
 
 
 def _client() -> Any:
@@ -155,19 +107,21 @@ class DockerSandbox(Sandbox):
     def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment:
         context = spec.context_dir
         if context is not None and (context / spec.dockerfile).is_file():
-            tag = f"repogym-env:{_context_digest(context, spec)[:16]}"
-            image = self._build(context, spec, tag, log)
+            tag = f"repogym-env:{context_digest(context, spec)[:16]}"
+            image = build_image(self.client, context, spec, tag, log)
         elif spec.docker_image:
             tag = spec.docker_image
             image = self._present(tag)  # present (by name or digest): used as it is
             if image is None and pull_setting() == "never":
-                raise BuildError(f"{tag} is not on the engine and {PULL_ENV}=never: {_supply(tag)}")
+                raise BuildError(
+                    f"{tag} is not on the engine and {PULL_ENV}=never: {supply_hint(tag)}"
+                )
             if image is None:
                 try:
                     image = self.client.images.pull(tag)
                 except Exception as exc:  # noqa: BLE001
                     first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-                    raise BuildError(f"cannot pull {tag} ({first}); {_supply(tag)}") from None
+                    raise BuildError(f"cannot pull {tag} ({first}); {supply_hint(tag)}") from None
         else:
             raise BuildError("the task has neither environment/Dockerfile nor docker_image")
         config = image.attrs.get("Config", {})
@@ -183,10 +137,7 @@ class DockerSandbox(Sandbox):
 
     def _present(self, name: str) -> Any:
         """The image ``name`` if the engine has it (by name or digest), else None."""
-        try:
-            return self.client.images.get(name)
-        except Exception:  # noqa: BLE001 - docker.errors.ImageNotFound
-            return None
+        return present(self.client, name)
 
     def _bases(self, context: Path | None, spec: EnvironmentSpec) -> dict[str, str]:
         """``from:<image>`` → the digest (or id) the engine has for each ``FROM`` image of the
@@ -200,64 +151,6 @@ class DockerSandbox(Sandbox):
                 digests = found.attrs.get("RepoDigests") or []
                 out[f"from:{name}"] = str(digests[0] if digests else found.id)
         return out
-
-    def _build(self, context: Path, spec: EnvironmentSpec, tag: str, log: Path | None) -> Any:
-        """``docker build`` of ``spec.target`` (the last stage when None), its log written to
-        ``log`` whether it succeeds or not, intermediate containers removed even on failure;
-        a build past ``build_timeout_sec`` is stopped (the engine cancels a build whose client
-        goes) and reported as such."""
-        lines: list[str] = []
-        error = None
-        limit = float(spec.build_timeout_sec)
-        text = (context / spec.dockerfile).read_text(errors="replace")
-        policy = pull_setting()
-        absent = [name for name in from_images(text) if self._present(name) is None]
-        if absent and policy == "never":
-            raise BuildError(
-                f"FROM {absent[0]} is not on the engine and {PULL_ENV}=never: {_supply(absent[0])}"
-            )
-        try:
-            stream = self.client.api.build(
-                path=str(context),
-                dockerfile=spec.dockerfile,
-                tag=tag,
-                rm=True,
-                forcerm=True,
-                target=spec.target,
-                decode=True,
-                timeout=int(limit) + 5,
-                network_mode=network_setting(),
-            )
-            for chunk in stream:
-                if "stream" in chunk:
-                    lines.append(str(chunk["stream"]))
-                if "error" in chunk:
-                    error = str(chunk.get("error") or "").strip()
-                    lines.append(error + "\n")
-        except Exception as exc:  # noqa: BLE001 - requests' timeouts and API errors
-            kind = type(exc).__name__
-            first = str(exc).splitlines()[0][:300] if str(exc) else ""
-            error = (
-                f"build timed out after {limit:g} s (build_timeout_sec)"
-                if "Timeout" in kind
-                else f"{kind}: {first}"
-            )
-            lines.append(error + "\n")
-        finally:
-            if log is not None:
-                log.write_text("".join(lines), encoding="utf-8", errors="replace")
-        if error is not None:
-            steps = [line.split(" : ", 1)[-1].split() for line in lines if line.startswith("Step ")]
-            last = steps[-1] if steps else []
-            image = next((w for w in last[1:] if not w.startswith("--")), "")
-            if last[:1] == ["FROM"] and image in absent and self._present(image) is None:
-                # The engine stopped at a FROM it could not pull.
-                raise BuildError(f"cannot pull FROM {image} ({error[:200]}); {_supply(image)}")
-            raise BuildError(f"docker build failed: {error}")
-        try:
-            return self.client.images.get(tag)
-        except Exception as exc:  # noqa: BLE001
-            raise BuildError(f"docker build gave no image {tag}: {type(exc).__name__}") from None
 
     def _storage(self, built: BuiltEnvironment, storage_mb: int) -> dict[str, Any]:
         """Container options that hold its writes to ``storage_mb``: the engine's size quota
@@ -349,22 +242,6 @@ class DockerSandbox(Sandbox):
                     f"with network; set {NETWORK_ENV}=host (or none), or give the engine a bridge"
                 ) from None
             raise SandboxError(f"cannot start a container of {built.key[:19]}: {first}") from None
-
-
-def _context_digest(context: Path, spec: EnvironmentSpec) -> str:
-    """The build's identity: every entry of the context (a link by its text, never followed,
-    so a dangling one is fine), the Dockerfile's name and the stage."""
-    digest = hashlib.sha256(f"{spec.dockerfile}\0{spec.target or ''}\0".encode())
-    for root, dirs, files in os.walk(context):
-        dirs.sort()
-        for name in sorted(files + [d for d in dirs if (Path(root) / d).is_symlink()]):
-            p = Path(root) / name
-            digest.update(str(p.relative_to(context)).encode() + b"\0")
-            if p.is_symlink():
-                digest.update(b"L" + os.readlink(p).encode(errors="surrogateescape"))
-            elif p.is_file():
-                digest.update(b"F" + p.read_bytes())
-    return digest.hexdigest()
 
 
 class DockerSession(Session):
@@ -559,7 +436,7 @@ class DockerSession(Session):
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for child in sorted(Path(src).iterdir()):
-                tar.add(str(child), arcname=child.name, filter=_root_owned)
+                tar.add(str(child), arcname=child.name, filter=root_owned)
         self._filler(point).put_archive("/m", buf.getvalue())
         self._filled.add(point)
 
@@ -617,7 +494,7 @@ class DockerSession(Session):
                 tar.addfile(info)
             for host, name in entries:
                 arcname = posixpath.join(under, name) if under else name
-                tar.add(str(host), arcname=arcname, recursive=False, filter=_root_owned)
+                tar.add(str(host), arcname=arcname, recursive=False, filter=root_owned)
         self._filler(point).put_archive("/m", buf.getvalue())
         self._filled.add(point)
 
@@ -655,7 +532,7 @@ class DockerSession(Session):
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name[:40]}.", dir=dest.parent))
         try:
-            top = _unpack_engine_archive(stream, tmp / "x")
+            top = unpack_engine_archive(stream, tmp / "x")
             if top is None:
                 raise FileNotFoundError(errno.ENOENT, "the engine sent an empty archive", src)
             if dest.is_dir() and not dest.is_symlink():
@@ -675,46 +552,7 @@ class DockerSession(Session):
     def export_changes(self, root: str, dest: Path) -> ChangeSet:
         """The container's changes under ``root`` from the engine's diff (``docker diff``),
         content fetched with ``get_archive``; nothing runs inside the container."""
-        root = posixpath.normpath(root)
-        if root == "/":
-            raise SandboxError("changes can only be exported for a folder below /, not / itself")
-        prefix = root + "/"
-        dest = Path(dest)
-        dest.mkdir(parents=True, exist_ok=True)
-        entries = sorted(
-            (d["Path"], int(d["Kind"]))
-            for d in (self.container.diff() or [])
-            if d["Path"] == root or d["Path"].startswith(prefix)
-        )
-        changes: list[Change] = []
-        whole: list[str] = []  # added folders fetched with everything below them
-        for path, kind in entries:
-            rel = "." if path == root else path[len(prefix) :]
-            if any(rel == w or rel.startswith(w + "/") for w in whole if w != "."):
-                continue
-            if kind == 2:  # deleted
-                changes.append(Change(rel, "deleted"))
-                continue
-            if rel == "." and kind == 0:
-                continue  # the root itself only holds changed entries
-            try:
-                stream, st = self.container.get_archive(path)
-            except Exception:  # noqa: BLE001 - gone again (e.g. a temporary file)
-                continue
-            is_dir = bool(int(st.get("mode", 0)) & (1 << 31))
-            if is_dir and kind == 0:
-                close = getattr(stream, "close", None)
-                if close:
-                    close()
-                changes.append(Change(rel, "dir", mode=0o755))
-                (dest / rel).mkdir(parents=True, exist_ok=True)
-                continue
-            if kind == 1 and is_dir:
-                whole.append(rel)
-                if rel == ".":
-                    changes.append(Change(".", "deleted"))
-            _stage_archive(stream, dest, rel, changes)
-        return ChangeSet(root, changes, dest)
+        return export_engine_changes(self.container, root, dest)
 
     def merge(self, src: Path, dest: str, paths: Iterable[str]) -> None:
         """One tar of the listed paths of ``src`` unpacked at ``dest`` by the engine."""
@@ -752,75 +590,3 @@ class DockerSession(Session):
         for name in self.mounts.values():
             with contextlib.suppress(Exception):
                 self.client.volumes.get(name).remove(force=True)
-
-
-def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
-    info.uid = info.gid = 0
-    info.uname = info.gname = "root"
-    return info
-
-
-def _unpack_engine_archive(stream: Iterable[bytes], into: Path) -> str | None:
-    """Unpack an archive from ``get_archive`` into the new folder ``into`` with the confined
-    unpacker (kind ``copy``); the name of its one top entry (None: empty)."""
-    with tempfile.TemporaryFile() as fh:
-        for chunk in stream:
-            fh.write(chunk)
-        fh.seek(0)
-        budget = _unpack.Budget(MAX_COPY_BYTES, MAX_COPY_MEMBERS)
-        _unpack.extract_fresh(fh, into, budget, kind="copy")
-    names = os.listdir(into)
-    return names[0] if len(names) == 1 else None
-
-
-def _stage_archive(stream: Iterable[bytes], dest: Path, rel: str, changes: list[Change]) -> None:
-    """Stage an archive of one changed path (``get_archive`` names its top entry after the
-    path's last component) at ``dest/rel``, recording each entry. The archive is unpacked
-    confined into a fresh folder; links are kept as written, never followed; nothing lands
-    outside ``dest``."""
-    tmp = Path(tempfile.mkdtemp(prefix=".stage-", dir=dest))
-    try:
-        try:
-            top = _unpack_engine_archive(stream, tmp / "x")
-        except _unpack.UnpackError:
-            return
-        if top is None:
-            return
-        src = tmp / "x" / top
-        found: list[Change] = []
-        st = os.lstat(src)
-        entries = [("", st)]
-        if stat.S_ISDIR(st.st_mode):
-            fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            try:
-                entries += [(inner, est) for _d, inner, est in walk_fd(fd)]
-            finally:
-                os.close(fd)
-        for inner, est in entries:
-            out = posixpath.join(rel, inner) if inner else rel
-            out = posixpath.normpath(out) if out != "." else "."
-            if stat.S_ISDIR(est.st_mode):
-                if out != ".":
-                    found.append(Change(out, "dir", mode=0o755))
-            elif stat.S_ISLNK(est.st_mode):
-                target = os.readlink(src / inner if inner else src)
-                found.append(Change(out, "symlink", mode=0o777, target=target))
-            elif stat.S_ISREG(est.st_mode):
-                mode = stat.S_IMODE(est.st_mode) & 0o777
-                found.append(Change(out, "file", mode=mode, size=est.st_size))
-        with Root.at(dest, beneath=True, symlinks=False) as root:
-            if rel == ".":
-                for name in sorted(os.listdir(src)) if stat.S_ISDIR(st.st_mode) else []:
-                    with contextlib.suppress(FileNotFoundError):
-                        remove_entry(root.fd, name)
-                    os.rename(src / name, dest / name)
-            else:
-                pfd, name = root.parent(rel, create=True)
-                try:
-                    remove_entry(pfd, name)
-                    os.rename(src, name, dst_dir_fd=pfd)
-                finally:
-                    os.close(pfd)
-        changes.extend(found)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -86,13 +86,17 @@ _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
 
+_Hunk = Tuple[Tuple[int, int], List[Tuple[str, str]]]
+"""(old-file span of the changed lines, [("+" or "-", line)])."""
+
+
 class _File:
     def __init__(self, path: Optional[str], from_git: bool) -> None:
         self.path = path
         self.from_git = from_git
         self.has_headers = False
         # each hunk: (start, end) old-file span, list of (sign, text)
-        self.hunks: List[Tuple[Tuple[int, int], List[Tuple[str, str]]]] = []
+        self.hunks: List[_Hunk] = []
 
 
 class _Diff:
@@ -133,6 +137,50 @@ def _git_path(line: str) -> Optional[str]:
     return _clean_path(parts[-1]) if parts else None
 
 
+def _read_hunk(lines: List[str], i: int, m: "re.Match[str]") -> Tuple[int, Optional[_Hunk], str]:
+    """The hunk whose header ``m`` matched ``lines[i]``: (the index after it, (changed span,
+    changes), ""), or (where it broke, None, why) when its lines do not fit the header."""
+    n = len(lines)
+    old_start = int(m.group(1))
+    old_len = 1 if m.group(2) is None else int(m.group(2))
+    new_len = 1 if m.group(4) is None else int(m.group(4))
+    pos = old_start if old_len > 0 else old_start + 1
+    old_rem, new_rem = old_len, new_len
+    changes: List[Tuple[str, str]] = []
+    positions: List[int] = []
+    i += 1
+    while old_rem > 0 or new_rem > 0:
+        if i >= n:
+            return i, None, f"hunk ending at line {i} is truncated (fewer lines than declared)"
+        body = lines[i]
+        tag = body[:1]
+        if tag == "\\":
+            pass
+        elif tag in ("", " ") and old_rem > 0 and new_rem > 0:
+            old_rem -= 1
+            new_rem -= 1
+            pos += 1
+        elif tag == "-" and old_rem > 0:
+            changes.append(("-", body[1:]))
+            positions.append(pos)
+            old_rem -= 1
+            pos += 1
+        elif tag == "+" and new_rem > 0:
+            changes.append(("+", body[1:]))
+            positions.append(pos)
+            new_rem -= 1
+        else:
+            return i, None, f"line {i + 1} does not fit the hunk's line counts"
+        i += 1
+    while i < n and lines[i].startswith("\\"):
+        i += 1
+    if positions:
+        span = (min(positions), max(positions))
+    else:
+        span = (old_start, old_start + max(old_len, 1) - 1)
+    return i, (span, changes), ""
+
+
 def _parse(text: str) -> _Diff:
     diff = _Diff()
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
@@ -169,46 +217,11 @@ def _parse(text: str) -> _Diff:
             if cur is None:
                 diff.error = f"hunk before any file header (line {i + 1})"
                 return diff
-            old_start = int(m.group(1))
-            old_len = 1 if m.group(2) is None else int(m.group(2))
-            new_len = 1 if m.group(4) is None else int(m.group(4))
-            pos = old_start if old_len > 0 else old_start + 1
-            old_rem, new_rem = old_len, new_len
-            changes: List[Tuple[str, str]] = []
-            positions: List[int] = []
-            i += 1
-            while old_rem > 0 or new_rem > 0:
-                if i >= n:
-                    diff.error = f"hunk ending at line {i} is truncated (fewer lines than declared)"
-                    return diff
-                body = lines[i]
-                tag = body[:1]
-                if tag == "\\":
-                    pass
-                elif tag in ("", " ") and old_rem > 0 and new_rem > 0:
-                    old_rem -= 1
-                    new_rem -= 1
-                    pos += 1
-                elif tag == "-" and old_rem > 0:
-                    changes.append(("-", body[1:]))
-                    positions.append(pos)
-                    old_rem -= 1
-                    pos += 1
-                elif tag == "+" and new_rem > 0:
-                    changes.append(("+", body[1:]))
-                    positions.append(pos)
-                    new_rem -= 1
-                else:
-                    diff.error = f"line {i + 1} does not fit the hunk's line counts"
-                    return diff
-                i += 1
-            while i < n and lines[i].startswith("\\"):
-                i += 1
-            if positions:
-                span = (min(positions), max(positions))
-            else:
-                span = (old_start, old_start + max(old_len, 1) - 1)
-            cur.hunks.append((span, changes))
+            i, hunk, error = _read_hunk(lines, i, m)
+            if hunk is None:
+                diff.error = error
+                return diff
+            cur.hunks.append(hunk)
             after_hunk = True
             continue
         if (

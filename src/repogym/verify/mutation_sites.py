@@ -293,140 +293,205 @@ def _js_word_char(ch: str) -> bool:
     return ch.isalnum() or ch in "_$" or ord(ch) > 127
 
 
-def _js_scan(lines: list[str]) -> list[_JsLine] | None:
-    """A light lexer: per line, what is code, and the bracket nesting (None if confused)."""
-    stack: list[str] = []  # "(" "[" "{" "`" (template text) "${" (template expression)
-    kinds: list[str] = []  # beside ``stack``: "o{" where a "{" opened an object literal
-    mode = ""  # "" code, "*" block comment, "'" / '"' string continued with a backslash
-    prev = ""  # the last significant token (a punctuation char or a word)
-    out: list[_JsLine] = []
-    for ln, line in enumerate(lines):
+class _JsConfused(Exception):
+    """The scanner lost track: a string left open, a bracket closed by the wrong one."""
+
+
+class _JsLines:
+    """The state :func:`_js_scan` carries from line to line, and the line being scanned."""
+
+    def __init__(self) -> None:
+        self.stack: list[str] = []  # "(" "[" "{" "`" (template text) "${" (template expression)
+        self.kinds: list[str] = []  # beside ``stack``: "o{" where a "{" opened an object literal
+        self.mode = ""  # "" code, "*" block comment, "'" / '"' string continued with a backslash
+        self.prev = ""  # the last significant token (a punctuation char or a word)
+        self.line = ""
+        self.buf: list[str] = []
+        self.min_depth = 0
+
+    def scan(self, ln: int, line: str) -> _JsLine:
+        """One line (``ln`` from 0); raises :class:`_JsConfused`."""
+        stack = self.stack
         in_tpl = bool(stack) and stack[-1] == "`"
-        start_code, start_top = mode == "" and not in_tpl, kinds[-1] if kinds else None
-        start_depth = min_depth = len(stack)
-        buf = list(line)
+        start_code = self.mode == "" and not in_tpl
+        start_top = self.kinds[-1] if self.kinds else None
+        start_depth = self.min_depth = len(stack)
+        self.line, self.buf = line, list(line)
         n, i = len(line), 0
         if ln == 0 and line.startswith("#!"):
-            buf = [" "] * n
+            self.buf = [" "] * n
             i = n
         while i < n:
-            c = line[i]
-            if mode == "*":
-                j = line.find("*/", i)
-                end = n if j < 0 else j + 2
-                buf[i:end] = [" "] * (end - i)
-                if j >= 0:
-                    mode = ""
-                i = end
-                continue
-            if mode in ("'", '"'):
-                j = i
-                while j < n and line[j] != mode:
-                    j += 2 if line[j] == "\\" else 1
-                if j >= n:
-                    if not line.endswith("\\"):
-                        return None
-                    buf[i:n] = ["x"] * (n - i)
-                    i = n
-                    continue
-                buf[i:j] = ["x"] * (j - i)
-                mode, prev, i = "", "x", j + 1
-                continue
-            if stack and stack[-1] == "`":
-                if c == "\\":
-                    end = min(n, i + 2)
-                    buf[i:end] = ["x"] * (end - i)
-                    i = end
-                elif c == "`":
-                    stack.pop()
-                    kinds.pop()
-                    min_depth = min(min_depth, len(stack))
-                    prev, i = "x", i + 1
-                elif c == "$" and line[i + 1 : i + 2] == "{":
-                    stack.append("${")
-                    kinds.append("${")
-                    prev, i = "{", i + 2
-                else:
-                    buf[i] = "x"
-                    i += 1
-                continue
-            nxt = line[i + 1 : i + 2]
-            if c in " \t\r\f\v\ufeff\xa0":
-                i += 1
-            elif c == "/" and nxt == "/":
-                buf[i:n] = [" "] * (n - i)
-                i = n
-            elif c == "/" and nxt == "*":
-                mode = "*"
-                buf[i : i + 2] = [" ", " "]
-                i += 2
-            elif c in "'\"":
-                j = i + 1
-                while j < n and line[j] != c:
-                    j += 2 if line[j] == "\\" else 1
-                if j >= n:
-                    if not line.endswith("\\"):
-                        return None
-                    buf[i + 1 : n] = ["x"] * (n - i - 1)
-                    mode, i = c, n
-                    continue
-                buf[i + 1 : j] = ["x"] * (j - i - 1)
-                prev, i = "x", j + 1
-            elif c == "`":
-                stack.append("`")
-                kinds.append("`")
-                i += 1
-            elif c == "/":
-                if prev == "" or prev in _JS_REGEX_AFTER_CHARS or prev in _JS_REGEX_AFTER_WORDS:
-                    j, in_class = i + 1, False
-                    while j < n:
-                        ch = line[j]
-                        if ch == "\\":
-                            j += 2
-                            continue
-                        if ch == "[":
-                            in_class = True
-                        elif ch == "]":
-                            in_class = False
-                        elif ch == "/" and not in_class:
-                            break
-                        j += 1
-                    if j < n:
-                        buf[i + 1 : j] = ["x"] * (j - i - 1)
-                        i = j + 1
-                        while i < n and _js_word_char(line[i]):
-                            i += 1
-                        prev = "x"
-                        continue
-                prev, i = "/", i + 1
-            elif c in _OPEN:
-                stack.append(c)
-                kinds.append("o{" if c == "{" and prev in _JS_BEFORE_OBJECT else c)
-                prev, i = c, i + 1
-            elif c in _CLOSE:
-                want = "${" if c == "}" and stack and stack[-1] == "${" else _PAIRS[c]
-                if not stack or stack[-1] != want:
-                    return None
-                stack.pop()
-                kinds.pop()
-                min_depth = min(min_depth, len(stack))
-                prev, i = c, i + 1
-            elif _js_word_char(c):
-                j = i
-                while j < n and _js_word_char(line[j]):
-                    j += 1
-                prev, i = line[i:j], j
+            if self.mode == "*":
+                i = self.comment_rest(i)
+            elif self.mode in ("'", '"'):
+                i = self.string_rest(i)
+            elif stack and stack[-1] == "`":
+                i = self.template(i)
             else:
-                prev, i = c, i + 1
-        if mode in ("'", '"') and not line.endswith("\\"):
-            return None
-        end_code = mode == "" and not (stack and stack[-1] == "`")
-        out.append(
-            _JsLine(
-                "".join(buf), start_code, start_top, start_depth, end_code, len(stack), min_depth
-            )
+                i = self.code(i)
+        if self.mode in ("'", '"') and not line.endswith("\\"):
+            raise _JsConfused
+        end_code = self.mode == "" and not (stack and stack[-1] == "`")
+        return _JsLine(
+            "".join(self.buf),
+            start_code,
+            start_top,
+            start_depth,
+            end_code,
+            len(stack),
+            self.min_depth,
         )
-    if mode or stack:
+
+    def comment_rest(self, i: int) -> int:
+        """Inside a block comment: blank it up to its end."""
+        line, n = self.line, len(self.line)
+        j = line.find("*/", i)
+        end = n if j < 0 else j + 2
+        self.buf[i:end] = [" "] * (end - i)
+        if j >= 0:
+            self.mode = ""
+        return end
+
+    def string_rest(self, i: int) -> int:
+        """Inside a string continued from the line before (its quote is ``mode``)."""
+        line, n, buf = self.line, len(self.line), self.buf
+        j = i
+        while j < n and line[j] != self.mode:
+            j += 2 if line[j] == "\\" else 1
+        if j >= n:
+            if not line.endswith("\\"):
+                raise _JsConfused
+            buf[i:n] = ["x"] * (n - i)
+            return n
+        buf[i:j] = ["x"] * (j - i)
+        self.mode, self.prev = "", "x"
+        return j + 1
+
+    def template(self, i: int) -> int:
+        """Inside a template literal's text."""
+        line, n, buf, stack = self.line, len(self.line), self.buf, self.stack
+        c = line[i]
+        if c == "\\":
+            end = min(n, i + 2)
+            buf[i:end] = ["x"] * (end - i)
+            return end
+        if c == "`":
+            stack.pop()
+            self.kinds.pop()
+            self.min_depth = min(self.min_depth, len(stack))
+            self.prev = "x"
+            return i + 1
+        if c == "$" and line[i + 1 : i + 2] == "{":
+            stack.append("${")
+            self.kinds.append("${")
+            self.prev = "{"
+            return i + 2
+        buf[i] = "x"
+        return i + 1
+
+    def code(self, i: int) -> int:
+        """In code: one token (blank, comment, string, regex, bracket, word or punctuation)."""
+        line, n, buf, stack = self.line, len(self.line), self.buf, self.stack
+        c = line[i]
+        nxt = line[i + 1 : i + 2]
+        if c in " \t\r\f\v\ufeff\xa0":
+            return i + 1
+        if c == "/" and nxt == "/":
+            buf[i:n] = [" "] * (n - i)
+            return n
+        if c == "/" and nxt == "*":
+            self.mode = "*"
+            buf[i : i + 2] = [" ", " "]
+            return i + 2
+        if c in "'\"":
+            return self.string(i, c)
+        if c == "`":
+            stack.append("`")
+            self.kinds.append("`")
+            return i + 1
+        if c == "/":
+            prev = self.prev
+            if prev == "" or prev in _JS_REGEX_AFTER_CHARS or prev in _JS_REGEX_AFTER_WORDS:
+                end = self.regex(i)
+                if end is not None:
+                    return end
+            self.prev = "/"
+            return i + 1
+        if c in _OPEN:
+            stack.append(c)
+            self.kinds.append("o{" if c == "{" and self.prev in _JS_BEFORE_OBJECT else c)
+            self.prev = c
+            return i + 1
+        if c in _CLOSE:
+            want = "${" if c == "}" and stack and stack[-1] == "${" else _PAIRS[c]
+            if not stack or stack[-1] != want:
+                raise _JsConfused
+            stack.pop()
+            self.kinds.pop()
+            self.min_depth = min(self.min_depth, len(stack))
+            self.prev = c
+            return i + 1
+        if _js_word_char(c):
+            j = i
+            while j < n and _js_word_char(line[j]):
+                j += 1
+            self.prev = line[i:j]
+            return j
+        self.prev = c
+        return i + 1
+
+    def string(self, i: int, quote: str) -> int:
+        """A string literal opening at ``i`` (it may continue on the next line)."""
+        line, n, buf = self.line, len(self.line), self.buf
+        j = i + 1
+        while j < n and line[j] != quote:
+            j += 2 if line[j] == "\\" else 1
+        if j >= n:
+            if not line.endswith("\\"):
+                raise _JsConfused
+            buf[i + 1 : n] = ["x"] * (n - i - 1)
+            self.mode = quote
+            return n
+        buf[i + 1 : j] = ["x"] * (j - i - 1)
+        self.prev = "x"
+        return j + 1
+
+    def regex(self, i: int) -> int | None:
+        """A regex literal opening at ``i``: the index after its flags, or None when the line
+        has no closing ``/`` (then the ``/`` is division)."""
+        line, n = self.line, len(self.line)
+        j, in_class = i + 1, False
+        while j < n:
+            ch = line[j]
+            if ch == "\\":
+                j += 2
+                continue
+            if ch == "[":
+                in_class = True
+            elif ch == "]":
+                in_class = False
+            elif ch == "/" and not in_class:
+                break
+            j += 1
+        if j >= n:
+            return None
+        self.buf[i + 1 : j] = ["x"] * (j - i - 1)
+        i = j + 1
+        while i < n and _js_word_char(line[i]):
+            i += 1
+        self.prev = "x"
+        return i
+
+
+def _js_scan(lines: list[str]) -> list[_JsLine] | None:
+    """A light lexer: per line, what is code, and the bracket nesting (None if confused)."""
+    scanner = _JsLines()
+    try:
+        out = [scanner.scan(ln, line) for ln, line in enumerate(lines)]
+    except _JsConfused:
+        return None
+    if scanner.mode or scanner.stack:
         return None
     return out
 
