@@ -1,5 +1,7 @@
 """Harbor tasks written by others: multi-key rewards, separate verifiers, [[steps]], non-Docker
-environment types and unsupported features, on the real local sandbox."""
+environment types and unsupported features. The trials check the runner's logic, so they run
+on the fake sandbox (no isolation, :mod:`repogym.sandbox.fake`); the one whose point is the
+sandbox's network policy runs on the real local sandbox."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.preflight import UnsupportedTask, preflight
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
+from repogym.sandbox.fake import FakeSandbox
 from tests.conftest import write_task
 
 DOCKERFILE = "FROM debian:bookworm\nWORKDIR /app\n"
@@ -24,6 +27,11 @@ HEAD = 'schema_version = "1.4"\n[task]\nname = "acme/{name}"\n'
 
 @pytest.fixture(scope="module")
 def runner() -> TrialRunner:
+    return TrialRunner(FakeSandbox(host=True))
+
+
+@pytest.fixture(scope="module")
+def local_runner() -> TrialRunner:
     return TrialRunner(get_backend("local"))
 
 
@@ -276,7 +284,9 @@ services:
 """
 
 
-def test_harbors_own_airgapped_compose_runs_offline(runner: TrialRunner, tmp_path: Path) -> None:
+def test_harbors_own_airgapped_compose_runs_offline(
+    local_runner: TrialRunner, tmp_path: Path
+) -> None:
     """Harbor's compose file for an offline task restates its defaults for `main` and adds
     network_mode: none — accepted, and every phase then runs with no network."""
     from repogym.run.trial import environment_spec
@@ -299,8 +309,8 @@ def test_harbors_own_airgapped_compose_runs_offline(runner: TrialRunner, tmp_pat
     assert preflight(task) == []
     assert environment_spec(task).network_mode == "no-network"
     assert not phase_network(task, "agent") and not phase_network(task, "verifier")
-    assert runner.run(task, OracleAgent()).reward == 1.0
-    assert runner.run(task, NopAgent()).reward == 0.0
+    assert local_runner.run(task, OracleAgent()).reward == 1.0
+    assert local_runner.run(task, NopAgent()).reward == 0.0
     # A main that really replaces the environment is still refused.
     (path / "environment/docker-compose.yaml").write_text(
         "services:\n  main:\n    image: other/image:1\n    command: python -m http.server\n"

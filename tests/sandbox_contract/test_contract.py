@@ -56,7 +56,7 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     (context / "Dockerfile").write_text(DOCKERFILE)
     if request.param == "fake":
         _fake_context(context)
-    sandbox = get_backend(request.param)
+    sandbox = get_backend(request.param, **({"host": True} if request.param == "fake" else {}))
     spec = EnvironmentSpec(context_dir=context, network_mode="no-network", memory_mb=1024)
     return sandbox, sandbox.build(spec), spec
 

@@ -12,14 +12,17 @@ Commands:
 * A *script* answers commands a test chose: ``FakeSandbox(script=[(regex, reply), …])``; the
   first regex found in the command's text decides, and the reply is an :class:`ExecResult`, a
   stdout text, or ``reply(session, text) -> ExecResult`` (which may change the session's files).
-* Every other command runs on the host (``bash -c`` for a string) in the session's working
-  folder, after the sandbox paths it names are mapped into the root (``/app/x`` →
+* With ``FakeSandbox(host=True)``, every other command runs on the host (``bash -c`` for a
+  string) in the session's working folder, after the sandbox paths it names are mapped into the
+  root (``/app/x`` →
   ``<root>/app/x``, for the root's own top-level folders; host system folders such as ``/usr``
-  stay the host's). Paths inside the scripts a command runs are not mapped.
-  ``FakeSandbox(host=False)`` refuses them instead (exit 127).
+  stay the host's). A script run as ``["bash", "/tests/test.sh"]`` has its text mapped too;
+  what it calls in turn is not (a Python verifier sees the host's paths, and writes there).
+  Without ``host=True`` (the default) an unscripted command answers exit 127: nothing runs.
 
 Build: ``WORKDIR``, ``ENV``, ``USER`` and ``COPY``/``ADD`` of local files are replayed into a
-template folder; ``RUN`` steps are recorded in ``BuiltEnvironment.details["skipped"]``, never run.
+template folder; shell-form ``RUN`` steps run on the host like commands with ``host=True``, and
+are recorded in ``BuiltEnvironment.details["skipped"]`` otherwise (as is everything else).
 Every execution is recorded in :attr:`FakeSession.commands`.
 """
 
@@ -83,6 +86,7 @@ HOST_FOLDERS = frozenset(
 )
 """Top-level folders that stay the host's in commands (the root may hold files there too)."""
 _MAX_LINKS = 40
+_SHELL_SYNTAX = re.compile(r"[;&|<>$`(){}*?\[\]~#!\n\\]")
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,7 @@ class FakeSandbox(Sandbox):
         self,
         *,
         script: Sequence[tuple[str, Reply]] = (),
-        host: bool = True,
+        host: bool = False,
         root: Path | None = None,
     ) -> None:
         self.script = [(re.compile(pattern), reply) for pattern, reply in script]
@@ -164,9 +168,22 @@ class FakeSandbox(Sandbox):
                 dest = posixpath.join(built.workdir, dest)
                 for src in sources:
                     _copy_in(context / src, template, dest, many=len(sources) > 1)
+            elif kw == "RUN" and self.host and ins.json is None and not ins.heredocs:
+                self._run_step(ins, template, built)
             else:
                 skipped.append(ins.text)
         built.details["skipped"] = skipped
+
+    def _run_step(
+        self, ins: dockerfile.Instruction, template: Path, built: BuiltEnvironment
+    ) -> None:
+        folder = _host_path(template, built.workdir)
+        folder.mkdir(parents=True, exist_ok=True)
+        (template / "tmp").mkdir(exist_ok=True)
+        argv = ["bash", "-c", map_paths(template, ins.args)]
+        res = run_on_host(argv, folder, built.env, 600, template, set())
+        if res.exit_code != 0:
+            raise BuildError(f"{ins.text}: exit {res.exit_code}: {res.stderr.strip()[-300:]}")
 
     # -- sessions -------------------------------------------------------------------------------
 
@@ -245,6 +262,67 @@ def _resolve(root: Path, path: str, beneath: str | None = None) -> Path:
     return root.joinpath(*parts)
 
 
+def map_paths(root: Path, text: str) -> str:
+    """``text`` with the sandbox paths of ``root``'s own top-level folders mapped into it
+    (``/app/x`` → ``<root>/app/x``); :data:`HOST_FOLDERS` stay the host's."""
+    names = sorted((p.name for p in root.iterdir() if p.name not in HOST_FOLDERS), key=len)
+    if not names:
+        return text
+    alt = "|".join(re.escape(n) for n in reversed(names))
+    pattern = re.compile(rf"(?<![\w.\-/~$])/(?:{alt})(?=/|$|[\s'\";:|&)<>])")
+    return pattern.sub(lambda m: str(root) + m.group(0), text)
+
+
+def run_on_host(
+    argv: list[str],
+    cwd: Path,
+    variables: dict[str, str],
+    timeout_s: float | None,
+    root: Path,
+    groups: set[int],
+) -> ExecResult:
+    """Run ``argv`` as a host process in its own process group (added to ``groups``); the
+    host's ``PATH``, ``HOME`` in the root's ``/tmp``. A timeout kills the group."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root / "tmp"),
+        "LANG": "C.UTF-8",
+        **{k: v for k, v in variables.items() if k != "PATH"},
+    }
+    # Output goes to files, not pipes: a background job keeping them open does not hold the
+    # command's result back (the command ends when its own process does).
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return ExecResult(127, "", f"{argv[0]}: {exc.strerror}\n", 0.0)
+        groups.add(proc.pid)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            proc.wait()
+            timed_out = True
+        took = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = _text(out.read()), _text(err.read())
+    if timed_out:
+        return ExecResult(None, stdout, stderr, took, True)
+    code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    return ExecResult(code, stdout, stderr, took)
+
+
 class FakeSession(Session):
     """One session of a :class:`FakeSandbox`: a host folder and host processes."""
 
@@ -294,12 +372,21 @@ class FakeSession(Session):
 
     def map_paths(self, text: str) -> str:
         """``text`` with the sandbox paths of the root's own top-level folders mapped into it."""
-        names = sorted((p.name for p in self.root.iterdir() if p.name not in HOST_FOLDERS), key=len)
-        if not names:
-            return text
-        alt = "|".join(re.escape(n) for n in reversed(names))
-        pattern = re.compile(rf"(?<![\w.\-/~$])/(?:{alt})(?=/|$|[\s'\";:|&)<>])")
-        return pattern.sub(lambda m: str(self.root) + m.group(0), text)
+        return map_paths(self.root, text)
+
+    def _mapped_argv(self, argv: list[str]) -> list[str]:
+        """``argv`` mapped; ``bash|sh SCRIPT …`` with SCRIPT in the root runs the script's
+        text mapped too (what the script calls in turn is not)."""
+        if len(argv) >= 2 and argv[0] in ("bash", "sh") and argv[1].startswith("/"):
+            try:
+                script = self.host_path(argv[1])
+                text = script.read_text()
+            except (OSError, UnicodeDecodeError):
+                pass
+            else:
+                rest = [self.map_paths(a) for a in argv[2:]]
+                return [argv[0], "-c", self.map_paths(text), str(script), *rest]
+        return [self.map_paths(a) for a in argv]
 
     def _run_on_host(
         self,
@@ -308,54 +395,18 @@ class FakeSession(Session):
         env: dict[str, str] | None,
         cwd: str,
     ) -> ExecResult:
+        if isinstance(command, str) and not _SHELL_SYNTAX.search(command):
+            command = shlex.split(command) or command  # "bash /x.sh" is a script run too
         argv = (
             ["bash", "-c", self.map_paths(command)]
             if isinstance(command, str)
-            else [self.map_paths(a) for a in command]
+            else self._mapped_argv(command)
         )
-        variables = {k: v for k, v in self.built.env.items() if k != "PATH"}
-        full_env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.root / "tmp"),
-            "LANG": "C.UTF-8",
-            **variables,
-            **(env or {}),
-        }
         folder = self.host_path(cwd)
         if not folder.is_dir():
             return ExecResult(1, "", f"fake sandbox: no folder {cwd}\n", 0.0)
-        # Output goes to files, not pipes: a background job keeping them open does not hold
-        # the command's result back (the command ends when its own process does).
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            start = time.monotonic()
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    cwd=folder,
-                    env=full_env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                return ExecResult(127, "", f"{argv[0]}: {exc.strerror}\n", 0.0)
-            self._groups.add(proc.pid)
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc.pid)
-                proc.wait()
-                timed_out = True
-            took = time.monotonic() - start
-            out.seek(0)
-            err.seek(0)
-            stdout, stderr = _text(out.read()), _text(err.read())
-        if timed_out:
-            return ExecResult(None, stdout, stderr, took, True)
-        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
-        return ExecResult(code, stdout, stderr, took)
+        variables = {**self.built.env, **(env or {})}
+        return run_on_host(argv, folder, variables, timeout_s, self.root, self._groups)
 
     def kill_all(self) -> None:
         for group in self._groups:
