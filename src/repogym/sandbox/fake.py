@@ -396,7 +396,9 @@ class FakeSession(Session):
         cwd: str,
     ) -> ExecResult:
         if isinstance(command, str) and not _SHELL_SYNTAX.search(command):
-            command = shlex.split(command) or command  # "bash /x.sh" is a script run too
+            words = shlex.split(command)
+            if len(words) >= 2 and words[0] in ("bash", "sh"):
+                command = words  # "bash /x.sh" runs a script, mapped as for a list
         argv = (
             ["bash", "-c", self.map_paths(command)]
             if isinstance(command, str)
