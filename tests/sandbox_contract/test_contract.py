@@ -36,6 +36,9 @@ WORKDIR /work
 NOT_FOR_FAKE = {
     "test_a_timeout_kills_the_whole_tree_and_the_session_lives_on": "a setsid child escapes",
     "test_exec_options": "no users; paths are the host's",
+    "test_kill_all_ends_background_jobs_and_the_session_goes_on": (
+        "its /proc is the host's: other processes of the machine show there"
+    ),
     "test_read_write_and_links": "no users, so no permission checks",
     "test_tests_arrive_read_only_and_go_again": "no read-only mounts",
     "test_no_network_has_only_loopback": "no network namespace",
