@@ -1,7 +1,8 @@
 """Harbor tasks written by others: multi-key rewards, separate verifiers, [[steps]], non-Docker
 environment types and unsupported features. The trials check the runner's logic, so they run
-on the fake sandbox (no isolation, :mod:`repogym.sandbox.fake`); the one whose point is the
-sandbox's network policy runs on the real local sandbox."""
+on the fake sandbox (no isolation, :mod:`repogym.sandbox.fake`), but the one whose point is the
+sandbox's network policy and the one whose image needs a RUN step (the fake runs none): those
+run on the real local sandbox."""
 
 from __future__ import annotations
 
@@ -231,17 +232,17 @@ def _health_task(root: Path, check: str) -> Path:
     )
 
 
-def test_environment_healthcheck_gates_the_agent(runner: TrialRunner, tmp_path: Path) -> None:
+def test_environment_healthcheck_gates_the_agent(local_runner: TrialRunner, tmp_path: Path) -> None:
     ok = load_task(_health_task(tmp_path / "ok", 'command = "test -f /app/ready"\n'))
     assert preflight(ok) == []
-    assert runner.run(ok, OracleAgent()).reward == 1.0
+    assert local_runner.run(ok, OracleAgent()).reward == 1.0
     never = load_task(
         _health_task(
             tmp_path / "never",
             'command = "test -f /app/never"\nretries = 2\ninterval_sec = 0.1\n',
         )
     )
-    outcome = runner.run(never, OracleAgent())
+    outcome = local_runner.run(never, OracleAgent())
     assert outcome.reward is None and outcome.error is not None
     assert outcome.error.startswith("HealthcheckError")
     assert "never became healthy: its healthcheck failed 2 times" in outcome.error

@@ -21,8 +21,9 @@ Commands:
   Without ``host=True`` (the default) an unscripted command answers exit 127: nothing runs.
 
 Build: ``WORKDIR``, ``ENV``, ``USER`` and ``COPY``/``ADD`` of local files are replayed into a
-template folder; shell-form ``RUN`` steps run on the host like commands with ``host=True``, and
-are recorded in ``BuiltEnvironment.details["skipped"]`` otherwise (as is everything else).
+template folder; ``RUN`` steps are never run (on the host, as whoever runs the tests, they
+could change anything: ``useradd`` …) and are recorded in ``BuiltEnvironment.details["skipped"]``
+with every other instruction the fake does not replay.
 Every execution is recorded in :attr:`FakeSession.commands`.
 """
 
@@ -86,6 +87,8 @@ HOST_FOLDERS = frozenset(
 )
 """Top-level folders that stay the host's in commands (the root may hold files there too)."""
 _MAX_LINKS = 40
+MARKER = "REPOGYM_FAKE_SESSION"
+"""The environment variable every host command of a session carries (its session's id)."""
 _SHELL_SYNTAX = re.compile(r"[;&|<>$`(){}*?\[\]~#!\n\\]")
 
 
@@ -168,22 +171,9 @@ class FakeSandbox(Sandbox):
                 dest = posixpath.join(built.workdir, dest)
                 for src in sources:
                     _copy_in(context / src, template, dest, many=len(sources) > 1)
-            elif kw == "RUN" and self.host and ins.json is None and not ins.heredocs:
-                self._run_step(ins, template, built)
             else:
                 skipped.append(ins.text)
         built.details["skipped"] = skipped
-
-    def _run_step(
-        self, ins: dockerfile.Instruction, template: Path, built: BuiltEnvironment
-    ) -> None:
-        folder = _host_path(template, built.workdir)
-        folder.mkdir(parents=True, exist_ok=True)
-        (template / "tmp").mkdir(exist_ok=True)
-        argv = ["bash", "-c", map_paths(template, ins.args)]
-        res = run_on_host(argv, folder, built.env, 600, template, set())
-        if res.exit_code != 0:
-            raise BuildError(f"{ins.text}: exit {res.exit_code}: {res.stderr.strip()[-300:]}")
 
     # -- sessions -------------------------------------------------------------------------------
 
@@ -279,15 +269,17 @@ def run_on_host(
     variables: dict[str, str],
     timeout_s: float | None,
     root: Path,
-    groups: set[int],
+    marker: str,
 ) -> ExecResult:
-    """Run ``argv`` as a host process in its own process group (added to ``groups``); the
-    host's ``PATH``, ``HOME`` in the root's ``/tmp``. A timeout kills the group."""
+    """Run ``argv`` as a host process in its own process group, with the host's ``PATH``,
+    ``HOME`` in the root's ``/tmp`` and ``REPOGYM_FAKE_SESSION=marker`` (what
+    :func:`kill_marked` finds its processes by). A timeout kills the group."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(root / "tmp"),
         "LANG": "C.UTF-8",
         **{k: v for k, v in variables.items() if k != "PATH"},
+        MARKER: marker,
     }
     # Output goes to files, not pipes: a background job keeping them open does not hold the
     # command's result back (the command ends when its own process does).
@@ -305,12 +297,11 @@ def run_on_host(
             )
         except OSError as exc:
             return ExecResult(127, "", f"{argv[0]}: {exc.strerror}\n", 0.0)
-        groups.add(proc.pid)
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
+            kill_marked(marker)  # the command's whole tree, also what left its group
             proc.wait()
             timed_out = True
         took = time.monotonic() - start
@@ -334,7 +325,7 @@ class FakeSession(Session):
         self.template = template
         self.built = built
         self.commands: list[Ran] = []
-        self._groups: set[int] = set()
+        self.marker = uuid.uuid4().hex
         self.closed = False
 
     def host_path(self, path: str, *, beneath: str | None = None) -> Path:
@@ -408,12 +399,11 @@ class FakeSession(Session):
         if not folder.is_dir():
             return ExecResult(1, "", f"fake sandbox: no folder {cwd}\n", 0.0)
         variables = {**self.built.env, **(env or {})}
-        return run_on_host(argv, folder, variables, timeout_s, self.root, self._groups)
+        marker = f"{self.marker}.{uuid.uuid4().hex[:8]}"  # kill_all: the prefix; a timeout: this
+        return run_on_host(argv, folder, variables, timeout_s, self.root, marker)
 
     def kill_all(self) -> None:
-        for group in self._groups:
-            _kill_group(group)
-        self._groups.clear()
+        kill_marked(self.marker)
 
     def close(self) -> None:
         if self.closed:
@@ -538,9 +528,27 @@ def _entries(folder: Path) -> list[Path]:
     return list(folder.iterdir())
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def kill_marked(marker: str) -> None:
+    """Kill every host process whose ``REPOGYM_FAKE_SESSION`` is ``marker`` or starts with
+    ``marker.`` (found in ``/proc``, never by a process group number that may be reused)."""
+    exact, below = f"{MARKER}={marker}".encode(), f"{MARKER}={marker}.".encode()
+    for _ in range(3):  # a process may fork while the others are killed
+        found = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as f:
+                    words = f.read().split(b"\0")
+                if any(w == exact or w.startswith(below) for w in words):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _text(data: bytes) -> str:
