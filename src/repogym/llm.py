@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from repogym._llm_wire import (
     ToolCall,
@@ -40,6 +40,7 @@ from repogym._llm_wire import (
 from repogym._secrets import redact
 from repogym.errors import RepogymError
 from repogym.http import RetryPolicy, retry_after_s
+from repogym.plugins import PluginError, Registry
 
 __all__ = [
     "PRICES_USD_PER_MTOK",
@@ -48,15 +49,66 @@ __all__ = [
     "ToolTurn",
     "LLM",
     "LLMError",
+    "PROVIDER_REGISTRY",
+    "Provider",
     "Usage",
     "estimate_cost",
     "parse_llm_spec",
 ]
 
-OPENAI_COMPATIBLE = ("openai", "vllm", "sglang", "ollama")
-SELF_HOSTED = ("vllm", "sglang", "ollama")
-PROVIDERS = (*OPENAI_COMPATIBLE, "anthropic")
+PROVIDERS = ("openai", "vllm", "sglang", "ollama", "anthropic")
+"""The built-in providers, in the order messages list them."""
 OLLAMA_DEFAULT_ENDPOINT = "http://127.0.0.1:11434/v1"
+
+
+@dataclass(frozen=True)
+class Provider:
+    """What differs between providers: the wire protocol and where the endpoint comes from."""
+
+    wire: Literal["openai", "anthropic"] = "openai"
+    self_hosted: bool = False
+    """Runs on the user's machines: no API key needed, no cost estimate."""
+    engine: bool = False
+    """An inference engine (vLLM, SGLang): an endpoint is required, and per-token logprobs and
+    token ids are asked for by default."""
+    default_endpoint: str | None = None
+
+    @property
+    def base_url_var(self) -> str:
+        return "ANTHROPIC_BASE_URL" if self.wire == "anthropic" else "OPENAI_BASE_URL"
+
+    @property
+    def api_key_var(self) -> str:
+        return "ANTHROPIC_API_KEY" if self.wire == "anthropic" else "OPENAI_API_KEY"
+
+
+def _provider(obj: object) -> Provider:
+    if not isinstance(obj, Provider):
+        raise TypeError(f"not a repogym.llm.Provider: {obj!r}")
+    return obj
+
+
+PROVIDER_REGISTRY: Registry[Provider] = Registry(
+    "LLM provider",
+    group="repogym.llm_providers",
+    builtins={
+        "openai": Provider(),
+        "vllm": Provider(self_hosted=True, engine=True),
+        "sglang": Provider(self_hosted=True, engine=True),
+        "ollama": Provider(self_hosted=True, default_endpoint=OLLAMA_DEFAULT_ENDPOINT),
+        "anthropic": Provider(wire="anthropic"),
+    },
+    check=_provider,
+)
+"""Provider names → :class:`Provider`; plug-ins: entry points of ``repogym.llm_providers``
+(an OpenAI-compatible service is one ``Provider(...)``)."""
+
+
+def provider_names() -> list[str]:
+    """The built-in providers in their usual order, then plug-ins by name."""
+    return [*PROVIDERS, *(n for n in PROVIDER_REGISTRY.names() if n not in PROVIDERS)]
+
+
 INSTALL_HINT = "pip install 'repogym[llm]'"
 _PLACEHOLDER_KEY = "not-needed"
 _MAX_RETRY_AFTER_S = 120.0
@@ -142,16 +194,20 @@ def parse_llm_spec(spec: str) -> tuple[str, str]:
     provider = provider.lower()
     if not sep or not provider or not model:
         raise ValueError(f"LLM spec must look like 'provider/model', got {spec!r}")
-    if provider not in PROVIDERS:
+    if provider not in PROVIDER_REGISTRY:
         raise ValueError(
-            f"unknown LLM provider {provider!r}; expected one of {', '.join(PROVIDERS)}"
+            f"unknown LLM provider {provider!r}; expected one of {', '.join(provider_names())}"
         )
+    try:
+        PROVIDER_REGISTRY.get(provider)
+    except PluginError as exc:
+        raise ValueError(str(exc)) from None
     return provider, model
 
 
 def estimate_cost(provider: str, model: str, input_tokens: int, output_tokens: int) -> float | None:
     """USD cost from :data:`PRICES_USD_PER_MTOK`, or None if the model is unknown or local."""
-    if provider in SELF_HOSTED:
+    if provider in PROVIDER_REGISTRY and PROVIDER_REGISTRY.get(provider).self_hosted:
         return None
     name = model.lower()
     matches = [key for key in PRICES_USD_PER_MTOK if name == key or name.startswith(key + "-")]
@@ -185,20 +241,19 @@ class LLM:
         backoff_s: float = 1.0,
     ) -> None:
         self.provider, self.model = parse_llm_spec(spec)
-        base_var = "ANTHROPIC_BASE_URL" if self.provider == "anthropic" else "OPENAI_BASE_URL"
-        endpoint = endpoint or os.environ.get(base_var) or None
-        if self.provider in ("vllm", "sglang") and not endpoint:
+        self.info = info = PROVIDER_REGISTRY.get(self.provider)
+        endpoint = endpoint or os.environ.get(info.base_url_var) or None
+        if info.engine and not endpoint:
             raise ValueError(
                 f"provider {self.provider!r} needs an endpoint, e.g. http://127.0.0.1:8000/v1"
             )
-        if self.provider == "ollama" and not endpoint:
-            endpoint = OLLAMA_DEFAULT_ENDPOINT
+        endpoint = endpoint or info.default_endpoint
         self.endpoint = endpoint
         self.timeout_s = timeout_s
         self.max_retries = max(0, max_retries)
         self.backoff_s = backoff_s
         self.usage = Usage()
-        env_var = "ANTHROPIC_API_KEY" if self.provider == "anthropic" else "OPENAI_API_KEY"
+        env_var = info.api_key_var
         key = api_key or os.environ.get(env_var)
         if not key:
             if endpoint is None:
@@ -223,7 +278,7 @@ class LLM:
         client = self._get_client()
 
         def call() -> tuple[str, int, int]:
-            if self.provider == "anthropic":
+            if self.info.wire == "anthropic":
                 return self._anthropic_call(client, messages, max_tokens, temperature)
             return self._openai_call(client, messages, max_tokens, temperature)
 
@@ -259,7 +314,7 @@ class LLM:
             # The conversation is plain JSON already: it goes in ``extra_body``, which the SDKs
             # send as given, instead of through their per-field request transform, whose cost
             # grows with the history (≈0.2 ms per message: 90 ms a call at 400 messages).
-            if self.provider == "anthropic":
+            if self.info.wire == "anthropic":
                 request = anthropic_request(messages, tools)
                 kwargs = self._anthropic_temperature(client, temperature)
                 extra = {**kwargs.pop("extra_body", {}), **request}
@@ -329,7 +384,7 @@ class LLM:
     def _get_client(self) -> Any:
         if self._client is not None:
             return self._client
-        sdk = "anthropic" if self.provider == "anthropic" else "openai"
+        sdk = self.info.wire
         try:
             module = __import__(sdk)
         except ImportError:

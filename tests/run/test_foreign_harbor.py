@@ -1,5 +1,8 @@
 """Harbor tasks written by others: multi-key rewards, separate verifiers, [[steps]], non-Docker
-environment types and unsupported features, on the real local sandbox."""
+environment types and unsupported features. The trials check the runner's logic, so they run
+on the fake sandbox (no isolation, :mod:`repogym.sandbox.fake`), but the one whose point is the
+sandbox's network policy and the one whose image needs a RUN step (the fake runs none): those
+run on the real local sandbox."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.preflight import UnsupportedTask, preflight
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
+from repogym.sandbox.fake import FakeSandbox
 from tests.conftest import write_task
 
 DOCKERFILE = "FROM debian:bookworm\nWORKDIR /app\n"
@@ -24,6 +28,11 @@ HEAD = 'schema_version = "1.4"\n[task]\nname = "acme/{name}"\n'
 
 @pytest.fixture(scope="module")
 def runner() -> TrialRunner:
+    return TrialRunner(FakeSandbox(host=True))
+
+
+@pytest.fixture(scope="module")
+def local_runner() -> TrialRunner:
     return TrialRunner(get_backend("local"))
 
 
@@ -223,17 +232,17 @@ def _health_task(root: Path, check: str) -> Path:
     )
 
 
-def test_environment_healthcheck_gates_the_agent(runner: TrialRunner, tmp_path: Path) -> None:
+def test_environment_healthcheck_gates_the_agent(local_runner: TrialRunner, tmp_path: Path) -> None:
     ok = load_task(_health_task(tmp_path / "ok", 'command = "test -f /app/ready"\n'))
     assert preflight(ok) == []
-    assert runner.run(ok, OracleAgent()).reward == 1.0
+    assert local_runner.run(ok, OracleAgent()).reward == 1.0
     never = load_task(
         _health_task(
             tmp_path / "never",
             'command = "test -f /app/never"\nretries = 2\ninterval_sec = 0.1\n',
         )
     )
-    outcome = runner.run(never, OracleAgent())
+    outcome = local_runner.run(never, OracleAgent())
     assert outcome.reward is None and outcome.error is not None
     assert outcome.error.startswith("HealthcheckError")
     assert "never became healthy: its healthcheck failed 2 times" in outcome.error
@@ -276,7 +285,9 @@ services:
 """
 
 
-def test_harbors_own_airgapped_compose_runs_offline(runner: TrialRunner, tmp_path: Path) -> None:
+def test_harbors_own_airgapped_compose_runs_offline(
+    local_runner: TrialRunner, tmp_path: Path
+) -> None:
     """Harbor's compose file for an offline task restates its defaults for `main` and adds
     network_mode: none — accepted, and every phase then runs with no network."""
     from repogym.run.trial import environment_spec
@@ -299,8 +310,8 @@ def test_harbors_own_airgapped_compose_runs_offline(runner: TrialRunner, tmp_pat
     assert preflight(task) == []
     assert environment_spec(task).network_mode == "no-network"
     assert not phase_network(task, "agent") and not phase_network(task, "verifier")
-    assert runner.run(task, OracleAgent()).reward == 1.0
-    assert runner.run(task, NopAgent()).reward == 0.0
+    assert local_runner.run(task, OracleAgent()).reward == 1.0
+    assert local_runner.run(task, NopAgent()).reward == 0.0
     # A main that really replaces the environment is still refused.
     (path / "environment/docker-compose.yaml").write_text(
         "services:\n  main:\n    image: other/image:1\n    command: python -m http.server\n"

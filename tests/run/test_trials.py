@@ -1,4 +1,5 @@
-"""Real trials on the local sandbox: examples, foreign tasks, the strict reward contract."""
+"""Real trials on the local sandbox: examples, foreign tasks, the strict reward contract (its
+reward-file reading on the fake sandbox: no isolation needed there)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from repogym.harbor import load_task
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
+from repogym.sandbox.fake import FakeSandbox
 from tests.conftest import EXAMPLES, write_task
 
 pytestmark = pytest.mark.slow
@@ -21,6 +23,12 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def runner() -> TrialRunner:
     return TrialRunner(get_backend("local"))
+
+
+@pytest.fixture(scope="module")
+def fake_runner() -> TrialRunner:
+    """For the runner's own logic (reading reward files): no isolation needed."""
+    return TrialRunner(FakeSandbox(host=True))
 
 
 @pytest.mark.parametrize("task_id", ["hello-file", "textstats-word-count"])
@@ -83,21 +91,21 @@ def _verifier_task(root: Path, name: str, test_sh: str) -> Path:
     ],
 )
 def test_bad_verifier_output_is_none_with_error(
-    runner: TrialRunner, tmp_path: Path, test_sh: str, fragment: str
+    fake_runner: TrialRunner, tmp_path: Path, test_sh: str, fragment: str
 ) -> None:
     task = load_task(_verifier_task(tmp_path, "v", test_sh))
-    outcome = runner.run(task, OracleAgent())
+    outcome = fake_runner.run(task, OracleAgent())
     assert outcome.reward is None
     assert outcome.error and fragment in outcome.error
     assert outcome.result["verifier_result"]["rewards"] is None
 
 
-def test_reward_json_wins(runner: TrialRunner, tmp_path: Path) -> None:
+def test_reward_json_wins(fake_runner: TrialRunner, tmp_path: Path) -> None:
     sh = (
         "#!/bin/bash\necho 0 > /logs/verifier/reward.txt\n"
         'echo \'{"reward": 0.5, "lint": 1}\' > /logs/verifier/reward.json\n'
     )
-    outcome = runner.run(load_task(_verifier_task(tmp_path, "v", sh)), NopAgent())
+    outcome = fake_runner.run(load_task(_verifier_task(tmp_path, "v", sh)), NopAgent())
     assert outcome.reward == 0.5
     assert outcome.result["verifier_result"]["rewards"] == {"reward": 0.5, "lint": 1.0}
 

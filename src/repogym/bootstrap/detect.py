@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from repogym.bootstrap.pyrecipe import python_recipe
 from repogym.bootstrap.python import PythonProject, detect_python
 from repogym.bootstrap.pyversions import PythonInstall
 from repogym.errors import RepogymError
+from repogym.plugins import PluginError, Registry
 
 LANGUAGES = ("python", "node", "rust", "go")
 _STRONG_PYTHON = ("pyproject.toml", "setup.py", "setup.cfg")
@@ -102,7 +104,7 @@ def detect(
     if language is None:
         language, evidence = guess_language(repo_dir)
         notes += [f"language {e}" for e in evidence]
-    elif language not in LANGUAGES:
+    elif language not in LANGUAGE_REGISTRY:
         return Detection(
             None, supported=False, reason=f"unknown language {language!r} ({', '.join(LANGUAGES)})"
         )
@@ -113,34 +115,64 @@ def detect(
             reason="no Python, Node, Rust or Go project markers found "
             "(pyproject.toml, setup.py, package.json, Cargo.toml, go.mod, *.py)",
         )
-    if language == "python":
-        py = detect_python(repo_dir, pythons, commit)
-        inst = py.install
-        return Detection(
-            "python",
-            runner=py.runner,
-            base_image=inst.image if inst else None,
-            toolchain=f"CPython {inst} ({inst.prefix})" if inst else None,
-            supported=not py.problem,
-            reason=py.problem,
-            manifests=list(py.manifests),
-            notes=notes + py.notes,
-            python=py,
-        )
-    if language == "node":
-        nd = detect_node(repo_dir, before=commit.date if commit else None)
-        major = nd.image_major or (nd.node_version or "").split(".")[0]
-        return Detection(
-            "node",
-            runner=nd.runner,
-            base_image=f"node:{major}-slim" if major else None,
-            toolchain=f"Node {nd.node_version}" if nd.node_version else None,
-            supported=not nd.problem,
-            reason=nd.problem,
-            manifests=list(nd.manifests),
-            notes=notes + nd.notes,
-            node=nd,
-        )
+    try:
+        kind = LANGUAGE_REGISTRY.get(language)
+    except PluginError as exc:
+        return Detection(None, supported=False, reason=str(exc))
+    return kind.detect(language, repo_dir, pythons, commit, notes)
+
+
+def _detect_python(
+    language: str,
+    repo_dir: Path,
+    pythons: list[PythonInstall] | None,
+    commit: CommitInfo | None,
+    notes: list[str],
+) -> Detection:
+    py = detect_python(repo_dir, pythons, commit)
+    inst = py.install
+    return Detection(
+        "python",
+        runner=py.runner,
+        base_image=inst.image if inst else None,
+        toolchain=f"CPython {inst} ({inst.prefix})" if inst else None,
+        supported=not py.problem,
+        reason=py.problem,
+        manifests=list(py.manifests),
+        notes=notes + py.notes,
+        python=py,
+    )
+
+
+def _detect_node(
+    language: str,
+    repo_dir: Path,
+    pythons: list[PythonInstall] | None,
+    commit: CommitInfo | None,
+    notes: list[str],
+) -> Detection:
+    nd = detect_node(repo_dir, before=commit.date if commit else None)
+    major = nd.image_major or (nd.node_version or "").split(".")[0]
+    return Detection(
+        "node",
+        runner=nd.runner,
+        base_image=f"node:{major}-slim" if major else None,
+        toolchain=f"Node {nd.node_version}" if nd.node_version else None,
+        supported=not nd.problem,
+        reason=nd.problem,
+        manifests=list(nd.manifests),
+        notes=notes + nd.notes,
+        node=nd,
+    )
+
+
+def _detect_native(
+    language: str,
+    repo_dir: Path,
+    pythons: list[PythonInstall] | None,
+    commit: CommitInfo | None,
+    notes: list[str],
+) -> Detection:
     native = detect_rust(repo_dir) if language == "rust" else detect_go(repo_dir)
     minor = ".".join((native.toolchain_version or "").split(".")[:2])
     image = None
@@ -159,22 +191,70 @@ def detect(
     )
 
 
+def _python_recipe(detection: Detection) -> Recipe:
+    if detection.python is None:
+        raise UnsupportedRepo(detection.reason or "nothing detected")
+    return python_recipe(detection.python)
+
+
+def _node_recipe(detection: Detection) -> Recipe:
+    if detection.node is None:
+        raise UnsupportedRepo(detection.reason or "nothing detected")
+    return node_recipe(detection.node)
+
+
+def _native_recipe(detection: Detection) -> Recipe:
+    if detection.native is None:
+        raise UnsupportedRepo(detection.reason or "nothing detected")
+    if detection.language == "rust":
+        return rust_recipe(detection.native)
+    return go_recipe(detection.native)
+
+
+@dataclass(frozen=True)
+class Language:
+    """How one language is detected and made into a recipe (no code of the repository runs)."""
+
+    detect: Callable[
+        [str, Path, list[PythonInstall] | None, CommitInfo | None, list[str]], Detection
+    ]
+    """``detect(language, repo_dir, pythons, commit, notes)``."""
+    recipe: Callable[[Detection], Recipe]
+
+
+def _language(obj: object) -> Language:
+    if not isinstance(obj, Language):
+        raise TypeError(f"not a repogym.bootstrap.detect.Language: {obj!r}")
+    return obj
+
+
+LANGUAGE_REGISTRY: Registry[Language] = Registry(
+    "language",
+    group="repogym.languages",
+    builtins={
+        "python": Language(_detect_python, _python_recipe),
+        "node": Language(_detect_node, _node_recipe),
+        "rust": Language(_detect_native, _native_recipe),
+        "go": Language(_detect_native, _native_recipe),
+    },
+    check=_language,
+)
+"""Languages :func:`detect` and :func:`make_recipe` handle; :data:`LANGUAGES` is the order
+:func:`guess_language` tries them in. Plug-ins: entry points of ``repogym.languages`` naming a
+:class:`Language` (chosen with ``language=``)."""
+
+
 def make_recipe(repo_dir: Path, detection: Detection | None = None) -> Recipe:
     """The deterministic recipe for a repository; raises :class:`UnsupportedRepo` when none fits."""
     detection = detection or detect(Path(repo_dir))
     if not detection.supported:
         raise UnsupportedRepo(detection.reason or "unsupported repository")
+    if detection.language is None or detection.language not in LANGUAGE_REGISTRY:
+        raise UnsupportedRepo(detection.reason or "nothing detected")
     try:
-        if detection.python is not None:
-            recipe = python_recipe(detection.python)
-        elif detection.node is not None:
-            recipe = node_recipe(detection.node)
-        elif detection.native is not None and detection.language == "rust":
-            recipe = rust_recipe(detection.native)
-        elif detection.native is not None:
-            recipe = go_recipe(detection.native)
-        else:
-            raise UnsupportedRepo(detection.reason or "nothing detected")
+        recipe = LANGUAGE_REGISTRY.get(detection.language).recipe(detection)
+    except PluginError as exc:
+        raise UnsupportedRepo(str(exc)) from None
     except ValueError as exc:
         if isinstance(exc, UnsupportedRepo):
             raise

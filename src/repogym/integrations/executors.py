@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from repogym.errors import RepogymError
+from repogym.plugins import PluginError, Registry, UnknownPlugin
 
 __all__ = [
     "Done",
@@ -307,6 +308,35 @@ def _reachable(address: str, timeout_s: float) -> bool:
         return False
 
 
+def _local(jobs: int, address: str | None, env: dict[str, str] | None) -> Executor:
+    return LocalExecutor(jobs)
+
+
+def _ray(jobs: int, address: str | None, env: dict[str, str] | None) -> Executor:
+    from repogym.sandbox._shared_cache import forwarded_env
+
+    same = {k: os.environ[k] for k in FORWARDED if os.environ.get(k)}
+    return RayExecutor(address, env={**forwarded_env(), **same, **(env or {})} or None)
+
+
+ExecutorFactory = Callable[[int, str | None, dict[str, str] | None], Executor]
+
+
+def _factory(obj: object) -> ExecutorFactory:
+    if not callable(obj):
+        raise TypeError(f"not an executor factory: {obj!r}")
+    return obj
+
+
+EXECUTORS: Registry[ExecutorFactory] = Registry(
+    "executor",
+    group="repogym.executors",
+    builtins={"local": _local, "ray": _ray},
+    check=_factory,
+)
+"""Executor names → ``factory(jobs, address, env)``; plug-ins: the ``repogym.executors`` group."""
+
+
 def get_executor(
     name: str, *, jobs: int = 1, address: str | None = None, env: dict[str, str] | None = None
 ) -> Executor:
@@ -314,11 +344,10 @@ def get_executor(
     ``$RAY_ADDRESS`` or ``auto``). ``env``: secrets for the workers' environment; this
     process's shared environment cache (``$REPOGYM_SHARED_CACHE``) and reproducible-build
     settings (:data:`FORWARDED`) go along."""
-    if name == "local":
-        return LocalExecutor(jobs)
-    if name == "ray":
-        from repogym.sandbox._shared_cache import forwarded_env
-
-        same = {k: os.environ[k] for k in FORWARDED if os.environ.get(k)}
-        return RayExecutor(address, env={**forwarded_env(), **same, **(env or {})} or None)
-    raise ExecutorError(f"unknown executor {name!r}: use local or ray")
+    try:
+        factory = EXECUTORS.get(name)
+    except UnknownPlugin:
+        raise ExecutorError(f"unknown executor {name!r}: use local or ray") from None
+    except PluginError as exc:
+        raise ExecutorError(str(exc)) from None
+    return factory(jobs, address, env)

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from repogym.harbor import Task
 from repogym.harbor.mcp_servers import McpServer
+from repogym.plugins import PluginError, Registry, UnknownPlugin
 from repogym.sandbox import Session
 
 
@@ -169,22 +170,60 @@ class PatchAgent(OracleAgent):
         return outcome
 
 
+@dataclass(frozen=True)
+class AgentKind:
+    """How one agent name makes agents: ``make(argument, options)``, where ``argument`` is what
+    follows ``name:`` in the spec (None without a colon) and ``options`` are ``--agent-opt``."""
+
+    make: Callable[[str | None, dict[str, str] | None], Agent]
+    argument: bool = False
+    """The spec is ``name:<argument>`` (else the bare name)."""
+    options: bool = False
+    """The agent takes ``--agent-opt`` options."""
+
+
+def _llm_agent(argument: str | None, options: dict[str, str] | None) -> Agent:
+    from repogym.run.llm_agent import LLMAgent
+
+    return LLMAgent(argument or "", options)
+
+
+def _agent_kind(obj: object) -> AgentKind:
+    if not isinstance(obj, AgentKind):
+        raise TypeError(f"not a repogym.run.agents.AgentKind: {obj!r}")
+    return obj
+
+
+AGENTS: Registry[AgentKind] = Registry(
+    "agent",
+    group="repogym.agents",
+    builtins={
+        "oracle": AgentKind(lambda _arg, _opts: OracleAgent()),
+        "nop": AgentKind(lambda _arg, _opts: NopAgent()),
+        "command": AgentKind(lambda arg, _opts: CommandAgent(arg or ""), argument=True),
+        "llm": AgentKind(_llm_agent, argument=True, options=True),
+    },
+    check=_agent_kind,
+)
+"""Agent names (the part of ``--agent`` before a colon); plug-ins: entry points of the
+``repogym.agents`` group naming an :class:`AgentKind`."""
+
+
 def make_agent(spec: str, options: dict[str, str] | None = None) -> Agent:
     """``oracle`` | ``nop`` | ``command:<shell>`` | ``llm:<provider>/<model>`` → an agent.
     ``options`` (``--agent-opt``) are taken by the ``llm`` agent only."""
-    if spec.startswith("llm:"):
-        from repogym.run.llm_agent import LLMAgent
-
-        return LLMAgent(spec[len("llm:") :], options)
-    if options:
+    name, colon, argument = spec.partition(":")
+    try:
+        kind: AgentKind | None = AGENTS.get(name)
+    except UnknownPlugin:
+        kind = None
+    except PluginError as exc:
+        raise ValueError(str(exc)) from None
+    if options and (kind is None or not kind.options):
         raise ValueError(f"--agent-opt is for llm:<provider>/<model> agents, not {spec!r}")
-    if spec == "oracle":
-        return OracleAgent()
-    if spec == "nop":
-        return NopAgent()
-    if spec.startswith("command:"):
-        return CommandAgent(spec[len("command:") :])
-    raise ValueError(
-        f"unknown agent {spec!r}: use oracle, nop, llm:<provider>/<model> or command:'<shell>' "
-        f"(e.g. --agent {shlex.quote('command:echo hi > out.txt')})"
-    )
+    if kind is None or kind.argument != bool(colon):
+        raise ValueError(
+            f"unknown agent {spec!r}: use oracle, nop, llm:<provider>/<model> or command:'<shell>' "
+            f"(e.g. --agent {shlex.quote('command:echo hi > out.txt')})"
+        )
+    return kind.make(argument if colon else None, options)

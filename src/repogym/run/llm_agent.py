@@ -166,7 +166,7 @@ def run_loop(
     deadline = time.monotonic() + time_limit_s
     result = LoopResult(stop_reason="")
     sample = opts.logprobs, opts.token_ids
-    self_hosted = llm.provider in ("vllm", "sglang")
+    self_hosted = llm.info.engine
     logprobs = self_hosted if sample[0] is None else sample[0]
     token_ids = self_hosted if sample[1] is None else sample[1]
     no_tool = 0

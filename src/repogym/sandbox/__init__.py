@@ -1,9 +1,13 @@
-"""Sandboxes: one small protocol (:mod:`repogym.sandbox.base`), several lazily imported backends."""
+"""Sandboxes: one small protocol (:mod:`repogym.sandbox.base`), several lazily imported backends.
+
+Backends are entries of :data:`BACKENDS`: the built-ins below, and plug-ins declared as entry
+points of the ``repogym.sandboxes`` group (an entry point names a :class:`Sandbox` subclass).
+``fake`` (:mod:`repogym.sandbox.fake`, no isolation) is for tests and is not listed.
+"""
 
 from __future__ import annotations
 
-import importlib
-
+from repogym.plugins import Builtin, PluginError, Registry, UnknownPlugin
 from repogym.sandbox._context import glob_regex
 from repogym.sandbox.base import (
     BuildError,
@@ -18,14 +22,28 @@ from repogym.sandbox.base import (
     Session,
 )
 
-_BACKENDS: dict[str, str] = {
-    "local": "repogym.sandbox.local:LocalSandbox",
-    "docker": "repogym.sandbox.docker:DockerSandbox",
-}
+
+def _sandbox_class(obj: object) -> type[Sandbox]:
+    if not (isinstance(obj, type) and issubclass(obj, Sandbox)):
+        raise TypeError(f"not a repogym.sandbox.Sandbox subclass: {obj!r}")
+    return obj
+
+
+BACKENDS: Registry[type[Sandbox]] = Registry(
+    "sandbox backend",
+    group="repogym.sandboxes",
+    builtins={
+        "local": "repogym.sandbox.local:LocalSandbox",
+        "docker": Builtin("repogym.sandbox.docker:DockerSandbox", extra="docker"),
+        "fake": Builtin("repogym.sandbox.fake:FakeSandbox", hidden=True),
+    },
+    check=_sandbox_class,
+)
 
 
 def backend_names() -> list[str]:
-    return sorted(_BACKENDS)
+    """The backends a user chooses from (test-only ones left out)."""
+    return BACKENDS.names()
 
 
 def host_node_installs() -> dict[str, str]:
@@ -39,17 +57,16 @@ def host_node_installs() -> dict[str, str]:
 def get_backend(name: str, **kwargs: object) -> Sandbox:
     """Instantiate a backend by name; its module (and SDK) is imported only now."""
     try:
-        target = _BACKENDS[name]
-    except KeyError:
-        raise SandboxError(
-            f"unknown sandbox backend {name!r}; choose one of: {', '.join(backend_names())}"
-        ) from None
-    module_name, _, cls_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
+        cls = BACKENDS.get(name)
+    except UnknownPlugin as exc:
+        raise SandboxError(str(exc)) from None
+    except PluginError as exc:
+        raise SandboxError(str(exc)) from exc
     return cls(**kwargs)
 
 
 __all__ = [
+    "BACKENDS",
     "BuildError",
     "BuiltEnvironment",
     "Change",

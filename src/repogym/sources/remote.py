@@ -22,12 +22,35 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from repogym._secrets import redact_url
+from repogym.plugins import PluginError, Registry
 from repogym.sources import PullRequest, SourceError
 from repogym.sources._http import Issue, RemotePullRequest
 from repogym.sources.github import GitHubSource, RepoInfo
 from repogym.sources.gitlab import GitLabSource
 from repogym.sources.local import LocalGitSource
 from repogym.sources.resolve import RepoArg
+
+HostApi = type[GitHubSource] | type[GitLabSource]
+
+
+def _host_api(obj: object) -> HostApi:
+    if not (isinstance(obj, type) and issubclass(obj, GitHubSource | GitLabSource)):
+        raise TypeError(f"not a repository host API class: {obj!r}")
+    return obj
+
+
+HOSTS: Registry[HostApi] = Registry(
+    "repository host",
+    group="repogym.sources",
+    builtins={
+        "github": "repogym.sources.github:GitHubSource",
+        "gitlab": "repogym.sources.gitlab:GitLabSource",
+    },
+    check=_host_api,
+)
+"""Hosts of remote repositories (``RepoArg.kind``) → their API class, built as
+``cls(locator, base_url=…, max_wait_s=…)``; plug-ins: entry points of ``repogym.sources``
+naming a subclass of one of them."""
 
 __all__ = ["RemoteGitSource", "RemoteRepo", "clone_dir", "clones_root", "open_remote"]
 
@@ -62,7 +85,8 @@ def clone_dir(kind: str, base_url: str, repo_id: str, root: Path | None = None) 
 class RemoteRepo:
     """A GitHub or GitLab repository: its API, what the API said about it, and a local clone."""
 
-    kind: Literal["github", "gitlab"]
+    kind: str
+    """``github``, ``gitlab`` or a plug-in host's name (:data:`HOSTS`)."""
     api: GitHubSource | GitLabSource
     info: RepoInfo
     clone: Path
@@ -156,14 +180,11 @@ def open_remote(
 
     Raises :class:`SourceError` (one line, no secrets) when the repository cannot be read.
     """
-    if arg.kind == "github":
-        api: GitHubSource | GitLabSource = GitHubSource(
-            arg.locator, base_url=arg.base_url, max_wait_s=max_wait_s
-        )
-    elif arg.kind == "gitlab":
-        api = GitLabSource(arg.locator, base_url=arg.base_url, max_wait_s=max_wait_s)
-    else:
-        raise SourceError(f"not a remote repository: {arg.locator}")
+    try:
+        host = HOSTS.get(arg.kind)
+    except PluginError:
+        raise SourceError(f"not a remote repository: {arg.locator}") from None
+    api = host(arg.locator, base_url=arg.base_url, max_wait_s=max_wait_s)
     info = api.repo_info()
     dest = clone_dir(arg.kind, api.base_url, info.full_name or api.repo_id(), root)
     if _valid_clone(dest):
