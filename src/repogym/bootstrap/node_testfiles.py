@@ -22,9 +22,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from repogym.lang.testfiles import JS_TEST_FILE
 from repogym.verify.tamper import js_lex
 
-JS_TEST_FILE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$|(^|/)__tests__/.*\.[cm]?[jt]sx?$")
 _CALL = re.compile(
     r"(?<![\w$.])(describe|context|suite|it|test|specify|bench|xit|xdescribe|fit|fdescribe)"
     r"((?:\s*\.\s*(?:only|skip|todo|each|concurrent|failing|sequential|fails|runIf|skipIf"

@@ -40,7 +40,7 @@ RECORD_DIR = "/usr/lib/repogym"
 JS_RUNNERS = ("jest", "vitest", "mocha", "node")
 """Runners whose tasks also get the Node verifier (``verifier.mjs``) and recorder: an image
 without Python is then still recorded and graded (``test.sh`` picks the verifier)."""
-_VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
+_VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py")
 _RUNNER_TEMPLATES = (
     "repogym_boot.py",
     "repogym_pytest_report.py",
@@ -90,6 +90,14 @@ def template(name: str) -> bytes:
 def verify_module(name: str) -> bytes:
     """A stdlib-only module of :mod:`repogym.verify` shipped into tasks (``parsers.py``, …)."""
     return resources.files("repogym.verify").joinpath(name).read_bytes()
+
+
+def write_infra_modules(tests: Path) -> None:
+    """Ship ``infra.py`` and the test-file rule it imports (``testfiles.py``, from
+    :mod:`repogym.lang`) into a task's ``tests/`` folder."""
+    write_file(tests / "infra.py", verify_module("infra.py"))
+    rule = resources.files("repogym.lang").joinpath("testfiles.py").read_bytes()
+    write_file(tests / "testfiles.py", rule)
 
 
 def write_file(path: Path, data: bytes | str, mode: int = 0o644) -> None:
@@ -161,6 +169,7 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
         write_file(tests / "verifier.mjs", template("verifier.mjs"))
     for name in _VERIFY_MODULES:
         write_file(tests / name, verify_module(name))
+    write_infra_modules(tests)
     for name in _RUNNER_TEMPLATES:
         write_file(tests / "runner" / name, template(name))
     for rel, data in inp.restore.items():
