@@ -40,7 +40,10 @@ RECORD_DIR = "/usr/lib/repogym"
 JS_RUNNERS = ("jest", "vitest", "mocha", "node")
 """Runners whose tasks also get the Node verifier (``verifier.mjs``) and recorder: an image
 without Python is then still recorded and graded (``test.sh`` picks the verifier)."""
-_VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py")
+_VERIFY_MODULES = ("parsers.py", "reports.py", "tamper.py", "infra.py")
+_LANG_MODULES = ("testfiles.py",)
+"""Modules of :mod:`repogym.lang` the shipped verify modules import (``infra.py`` reads
+``testfiles.py``), shipped beside them."""
 _RUNNER_TEMPLATES = (
     "repogym_boot.py",
     "repogym_pytest_report.py",
@@ -92,12 +95,22 @@ def verify_module(name: str) -> bytes:
     return resources.files("repogym.verify").joinpath(name).read_bytes()
 
 
+def lang_module(name: str) -> bytes:
+    """A stdlib-only module of :mod:`repogym.lang` shipped into tasks (``testfiles.py``)."""
+    return resources.files("repogym.lang").joinpath(name).read_bytes()
+
+
+def shipped_modules() -> dict[str, bytes]:
+    """The modules of repogym a graded task's ``tests/`` holds, by file name."""
+    out = {name: verify_module(name) for name in _VERIFY_MODULES}
+    out.update((name, lang_module(name)) for name in _LANG_MODULES)
+    return out
+
+
 def write_infra_modules(tests: Path) -> None:
-    """Ship ``infra.py`` and the test-file rule it imports (``testfiles.py``, from
-    :mod:`repogym.lang`) into a task's ``tests/`` folder."""
+    """Ship ``infra.py`` and the test-file rule it imports (``testfiles.py``) into ``tests``."""
     write_file(tests / "infra.py", verify_module("infra.py"))
-    rule = resources.files("repogym.lang").joinpath("testfiles.py").read_bytes()
-    write_file(tests / "testfiles.py", rule)
+    write_file(tests / "testfiles.py", lang_module("testfiles.py"))
 
 
 def write_file(path: Path, data: bytes | str, mode: int = 0o644) -> None:
@@ -167,9 +180,8 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
     write_file(tests / "verifier.py", template("verifier.py"))
     if inp.recipe.runner in JS_RUNNERS:
         write_file(tests / "verifier.mjs", template("verifier.mjs"))
-    for name in _VERIFY_MODULES:
-        write_file(tests / name, verify_module(name))
-    write_infra_modules(tests)
+    for name, data in shipped_modules().items():
+        write_file(tests / name, data)
     for name in _RUNNER_TEMPLATES:
         write_file(tests / "runner" / name, template(name))
     for rel, data in inp.restore.items():
