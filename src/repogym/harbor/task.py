@@ -16,6 +16,7 @@ from repogym.atomic import atomic_write, publish_dir
 from repogym.errors import RepogymError
 from repogym.harbor.config import TaskConfig, normalize_legacy
 from repogym.harbor.hashing import content_hash, list_task_files, read_bytes
+from repogym.harbor.provenance import Provenance
 
 TASK_TOML = "task.toml"
 INSTRUCTION = "instruction.md"
@@ -125,6 +126,13 @@ class Task:
     @property
     def repo2env(self) -> dict[str, Any] | None:
         return self.config.repo2env
+
+    @property
+    def provenance(self) -> Provenance | None:
+        """The ``[metadata.repo2env]`` block read and validated, or None when the task has none
+        (a foreign task) or it is not a table."""
+        block = self.config.repo2env
+        return None if block is None else Provenance.read(block)
 
     @property
     def is_multi_step(self) -> bool:

@@ -25,7 +25,7 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 VerificationMode = Literal["clean_room", "in_place"]
 MODES = ("clean_room", "in_place")
@@ -37,14 +37,12 @@ class Verification:
     protected: tuple[str, ...] = ()
 
 
-def read_verification(repo2env: dict[str, Any] | None) -> Verification:
-    """The verification block of a task's ``[metadata.repo2env]`` (``in_place`` when absent).
+def parse_verification(block: object) -> Verification:
+    """The ``[metadata.repo2env.verification]`` table, checked (read it from a task with
+    :meth:`repogym.harbor.provenance.Provenance.read_verification`).
 
-    Raises ValueError for an unknown mode or a malformed pattern list.
+    Raises ValueError for a table that is not one, an unknown mode or a malformed pattern list.
     """
-    block = (repo2env or {}).get("verification")
-    if block is None:
-        return Verification()
     if not isinstance(block, dict):
         raise ValueError("[metadata.repo2env.verification] must be a table")
     mode = block.get("mode", "in_place")

@@ -65,7 +65,8 @@ except ImportError:  # Harbor 0.24, 0.25: --ek options arrive as keyword argumen
 
 from repogym.errors import RepogymError
 from repogym.harbor import Task, TaskError, load_task
-from repogym.harbor.verification import Matcher, read_verification
+from repogym.harbor.provenance import read_verification
+from repogym.harbor.verification import Matcher
 from repogym.integrations._harbor_support import (
     EXEC_MARKER,
     POOL,

@@ -20,7 +20,8 @@ from repogym import __version__
 from repogym.harbor import Task, atomic_write
 from repogym.harbor.compose import runs_offline
 from repogym.harbor.config import Artifact, EnvironmentConfig, verifier_mode
-from repogym.harbor.verification import Matcher, read_verification
+from repogym.harbor.provenance import read_verification
+from repogym.harbor.verification import Matcher
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.cleanroom import clean_room_session
 from repogym.run.health import task_healthcheck, wait_healthy
