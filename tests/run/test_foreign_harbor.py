@@ -297,7 +297,7 @@ def test_harbors_own_airgapped_compose_runs_offline(runner: TrialRunner, tmp_pat
     )
     task = load_task(path)
     assert preflight(task) == []
-    assert environment_spec(task).network_mode == "no-network"
+    assert environment_spec(task, runner.backend).network_mode == "no-network"
     assert not phase_network(task, "agent") and not phase_network(task, "verifier")
     assert runner.run(task, OracleAgent()).reward == 1.0
     assert runner.run(task, NopAgent()).reward == 0.0

@@ -358,7 +358,7 @@ class RepogymEnvironment(BaseEnvironment):
         if task.is_multi_step:  # one session for every step: Harbor's policy switches decide
             either = self._allowed["agent"] or self._allowed["verifier"]
             self._allowed = {"agent": either, "verifier": either}
-        spec = environment_spec(task)
+        spec = environment_spec(task, backend)
         cfg = self.task_env_config
         return dataclasses.replace(
             spec,
