@@ -38,6 +38,21 @@ TEST_FILE_RE = re.compile(
     re.VERBOSE,
 )
 
+#: :func:`is_test_path` as glob patterns (``**`` spans folders, ``{a,b}`` alternatives), for the
+#: paths a clean-room verification protects (:mod:`repogym.harbor.verification`).
+TEST_PATH_GLOBS = (
+    "**/{test,tests,Test,Tests,TEST,TESTS,__tests__,spec,Spec,testing,Testing,testdata}",
+    "**/{__snapshots__,__mocks__}",
+    "**/*.{test,tests,Test,Tests}",
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/conftest.py",
+    "**/tests.py",
+    "**/*_test.go",
+    "**/*.{test,spec}.{js,jsx,ts,tsx,mjs,cjs,mts,cts}",
+    "**/*_{spec,test}.rb",
+)
+
 #: Python test modules a runner can be pointed at (``test_*.py``, ``*_test.py``).
 PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
 #: JS/TS test modules a runner can be pointed at: ``*.test.*`` / ``*.spec.*``, or code under
