@@ -65,3 +65,4 @@ def test_the_compose_file_is_parsed_once(make_task) -> None:  # type: ignore[no-
     plan = plan_task(task, "local")
     assert plan.compose is first and plan.offline
     assert plan.environment.network_mode == "no-network"
+    assert not any("compose" in r for r in preflight(task))  # the preflight takes it too

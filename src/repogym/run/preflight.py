@@ -65,7 +65,7 @@ def _backend_refusals(backend: Any, task: Task) -> list[str]:
 
 def preflight(task: Task, *, backend: Any = None, limits: HostLimits | None = None) -> list[str]:
     """Every reason ``run`` would refuse ``task`` (one line each); [] when it would run it."""
-    reasons = task_refusals(task.config, task.path)
+    reasons = task_refusals(task.config, task.path, task.compose)
     reasons += _environment_refusals(task)
     if limits is not None:
         reasons += check_limits(task, limits)
