@@ -30,11 +30,10 @@ from repogym.harbor.task import update_task_toml  # noqa: E402
 from repogym.harbor.verification import RUNTIME_PROTECTED  # noqa: E402
 from repogym.pipelines._emit import (  # noqa: E402
     _RUNNER_TEMPLATES,
-    _VERIFY_MODULES,
     RECORD_SCRIPT,
     record_step,
+    shipped_modules,
     template,
-    verify_module,
 )
 from repogym.verify import canaries, infra, tamper  # noqa: E402
 
@@ -73,7 +72,7 @@ def textstats_tests(out: Path) -> None:
     files = {
         "test.sh": template("test.sh"),
         "verifier.py": template("verifier.py"),
-        **{name: verify_module(name) for name in _VERIFY_MODULES},
+        **shipped_modules(),
         **{f"runner/{name}": template(name) for name in _RUNNER_TEMPLATES},
         **{f"files/{rel}": hidden_test(rel) for rel in TEST_FILES},
         "f2p.json": json.dumps(f2p) + "\n",

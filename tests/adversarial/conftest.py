@@ -56,7 +56,7 @@ class Target:
         """The attack, then the verifier started the way some runners start it: through a
         login shell (``bash -lc``) in the agent's container, which reads its profile files."""
         task = self.task
-        spec = environment_spec(task)
+        spec = environment_spec(task, self.runner.backend)
         built = self.runner.build(task)
         with self.runner.backend.start(built, spec) as session:
             workdir = spec.workdir or built.workdir

@@ -243,3 +243,49 @@ def test_repogym_provenance_is_not_mistaken_for_answers() -> None:
     assert 'files = ["pkg/mod.py"]' in masked
     assert "oracle_runs = 2" in masked and "oracle_passes = 2" in masked
     assert "edits in /workspace" not in masked
+
+
+SAMPLE_KEYS = [
+    *(
+        k
+        for w in withhold._KEY_WORDS
+        for k in (w, f"{w}s", f"{w}_x", f"x_{w}", f"x_{w}s", f"{w.title()}-X")
+    ),
+    "reference",
+    "gold_patch",
+    "test_patch",
+    "hints_text",
+    "final_answer",
+    "canonical_solution",
+    "oracle_runs",
+    "oracle_passes",
+    "pr_diff",
+    "cve_patches",
+    "labels_count",
+    "target_os",
+    "target-os",
+    "Gold Answer",
+    "difficulty",
+    "fail_to_pass",
+    "description",
+]
+
+
+@pytest.mark.parametrize("key", SAMPLE_KEYS)
+def test_every_place_withholds_the_same_keys(key: str) -> None:
+    """One rule: the maskers of task files and sections, facets, the row processors' columns
+    and their ``scrub`` (also the OpenEnv adapter's) all withhold exactly the same keys."""
+    from repogym.explorer.adapters.processors import answer_like, scrub
+
+    hidden = withhold.is_answer_key(key)
+    assert (withhold.answer_reason(key) is not None) is hidden
+    assert (answer_like(key) is not None) is hidden
+    assert (withhold.mask_data({key: "v"}) == {key: withhold.MASK}) is hidden
+    assert (scrub({key: "v"}) == {}) is hidden
+    found: list[str] = []
+    assert (withhold.MASK in withhold.mask_toml(f'"{key}" = "v"\n', found)) is hidden
+    assert (withhold.MASK in withhold.mask_json(json.dumps({key: "v"}), found)) is hidden
+    assert (withhold.MASK in withhold.mask_yamlish(f"{key}: v\n", found)) is hidden
+    doc = _doc()
+    doc.facets[key] = "v"
+    assert (key not in withhold.apply(doc).facets) is hidden

@@ -416,7 +416,7 @@ def test_a_generated_node_test_task_grades_without_python(make_repo, tmp_path: P
     task = load_task(task_dir)
     runner = TrialRunner(backend)
     built = runner.build(task)
-    with backend.start(built, environment_spec(task)) as session:
+    with backend.start(built, environment_spec(task, backend)) as session:
         probe = session.exec(
             "command -v python3 || command -v python; head -n 3 /usr/lib/repogym/record.txt",
             timeout_s=60,

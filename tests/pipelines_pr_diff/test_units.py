@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from repogym.cli import app
 from repogym.harbor.trust import expand_env
+from repogym.lang import testfiles
 from repogym.pipelines.pr_diff import filter_reason, is_doc_path, verifier_module
 from repogym.sources import FileChange, PullRequest
 from repogym.sources.patches import is_test_path
@@ -172,6 +173,7 @@ def test_verifier_runs_standalone_under_python38(tmp_path: Path) -> None:
     shutil.copy(src, tests / "verifier.py")
     shutil.copy(Path(score_diff.__code__.co_filename), tests / "diff_reward.py")
     shutil.copy(Path(infra.__file__), tests / "infra.py")  # as a task ships it
+    shutil.copy(Path(testfiles.__file__), tests / "testfiles.py")  # the rule infra.py imports
     base = _tree(tmp_path / "base", {"m.py": b"def f():\n    return 1\n"})
     work = _tree(tmp_path / "work", {"m.py": b"def f():\n    return 2\n"})
     out = subprocess.run(

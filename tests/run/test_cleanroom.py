@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from repogym.harbor import load_task
+from repogym.harbor.provenance import read_verification
 from repogym.harbor.verification import (
     RUNTIME_PROTECTED,
     Matcher,
     compile_glob,
-    read_verification,
 )
 from repogym.run.agents import CommandAgent
 from repogym.run.cleanroom import plan_carry_over

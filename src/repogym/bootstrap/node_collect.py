@@ -22,7 +22,8 @@ from pathlib import Path
 
 from repogym.bootstrap._files import SKIP_DIRS, read_text
 from repogym.bootstrap.model import COLLECT_MARK
-from repogym.bootstrap.node_testfiles import JS_TEST_FILE, has_test_calls
+from repogym.bootstrap.node_testfiles import has_test_calls
+from repogym.lang.testfiles import JS_TEST_FILE
 
 MOCHA_LIST_LINES = (
     '"use strict";',

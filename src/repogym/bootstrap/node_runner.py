@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from repogym.bootstrap._files import SKIP_DIRS, read_text
+from repogym.lang.testfiles import is_node_test_candidate
 
 REPORTER_LINES = (
     "export default async function*(source){",
@@ -71,7 +72,6 @@ _NODE_TEST_IMPORT = re.compile(
     r"""(?:from\s*|require\s*\(\s*|import\s*\(\s*)['"]node:test['"]"""
     r"""|(?:from\s*|require\s*\(\s*)['"]test['"]"""
 )
-_TEST_DIRS = ("test", "tests", "__tests__", "spec")
 _JS_EXTS = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")
 MAX_SCANNED = 400
 
@@ -105,8 +105,7 @@ def imports_node_test(repo: Path) -> str | None:
             rel = entry.relative_to(repo).as_posix()
             if not rel.endswith(_JS_EXTS):
                 continue
-            named = re.search(r"[._-](test|spec)\.[cm]?[jt]s$|^test\.[cm]?[jt]s$", entry.name)
-            if not named and not any(p in _TEST_DIRS for p in rel.split("/")[:-1]):
+            if not is_node_test_candidate(rel):
                 continue
             scanned += 1
             text = read_text(entry, 65536) or ""

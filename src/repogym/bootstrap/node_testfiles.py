@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from repogym.lang.js_lex import js_lex
+from repogym.lang.testfiles import JS_TEST_FILE
 
-JS_TEST_FILE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$|(^|/)__tests__/.*\.[cm]?[jt]sx?$")
 _CALL = re.compile(
     r"(?<![\w$.])(describe|context|suite|it|test|specify|bench|xit|xdescribe|fit|fdescribe)"
     r"((?:\s*\.\s*(?:only|skip|todo|each|concurrent|failing|sequential|fails|runIf|skipIf"

@@ -392,7 +392,7 @@ def verification_facts(task: Any, verdict: Any) -> tuple[str, str, str, str]:
     """(verification mode, kill rate, adversarial floor, canaries) of a task for the verify
     table: each figure measured now, else the one recorded in its evaluation block, else —."""
     from repogym.harbor import load_task
-    from repogym.harbor.verification import read_verification
+    from repogym.harbor.provenance import read_verification
 
     if task is None:
         return "—", "—", "—", "—"

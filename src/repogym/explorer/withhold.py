@@ -6,8 +6,9 @@
 - grader data outside ``environment/``: expected outputs, rubrics, ``*.diff``/``*.patch`` (hidden
   test patches) and ``gold*`` files;
 - answer-like keys at any depth in TOML / JSON / YAML-ish metadata (``answer``, ``gold_answer``,
-  ``expected_output``, ``solution``, ``reference_*``, ``ground_truth``, ``label`` …), in sections
-  and in files (masked in place with ``«withheld»``);
+  ``expected_output``, ``solution``, ``reference_*``, ``ground_truth``, ``label``, hidden tests,
+  rubrics, hints …: :func:`answer_reason`, the one list the row processors use too), in
+  sections and in files (masked in place with ``«withheld»``);
 - answers written into grader scripts: answer-named variables (``EXPECTED="42"``,
   ``answer = "..."``), heredocs written to files (``cat > /tmp/expected <<EOF … EOF``) and
   ``echo … > expected`` lines;
@@ -27,6 +28,7 @@ from repogym.explorer.model import FileDoc, Section, TaskDoc
 
 __all__ = [
     "MASK",
+    "answer_reason",
     "apply",
     "file_reason",
     "is_answer_key",
@@ -41,17 +43,31 @@ __all__ = [
 MASK = "«withheld»"
 SOLUTION_REASON = "solution (the answer)"
 
+# The one list of answer-like keys (metadata keys, row columns, facets): every place that
+# withholds keys (this module's maskers, the row processors' columns and ``scrub``, the OpenEnv
+# adapter) asks :func:`answer_reason`. Matched on the normalised key (see ``_norm_key``).
+_PATCH_KEY = re.compile(r"^(?:patch|gold_patch)$")
+_TESTS_KEY = re.compile(
+    r"^(?:tests?|test_list|test_cases?|test_patch|test_code|test_setup_code|hidden_tests?"
+    r"|private_tests?|public_tests?|generated_tests?|unit_tests?|challenge_test_list"
+    r"|\w+_tests)$"
+)
+_RUBRIC_KEY = re.compile(r"^(?:rubrics?|criteria|grading_notes|scoring\w*|judge\w*)$")
+_HINTS_KEY = re.compile(r"^(?:hints?|hints_text)$")
 _ANSWER_KEY = re.compile(
     r"""^(?:
         answers?|solutions?|labels?|targets?|ground_?truths?|oracles?.*|rubrics?
       | gold.*|reference_.+|expected(?:_.*)?|.*_answers?|.*_solutions?|correct(?:_.*)?
       | .*_expected|.*_gold|golden.*|.*patch(?:es)?|.*_diff|gold_?diff
+      | final_answer|answer_\w+|ground_truth\w*|canonical_solution|reference\w+
+      | outputs?|completions?|responses?|chosen|rejected|verdict
     )$""",
     re.X,
 )
-# Keys that look answer-like but are known to be harmless descriptions.
+# Keys that look answer-like but are known to be harmless descriptions (tests hold them shown).
 _SAFE_KEYS = frozenset(
     {
+        # provenance: the change a task was made from (a PR, commit or advisory URL)
         "reference",
         "labels_count",
         "target_os",
@@ -83,14 +99,32 @@ def _norm_key(key: object) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _is_answer_key(key: str) -> bool:
+def _answer_reason(key: str) -> str | None:
     k = _norm_key(key)
-    return k not in _SAFE_KEYS and bool(_ANSWER_KEY.match(k))
+    if k in _SAFE_KEYS:
+        return None
+    if _PATCH_KEY.match(k):
+        return "solution (the gold patch)"
+    if _TESTS_KEY.match(k):
+        return "hidden tests (grader data)"
+    if _RUBRIC_KEY.match(k):
+        return "rubric (grader data)"
+    if _HINTS_KEY.match(k):
+        return "hints (may contain the answer)"
+    if _ANSWER_KEY.match(k):
+        return "the answer"
+    return None
+
+
+def answer_reason(key: object) -> str | None:
+    """Why a key or column called ``key`` is withheld (the answer, hidden tests, a rubric,
+    hints), or None when it may be shown. The one rule of answer-like keys."""
+    return _answer_reason(str(key))
 
 
 def is_answer_key(key: object) -> bool:
     """True for metadata keys that hold answers (``gold_answer``, ``expected_output`` …)."""
-    return _is_answer_key(str(key))
+    return _answer_reason(str(key)) is not None
 
 
 # ---------------------------------------------------------------- structured data
@@ -144,7 +178,9 @@ def mask_json(text: str, found: list[str]) -> str:
 # without any of them is never an answer key.
 _KEY_WORDS = (
     "answer", "solution", "label", "target", "ground", "oracle", "rubric", "gold",
-    "reference", "expected", "correct", "patch", "diff",
+    "reference", "expected", "correct", "patch", "diff", "test", "criteria", "grading",
+    "scoring", "judge", "hint", "output", "completion", "response", "chosen", "rejected",
+    "verdict",
 )  # fmt: skip
 _BARE_RUN = re.compile(r"[A-Za-z0-9_\-]+")
 

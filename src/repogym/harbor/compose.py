@@ -654,13 +654,3 @@ def task_compose(
     if path is None:
         return None
     return load_compose(path, compose_variables(config, task_dir, host_env), task_dir)
-
-
-def runs_offline(config: TaskConfig, task_dir: Path) -> bool:
-    """Whether the task's compose file takes ``main`` off the network (``network_mode:
-    none``): then every phase runs with no network, whatever ``[environment]`` says."""
-    try:
-        compose = task_compose(config, task_dir)
-    except ComposeError:
-        return False
-    return compose is not None and compose.main.offline

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from repogym.harbor.provenance import Provenance
 from repogym.harbor.task import Task, atomic_write
 
 REGISTRY_FILE = "registry.json"
@@ -31,34 +32,29 @@ def _id_list_len(task: Task, rel: str) -> int | None:
 
 def manifest_row(task: Task, root: Path) -> dict[str, Any]:
     """One row of ``manifest.json`` for a task."""
-    block = task.repo2env or {}
-    pipeline = block.get("pipeline")
-    sub = block.get(pipeline) if isinstance(pipeline, str) else None
-    sub = sub if isinstance(sub, dict) else {}
+    prov = task.provenance or Provenance()
+    sub = prov.pipeline_table or {}
     f2p = _count(sub.get("fail_to_pass"))
     p2p = _count(sub.get("pass_to_pass"))
     if f2p is None:
         f2p = _id_list_len(task, "tests/f2p.json")
     if p2p is None:
         p2p = _id_list_len(task, "tests/p2p.json")
-    evaluation = (
-        evaluation_raw if isinstance(evaluation_raw := block.get("evaluation"), dict) else {}
-    )
     return {
         "id": task.id,
         "name": task.name,
         "path": task.path.relative_to(root).as_posix() if task.path != root else ".",
-        "repo": block.get("repo"),
-        "ref": block.get("ref"),
-        "pipeline": pipeline,
-        "reward_kinds": block.get("reward_kinds", []),
+        "repo": prov.repo,
+        "ref": prov.ref,
+        "pipeline": prov.pipeline,
+        "reward_kinds": prov.reward_kinds if prov.reward_kinds is not None else [],
         "f2p": f2p,
         "p2p": p2p,
         "difficulty": task.config.metadata.get("difficulty"),
         "category": task.config.metadata.get("category"),
         "network_mode": task.config.environment.network_mode,
-        "verification": evaluation.get("status"),
-        "content_hash": block.get("content_hash") or task.compute_hash(),
+        "verification": prov.evaluation.get("status"),
+        "content_hash": prov.content_hash or task.compute_hash(),
     }
 
 

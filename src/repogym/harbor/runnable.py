@@ -9,9 +9,16 @@ runner learns one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from repogym.harbor.compose import ComposeError, compose_refusals, task_compose, task_healthcheck
+from repogym.harbor.compose import (
+    Compose,
+    ComposeError,
+    compose_refusals,
+    task_compose,
+    task_healthcheck,
+)
 from repogym.harbor.config import StepVerifierConfig, TaskConfig, VerifierConfig, verifier_mode
 from repogym.harbor.mcp_servers import mcp_refusals, parse_mcp_servers
 
@@ -34,7 +41,9 @@ def environment_type_refusal(config: TaskConfig) -> str | None:
     )
 
 
-def unsupported_features(config: TaskConfig, path: Path) -> list[str]:
+def unsupported_features(
+    config: TaskConfig, path: Path, read_compose: Callable[[], Compose | None] | None = None
+) -> list[str]:
     """Harbor features repogym does not run (yet): refused rather than silently ignored.
 
     Compose sidecars run (:mod:`repogym.harbor.compose` lists what of a compose file cannot),
@@ -43,7 +52,7 @@ def unsupported_features(config: TaskConfig, path: Path) -> list[str]:
     reasons = []
     services: list[str] = []
     try:
-        compose = task_compose(config, path)
+        compose = read_compose() if read_compose is not None else task_compose(config, path)
     except ComposeError as exc:
         reasons.append(f"environment/{exc}")
     else:
@@ -114,13 +123,17 @@ def missing_verifier_refusals(config: TaskConfig, path: Path) -> list[str]:
     return reasons
 
 
-def task_refusals(config: TaskConfig, path: Path) -> list[str]:
-    """Every reason, known without a backend, that repogym cannot run this task."""
+def task_refusals(
+    config: TaskConfig, path: Path, read_compose: Callable[[], Compose | None] | None = None
+) -> list[str]:
+    """Every reason, known without a backend, that repogym cannot run this task;
+    ``read_compose`` gives the task's compose services already read
+    (:meth:`repogym.harbor.Task.compose`), else the file is read here."""
     reasons = []
     kind = environment_type_refusal(config)
     if kind:
         reasons.append(kind)
-    reasons += unsupported_features(config, path)
+    reasons += unsupported_features(config, path, read_compose)
     reasons += separate_verifier_refusals(config, path)
     reasons += missing_verifier_refusals(config, path)
     return reasons

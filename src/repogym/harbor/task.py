@@ -14,8 +14,10 @@ from pydantic import ValidationError
 
 from repogym.atomic import atomic_write, publish_dir
 from repogym.errors import RepogymError
+from repogym.harbor.compose import Compose, ComposeError, task_compose
 from repogym.harbor.config import TaskConfig, normalize_legacy
 from repogym.harbor.hashing import content_hash, list_task_files, read_bytes
+from repogym.harbor.provenance import Provenance
 
 TASK_TOML = "task.toml"
 INSTRUCTION = "instruction.md"
@@ -95,6 +97,9 @@ class Task:
     host_env: dict[str, str] = field(default_factory=dict, repr=False)
     """Host environment variables the user passed to this task (``--pass-env``); templates
     naming anything else expand to nothing. Filled by the trust boundary."""
+    _compose: dict[tuple[tuple[str, str], ...], Compose | str | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def id(self) -> str:
@@ -125,6 +130,38 @@ class Task:
     @property
     def repo2env(self) -> dict[str, Any] | None:
         return self.config.repo2env
+
+    def compose(self) -> Compose | None:
+        """The task's compose services (None without a compose file), parsed once for the
+        task (per host environment it was given); every phase takes this one object.
+        :class:`ComposeError` when the file cannot be read."""
+        key = tuple(sorted(self.host_env.items()))
+        if key not in self._compose:
+            try:
+                self._compose[key] = task_compose(self.config, self.path, self.host_env)
+            except ComposeError as exc:
+                self._compose[key] = str(exc)
+        got = self._compose[key]
+        if isinstance(got, str):
+            raise ComposeError(got)
+        return got
+
+    @property
+    def runs_offline(self) -> bool:
+        """Whether the task's compose file takes ``main`` off the network (``network_mode:
+        none``): then every phase runs with no network, whatever ``[environment]`` says."""
+        try:
+            compose = self.compose()
+        except ComposeError:
+            return False
+        return compose is not None and compose.main.offline
+
+    @property
+    def provenance(self) -> Provenance | None:
+        """The ``[metadata.repo2env]`` block read and validated, or None when the task has none
+        (a foreign task) or it is not a table."""
+        block = self.config.repo2env
+        return None if block is None else Provenance.read(block)
 
     @property
     def is_multi_step(self) -> bool:

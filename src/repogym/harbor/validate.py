@@ -19,7 +19,7 @@ from typing import Any
 from repogym import dockerfile
 from repogym.harbor.config import verifier_mode
 from repogym.harbor.discover import duplicate_id_message, duplicate_ids
-from repogym.harbor.hashing import HASH_PREFIX, content_hash, list_task_files, read_bytes
+from repogym.harbor.hashing import content_hash, list_task_files, read_bytes
 from repogym.harbor.instruction_checks import (
     NGRAM,
     gold_added_lines,
@@ -27,6 +27,7 @@ from repogym.harbor.instruction_checks import (
     statement,
     underspecified,
 )
+from repogym.harbor.provenance import Provenance
 from repogym.harbor.runnable import environment_type_refusal, separate_verifier_refusals
 from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
 from repogym.harbor.trust import (
@@ -37,7 +38,6 @@ from repogym.harbor.trust import (
     load_limits,
     requested_env,
 )
-from repogym.harbor.verification import read_verification
 
 KNOWN_REWARD_KINDS = frozenset(
     {
@@ -180,8 +180,8 @@ def _check_canaries(task: Task, files: TaskFiles) -> Iterator[Problem]:
     """A runtime-verified task whose judge plants no canary cannot tell tests made to pass
     from tests passed (``canaries = 0`` recorded by the gate), and candidates the gate never
     confirmed are only reported by the judge, never judged."""
-    block = (task.repo2env or {}).get("evaluation") or {}
-    count = block.get("canaries") if isinstance(block, dict) else None
+    prov = task.provenance
+    count = prov.evaluation.get("canaries") if prov is not None else None
     if count == 0:
         yield _warn(
             "canaries",
@@ -211,8 +211,9 @@ def adversarial_figures(task: Task) -> dict[str, Any] | None:
     """The red-team figures ``repogym verify --adversarial`` (or generate's gate) recorded in
     ``[metadata.repo2env.evaluation]``, with ``winners`` (the kinds that earned the full
     reward); None when the task was never measured."""
-    block = (task.repo2env or {}).get("evaluation") or {}
-    if not isinstance(block, dict) or "adversarial_floor" not in block:
+    prov = task.provenance
+    block = prov.evaluation if prov is not None else {}
+    if "adversarial_floor" not in block:
         return None
     keys = ("adversarial_floor", "gameability_gap", "adversarial_candidates", "nop_reward")
     out = {k: block[k] for k in keys if k in block}
@@ -391,30 +392,28 @@ def _load_id_list(files: TaskFiles, rel: str) -> tuple[list[str] | None, list[Pr
 
 
 def _check_provenance(task: Task, files: TaskFiles) -> Iterator[Problem]:
-    block = task.repo2env
+    prov = task.provenance
     f2p, problems = _load_id_list(files, "tests/f2p.json")
     yield from problems
     p2p, problems = _load_id_list(files, "tests/p2p.json")
     yield from problems
-    if block is None:
+    if prov is None:
         if "repo2env" in task.config.metadata:
             yield _err("provenance", TASK_TOML, "[metadata.repo2env] must be a table")
         else:
             yield _warn("provenance", TASK_TOML, "no [metadata.repo2env] block (foreign task)")
         return
-    kinds = block.get("reward_kinds")
+    yield from _malformed_provenance(prov)
+    kinds = prov.reward_kinds
     if kinds is not None:
-        if not isinstance(kinds, list) or not all(isinstance(k, str) and k for k in kinds):
-            yield _err("provenance", TASK_TOML, "reward_kinds must be a list of non-empty strings")
-        else:
-            if len(set(kinds)) != len(kinds):
-                yield _err("provenance", TASK_TOML, "reward_kinds has duplicates")
-            for kind in kinds:
-                if kind not in KNOWN_REWARD_KINDS:
-                    yield _warn("provenance", TASK_TOML, f"unknown reward kind {kind!r}")
-    pipeline = block.get("pipeline")
-    sub = block.get(pipeline) if isinstance(pipeline, str) else None
-    if isinstance(sub, dict):
+        if len(set(kinds)) != len(kinds):
+            yield _err("provenance", TASK_TOML, "reward_kinds has duplicates")
+        for kind in kinds:
+            if kind not in KNOWN_REWARD_KINDS:
+                yield _warn("provenance", TASK_TOML, f"unknown reward kind {kind!r}")
+    pipeline = prov.pipeline
+    sub = prov.pipeline_table
+    if sub is not None:
         for key, ids, rel in (
             ("fail_to_pass", f2p, "tests/f2p.json"),
             ("pass_to_pass", p2p, "tests/p2p.json"),
@@ -431,30 +430,40 @@ def _check_provenance(task: Task, files: TaskFiles) -> Iterator[Problem]:
                 yield _err("tests", rel, f"has {len(ids)} ids but {pipeline}.{key} says {count}")
             elif ids is not None and isinstance(meta, list) and sorted(meta) != sorted(ids):
                 yield _err("tests", rel, f"ids differ from {pipeline}.{key}")
-    try:
-        verification = read_verification(block)
-    except ValueError as exc:
-        yield _err("verification", TASK_TOML, str(exc))
-    else:
+    if "verification" not in prov.problems:
+        verification = prov.read_verification()
         if verification.mode == "clean_room" and not verification.protected:
             yield _warn(
                 "verification",
                 TASK_TOML,
                 "clean_room without protected paths: the agent may edit the tests it is graded by",
             )
-    declared = block.get("content_hash")
+    declared = prov.content_hash
     if declared is not None:
-        if not isinstance(declared, str) or not declared.startswith(HASH_PREFIX):
-            yield _err("content_hash", TASK_TOML, "content_hash must be 'sha256:<hex>'")
+        actual = content_hash(task.path, task.raw, files.listing, files.read)
+        if actual != declared:
+            yield _err(
+                "content_hash",
+                TASK_TOML,
+                f"content_hash is stale: recorded {declared[:19]}…, files hash to "
+                f"{actual[:19]}… (run `repogym dataset rehash` if the edit was intended)",
+            )
+
+
+_MALFORMED_CHECK = {"reward_kinds": "provenance", "verification": "verification"}
+"""The check that reports a malformed provenance value (others: ``provenance`` warnings)."""
+
+
+def _malformed_provenance(prov: Provenance) -> Iterator[Problem]:
+    """The values :meth:`Provenance.read` left out as malformed, in the order of the checks
+    that report them (``content_hash`` under its own check)."""
+    for key, message in prov.problems.items():
+        if key == "content_hash":
+            yield _err("content_hash", TASK_TOML, message)
+        elif key in _MALFORMED_CHECK:
+            yield _err(_MALFORMED_CHECK[key], TASK_TOML, message)
         else:
-            actual = content_hash(task.path, task.raw, files.listing, files.read)
-            if actual != declared:
-                yield _err(
-                    "content_hash",
-                    TASK_TOML,
-                    f"content_hash is stale: recorded {declared[:19]}…, files hash to "
-                    f"{actual[:19]}… (run `repogym dataset rehash` if the edit was intended)",
-                )
+            yield _warn("provenance", TASK_TOML, f"malformed [metadata.repo2env] value: {message}")
 
 
 def leaked_lines(instruction: str, diff_text: str, min_chars: int = LEAK_MIN_CHARS) -> list[str]:

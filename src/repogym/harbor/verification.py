@@ -25,7 +25,9 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from repogym.lang.testfiles import TEST_PATH_GLOBS
 
 VerificationMode = Literal["clean_room", "in_place"]
 MODES = ("clean_room", "in_place")
@@ -37,14 +39,12 @@ class Verification:
     protected: tuple[str, ...] = ()
 
 
-def read_verification(repo2env: dict[str, Any] | None) -> Verification:
-    """The verification block of a task's ``[metadata.repo2env]`` (``in_place`` when absent).
+def parse_verification(block: object) -> Verification:
+    """The ``[metadata.repo2env.verification]`` table, checked (read it from a task with
+    :meth:`repogym.harbor.provenance.Provenance.read_verification`).
 
-    Raises ValueError for an unknown mode or a malformed pattern list.
+    Raises ValueError for a table that is not one, an unknown mode or a malformed pattern list.
     """
-    block = (repo2env or {}).get("verification")
-    if block is None:
-        return Verification()
     if not isinstance(block, dict):
         raise ValueError("[metadata.repo2env.verification] must be a table")
     mode = block.get("mode", "in_place")
@@ -127,21 +127,10 @@ class Matcher:
 
 #: What our runtime tasks protect (relative to the working directory). Test infrastructure:
 #: test files and their data, by the same rule the pipelines split patches with
-#: (``sources.patches.is_test_path``); runner configuration; interpreter start-up hooks;
-#: installed metadata, dependencies, caches and VCS data; modules that would shadow the test
-#: runner at the top of the tree.
-TEST_PATHS = (
-    "**/{test,tests,Test,Tests,TEST,TESTS,__tests__,spec,Spec,testing,Testing,testdata}",
-    "**/{__snapshots__,__mocks__}",
-    "**/*.{test,tests,Test,Tests}",
-    "**/test_*.py",
-    "**/*_test.py",
-    "**/conftest.py",
-    "**/tests.py",
-    "**/*_test.go",
-    "**/*.{test,spec}.{js,jsx,ts,tsx,mjs,cjs,mts,cts}",
-    "**/*_{spec,test}.rb",
-)
+#: (:data:`repogym.lang.testfiles.TEST_PATH_GLOBS`); runner configuration; interpreter start-up
+#: hooks; installed metadata, dependencies, caches and VCS data; modules that would shadow the
+#: test runner at the top of the tree.
+TEST_PATHS = TEST_PATH_GLOBS
 RUNNER_CONFIG = (
     "**/pytest.ini",
     "**/.pytest.ini",

@@ -15,9 +15,9 @@ def _verdicts(tasks: list[Task]) -> list[str]:
     """Table rows for the tasks whose ``[metadata.repo2env.evaluation]`` holds a verdict."""
     rows = []
     for task in sorted(tasks, key=lambda t: t.id):
-        block = task.repo2env or {}
-        ev = block.get("evaluation")
-        if not isinstance(ev, dict) or not ev.get("status"):
+        prov = task.provenance
+        ev = prov.evaluation if prov is not None else {}
+        if not ev.get("status"):
             continue
         oracle = f"{ev.get('oracle_passes', '?')}/{ev.get('oracle_runs', '?')}"
         reasons = "; ".join(str(r) for r in ev.get("reasons") or [])

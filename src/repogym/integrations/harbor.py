@@ -65,7 +65,8 @@ except ImportError:  # Harbor 0.24, 0.25: --ek options arrive as keyword argumen
 
 from repogym.errors import RepogymError
 from repogym.harbor import Task, TaskError, load_task
-from repogym.harbor.verification import Matcher, read_verification
+from repogym.harbor.provenance import read_verification
+from repogym.harbor.verification import Matcher
 from repogym.integrations._harbor_support import (
     EXEC_MARKER,
     POOL,
@@ -357,7 +358,7 @@ class RepogymEnvironment(BaseEnvironment):
         if task.is_multi_step:  # one session for every step: Harbor's policy switches decide
             either = self._allowed["agent"] or self._allowed["verifier"]
             self._allowed = {"agent": either, "verifier": either}
-        spec = environment_spec(task)
+        spec = environment_spec(task, backend)
         cfg = self.task_env_config
         return dataclasses.replace(
             spec,

@@ -3,7 +3,6 @@ environment is reproduced (``[metadata.repo2env.reproducibility]``). No ``openen
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 from repogym.harbor import Task
 from repogym.harbor.trust import HostLimits, UntrustedTask, check_dataset, load_limits
-from repogym.run.trial import environment_spec
+from repogym.run.plan import is_text_only, plan_task
 from repogym.sandbox import EnvironmentSpec
 
 
@@ -21,50 +20,26 @@ class TaskNotServable(ValueError):
 
 def reproducibility_mode(task: Task) -> str | None:
     """``registry`` | ``inline_dockerfile`` | ``local_only`` from the task's provenance, or None."""
-    repro = (task.repo2env or {}).get("reproducibility") or {}
-    mode = repro.get("mode") if isinstance(repro, dict) else None
-    return str(mode) if mode else None
-
-
-def is_text_only(task: Task) -> bool:
-    """No environment to run in: neither ``environment/Dockerfile`` nor a docker image."""
-    dockerfile = task.environment_dir / "Dockerfile"
-    return not dockerfile.is_file() and not task.config.environment.docker_image
+    prov = task.provenance
+    return prov.reproducibility_mode if prov is not None else None
 
 
 def serving_spec(task: Task, backend: str) -> EnvironmentSpec:
-    """The sandbox request for serving a task on ``backend``, honouring its reproducibility mode.
-
-    ``registry``: the recorded ``image_ref`` is used as is (needs the docker backend).
-    ``inline_dockerfile`` / ``local_only``: ``environment/Dockerfile`` is built.
-    Text-only tasks are refused with an explanation.
-    """
-    mode = reproducibility_mode(task)
-    spec = environment_spec(task)
-    if mode == "registry":
-        repro = (task.repo2env or {}).get("reproducibility") or {}
-        image = repro.get("image_ref") or task.config.environment.docker_image
-        if not image:
-            raise TaskNotServable(
-                f"{task.id}: reproducibility mode 'registry' but no image_ref is recorded"
-            )
-        if backend != "docker":
-            raise TaskNotServable(
-                f"{task.id}: reproducibility mode 'registry' runs the published image {image} "
-                f"as is, which needs the docker backend (serve with --sandbox docker)"
-            )
-        return dataclasses.replace(spec, context_dir=None, docker_image=str(image))
-    if is_text_only(task):
+    """The sandbox request for serving a task on ``backend``: the task's plan
+    (:func:`repogym.run.plan.plan_task`, which honours the reproducibility mode, as every run
+    does). Text-only tasks, and tasks the backend cannot run as recorded, are refused with an
+    explanation."""
+    plan = plan_task(task, backend)
+    if plan.refusal and plan.reproducibility == "registry":
+        raise TaskNotServable(plan.refusal)
+    if plan.text_only and plan.reproducibility != "registry":
         raise TaskNotServable(
             f"{task.id}: text-only task (no environment/Dockerfile and no docker image): "
             "there is nothing to run an agent in, so it cannot be served as an environment"
         )
-    if (
-        mode in ("inline_dockerfile", "local_only")
-        and not (task.environment_dir / "Dockerfile").is_file()
-    ):
-        raise TaskNotServable(f"{task.id}: mode {mode!r} needs environment/Dockerfile")
-    return spec
+    if plan.refusal:
+        raise TaskNotServable(plan.refusal)
+    return plan.environment
 
 
 @dataclass

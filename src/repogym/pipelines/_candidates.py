@@ -3,10 +3,11 @@ candidate before any sandbox work: tests and source both changed, not too large.
 
 from __future__ import annotations
 
+from repogym.lang.testfiles import is_test_path
 from repogym.pipelines._emit import code_lines
 from repogym.pipelines.base import Candidate
 from repogym.sources import Source
-from repogym.sources.patches import FilePatch, is_test_path, parse_patch, split_patch
+from repogym.sources.patches import FilePatch, parse_patch, split_patch
 from repogym.spec import RuntimeOptions
 from repogym.verify.file_kinds import is_release_notes
 

@@ -35,6 +35,7 @@ from repogym.pipelines._emit import (
     template,
     verify_module,
     write_file,
+    write_infra_modules,
 )
 from repogym.pipelines._harness import TaskHarness
 from repogym.pipelines._instruction import build_instruction
@@ -144,7 +145,7 @@ def write_task(
     tests = dest / "tests"
     write_file(tests / "test.sh", template("pr_diff_test.sh"), 0o755)
     write_file(tests / "verifier.py", template("pr_diff_verifier.py"))
-    write_file(tests / "infra.py", verify_module("infra.py"))
+    write_infra_modules(tests)
     write_file(tests / "diff_reward.py", verify_module("diff_reward.py"))
     # The de-facto pr_diff names (what other tools' checkers look for): the gold as
     # tests/oracle.patch, the instruction the judge reads as tests/instruction.md.

@@ -51,8 +51,9 @@ _VERIFY_MODULES = (
     "_tamper_js.py",
     "infra.py",
 )
-_LANG_MODULES = ("js_lex.py",)
-"""Modules of :mod:`repogym.lang` the shipped verify modules load from beside them."""
+_LANG_MODULES = ("js_lex.py", "testfiles.py")
+"""Modules of :mod:`repogym.lang` the shipped verify modules load from beside them
+(``tamper.py`` reads ``js_lex.py``, ``infra.py`` reads ``testfiles.py``)."""
 _RUNNER_TEMPLATES = (
     "repogym_boot.py",
     "repogym_pytest_report.py",
@@ -111,8 +112,22 @@ def verify_module(name: str) -> bytes:
 
 
 def lang_module(name: str) -> bytes:
-    """A stdlib-only module of :mod:`repogym.lang` shipped into tasks (``js_lex.py``)."""
+    """A stdlib-only module of :mod:`repogym.lang` shipped into tasks (``js_lex.py``,
+    ``testfiles.py``)."""
     return resources.files("repogym.lang").joinpath(name).read_bytes()
+
+
+def shipped_modules() -> dict[str, bytes]:
+    """The modules of repogym a graded task's ``tests/`` holds, by file name."""
+    out = {name: verify_module(name) for name in _VERIFY_MODULES}
+    out.update((name, lang_module(name)) for name in _LANG_MODULES)
+    return out
+
+
+def write_infra_modules(tests: Path) -> None:
+    """Ship ``infra.py`` and the test-file rule it imports (``testfiles.py``) into ``tests``."""
+    write_file(tests / "infra.py", verify_module("infra.py"))
+    write_file(tests / "testfiles.py", lang_module("testfiles.py"))
 
 
 def write_file(path: Path, data: bytes | str, mode: int = 0o644) -> None:
@@ -182,10 +197,8 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
     write_file(tests / "verifier.py", template("verifier.py"))
     if inp.recipe.runner in JS_RUNNERS:
         write_file(tests / "verifier.mjs", template("verifier.mjs"))
-    for name in _VERIFY_MODULES:
-        write_file(tests / name, verify_module(name))
-    for name in _LANG_MODULES:
-        write_file(tests / name, lang_module(name))
+    for name, data in shipped_modules().items():
+        write_file(tests / name, data)
     for name in _RUNNER_TEMPLATES:
         write_file(tests / "runner" / name, template(name))
     for rel, data in inp.restore.items():

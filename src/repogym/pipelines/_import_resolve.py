@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from repogym.lang.testfiles import is_test_path
 from repogym.pipelines._import_scan import (
     iter_strings,
     load_json,
@@ -32,7 +33,6 @@ from repogym.pipelines._repo_index import (
     read_text_file_,
     walk_files,
 )
-from repogym.sources.patches import is_test_path
 
 # --------------------------------------------------------------------------- resolver
 

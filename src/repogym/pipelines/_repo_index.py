@@ -1,17 +1,13 @@
-"""The repository files test selection reads: test-file patterns, the folders it skips, paths
-normalised and joined, and an index of the tree built once per selection."""
+"""The repository files test selection reads: the folders it skips, paths normalised and joined,
+and an index of the tree built once per selection (test-file patterns live in
+:mod:`repogym.lang.testfiles`)."""
 
 from __future__ import annotations
 
 import os
 import posixpath
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-
-#: Test files a runner can be pointed at (the runtime harness selects tests with these too).
-PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
-JS_TEST_FILE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$|(^|/)__tests__/")
 
 PY_RUNNERS = frozenset({"pytest", "unittest"})
 JS_RUNNERS = frozenset({"jest", "vitest", "mocha", "node"})

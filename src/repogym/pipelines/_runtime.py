@@ -34,6 +34,7 @@ from repogym.bootstrap.pin import (
     pinned_dockerfile,
 )
 from repogym.harbor.instruction_checks import underspecified
+from repogym.lang.testfiles import JS_TEST_FILE, PY_TEST_FILE
 from repogym.pipelines._emit import (
     EmitInput,
     VerifierInput,
@@ -54,12 +55,7 @@ from repogym.pipelines._instruction import (
     repair,
 )
 from repogym.pipelines._interface import render_interface, required_interface
-from repogym.pipelines._selection import (
-    JS_TEST_FILE,
-    PY_TEST_FILE,
-    find_test_files,
-    tests_exercising,
-)
+from repogym.pipelines._selection import find_test_files, tests_exercising
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sandbox import (
     BuildError,

@@ -50,13 +50,12 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
+from repogym.lang.testfiles import JS_TEST_FILE, PY_TEST_FILE
 from repogym.pipelines._import_resolve import ImportResolver
 from repogym.pipelines._repo_index import (
     JS_CODE_EXTS,
     JS_RUNNERS,
-    JS_TEST_FILE,
     PY_RUNNERS,
-    PY_TEST_FILE,
     RepoIndex_,
     language_of_,
     normalize_path,

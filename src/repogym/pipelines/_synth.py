@@ -504,7 +504,7 @@ def python_sources(
     """``(path, text)`` of every Python source file at ``sha`` a synthesized edit may touch
     (no tests, no test infrastructure, within ``options.paths``), or ``(path, None, reason)``
     for a file that cannot be read as text."""
-    from repogym.sources.patches import is_test_path
+    from repogym.lang.testfiles import is_test_path
 
     count = 0
     for rel in sorted(source.list_files(sha)):

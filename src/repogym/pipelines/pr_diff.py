@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from repogym.lang.testfiles import is_test_path
 from repogym.pipelines._diff_task import (
     BASE_DIR,
     FOOTER,
@@ -37,7 +38,7 @@ from repogym.pipelines._diff_task import (
 from repogym.pipelines._prs import merged_prs, pr_reference, pr_text
 from repogym.pipelines.base import Candidate, HarnessContext
 from repogym.sources import FileChange, PullRequest, Source
-from repogym.sources.patches import is_test_path, split_patch
+from repogym.sources.patches import split_patch
 from repogym.spec import PrDiffOptions
 
 __all__ = [

@@ -190,7 +190,7 @@ class AdversarialReport:
 def _base_reader(task: Task, runner: TrialRunner) -> tuple[Any, Any]:
     """(read_base, close): files of the task's working directory as built, read from a
     session of the built environment (no agent has touched it)."""
-    spec = environment_spec(task)
+    spec = environment_spec(task, runner.backend)
     built = runner.build(task)
     session = runner.backend.start(built, spec)
     workdir = (spec.workdir or built.workdir or "/").rstrip("/")

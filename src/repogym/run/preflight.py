@@ -15,6 +15,7 @@ from repogym import dockerfile
 from repogym.harbor import Task
 from repogym.harbor.runnable import environment_type_refusal, task_refusals
 from repogym.harbor.trust import HostLimits, check_limits
+from repogym.run.plan import plan_task
 from repogym.sandbox import EnvironmentSpec, SandboxError
 
 
@@ -28,7 +29,9 @@ def _environment_refusals(task: Task) -> list[str]:
     if environment_type_refusal(task.config) is not None:
         return []  # the type already says why; "no Dockerfile" would only mislead
     reasons = []
-    if not dockerfile_path.is_file() and not env.docker_image:
+    repro = task.provenance.reproducibility if task.provenance is not None else None
+    published = repro is not None and repro.mode == "registry" and bool(repro.image_ref)
+    if not dockerfile_path.is_file() and not env.docker_image and not published:
         reasons.append("no environment: add environment/Dockerfile or [environment].docker_image")
     elif dockerfile_path.is_file() and not dockerfile_path.is_symlink():
         try:
@@ -49,19 +52,20 @@ def _backend_refusals(backend: Any, task: Task) -> list[str]:
         return []
     from repogym.run.services import sidecar_refusals
 
+    plan = plan_task(task, str(backend.name))
+    if plan.refusal:  # the reproducibility mode asks for what this backend cannot do
+        return [plan.refusal]
     reasons = sidecar_refusals(backend, task)
     hook = getattr(backend, "preflight", None)
     if hook is None:
         return reasons
-    from repogym.run.trial import environment_spec
-
-    spec: EnvironmentSpec = environment_spec(task)
+    spec: EnvironmentSpec = plan.environment
     return [str(r) for r in hook(spec)] + reasons
 
 
 def preflight(task: Task, *, backend: Any = None, limits: HostLimits | None = None) -> list[str]:
     """Every reason ``run`` would refuse ``task`` (one line each); [] when it would run it."""
-    reasons = task_refusals(task.config, task.path)
+    reasons = task_refusals(task.config, task.path, task.compose)
     reasons += _environment_refusals(task)
     if limits is not None:
         reasons += check_limits(task, limits)

@@ -41,7 +41,6 @@ from repogym.harbor.compose import (
     Healthcheck,
     Service,
     dockerfile_healthcheck,
-    task_compose,
 )
 from repogym.harbor.mcp_servers import McpServer, parse_mcp_servers
 from repogym.run.health import HealthcheckError, wait_healthy
@@ -145,7 +144,7 @@ def sidecar_refusals(backend: Any, task: Task) -> list[str]:
     """What ``backend`` cannot do for the task's sidecars (preflight): share a network, or
     build a sidecar's environment (through the backend's own ``preflight``)."""
     try:
-        compose = task_compose(task.config, task.path, task.host_env)
+        compose = task.compose()
     except ComposeError:
         return []  # the task-level refusals already name it
     if compose is None or not compose.sidecars:
@@ -414,7 +413,7 @@ def start_services(
     """The trial's main session and its :class:`Services`; the caller closes the session, then
     the services. When start-up fails, whatever was started is closed before raising."""
     try:
-        compose = task_compose(task.config, task.path, task.host_env)
+        compose = task.compose()
     except ComposeError as exc:
         raise ServiceError(f"environment/{exc}") from None
     services = Services(

@@ -16,9 +16,9 @@ from typing import Any
 
 from repogym import __version__
 from repogym.harbor import Task, atomic_write
-from repogym.harbor.compose import runs_offline
 from repogym.harbor.config import Artifact, EnvironmentConfig, verifier_mode
-from repogym.harbor.verification import Matcher, read_verification
+from repogym.harbor.provenance import read_verification
+from repogym.harbor.verification import Matcher
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.cleanroom import clean_room_session
 from repogym.run.health import task_healthcheck, wait_healthy
@@ -41,7 +41,8 @@ from repogym.run.models import (
     VerifierResult,
     now,
 )
-from repogym.run.preflight import require_runnable
+from repogym.run.plan import plan_task
+from repogym.run.preflight import UnsupportedTask, require_runnable
 from repogym.run.rewards import RewardReading
 from repogym.run.separate import (
     Build,
@@ -60,23 +61,14 @@ from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, SandboxE
 DEFAULT_WORKDIR = "/"
 
 
-def environment_spec(task: Task) -> EnvironmentSpec:
-    """The sandbox request for a task, from its ``[environment]`` table."""
-    env = task.config.environment
-    context = task.environment_dir if task.environment_dir.is_dir() else None
-    offline = runs_offline(task.config, task.path)  # compose: `main` with network_mode none
-    return EnvironmentSpec(
-        context_dir=context,
-        docker_image=env.docker_image,
-        workdir=env.workdir,
-        env=dict(env.env),
-        cpus=env.cpus,
-        memory_mb=env.memory_mb,
-        storage_mb=env.storage_mb,
-        network_mode="no-network" if offline else env.network_mode,
-        allowed_hosts=tuple(env.allowed_hosts),
-        build_timeout_sec=env.build_timeout_sec,
-    )
+def environment_spec(task: Task, backend: Sandbox | str) -> EnvironmentSpec:
+    """The sandbox request for a task's main session on ``backend``
+    (:func:`repogym.run.plan.plan_task`: its reproducibility mode honoured); a task the backend
+    cannot run that way raises :class:`~repogym.run.preflight.UnsupportedTask`."""
+    plan = plan_task(task, backend if isinstance(backend, str) else backend.name)
+    if plan.refusal:
+        raise UnsupportedTask(plan.refusal)
+    return plan.environment
 
 
 PHASES = ("environment_setup", "agent_execution", "verifier")
@@ -207,7 +199,7 @@ class TrialRunner:
         built = self._built.get(key)
         if built is None:
             require_runnable(task, backend=self.backend)
-            built = self.backend.build(environment_spec(task), log=log)
+            built = self.backend.build(environment_spec(task, self.backend), log=log)
             self._built[key] = built
         return built
 
@@ -271,7 +263,7 @@ class TrialRunner:
     ) -> tuple[EnvironmentSpec, str]:
         """Build the environment, start the session and the task's services; the working
         directory."""
-        spec = environment_spec(task)
+        spec = environment_spec(task, self.backend)
         trial.timings["environment_setup"].start()
         PhaseEvent(phase="environment_setup", state="start").send(on_event)
         built = trial.built = self.build(task, log=out_dir / "build.log" if out_dir else None)

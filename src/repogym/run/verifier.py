@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from repogym.harbor import Task
-from repogym.harbor.compose import runs_offline
 from repogym.harbor.trust import expand_env
 from repogym.run.rewards import RewardReading, read_rewards
 from repogym.sandbox import SandboxError
@@ -24,7 +23,7 @@ def phase_network(task: Task, phase: str) -> bool:
     """Whether a phase (``agent``/``verifier``) may use the network, per the task's config."""
     override = getattr(task.config, phase).network_mode
     mode = override or task.config.environment.network_mode
-    if runs_offline(task.config, task.path):  # compose: `main` with network_mode none
+    if task.runs_offline:  # compose: `main` with network_mode none
         return False
     if mode == "allowlist":
         raise SandboxError(

@@ -1,5 +1,7 @@
 """Unified diff helpers: parse a patch into per-file sections, split tests from source.
 
+Which files are tests is :func:`repogym.lang.testfiles.is_test_path` (re-exported here).
+
 Patches are ``str`` decoded from git's bytes with UTF-8 + ``surrogateescape`` (see
 :func:`decode_patch` / :func:`encode_patch`), so content in any encoding round-trips exactly.
 
@@ -22,7 +24,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from repogym.verify import infra as _infra
+from repogym.lang.testfiles import is_test_path
 
 __all__ = [
     "FilePatch",
@@ -34,28 +36,6 @@ __all__ = [
     "parse_patch",
     "split_patch",
 ]
-
-# --------------------------------------------------------------------------- test paths
-
-
-def is_test_path(path: str) -> bool:
-    """True when ``path`` (repository-relative, ``/``-separated) is a test file or test data.
-
-    Rules, in order:
-
-    * any *directory* component named ``test``, ``tests``, ``__tests__``, ``spec``,
-      ``testing``, ``testdata`` (Go), ``__snapshots__`` or ``__mocks__`` (Jest), compared
-      lower-case, or ending in ``.test``/``.tests`` (``MyLib.Tests/``) — so fixtures and data
-      under a test directory count too;
-    * file names ``test_*.py``, ``*_test.py``, ``conftest.py``, ``tests.py`` (Django),
-      ``*_test.go``, ``*.test.{js,jsx,ts,tsx,mjs,cjs,mts,cts}``, ``*.spec.{same}``,
-      ``*_spec.rb``, ``*_test.rb`` (case-sensitive, as the test runners match them).
-
-    Caveat: a package's own ``testing/`` helpers (``numpy/testing``) count as tests. The rule
-    lives in :mod:`repogym.verify.infra`, which verifiers share.
-    """
-    return _infra.is_test_path(path)
-
 
 # --------------------------------------------------------------------------- encoding
 

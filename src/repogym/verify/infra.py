@@ -6,11 +6,9 @@ One rule for both sides: the pipelines use it on the host to split patches and t
 manifests of a task, and the verifier (a copy of this file in the task's ``tests/``) uses it to
 reset what an agent did to the tests. Test infrastructure is:
 
-* test files and test data: a folder named ``test``, ``tests``, ``__tests__``, ``spec``,
-  ``testing``, ``testdata``, ``__snapshots__`` or ``__mocks__`` (any case, or ending in
-  ``.test``/``.tests``) anywhere in the path, or a file named like a test (``test_*.py``,
-  ``*_test.py``, ``conftest.py``, ``tests.py``, ``*_test.go``, ``*.test.js``, ``*.spec.ts``,
-  ``*_spec.rb`` …);
+* test files and test data: :func:`repogym.lang.testfiles.is_test_path` (a folder named
+  ``test``, ``tests``, ``__tests__``, ``spec``, … anywhere in the path, or a file named like a
+  test); in a task that module ships beside this one as ``testfiles.py``;
 * runner configuration: ``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``pyproject.toml``,
   ``noxfile.py``, ``package.json``, jest/vitest/vite/babel/karma configs, jest setup files,
   ``.mocharc*``, ``.babelrc*``, ``.cargo/``; build configs a replayed pre-test build reads
@@ -31,24 +29,14 @@ import re
 import sys
 from typing import Callable, Dict, Optional, Union
 
-TEST_DIRS = frozenset(
-    {"test", "tests", "__tests__", "spec", "testing", "testdata", "__snapshots__", "__mocks__"}
-)
-_JS_EXT = r"(?:[cm]?[jt]sx?)"
-#: File names (case-sensitive) that are tests wherever they live.
-TEST_FILE_RE = re.compile(
-    r"""
-    ^(?:
-        test_.+\.py | .+_test\.py | conftest\.py | tests\.py   # pytest / unittest / Django
-      | .+_test\.go                                            # go test
-      | .+\.(?:test|spec)\."""
-    + _JS_EXT
-    + r"""                 # jest, vitest, mocha
-      | .+_(?:spec|test)\.rb                                   # rspec, minitest
-    )$
-    """,
-    re.VERBOSE,
-)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if not os.path.isfile(os.path.join(_HERE, "testfiles.py")):  # repogym's package on the host
+    from repogym.lang.testfiles import is_test_path
+else:  # in a task: the copy shipped beside this file (never a repogym the agent could edit)
+    if _HERE not in sys.path:
+        sys.path.insert(0, _HERE)
+    from testfiles import is_test_path  # type: ignore[import-not-found,no-redef]
+
 CONFIG_NAMES = frozenset(
     {
         "pytest.ini",
@@ -90,16 +78,6 @@ SKIP_DIRS = frozenset(
         ".mypy_cache",
     }
 )
-
-
-def is_test_path(path: str) -> bool:
-    """True when ``path`` (relative, ``/``-separated) is a test file or test data."""
-    parts = path.strip("/").split("/")
-    for part in parts[:-1]:
-        low = part.lower()
-        if low in TEST_DIRS or low.endswith((".test", ".tests")):
-            return True
-    return bool(TEST_FILE_RE.match(parts[-1]))
 
 
 def is_infra(path: str) -> bool:

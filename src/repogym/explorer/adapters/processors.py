@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from repogym.explorer.model import FileDoc, Section, TaskDoc
+from repogym.explorer.withhold import answer_reason
 
 __all__ = [
     "Processor",
@@ -31,37 +32,11 @@ __all__ = [
     "unregister_processor",
 ]
 
-# Column / key names that carry an answer (matched on the lowercased name).
-_ANSWER = re.compile(
-    r"^(answers?|final_answer|correct_answer|correct(_option|_choice)?|answer_\w+|\w+_answers?"
-    r"|gold\w*|ground_truth\w*|expected(_\w+)?|solutions?|canonical_solution|reference\w*"
-    r"|labels?|targets?|outputs?|completions?|responses?|chosen|rejected|gold_patch|patch"
-    r"|oracle\w*|verdict)$"
-)
-# Grader data: hidden tests and rubrics.
-_TESTS = re.compile(
-    r"^(tests?|test_list|test_cases?|test_patch|test_code|test_setup_code|hidden_tests?"
-    r"|private_tests?|public_tests?|generated_tests?|unit_tests?|challenge_test_list"
-    r"|\w+_tests)$"
-)
-_RUBRIC = re.compile(r"^(rubrics?|criteria|grading_notes|scoring\w*|judge\w*)$")
-_HINTS = re.compile(r"^(hints?|hints_text)$")
-
 
 def answer_like(name: str) -> str | None:
-    """Why a column / key called ``name`` is withheld, or None when it may be shown."""
-    key = name.strip().lower().replace("-", "_").replace(" ", "_")
-    if key in ("patch", "gold_patch"):
-        return "solution (the gold patch)"
-    if _TESTS.match(key):
-        return "hidden tests (grader data)"
-    if _RUBRIC.match(key):
-        return "rubric (grader data)"
-    if _HINTS.match(key):
-        return "hints (may contain the answer)"
-    if _ANSWER.match(key):
-        return "the answer"
-    return None
+    """Why a column / key called ``name`` is withheld, or None when it may be shown
+    (:func:`repogym.explorer.withhold.answer_reason`: one rule for every page)."""
+    return answer_reason(name)
 
 
 def scrub(value: Any, path: str = "", notes: list[str] | None = None) -> Any:

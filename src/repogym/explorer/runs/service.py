@@ -99,6 +99,19 @@ class RunLimits:
         }
 
 
+def plan_refusal(task_dir: Path, backend: str) -> str | None:
+    """Why the task's run plan refuses ``backend`` (:func:`repogym.run.plan.plan_task`: its
+    reproducibility mode asks for what the backend cannot do), or None; a task that cannot be
+    read is left to the trial to report."""
+    from repogym.harbor import TaskError, load_task
+    from repogym.run.plan import plan_task
+
+    try:
+        return plan_task(load_task(task_dir), backend).refusal
+    except (TaskError, OSError, ValueError):
+        return None
+
+
 class RunRefused(Exception):
     """A run that may not start: an HTTP status and one line for the visitor."""
 
@@ -285,6 +298,9 @@ class RunService:
         aliases = [a for a in doc.get("aliases") or [] if str(a).startswith("sha256:")]
         if aliases and located.key not in aliases:
             raise RunRefused(409, "the task changed since it was indexed: reload the page")
+        refusal = plan_refusal(located.path, self.sandbox)
+        if refusal:
+            raise RunRefused(409, refusal)
         now = time.time()
         hour = self.limits.per_visitor_per_hour
         with self._lock:

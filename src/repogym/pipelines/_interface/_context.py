@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogym.pipelines._interface._model import KIND_ORDER, Required, is_test_source
+from repogym.lang.testfiles import is_test_source
+from repogym.pipelines._interface._model import KIND_ORDER, Required
 from repogym.pipelines._interface._snapshot import Snap
 
 

@@ -41,15 +41,6 @@ SOURCE_EXTS = split_words(
     ".py .pyi .pyx .js .jsx .ts .tsx .mjs .cjs .mts .cts .cfg .toml .ini .sh .c .h .cc .cpp .rs .go"
 )
 JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
-_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "__test__", "spec", "specs"})
-_TEST_NAME = re.compile(
-    r"^test_.*\.py$|_test\.py$|^conftest\.py$|\.(?:test|spec)\.[cm]?[jt]sx?$", re.IGNORECASE
-)
-
-
-def is_test_source(rel: str) -> bool:
-    parts = rel.strip("/").split("/")
-    return any(p.lower() in _TEST_DIRS for p in parts[:-1]) or bool(_TEST_NAME.search(parts[-1]))
 
 
 def collapse(text: str) -> str:

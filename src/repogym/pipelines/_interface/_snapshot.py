@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from repogym.lang.testfiles import is_test_source
 from repogym.pipelines._interface._model import (
     JS_EXTS,
     MAX_BYTES,
@@ -21,7 +22,6 @@ from repogym.pipelines._interface._model import (
     SKIP_DIRS,
     SKIP_TOP_DIRS,
     SOURCE_EXTS,
-    is_test_source,
 )
 from repogym.pipelines._interface._pyast import (
     CLASS_DECOS,

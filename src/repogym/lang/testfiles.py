@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# ruff: noqa: UP006, UP007, UP035, UP045  (shipped into tasks: runs under the task's Python, maybe 3.6)
+"""Which files are tests, per language (standard library only, Python 3.6+, no repogym imports).
+
+The one owner of the test-file patterns. Three questions, three answers:
+
+* :func:`is_test_path` — is a path a test file or test data? The rule that splits patches into
+  source and tests, writes a task's manifests and, in the task (this module ships as
+  ``tests/testfiles.py`` beside ``infra.py``), resets what an agent did to the tests.
+* :func:`is_test_source` — should a scan of the repository's *source* (the interface the hidden
+  tests need) skip a file as a test? :func:`is_test_path`, plus the looser spellings some
+  projects use (``specs/``, ``__test__/``, ``Test_x.py``).
+* :data:`PY_TEST_FILE` / :data:`JS_TEST_FILE` — can a runner be pointed at a file as a test
+  module (pytest/unittest; jest/vitest/mocha)? :func:`is_node_test_candidate` — would
+  ``node --test`` look at it?
+"""
+
+import re
+
+TEST_DIRS = frozenset(
+    {"test", "tests", "__tests__", "spec", "testing", "testdata", "__snapshots__", "__mocks__"}
+)
+"""Folder names (any case) that make everything under them a test or test data."""
+JS_EXT = r"(?:[cm]?[jt]sx?)"
+"""A JavaScript/TypeScript code extension (``js``, ``jsx``, ``ts``, ``tsx``, ``mjs``, ``cts`` …)."""
+#: File names (case-sensitive) that are tests wherever they live.
+TEST_FILE_RE = re.compile(
+    r"""
+    ^(?:
+        test_.+\.py | .+_test\.py | conftest\.py | tests\.py   # pytest / unittest / Django
+      | .+_test\.go                                            # go test
+      | .+\.(?:test|spec)\."""
+    + JS_EXT
+    + r"""                 # jest, vitest, mocha
+      | .+_(?:spec|test)\.rb                                   # rspec, minitest
+    )$
+    """,
+    re.VERBOSE,
+)
+
+#: :func:`is_test_path` as glob patterns (``**`` spans folders, ``{a,b}`` alternatives), for the
+#: paths a clean-room verification protects (:mod:`repogym.harbor.verification`).
+TEST_PATH_GLOBS = (
+    "**/{test,tests,Test,Tests,TEST,TESTS,__tests__,spec,Spec,testing,Testing,testdata}",
+    "**/{__snapshots__,__mocks__}",
+    "**/*.{test,tests,Test,Tests}",
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/conftest.py",
+    "**/tests.py",
+    "**/*_test.go",
+    "**/*.{test,spec}.{js,jsx,ts,tsx,mjs,cjs,mts,cts}",
+    "**/*_{spec,test}.rb",
+)
+
+#: Python test modules a runner can be pointed at (``test_*.py``, ``*_test.py``).
+PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
+#: JS/TS test modules a runner can be pointed at: ``*.test.*`` / ``*.spec.*``, or code under
+#: ``__tests__/`` (jest's default ``testMatch``); data under ``__tests__/`` is not a test module.
+JS_TEST_FILE = re.compile(r"\.(test|spec)\." + JS_EXT + r"$|(^|/)__tests__/.*\." + JS_EXT + r"$")
+
+#: Extra folder names a scan of source skips as tests (beyond :data:`TEST_DIRS`).
+SOURCE_SCAN_TEST_DIRS = frozenset({"__test__", "specs"})
+_SOURCE_SCAN_TEST_NAME = re.compile(
+    r"^test_.*\.py$|_test\.py$|^conftest\.py$|\.(?:test|spec)\." + JS_EXT + r"$", re.IGNORECASE
+)
+
+#: Folders ``node --test`` treats as test folders.
+NODE_TEST_DIRS = ("test", "tests", "__tests__", "spec")
+_NODE_TEST_NAME = re.compile(r"[._-](test|spec)\.[cm]?[jt]s$|^test\.[cm]?[jt]s$")
+
+
+def is_test_path(path):
+    # type: (str) -> bool
+    """True when ``path`` (repository-relative, ``/``-separated) is a test file or test data.
+
+    Rules, in order:
+
+    * any *directory* component named as in :data:`TEST_DIRS` (``test``, ``tests``,
+      ``__tests__``, ``spec``, ``testing``, ``testdata`` (Go), ``__snapshots__`` or
+      ``__mocks__`` (Jest)), compared lower-case, or ending in ``.test``/``.tests``
+      (``MyLib.Tests/``) — so fixtures and data under a test directory count too;
+    * file names ``test_*.py``, ``*_test.py``, ``conftest.py``, ``tests.py`` (Django),
+      ``*_test.go``, ``*.test.{js,jsx,ts,tsx,mjs,cjs,mts,cts}``, ``*.spec.{same}``,
+      ``*_spec.rb``, ``*_test.rb`` (case-sensitive, as the test runners match them).
+
+    Caveat: a package's own ``testing/`` helpers (``numpy/testing``) count as tests.
+    """
+    parts = path.strip("/").split("/")
+    for part in parts[:-1]:
+        low = part.lower()
+        if low in TEST_DIRS or low.endswith((".test", ".tests")):
+            return True
+    return bool(TEST_FILE_RE.match(parts[-1]))
+
+
+def is_test_source(path):
+    # type: (str) -> bool
+    """True when a scan of the repository's source should skip ``path`` as a test.
+
+    :func:`is_test_path`, or a folder named ``specs``/``__test__`` (any case), or a test-like
+    file name in any case (``Test_x.py``, ``X.Spec.ts``): a definition found in such a file is
+    not part of the code under test.
+    """
+    if is_test_path(path):
+        return True
+    parts = path.strip("/").split("/")
+    if any(p.lower() in SOURCE_SCAN_TEST_DIRS for p in parts[:-1]):
+        return True
+    return bool(_SOURCE_SCAN_TEST_NAME.search(parts[-1]))
+
+
+def is_node_test_candidate(path):
+    # type: (str) -> bool
+    """True when ``node --test`` would consider ``path`` (a JS/TS file) a test: named
+    ``*.test.js``/``*-test.js``/``*_test.js``/``test.js`` (``spec`` too), or under a test
+    folder (:data:`NODE_TEST_DIRS`)."""
+    parts = path.strip("/").split("/")
+    if _NODE_TEST_NAME.search(parts[-1]):
+        return True
+    return any(p in NODE_TEST_DIRS for p in parts[:-1])

@@ -1,0 +1,107 @@
+"""A task resolved once for one sandbox backend: the sandbox request of its main session, its
+compose services and its reproducibility mode.
+
+Trials (:mod:`repogym.run.trial`), the verify gate, ``serve`` (:mod:`repogym.openenv.tasks`),
+the Harbor environment plugin (:mod:`repogym.integrations.harbor`) and the explorer's runs (through
+the trial runner) all ask :func:`plan_task`, so a task runs the same way wherever it runs.
+
+The reproducibility mode (``[metadata.repo2env.reproducibility] mode``) is honoured everywhere:
+
+* ``registry``: the recorded ``image_ref`` (else ``[environment].docker_image``) is run as is,
+  not rebuilt, which needs the docker backend; another backend, or no image recorded, is a
+  :attr:`TaskPlan.refusal`;
+* ``inline_dockerfile`` / ``local_only``: ``environment/Dockerfile`` is built; a task without one
+  is refused;
+* no mode (a foreign task): the ``[environment]`` table decides, as Harbor does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from repogym.harbor import Task
+from repogym.harbor.compose import Compose
+from repogym.sandbox import EnvironmentSpec
+
+__all__ = ["TaskPlan", "is_text_only", "plan_task"]
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """How a task runs on one backend (see the module's docstring)."""
+
+    task: Task
+    backend: str
+    """The sandbox backend's name (``local``, ``docker`` …)."""
+    environment: EnvironmentSpec
+    """The request for the agent's (main) environment."""
+    reproducibility: str | None
+    """``registry`` | ``inline_dockerfile`` | ``local_only`` as recorded, or None."""
+    refusal: str | None = None
+    """Why the task cannot run on this backend as its provenance asks, or None."""
+
+    @property
+    def compose(self) -> Compose | None:
+        """The task's compose services, parsed once (:meth:`repogym.harbor.Task.compose`)."""
+        return self.task.compose()
+
+    @property
+    def offline(self) -> bool:
+        """Whether the compose file takes ``main`` off the network for every phase."""
+        return self.task.runs_offline
+
+    @property
+    def text_only(self) -> bool:
+        """No environment to run in (:func:`is_text_only`)."""
+        return is_text_only(self.task)
+
+
+def is_text_only(task: Task) -> bool:
+    """No environment to run in: neither ``environment/Dockerfile`` nor a docker image."""
+    dockerfile = task.environment_dir / "Dockerfile"
+    return not dockerfile.is_file() and not task.config.environment.docker_image
+
+
+def _base_spec(task: Task) -> EnvironmentSpec:
+    """The sandbox request from the task's ``[environment]`` table."""
+    env = task.config.environment
+    context = task.environment_dir if task.environment_dir.is_dir() else None
+    return EnvironmentSpec(
+        context_dir=context,
+        docker_image=env.docker_image,
+        workdir=env.workdir,
+        env=dict(env.env),
+        cpus=env.cpus,
+        memory_mb=env.memory_mb,
+        storage_mb=env.storage_mb,
+        network_mode="no-network" if task.runs_offline else env.network_mode,
+        allowed_hosts=tuple(env.allowed_hosts),
+        build_timeout_sec=env.build_timeout_sec,
+    )
+
+
+def plan_task(task: Task, backend: str) -> TaskPlan:
+    """The :class:`TaskPlan` of ``task`` on the backend named ``backend``."""
+    prov = task.provenance
+    mode = prov.reproducibility_mode if prov is not None else None
+    spec = _base_spec(task)
+    plan = TaskPlan(task=task, backend=backend, environment=spec, reproducibility=mode)
+    if mode == "registry":
+        image = (prov.reproducibility.image_ref if prov else None) or spec.docker_image
+        if not image:
+            why = "reproducibility mode 'registry' but no image_ref is recorded"
+            return dataclasses.replace(plan, refusal=f"{task.id}: {why}")
+        if backend != "docker":
+            why = (
+                f"reproducibility mode 'registry' runs the published image {image} as is, "
+                "which needs the docker backend (run it with --sandbox docker)"
+            )
+            return dataclasses.replace(plan, refusal=f"{task.id}: {why}")
+        spec = dataclasses.replace(spec, context_dir=None, docker_image=str(image))
+        return dataclasses.replace(plan, environment=spec)
+    built_here = mode in ("inline_dockerfile", "local_only")
+    if built_here and not plan.text_only and not (task.environment_dir / "Dockerfile").is_file():
+        why = f"mode {mode!r} needs environment/Dockerfile"
+        return dataclasses.replace(plan, refusal=f"{task.id}: {why}")
+    return plan
