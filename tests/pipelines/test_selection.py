@@ -507,6 +507,15 @@ def test_find_test_files_pytest_skips_vendored_folders(tmp_path: Path) -> None:
     assert find_test_files(tmp_path, "unittest") == expected
 
 
+def test_find_test_files_takes_a_root_test_module(tmp_path: Path) -> None:
+    # Small projects keep their tests in one root module run as `pytest test.py` (python-slugify);
+    # a test.py deeper down is code (a `test` command), not a test module.
+    make(tmp_path, {"test.py": "", "slugify/test.py": "", "slugify/__init__.py": ""})
+    assert find_test_files(tmp_path, "pytest") == ["test.py"]
+    make(tmp_path / "other", {"tests.py": "", "app/tests.py": ""})
+    assert find_test_files(tmp_path / "other", "unittest") == ["tests.py"]
+
+
 def test_find_test_files_jest_skips_node_modules(tmp_path: Path) -> None:
     make(
         tmp_path,

@@ -53,8 +53,10 @@ TEST_PATH_GLOBS = (
     "**/*_{spec,test}.rb",
 )
 
-#: Python test modules a runner can be pointed at (``test_*.py``, ``*_test.py``).
-PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
+#: Python test modules a runner can be pointed at: ``test_*.py``, ``*_test.py``, and the single
+#: test module of a small project at the repository's root, ``test.py``/``tests.py`` (run as
+#: ``pytest test.py``). A ``test.py`` deeper down is often code (a ``test`` command), so it is not.
+PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$|^tests?\.py$")
 #: JS/TS test modules a runner can be pointed at: ``*.test.*`` / ``*.spec.*``, or code under
 #: ``__tests__/`` (jest's default ``testMatch``); data under ``__tests__/`` is not a test module.
 JS_TEST_FILE = re.compile(r"\.(test|spec)\." + JS_EXT + r"$|(^|/)__tests__/.*\." + JS_EXT + r"$")
