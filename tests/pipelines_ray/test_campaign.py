@@ -179,7 +179,7 @@ class Recording:
 def test_campaign_on_ray_interleaves_repositories(
     ray_cluster: Any, repos: dict[str, Path], tmp_path: Path
 ) -> None:
-    from repogym.integrations.executors import RayExecutor
+    from repogym.executors import RayExecutor
 
     listing = tmp_path / "two.txt"
     listing.write_text(f"{repos['alpha']}\n{repos['beta']}\n")
@@ -202,7 +202,7 @@ def test_lost_worker_on_ray_is_an_error_retried_by_resume(
 ) -> None:
     """Past Ray's retries a lost worker is the candidate's ``internal error`` (recorded, not
     dropped); ``--resume`` evaluates it again."""
-    from repogym.integrations.executors import RayExecutor
+    from repogym.executors import RayExecutor
     from repogym.pipelines import generate
     from repogym.pipelines._remote import KILL_HOOK
     from repogym.spec import GenerationInput
@@ -228,7 +228,7 @@ def test_lost_worker_on_ray_is_an_error_retried_by_resume(
 def test_limit_on_ray_evaluates_no_more_than_it_needs(
     ray_cluster: Any, repos: dict[str, Path], tmp_path: Path
 ) -> None:
-    from repogym.integrations.executors import RayExecutor
+    from repogym.executors import RayExecutor
     from repogym.pipelines import generate
     from repogym.spec import GenerationInput
 

@@ -107,7 +107,7 @@ def test_ray_gives_the_local_tasks(
 ) -> None:
     """Same candidates, same outcomes, same tasks (content hashes), published by the driver
     only; one worker killed mid-candidate is retried by Ray and changes nothing."""
-    from repogym.integrations.executors import RayExecutor
+    from repogym.executors import RayExecutor
 
     marker = tmp_path / "killed-once"
     for k, v in REPRODUCIBLE.items():
@@ -137,7 +137,7 @@ def test_ray_gives_the_local_tasks(
 
 
 def test_llm_is_refused_on_ray(ray_cluster: Any, example: Path, tmp_path: Path) -> None:
-    from repogym.integrations.executors import RayExecutor
+    from repogym.executors import RayExecutor
     from repogym.pipelines import GenerateError
 
     inp = GenerationInput(

@@ -1,10 +1,10 @@
 """The driver's side of ``generate --executor ray`` (and of campaigns on Ray).
 
 Data flow: the driver walks each repository's candidates here (cheap: git history), turns every
-candidate that needs a sandbox into a :class:`~repogym.integrations.executors.Work` unit
+candidate that needs a sandbox into a :class:`~repogym.executors.Work` unit
 calling :func:`._remote.evaluate_remote` with the run's :class:`._remote.RemoteRun` (a local
 repository's history shipped once as a git bundle through ``executor.put``), and records each
-:class:`~repogym.integrations.executors.Done` as it comes back: a kept task's archive is
+:class:`~repogym.executors.Done` as it comes back: a kept task's archive is
 unpacked into ``<out>/tasks/.<id>.staging`` and renamed into place (the same atomic publish as a
 local run), the outcome goes into the resume state, the yield counts and, at the end, the
 reports. Workers never write the dataset.
@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from repogym.executors import Done, Executor, Work
 from repogym.harbor import publish_task_dir
-from repogym.integrations.executors import Done, Executor, Work
 from repogym.pipelines._errors import DETAIL_LIMIT, INTERNAL_ERROR, describe
 from repogym.pipelines._remote import KILL_HOOK, RemoteResult, RemoteRun, Shipped, evaluate_remote
 from repogym.pipelines.base import Candidate, Outcome, YieldStats

@@ -113,8 +113,8 @@ def evaluate_remote(run: RemoteRun, cand: Candidate) -> RemoteResult:
     try:
         outcome = cached.harness.evaluate(cand)
         if outcome.kept and task_dir.is_dir():
+            from repogym.executors.shipping import pack_folder
             from repogym.harbor import content_hash
-            from repogym.integrations.shipping import pack_folder
 
             archive, digest = pack_folder(task_dir), content_hash(task_dir)
     finally:
@@ -212,7 +212,7 @@ def _unbundled(bundle: Shipped) -> Path:
     final = repos_cache() / f"{bundle.digest}.git"
     if (final / "HEAD").is_file():
         return final
-    from repogym.integrations.executors import fetch
+    from repogym.executors import fetch
 
     data = bytes(fetch(bundle.data))
     if hashlib.sha256(data).hexdigest() != bundle.digest:

@@ -33,7 +33,7 @@ from repogym.verify.mutants import build_mutants, select_mutants
 from repogym.verify.redteam import build_candidates
 
 if TYPE_CHECKING:
-    from repogym.integrations.executors import Executor
+    from repogym.executors import Executor
 
 VERIFIED, FLAKY, BROKEN = "verified", "flaky", "broken"
 GAMEABLE = "gameable"

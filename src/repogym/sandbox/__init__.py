@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from repogym.sandbox._context import glob_regex
 from repogym.sandbox.base import (
@@ -36,6 +37,13 @@ def host_node_installs() -> dict[str, str]:
     return find()
 
 
+def default_cache_root() -> Path:
+    """The local cache root: ``$REPOGYM_CACHE`` or ``~/.cache/repogym``."""
+    from repogym.sandbox._host import default_cache_root as root
+
+    return root()
+
+
 def get_backend(name: str, **kwargs: object) -> Sandbox:
     """Instantiate a backend by name; its module (and SDK) is imported only now."""
     try:
@@ -61,6 +69,7 @@ __all__ = [
     "SandboxError",
     "Session",
     "backend_names",
+    "default_cache_root",
     "get_backend",
     "glob_regex",
     "host_node_installs",

@@ -317,7 +317,7 @@ def get_executor(
     if name == "local":
         return LocalExecutor(jobs)
     if name == "ray":
-        from repogym.sandbox._shared_cache import forwarded_env
+        from repogym.sandbox.shared_cache import forwarded_env
 
         same = {k: os.environ[k] for k in FORWARDED if os.environ.get(k)}
         return RayExecutor(address, env={**forwarded_env(), **same, **(env or {})} or None)
