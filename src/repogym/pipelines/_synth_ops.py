@@ -33,19 +33,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-#: Mutation operators, in the order a function's mutants are interleaved.
-OPERATORS: tuple[str, ...] = (
-    "compare",  # < <-> <=, > <-> >=, == <-> !=, is <-> is not, in <-> not in
-    "boolean",  # and <-> or (every operator of one boolean expression)
-    "negate_condition",  # if/while condition c -> not c; not c -> c
-    "off_by_one",  # int constants in indices, slice bounds and range() +-1; k -> k - 1 / k + 1
-    "remove_guard",  # drop `if c: return|raise|continue|break`
-    "remove_statement",  # drop a call statement, augmented assignment or re-assignment
-    "swap_args",  # swap two adjacent positional arguments of a call
-    "constant",  # n -> n + 1 (0 <-> 1), True <-> False, "text" -> ""
-    "return_none",  # return x -> return None
-    "exception_type",  # raise ValueError(...) -> raise RuntimeError(...) (builtin classes only)
-)
+from repogym.spec import BUG_OPERATORS as OPERATORS
 
 #: The tracer shipped into tasks (``pipelines/_templates``): records the functions a command calls.
 TRACE_SCRIPT = "trace_calls.py"

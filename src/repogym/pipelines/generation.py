@@ -38,11 +38,11 @@ from repogym.pipelines.base import (
     Progress,
     YieldStats,
 )
-from repogym.pipelines.registry import get_pipeline
+from repogym.pipelines.registry import describe_option_error, get_pipeline, options_model
 from repogym.spec import GenerationInput
 
 if TYPE_CHECKING:
-    from repogym.integrations.executors import Executor
+    from repogym.executors import Executor
     from repogym.pipelines._instruction import InstructionRewriter
     from repogym.sources import Source
     from repogym.sources.resolve import RepoArg
@@ -76,6 +76,22 @@ class _State:
         with self.lock:
             self.done[key] = value
             atomic_write(self.path, json.dumps(self.done, indent=1, sort_keys=True))
+
+
+def generation_input(**fields: Any) -> GenerationInput:
+    """:class:`GenerationInput` from ``fields`` with its pipeline's options checked too;
+    :class:`GenerateError` says what is wrong (an unknown option key lists the valid ones)."""
+    from pydantic import ValidationError
+
+    try:
+        inp = GenerationInput(**fields)
+        options_model(inp.pipeline).model_validate(inp.options)
+    except ValidationError as exc:
+        pipeline = str(fields.get("pipeline"))
+        raise GenerateError(f"bad option: {describe_option_error(exc, pipeline)}") from None
+    except ValueError as exc:
+        raise GenerateError(str(exc)) from None
+    return inp
 
 
 def slug_for(repo_id: str) -> str:
