@@ -122,8 +122,8 @@ def generate(
     """
     use_ca_bundle(ca_bundle)
     from repogym.pipelines import GenerateError, generation_input
-    from repogym.pipelines import generate as run_generate
     from repogym.spec import parse_opts
+    from repogym.workflows import generate as run_generate
 
     not_a_file_or_exit(out_dir, "--out")
     if (repo is None) == (repos is None):
@@ -204,8 +204,9 @@ def campaign(
     json_out: bool,
 ) -> None:
     """``generate --repos FILE``: flags → :func:`repogym.pipelines.campaign.run_campaign`."""
-    from repogym.pipelines.campaign import CampaignError, CampaignInput, read_campaign, run_campaign
+    from repogym.pipelines.campaign import CampaignError, CampaignInput, read_campaign
     from repogym.ui.campaign import repo_line, summary
+    from repogym.workflows import run_campaign
 
     inp = CampaignInput(
         repos_file=repos,

@@ -35,7 +35,7 @@ from repogym.executors import Done, Executor, Work
 from repogym.harbor import publish_task_dir
 from repogym.pipelines._errors import DETAIL_LIMIT, INTERNAL_ERROR, describe
 from repogym.pipelines._remote import KILL_HOOK, RemoteResult, RemoteRun, Shipped, evaluate_remote
-from repogym.pipelines.base import Candidate, Outcome, YieldStats
+from repogym.pipelines.base import Candidate, GateFactory, Outcome, YieldStats
 from repogym.pipelines.generation import (
     GenerateError,
     GenerateResult,
@@ -61,7 +61,7 @@ def worker_env(*, github: bool = False) -> dict[str, str]:
     the GitHub CLI's token when no variable holds one)."""
     env = {k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k, "").strip()}
     if github and not ({"GITHUB_TOKEN", "GH_TOKEN"} & set(env)):
-        from repogym.sources.github import github_token_source
+        from repogym.auth import github_token_source
 
         token, _where = github_token_source()
         if token:
@@ -87,13 +87,14 @@ def generate_remote(
     inp: GenerationInput,
     executor: Executor,
     *,
+    gate: GateFactory,
     on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
     on_drop: Callable[[str, str, YieldStats], None] | None = None,
 ) -> GenerateResult:
     """:func:`~repogym.pipelines.generation.generate` with the candidates evaluated by
     ``executor`` (same checks, outputs and exceptions)."""
     refuse_llm(inp)
-    setup = prepare(inp, local=False)
+    setup = prepare(inp, gate=gate, local=False)
     try:
         driver = RepoDriver(setup, executor, on_outcome=on_outcome, on_drop=on_drop)
     except BaseException as exc:  # the repository could not be shipped
@@ -193,6 +194,7 @@ def remote_run(setup: Setup, executor: Executor) -> RemoteRun:
         key=key,
         pipeline=setup.pipeline,
         options=setup.options,
+        gate=setup.gate,
         rev=setup.inp.rev,
         sandbox=setup.inp.sandbox,
         repo_label=setup.repo_id,

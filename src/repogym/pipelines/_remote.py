@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from repogym.pipelines._errors import ErrorLog
-from repogym.pipelines.base import Candidate, Harness, HarnessContext, Outcome, Pipeline
+from repogym.pipelines.base import (
+    Candidate,
+    GateFactory,
+    Harness,
+    HarnessContext,
+    Outcome,
+    Pipeline,
+)
 
 KILL_HOOK = "REPOGYM_TEST_KILL_WORKER_ONCE"
 """Test-only: a marker file path; the first evaluation that finds it missing creates it and
@@ -67,6 +74,8 @@ class RemoteRun:
     source_access: str
     kind: str
     """``local``, ``github`` or ``gitlab``."""
+    gate: GateFactory
+    """Builds the verify gate for the worker's backend (a class, pickled by reference)."""
     locator: str = ""
     """``owner/name`` of a remote repository."""
     base_url: str | None = None
@@ -171,15 +180,17 @@ def _build(run: RemoteRun) -> _Cached:
     atexit.register(shutil.rmtree, out, True)
     (out / "tasks").mkdir()
     errors = ErrorLog(out / "errors.log")
+    backend = get_backend(run.sandbox)
     harness = run.pipeline.harness(
         HarnessContext(
             source=source,
-            backend=get_backend(run.sandbox),
+            backend=backend,
             options=run.options,
             pipeline=run.pipeline.name,
             pipeline_version=run.pipeline.version,
             repo_label=run.repo_label,
             out_dir=out,
+            gate=run.gate(backend),
             source_access=run.source_access,
             error_log=errors,
         )

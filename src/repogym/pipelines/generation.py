@@ -31,6 +31,7 @@ from repogym.harbor.dataset import write_dataset_index
 from repogym.pipelines._errors import INTERNAL_ERROR, ErrorLog, describe, log_error
 from repogym.pipelines.base import (
     Candidate,
+    GateFactory,
     Harness,
     HarnessContext,
     Outcome,
@@ -218,6 +219,8 @@ class Setup:
     pipeline: Pipeline
     options: Any
     arg: RepoArg
+    gate: GateFactory
+    """Builds the verify gate for a sandbox backend (here, or on each worker)."""
     backend: Any
     """The sandbox backend (None when the candidates are evaluated elsewhere)."""
     source: Source
@@ -242,10 +245,10 @@ class Setup:
         return _write_report(self.context, self.stats, self.outcomes, self.run, index_name=name)
 
 
-def prepare(inp: GenerationInput, *, local: bool = True) -> Setup:
+def prepare(inp: GenerationInput, *, gate: GateFactory, local: bool = True) -> Setup:
     """Check ``inp`` and open the run (see :func:`generate`); :class:`GenerateError` for bad
-    input, with nothing written. ``local=False``: the candidates are evaluated on other
-    machines, so this one needs no sandbox backend."""
+    input, with nothing written. ``gate`` builds the verify gate for a backend. ``local=False``:
+    the candidates are evaluated on other machines, so this one needs no sandbox backend."""
     from repogym.sandbox import SandboxError, get_backend
     from repogym.sources import LocalGitSource, SourceError
 
@@ -304,6 +307,7 @@ def prepare(inp: GenerationInput, *, local: bool = True) -> Setup:
         pipeline=pipeline,
         options=options,
         arg=arg,
+        gate=gate,
         backend=backend,
         source=source,
         remote=remote,
@@ -319,6 +323,7 @@ def prepare(inp: GenerationInput, *, local: bool = True) -> Setup:
 def generate(
     inp: GenerationInput,
     *,
+    gate: GateFactory,
     on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
     on_drop: Callable[[str, str, YieldStats], None] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
@@ -332,14 +337,20 @@ def generate(
     this thread); ``on_progress`` each step of each evaluation (:class:`Progress`: build,
     tests before and after the fix, verify …), from the worker threads.
 
+    ``gate`` builds the verify gate every staged task passes, for a sandbox backend (the
+    caller wires it: :class:`repogym.run.gate.TaskGate`, as :func:`repogym.workflows.generate`
+    does).
+
     ``executor``: None or a local one evaluates ``inp.jobs`` candidates at once in threads
     here; another (Ray) evaluates them on its workers (:mod:`._dispatch`; no ``on_progress``).
     """
     if executor is not None and executor.name != "local":
         from repogym.pipelines._dispatch import generate_remote
 
-        return generate_remote(inp, executor, on_outcome=on_outcome, on_drop=on_drop)
-    return run_here(prepare(inp), on_outcome=on_outcome, on_drop=on_drop, on_progress=on_progress)
+        return generate_remote(inp, executor, gate=gate, on_outcome=on_outcome, on_drop=on_drop)
+    return run_here(
+        prepare(inp, gate=gate), on_outcome=on_outcome, on_drop=on_drop, on_progress=on_progress
+    )
 
 
 def run_here(
@@ -362,6 +373,7 @@ def run_here(
                 pipeline_version=s.pipeline.version,
                 repo_label=s.repo_id,
                 out_dir=inp.out,
+                gate=s.gate(s.backend),
                 source_access=s.source_access,
                 rewriter=s.context.rewriter,
                 error_log=s.errors,
