@@ -451,6 +451,49 @@ def _crashed(cand: Candidate, exc: BaseException, out: Path, errors: ErrorLog) -
     return Outcome(cand, kept=False, reason=INTERNAL_ERROR, detail=describe(exc))
 
 
+def _screen(
+    item: Any,
+    out: Path,
+    state: _State,
+    stats: YieldStats,
+    changes: dict[str, str],
+    dedupe: bool,
+    dropped: Callable[[str, str], None],
+) -> Candidate | None:
+    """The candidate ``item`` is when it is to be evaluated; None when it is skipped: a cheap
+    drop (``(key, reason)``), a task already emitted, a candidate an earlier run examined
+    (``--resume``) or a change already seen (``changes``: digest → task id, updated)."""
+    from repogym.pipelines._emit import change_hash
+
+    if isinstance(item, tuple):
+        key, reason = item
+        if key not in state.done:
+            dropped(key, reason)
+        return None
+    cand: Candidate = item
+    if (out / "tasks" / cand.task_id).exists():
+        stats.drop("already emitted")
+        return None
+    if state.done.get(cand.key, {}).get("status") not in (None, "error"):
+        return None  # --resume: examined by an earlier run
+    digest = change_hash(cand.source_patch, cand.test_patch) if dedupe and cand.patch else None
+    if digest is not None and digest in changes:
+        dropped(cand.key, "duplicate change")
+        return None
+    if digest is not None:
+        changes[digest] = cand.task_id
+    return cand
+
+
+def _state_entry(cand: Candidate, outcome: Outcome) -> dict[str, Any]:
+    """What the resume state keeps of an outcome."""
+    if outcome.kept:
+        return {"status": "kept", "task_id": cand.task_id}
+    # An internal error is retried by --resume: the crash may be fixed by then.
+    status = "error" if outcome.reason == INTERNAL_ERROR else "dropped"
+    return {"status": status, "reason": outcome.reason, "detail": outcome.detail}
+
+
 def _run_candidates(
     inp: GenerationInput,
     options: Any,
@@ -473,8 +516,6 @@ def _run_candidates(
     finish. Any other exception (Ctrl-C included) leaves at once: candidates not started are
     cancelled, those in flight are listed in ``run.in_flight``.
     """
-    from repogym.pipelines._emit import change_hash
-
     out = inp.out
     max_candidates = getattr(options, "max_candidates", None)
     futures: dict[Future[Outcome], Candidate] = {}
@@ -496,13 +537,7 @@ def _run_candidates(
         stats.record(outcome)
         with stats.lock:
             stats.running -= 1
-        if outcome.kept:
-            entry: dict[str, Any] = {"status": "kept", "task_id": cand.task_id}
-        else:
-            # An internal error is retried by --resume: the crash may be fixed by then.
-            status = "error" if outcome.reason == INTERNAL_ERROR else "dropped"
-            entry = {"status": status, "reason": outcome.reason, "detail": outcome.detail}
-        state.put(cand.key, entry)
+        state.put(cand.key, _state_entry(cand, outcome))
         if on_outcome and notify:
             on_outcome(outcome, stats)
 
@@ -518,27 +553,9 @@ def _run_candidates(
                     break
                 if inp.limit is not None and stats.kept >= inp.limit:
                     break
-                if isinstance(item, tuple):
-                    key, reason = item
-                    if key not in state.done:
-                        dropped(key, reason)
+                cand = _screen(item, out, state, stats, changes, dedupe, dropped)
+                if cand is None:
                     continue
-                cand: Candidate = item
-                if (out / "tasks" / cand.task_id).exists():
-                    stats.drop("already emitted")
-                    continue
-                if state.done.get(cand.key, {}).get("status") not in (None, "error"):
-                    continue  # --resume: examined by an earlier run
-                digest = (
-                    change_hash(cand.source_patch, cand.test_patch)
-                    if dedupe and cand.patch
-                    else None
-                )
-                if digest is not None and digest in changes:
-                    dropped(cand.key, "duplicate change")
-                    continue
-                if digest is not None:
-                    changes[digest] = cand.task_id
                 # Keep at most `jobs` evaluations in flight, and never more than the limit needs.
                 while pending and (
                     len(pending) >= inp.jobs
