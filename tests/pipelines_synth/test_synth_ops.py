@@ -18,12 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repogym.pipelines import _synth_ops as ops
+from repogym.pipelines._synth_mutants import OPERATORS, Mutation, python_mutants
 from repogym.pipelines._synth_ops import (
-    OPERATORS,
-    Mutation,
     called_keys,
     python_functions,
-    python_mutants,
     stub_function,
     trace_script,
 )
