@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym.harbor import load_task
-from repogym.integrations.executors import LocalExecutor, RayExecutor
+from repogym.executors import LocalExecutor, RayExecutor
 from repogym.run.job import run_job
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -315,6 +315,7 @@ def test_generate_view_shows_the_step_of_each_candidate(
 def test_generate_json_prints_no_progress(tmp_path: Path, monkeypatch) -> None:
     """--json: the report only; the progress hook is not even passed."""
     import repogym.pipelines
+    import repogym.workflows
 
     seen: dict[str, object] = {}
 
@@ -322,7 +323,7 @@ def test_generate_json_prints_no_progress(tmp_path: Path, monkeypatch) -> None:
         seen.update(kw)
         raise repogym.pipelines.GenerateError("stop here")
 
-    monkeypatch.setattr(repogym.pipelines, "generate", fake_generate)
+    monkeypatch.setattr(repogym.workflows, "generate", fake_generate)
     code, output = invoke("generate", "--repo", str(tmp_path), "--json")
     one_line_error(code, output)
     assert seen["on_progress"] is None

@@ -33,7 +33,7 @@ _EXPORTS: dict[str, str] = {
     "write_dataset_index": "repogym.harbor.dataset:write_dataset_index",
     # generate
     "GenerationInput": "repogym.spec:GenerationInput",
-    "generate": "repogym.pipelines.generation:generate",
+    "generate": "repogym.workflows:generate",
     "GenerateResult": "repogym.pipelines.generation:GenerateResult",
     "GenerateError": "repogym.pipelines.generation:GenerateError",
     "get_pipeline": "repogym.pipelines.registry:get_pipeline",
@@ -89,7 +89,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from repogym.hub.registry import open_registry
     from repogym.llm import LLM
     from repogym.openenv.app import build_app
-    from repogym.pipelines.generation import GenerateError, GenerateResult, generate
+    from repogym.pipelines.generation import GenerateError, GenerateResult
     from repogym.pipelines.registry import get_pipeline
     from repogym.pipelines.registry import pipelines as list_pipelines
     from repogym.pipelines.registry import register as register_pipeline
@@ -101,3 +101,4 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from repogym.sandbox.base import EnvironmentSpec, Sandbox
     from repogym.spec import GenerationInput
     from repogym.verify.diff_reward import score_diff
+    from repogym.workflows import generate

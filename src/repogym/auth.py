@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import httpx
 
 from repogym import http
 from repogym._secrets import redact
-from repogym.hub.hf_registry import hf_token_source
-from repogym.sources.github import github_token_source
 
 DEFAULT_URLS = {
     "github": "https://api.github.com",
@@ -38,6 +39,56 @@ DEFAULT_URLS = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
 }
+
+
+# Where each service's token comes from. The readers (sources.github, hub.hf_registry, the
+# workers' environment) ask here, so this module needs neither of them.
+
+
+def token_from_cli(argv: list[str]) -> str | None:
+    """The token a CLI prints (e.g. ``gh auth token``), or None when absent or failing."""
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    token = out.stdout.strip()
+    return token if out.returncode == 0 and token else None
+
+
+def github_token_source(
+    env: Mapping[str, str] | None = None,
+) -> tuple[str | None, str | None]:
+    """(token, where it came from): ``GITHUB_TOKEN``, ``GH_TOKEN``, else ``gh auth token``."""
+    env = os.environ if env is None else env
+    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
+        value = env.get(name, "").strip()
+        if value:
+            return value, name
+    token = token_from_cli(["gh", "auth", "token"])
+    return (token, "gh auth token") if token else (None, None)
+
+
+def hf_token_source(env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """The Hub token and where it came from: ``HF_TOKEN``, else huggingface_hub's token file."""
+    env = os.environ if env is None else env
+    token = env.get("HF_TOKEN", "").strip()
+    if token:
+        return token, "HF_TOKEN"
+    if env.get("HF_TOKEN_PATH"):
+        path = Path(env["HF_TOKEN_PATH"]).expanduser()
+    else:
+        cache = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")) / ".cache")
+        home = env.get("HF_HOME") or str(Path(cache) / "huggingface")
+        path = Path(home).expanduser() / "token"
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None, None
+    return (token, "huggingface token file") if token else (None, None)
 
 
 @dataclass

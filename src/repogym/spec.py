@@ -17,6 +17,22 @@ from pydantic import (
     field_validator,
 )
 
+BUG_OPERATORS: tuple[str, ...] = (
+    "compare",  # < <-> <=, > <-> >=, == <-> !=, is <-> is not, in <-> not in
+    "boolean",  # and <-> or (every operator of one boolean expression)
+    "negate_condition",  # if/while condition c -> not c; not c -> c
+    "off_by_one",  # int constants in indices, slice bounds and range() +-1; k -> k - 1 / k + 1
+    "remove_guard",  # drop `if c: return|raise|continue|break`
+    "remove_statement",  # drop a call statement, augmented assignment or re-assignment
+    "swap_args",  # swap two adjacent positional arguments of a call
+    "constant",  # n -> n + 1 (0 <-> 1), True <-> False, "text" -> ""
+    "return_none",  # return x -> return None
+    "exception_type",  # raise ValueError(...) -> raise RuntimeError(...) (builtin classes only)
+)
+"""Mutation operators of ``bug_synth`` (:mod:`repogym.pipelines._synth_mutants`), in the order a
+function's mutants are interleaved; named here so the options model checks them without the
+pipelines package."""
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -126,13 +142,11 @@ class BugSynthOptions(SynthOptions):
     @field_validator("operators", mode="before")
     @classmethod
     def _known_operators(cls, value: Any) -> Any:
-        from repogym.pipelines._synth_ops import OPERATORS
-
         value = _comma_list(value)
-        unknown = [v for v in value if v not in OPERATORS] if isinstance(value, list) else []
+        unknown = [v for v in value if v not in BUG_OPERATORS] if isinstance(value, list) else []
         if unknown:
             raise ValueError(
-                f"unknown operator(s) {', '.join(unknown)}; known: {', '.join(OPERATORS)}"
+                f"unknown operator(s) {', '.join(unknown)}; known: {', '.join(BUG_OPERATORS)}"
             )
         return value
 
@@ -300,16 +314,6 @@ class EquivalenceOptions(SynthOptions):
         return value
 
 
-def options_model(pipeline: str) -> type[BaseModel]:
-    """The options model of a registered pipeline (ValueError naming the available ones)."""
-    from repogym.pipelines.registry import get_pipeline
-
-    try:
-        return get_pipeline(pipeline).options_model
-    except KeyError as exc:
-        raise ValueError(str(exc.args[0])) from None
-
-
 class GenerationInput(_Strict):
     repo: str
     pipeline: str
@@ -335,9 +339,12 @@ class GenerationInput(_Strict):
         provider, model = parse_llm_spec(value)
         return f"{provider}/{model}"
 
-    def pipeline_options(self) -> BaseModel:
-        """The validated options model of the chosen pipeline."""
-        return options_model(self.pipeline).model_validate(self.options)
+    @property
+    def shown_repo(self) -> str:
+        """:attr:`repo` fit to print (a password in a URL removed)."""
+        from repogym._secrets import redact_url
+
+        return redact_url(self.repo)
 
 
 def parse_opts(pairs: list[str], *, flag: str = "--opt") -> dict[str, Any]:

@@ -14,12 +14,12 @@ from typer.testing import CliRunner
 
 from repogym.cli import app
 from repogym.harbor import load_task
-from repogym.pipelines import generate
 from repogym.pipelines._harness import GAMEABLE
 from repogym.run.agents import PatchAgent
 from repogym.run.gate import _base_reader
 from repogym.spec import GenerationInput
 from repogym.verify.redteam import build_candidates
+from repogym.workflows import generate
 from tests.adversarial.conftest import Target
 from tests.sources.conftest import GitRepo, pin_git_env
 

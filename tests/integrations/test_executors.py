@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.integrations.executors import LocalExecutor, RayExecutor, Work, get_executor
+from repogym.executors import LocalExecutor, RayExecutor, Work, get_executor
 
 
 def square(x: int) -> int:

@@ -106,8 +106,8 @@ def docker_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _generate(repo: Any, out: Path) -> Path:
-    from repogym.pipelines import generate
     from repogym.spec import GenerationInput
+    from repogym.workflows import generate
 
     opts = {"mutants": 0, "reruns": 0, "verify_reruns": 0, "adversarial": False}
     generate(GenerationInput(repo=str(repo.path), pipeline="commit_runtime", out=out, options=opts))

@@ -179,8 +179,8 @@ def harbor_bin() -> Path:
 
 def _small_repo_task(out: Path) -> Path:
     """A commit_runtime task generated from a two-commit repository (clean-room verified)."""
-    from repogym.pipelines import generate
     from repogym.spec import GenerationInput
+    from repogym.workflows import generate
     from tests.pipelines.shapes import AREA_V1, PYPROJECT
     from tests.sources.conftest import GitRepo, pin_git_env
 

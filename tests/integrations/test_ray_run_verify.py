@@ -21,8 +21,8 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
+from repogym.executors import RAY_HINT, Done, RayExecutor, Work
 from repogym.harbor import load_task
-from repogym.integrations.executors import RAY_HINT, Done, RayExecutor, Work
 from repogym.run.gate import ERROR, verify_tasks
 from repogym.run.job import run_job
 from repogym.run.remote import AGENT_ENDPOINT_VAR, AGENT_KEY_VAR, agent_for_workers, worker_env
@@ -313,8 +313,8 @@ def test_executor_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_shipping_unpacks_once_and_refuses_escaping_paths(tmp_path: Path) -> None:
+    from repogym.executors.shipping import folder_files, pack_folder, unpacked, write_files
     from repogym.harbor.hashing import content_hash
-    from repogym.integrations.shipping import folder_files, pack_folder, unpacked, write_files
 
     source = EXAMPLES / "hello-file"
     archive = pack_folder(source)

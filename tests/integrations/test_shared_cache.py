@@ -206,7 +206,7 @@ def shared_cache_setting() -> str | None:
 def test_ray_units_get_the_drivers_shared_cache(
     ray_cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from repogym.integrations.executors import Work, get_executor
+    from repogym.executors import Work, get_executor
 
     monkeypatch.setenv(ENV_VAR, "file:///shared/repogym-cache")
     executor = get_executor("ray", address=ray_cluster.address)

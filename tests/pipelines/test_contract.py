@@ -12,6 +12,7 @@ from repogym.example_repo import build_example_repo
 from repogym.pipelines import HarnessContext, Pipeline, get_pipeline, pipelines, register
 from repogym.pipelines import registry as reg
 from repogym.pipelines.base import Harness
+from repogym.run.gate import TaskGate
 from repogym.sources import LocalGitSource, Source
 
 ALL = sorted(pipelines())
@@ -64,6 +65,7 @@ def test_pipeline_contract(name: str, example: Path, tmp_path: Path) -> None:
             pipeline_version=pipeline.version,
             repo_label="local/example",
             out_dir=tmp_path,
+            gate=TaskGate(_NoSandbox()),  # type: ignore[arg-type]
         )
     )
     assert isinstance(harness, Harness) and harness.rewrites == {}

@@ -12,8 +12,9 @@ import pytest
 
 from repogym.harbor import load_task
 from repogym.harbor.validate import validate_task
-from repogym.pipelines import GenerateError, generate
+from repogym.pipelines import GenerateError
 from repogym.spec import GenerationInput
+from repogym.workflows import generate
 from tests.sources.conftest import GitRepo, pin_git_env
 
 pytestmark = pytest.mark.slow

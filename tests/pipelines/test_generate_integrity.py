@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.pipelines import generate
 from repogym.spec import GenerationInput
+from repogym.workflows import generate
 from tests.sources.conftest import GitRepo
 
 pytestmark = pytest.mark.slow

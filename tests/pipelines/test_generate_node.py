@@ -7,8 +7,8 @@ import json
 import pytest
 
 from repogym.harbor import load_task
-from repogym.pipelines import generate
 from repogym.spec import GenerationInput
+from repogym.workflows import generate
 from tests.sources.conftest import GitRepo
 
 pytestmark = pytest.mark.slow

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from repogym.example_repo import build_example_repo
-from repogym.pipelines import Progress, generate
+from repogym.pipelines import Progress
 from repogym.pipelines.base import PROGRESS_STEPS
 from repogym.spec import GenerationInput
+from repogym.workflows import generate
 
 pytestmark = pytest.mark.slow
 

@@ -17,13 +17,13 @@ import pytest
 
 from repogym.bootstrap import make_recipe, node
 from repogym.harbor import load_task, set_content_hash
-from repogym.pipelines import generate
 from repogym.pipelines._emit import VerifierInput, stage_verifier, update_config
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner, environment_spec
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
 from repogym.verify import infra, tamper
+from repogym.workflows import generate
 from tests.sources.conftest import GitRepo
 
 NODE = shutil.which("node")

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from repogym.harbor import load_task
-from repogym.pipelines import generate
 from repogym.pipelines._equiv import verifier_module
 from repogym.run.agents import CommandAgent, NopAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.workflows import generate
 
 pytestmark = pytest.mark.slow
 

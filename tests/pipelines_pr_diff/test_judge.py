@@ -47,7 +47,7 @@ def routed_stub(*script):
 
 @pytest.fixture(scope="module")
 def task(pr_repo, tmp_path_factory: pytest.TempPathFactory):
-    from repogym.pipelines import generate
+    from repogym.workflows import generate
 
     out = tmp_path_factory.mktemp("out")
     # The judge lives on the host: the verifier phase needs the network (opt-in).

@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 from repogym.cli import app
 from repogym.harbor import load_task
 from repogym.harbor.validate import leaked_lines, validate_task
-from repogym.pipelines import generate
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
 from repogym.verify import diff_reward
+from repogym.workflows import generate
 from tests.pipelines_pr_diff.history import OPTS
 
 pytestmark = pytest.mark.slow

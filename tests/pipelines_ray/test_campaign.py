@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from repogym.cli import app
 from repogym.harbor import iter_task_dirs
 from repogym.pipelines import register, unregister
-from repogym.pipelines.campaign import CampaignInput, read_campaign, run_campaign
+from repogym.pipelines.campaign import CampaignInput, read_campaign
+from repogym.workflows import run_campaign
 from tests.pipelines_ray import fakes
 from tests.sources.conftest import GitRepo
 
@@ -179,7 +180,7 @@ class Recording:
 def test_campaign_on_ray_interleaves_repositories(
     ray_cluster: Any, repos: dict[str, Path], tmp_path: Path
 ) -> None:
-    from repogym.integrations.executors import RayExecutor
+    from repogym.executors import RayExecutor
 
     listing = tmp_path / "two.txt"
     listing.write_text(f"{repos['alpha']}\n{repos['beta']}\n")
@@ -202,10 +203,10 @@ def test_lost_worker_on_ray_is_an_error_retried_by_resume(
 ) -> None:
     """Past Ray's retries a lost worker is the candidate's ``internal error`` (recorded, not
     dropped); ``--resume`` evaluates it again."""
-    from repogym.integrations.executors import RayExecutor
-    from repogym.pipelines import generate
+    from repogym.executors import RayExecutor
     from repogym.pipelines._remote import KILL_HOOK
     from repogym.spec import GenerationInput
+    from repogym.workflows import generate
 
     marker = tmp_path / "killed-once"
     executor = RayExecutor(ray_cluster.address, retries=0, env={KILL_HOOK: str(marker)})
@@ -228,9 +229,9 @@ def test_lost_worker_on_ray_is_an_error_retried_by_resume(
 def test_limit_on_ray_evaluates_no_more_than_it_needs(
     ray_cluster: Any, repos: dict[str, Path], tmp_path: Path
 ) -> None:
-    from repogym.integrations.executors import RayExecutor
-    from repogym.pipelines import generate
+    from repogym.executors import RayExecutor
     from repogym.spec import GenerationInput
+    from repogym.workflows import generate
 
     out = tmp_path / "out"
     inp = GenerationInput(repo=str(repos["alpha"]), pipeline="echo", out=out, limit=1)

@@ -21,9 +21,9 @@ import pytest
 from repogym.example_repo import build_example_repo
 from repogym.harbor import content_hash, iter_task_dirs
 from repogym.harbor.validate import validate_task
-from repogym.pipelines import generate
 from repogym.pipelines._remote import KILL_HOOK
 from repogym.spec import GenerationInput
+from repogym.workflows import generate
 from tests.sources.conftest import pin_git_env
 
 pytestmark = pytest.mark.slow
@@ -107,7 +107,7 @@ def test_ray_gives_the_local_tasks(
 ) -> None:
     """Same candidates, same outcomes, same tasks (content hashes), published by the driver
     only; one worker killed mid-candidate is retried by Ray and changes nothing."""
-    from repogym.integrations.executors import RayExecutor
+    from repogym.executors import RayExecutor
 
     marker = tmp_path / "killed-once"
     for k, v in REPRODUCIBLE.items():
@@ -137,7 +137,7 @@ def test_ray_gives_the_local_tasks(
 
 
 def test_llm_is_refused_on_ray(ray_cluster: Any, example: Path, tmp_path: Path) -> None:
-    from repogym.integrations.executors import RayExecutor
+    from repogym.executors import RayExecutor
     from repogym.pipelines import GenerateError
 
     inp = GenerationInput(
@@ -158,6 +158,7 @@ def test_what_a_unit_carries_pickles(example: Path, name: str) -> None:
 
     from repogym.pipelines import get_pipeline
     from repogym.pipelines._remote import RemoteRun, Shipped
+    from repogym.run.gate import TaskGate
     from repogym.sources import LocalGitSource
 
     pipeline = get_pipeline(name)
@@ -175,9 +176,10 @@ def test_what_a_unit_carries_pickles(example: Path, name: str) -> None:
         "statkit",
         "local",
         "local",
+        gate=TaskGate,
         bundle=Shipped("d", b"bundle"),
     )
     for cand in cands:
         back = pickle.loads(pickle.dumps((run, cand)))
         assert back[1] == cand and back[0].options == options
-        assert back[0].pipeline.name == name
+        assert back[0].pipeline.name == name and back[0].gate is TaskGate

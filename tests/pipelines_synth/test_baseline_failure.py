@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from repogym.example_repo import build_example_repo
-from repogym.pipelines import generate
 from repogym.spec import GenerationInput
+from repogym.workflows import generate
 from tests.sources.conftest import pin_git_env
 
 pytestmark = pytest.mark.slow

@@ -17,13 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from repogym.pipelines import _synth_mutants as mutants
 from repogym.pipelines import _synth_ops as ops
+from repogym.pipelines._synth_mutants import OPERATORS, Mutation, python_mutants
 from repogym.pipelines._synth_ops import (
-    OPERATORS,
-    Mutation,
     called_keys,
     python_functions,
-    python_mutants,
     stub_function,
     trace_script,
 )
@@ -522,7 +521,7 @@ def test_property_every_candidate_compiles(lines: list[str]) -> None:
     (func,) = ops._functions(tree, src, "gen.py")
     # Every candidate edit is valid Python and changes the program (the compile filter is only
     # a safety net).
-    for cand in ops._Mutator(src, func, ops._module_names(tree)).run():
+    for cand in mutants._Mutator(src, func, mutants._module_names(tree)).run():
         new = ops._apply(text, cand.edits)
         compile(new, "gen.py", "exec")
         assert ast.dump(ast.parse(new)) != original, cand

@@ -10,8 +10,8 @@ import pytest
 
 from repogym import plugins
 from repogym.bootstrap.detect import LANGUAGE_REGISTRY, detect
+from repogym.executors import EXECUTORS, ExecutorError, get_executor
 from repogym.hub.registry import REGISTRIES, open_registry
-from repogym.integrations.executors import EXECUTORS, ExecutorError, get_executor
 from repogym.llm import PROVIDER_REGISTRY, Provider, parse_llm_spec
 from repogym.run.agents import AGENTS, CommandAgent, NopAgent, OracleAgent, make_agent
 from repogym.sandbox import BACKENDS, SandboxError, backend_names, get_backend

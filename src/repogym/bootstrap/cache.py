@@ -6,7 +6,7 @@ file per key, written atomically. A ref should name a commit: the cache trusts t
 them (:func:`generator_id`); entries of other generator code are ignored.
 
 With ``$REPOGYM_SHARED_CACHE`` set, entries are also uploaded to ``<url>/recipes/…`` and a local
-miss is looked up there (:mod:`repogym.sandbox._shared_cache`), so the nodes of a cluster
+miss is looked up there (:mod:`repogym.sandbox.shared_cache`), so the nodes of a cluster
 detect each repository once.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 from repogym.atomic import atomic_write
 from repogym.bootstrap.check import CheckResult
 from repogym.bootstrap.model import BOOTSTRAP_VERSION, Recipe
-from repogym.sandbox import _shared_cache
+from repogym.sandbox import shared_cache
 
 _NOT_GENERATORS = frozenset({"__init__", "cache", "check", "render", "service", "survey"})
 """Modules of this package that do not shape recipes; every other one enters generator_id."""
@@ -102,7 +102,7 @@ class RecipeCache:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root is not None else cache_root() / "recipes"
         # Recipes other nodes made ($REPOGYM_SHARED_CACHE); None (no calls at all) when unset.
-        self.shared = _shared_cache.from_env(self.root.parent)
+        self.shared = shared_cache.from_env(self.root.parent)
 
     def _dir(self, repo_id: str, ref: str) -> Path:
         return self.root / _slug(repo_id) / _slug(ref)

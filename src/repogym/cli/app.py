@@ -83,7 +83,7 @@ def _version(value: bool) -> None:
 def _shared_cache(value: str | None) -> str | None:
     """``--shared-cache URL``: checked, then this process's and its Ray workers' cache."""
     if value is not None:
-        from repogym.sandbox._shared_cache import SharedCacheError, use
+        from repogym.sandbox.shared_cache import SharedCacheError, use
 
         try:
             use(value)

@@ -20,8 +20,8 @@ def status(ray_address: RayAddressOpt = None, json_out: JsonOpt = False) -> None
     live node, the sandbox backend, Python and repogym versions, the local cache and the
     shared cache's hits/misses/uploads. Exit 1 when a live node has a problem (no sandbox
     backend, another repogym version, no answer), 2 when no cluster answers."""
-    from repogym.integrations.cluster import cluster_status
-    from repogym.integrations.executors import ExecutorError
+    from repogym.executors import ExecutorError
+    from repogym.executors.cluster import cluster_status
 
     try:
         result = cluster_status(ray_address)

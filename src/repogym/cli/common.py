@@ -233,7 +233,7 @@ def executor_or_exit(
     name: str, *, jobs: int = 1, address: str | None = None, env: dict[str, str] | None = None
 ) -> Any:
     """The executor for ``--executor``/``--ray-address``, or one line and exit 2."""
-    from repogym.integrations.executors import ExecutorError, get_executor
+    from repogym.executors import ExecutorError, get_executor
 
     if address is not None and name != "ray":
         raise bad_input("--ray-address is for --executor ray")

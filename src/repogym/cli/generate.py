@@ -24,83 +24,91 @@ from repogym.cli.common import (
 )
 from repogym.ui import escape, fail, out
 
+RepoOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--repo",
+        help="Repository: a local clone's path, owner/name or a GitHub URL, "
+        "gitlab:group/name or a GitLab URL.",
+    ),
+]
+ReposOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--repos",
+        help="A campaign: a file listing repositories, one a line (what --repo takes, "
+        "optionally followed by pipeline=NAME and key=value options; # comments). One "
+        "dataset per repository under --out DIR/<owner__name>/, plus "
+        "DIR/campaign-report.json.",
+    ),
+]
+PipelineOpt = Annotated[
+    str,
+    typer.Option(
+        "--pipeline",
+        "-p",
+        help="commit_runtime | pr_runtime | pr_diff | bug_synth | code_instruct | "
+        "cve_patches | equivalence_tests (or a plug-in's name)",
+    ),
+]
+OptOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--opt", metavar="KEY=VALUE", help="Pipeline option (repeatable); see docs/generate.md."
+    ),
+]
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Stop after emitting N tasks.")
+]
+GenerateJobsOpt = Annotated[
+    int,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        help="Candidates examined in parallel (with --executor ray: the cluster's CPUs, "
+        "at least this many).",
+    ),
+]
+OutOpt = Annotated[Path, typer.Option("--out", help="Dataset folder to write.")]
+ResumeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="Continue an earlier run into --out: skip candidates it already examined "
+        "(with --repos: skip repositories already complete, resume the others).",
+    ),
+]
+RevOpt = Annotated[str, typer.Option("--rev", help="Mine history reachable from this ref.")]
+LlmOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        help="provider/model that rewrites instructions (key: OPENAI_API_KEY, "
+        "ANTHROPIC_API_KEY or REPOGYM_LLM_API_KEY); the deterministic text is kept when "
+        "the rewrite fails or leaks the fix.",
+    ),
+]
+LlmEndpointOpt = Annotated[
+    str | None, typer.Option("--llm-endpoint", help="Base URL of the LLM API.")
+]
+
 
 @app.command()
 def generate(
-    repo: Annotated[
-        str | None,
-        typer.Option(
-            "--repo",
-            help="Repository: a local clone's path, owner/name or a GitHub URL, "
-            "gitlab:group/name or a GitLab URL.",
-        ),
-    ] = None,
-    repos: Annotated[
-        Path | None,
-        typer.Option(
-            "--repos",
-            help="A campaign: a file listing repositories, one a line (what --repo takes, "
-            "optionally followed by pipeline=NAME and key=value options; # comments). One "
-            "dataset per repository under --out DIR/<owner__name>/, plus "
-            "DIR/campaign-report.json.",
-        ),
-    ] = None,
-    pipeline: Annotated[
-        str,
-        typer.Option(
-            "--pipeline",
-            "-p",
-            help="commit_runtime | pr_runtime | pr_diff | bug_synth | code_instruct | "
-            "cve_patches | equivalence_tests (or a plug-in's name)",
-        ),
-    ] = "commit_runtime",
-    opt: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--opt",
-            metavar="KEY=VALUE",
-            help="Pipeline option (repeatable); see docs/generate.md.",
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Stop after emitting N tasks.")
-    ] = None,
-    jobs: Annotated[
-        int,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=1,
-            help="Candidates examined in parallel (with --executor ray: the cluster's CPUs, "
-            "at least this many).",
-        ),
-    ] = 1,
-    out_dir: Annotated[Path, typer.Option("--out", help="Dataset folder to write.")] = Path("out"),
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume",
-            help="Continue an earlier run into --out: skip candidates it already examined "
-            "(with --repos: skip repositories already complete, resume the others).",
-        ),
-    ] = False,
-    rev: Annotated[
-        str, typer.Option("--rev", help="Mine history reachable from this ref.")
-    ] = "HEAD",
+    repo: RepoOpt = None,
+    repos: ReposOpt = None,
+    pipeline: PipelineOpt = "commit_runtime",
+    opt: OptOpt = None,
+    limit: LimitOpt = None,
+    jobs: GenerateJobsOpt = 1,
+    out_dir: OutOpt = Path("out"),
+    resume: ResumeOpt = False,
+    rev: RevOpt = "HEAD",
     sandbox: SandboxOpt = "local",
     ca_bundle: CaBundleOpt = None,
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            help="provider/model that rewrites instructions (key: OPENAI_API_KEY, "
-            "ANTHROPIC_API_KEY or REPOGYM_LLM_API_KEY); the deterministic text is kept when "
-            "the rewrite fails or leaks the fix.",
-        ),
-    ] = None,
-    llm_endpoint: Annotated[
-        str | None, typer.Option("--llm-endpoint", help="Base URL of the LLM API.")
-    ] = None,
+    llm: LlmOpt = None,
+    llm_endpoint: LlmEndpointOpt = None,
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
     json_out: JsonOpt = False,
@@ -113,94 +121,65 @@ def generate(
     Exit 0 when at least one task was emitted, 1 when none, 2 for bad input.
     """
     use_ca_bundle(ca_bundle)
-    from pydantic import ValidationError
-
-    from repogym.pipelines import GenerateError
-    from repogym.pipelines import generate as run_generate
-    from repogym.spec import GenerationInput, parse_opts
+    from repogym.pipelines import GenerateError, generation_input
+    from repogym.spec import parse_opts
+    from repogym.workflows import generate as run_generate
 
     not_a_file_or_exit(out_dir, "--out")
     if (repo is None) == (repos is None):
         raise bad_input("give one of --repo REPO or --repos FILE")
-    if repos is not None:
-        try:
-            options = parse_opts(opt or [])
-        except ValueError as exc:
-            raise bad_input(str(exc)) from None
-        campaign(
-            repos,
-            out_dir=out_dir,
-            pipeline=pipeline,
-            options=options,
-            limit=limit,
-            jobs=jobs,
-            resume=resume,
-            sandbox=sandbox,
-            rev=rev,
-            llm=llm,
-            llm_endpoint=llm_endpoint,
-            executor=executor,
-            ray_address=ray_address,
-            json_out=json_out,
-        )
-    assert repo is not None
+    fields: dict[str, Any] = dict(pipeline=pipeline, limit=limit, jobs=jobs, resume=resume)
+    fields.update(sandbox=sandbox, rev=rev, llm=llm, llm_endpoint=llm_endpoint)
     try:
-        inp = GenerationInput(
-            repo=repo,
-            pipeline=pipeline,
-            out=out_dir,
-            limit=limit,
-            jobs=jobs,
-            resume=resume,
-            sandbox=sandbox,
-            rev=rev,
-            options=parse_opts(opt or []),
-            llm=llm,
-            llm_endpoint=llm_endpoint,
-        )
-        inp.pipeline_options()
-    except ValidationError as exc:
-        raise bad_input(f"bad option: {describe_option_error(exc, pipeline)}") from None
+        options = parse_opts(opt or [])
     except ValueError as exc:
         raise bad_input(str(exc)) from None
-
-    from repogym._secrets import redact_url
+    if repos is not None:
+        where: dict[str, Any] = dict(executor=executor, ray_address=ray_address, json_out=json_out)
+        campaign(repos, out_dir=out_dir, options=options, **where, **fields)
+    try:
+        inp = generation_input(repo=repo, out=out_dir, options=options, **fields)
+    except GenerateError as exc:
+        raise bad_input(str(exc)) from None
     from repogym.ui.generate import GenerateView
 
-    runner = _executor(executor, ray_address, jobs, [repo])
-    local = runner is None
-    view = GenerateView(enabled=not json_out, title=f"{pipeline} · {redact_url(repo)}", jobs=jobs)
+    runner = _executor(executor, ray_address, jobs, [inp.repo])
+    view = GenerateView(enabled=not json_out, title=f"{pipeline} · {inp.shown_repo}", jobs=jobs)
     try:
         with view:
             result = run_generate(
                 inp,
                 on_outcome=view.outcome,
                 on_drop=view.drop,
-                on_progress=view.progress if local and not json_out else None,
+                on_progress=view.progress if runner is None and not json_out else None,
                 executor=runner,
             )
     except GenerateError as exc:
         raise bad_input(str(exc)) from None
-    stats = result.stats
+    _render(result, view, json_out)
+    raise typer.Exit(0 if result.stats.kept else 1)
+
+
+def _render(result: Any, view: Any, json_out: bool) -> None:
+    """The report as JSON, or the view's summary and the LLM's usage."""
     if json_out:
         sys.stdout.write(result.report.read_text())
-    else:
-        view.final(stats, result)
-        usage = json.loads(result.report.read_text()).get("llm")
-        if usage:
-            cost = "unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
-            out.print(
-                f"LLM {escape(usage['llm'])}: {usage['calls']} call(s), "
-                f"{usage['input_tokens']} input + {usage['output_tokens']} output tokens, "
-                f"cost {cost}; rewrites accepted {usage['accepted']}, rejected "
-                f"{usage['rejected']}, failed {usage['failed']}"
-            )
-    raise typer.Exit(0 if stats.kept else 1)
+        return
+    view.final(result.stats, result)
+    usage = json.loads(result.report.read_text()).get("llm")
+    if usage:
+        cost = "unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+        out.print(
+            f"LLM {escape(usage['llm'])}: {usage['calls']} call(s), "
+            f"{usage['input_tokens']} input + {usage['output_tokens']} output tokens, "
+            f"cost {cost}; rewrites accepted {usage['accepted']}, rejected "
+            f"{usage['rejected']}, failed {usage['failed']}"
+        )
 
 
 def _executor(name: str, address: str | None, jobs: int, repos: list[str]) -> Any:
     """None for the local executor (generate's own threads), else the connected executor."""
-    from repogym.pipelines._dispatch import worker_env_for
+    from repogym.pipelines import worker_env_for
 
     if name == "local" and address is None:
         return None
@@ -225,8 +204,9 @@ def campaign(
     json_out: bool,
 ) -> None:
     """``generate --repos FILE``: flags → :func:`repogym.pipelines.campaign.run_campaign`."""
-    from repogym.pipelines.campaign import CampaignError, CampaignInput, read_campaign, run_campaign
+    from repogym.pipelines.campaign import CampaignError, CampaignInput, read_campaign
     from repogym.ui.campaign import repo_line, summary
+    from repogym.workflows import run_campaign
 
     inp = CampaignInput(
         repos_file=repos,
@@ -260,22 +240,6 @@ def campaign(
     else:
         summary(report)
     raise typer.Exit(0 if report.tasks else 1)
-
-
-def describe_option_error(exc: Any, pipeline: str) -> str:
-    """A pydantic error of the options, with the valid keys listed for an unknown one."""
-    from repogym.spec import describe_error, options_model
-
-    unknown = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "extra_forbidden"]
-    try:
-        model = options_model(pipeline)
-    except ValueError:
-        return describe_error(exc)
-    if not unknown:
-        return describe_error(exc)
-    valid = ", ".join(sorted(model.model_fields))
-    keys = ", ".join(repr(k) for k in unknown)
-    return f"unknown --opt key {keys} for pipeline {pipeline}; valid keys: {valid}"
 
 
 @app.command("example-repo")

@@ -28,12 +28,13 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repogym._secrets import redact
+from repogym.auth import hf_token_source
 from repogym.harbor.dataset import build_registry
 from repogym.hub._safety import PullStage, check_tree, safe_relpath
 from repogym.hub.base import (
@@ -53,25 +54,6 @@ if TYPE_CHECKING:
 DEFAULT_ENDPOINT = "https://huggingface.co"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _CONTENT_REV = re.compile(r"^[0-9a-f]{16}$")
-
-
-def hf_token_source(env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
-    """The Hub token and where it came from: ``HF_TOKEN``, else huggingface_hub's token file."""
-    env = os.environ if env is None else env
-    token = env.get("HF_TOKEN", "").strip()
-    if token:
-        return token, "HF_TOKEN"
-    if env.get("HF_TOKEN_PATH"):
-        path = Path(env["HF_TOKEN_PATH"]).expanduser()
-    else:
-        cache = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")) / ".cache")
-        home = env.get("HF_HOME") or str(Path(cache) / "huggingface")
-        path = Path(home).expanduser() / "token"
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None, None
-    return (token, "huggingface token file") if token else (None, None)
 
 
 def _require_hub() -> Any:

@@ -122,6 +122,26 @@ def _language(paths: list[str]) -> str:
     return max(sorted(counts), key=lambda k: counts[k]) if counts else "unknown"
 
 
+def _subtable(cand: Candidate, gold_diff: str, files: list[str]) -> dict[str, Any]:
+    """The task's ``[metadata.repo2env.pr_diff]``: commits, files, size, scorer and weights."""
+    changed = sum(
+        1 for ln in gold_diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")
+    )
+    sub: dict[str, Any] = {
+        "base_commit": cand.base,
+        "head_commit": cand.head,
+        "files": files,
+        "changed_lines": changed,
+        "scorer": "tests/diff_reward.py",
+        "weights": dict(diff_reward.DEFAULT_WEIGHTS),
+        "llm_judge": "optional: REPOGYM_JUDGE_URL, REPOGYM_JUDGE_MODEL, REPOGYM_JUDGE_API_KEY",
+        "answer": f"edits in {WORKDIR}, diffed against the base snapshot",
+    }
+    if cand.number is not None:
+        sub["pr_number"] = cand.number
+    return sub
+
+
 def write_task(
     dest: Path,
     cand: Candidate,
@@ -161,21 +181,7 @@ def write_task(
     write_file(solution / "apply_patch.py", template("apply_patch.py"))
 
     owner = repo.split("/")[0] if "/" in repo else "local"
-    changed = sum(
-        1 for ln in gold_diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")
-    )
-    sub: dict[str, Any] = {
-        "base_commit": cand.base,
-        "head_commit": cand.head,
-        "files": files,
-        "changed_lines": changed,
-        "scorer": "tests/diff_reward.py",
-        "weights": dict(diff_reward.DEFAULT_WEIGHTS),
-        "llm_judge": "optional: REPOGYM_JUDGE_URL, REPOGYM_JUDGE_MODEL, REPOGYM_JUDGE_API_KEY",
-        "answer": f"edits in {WORKDIR}, diffed against the base snapshot",
-    }
-    if cand.number is not None:
-        sub["pr_number"] = cand.number
+    sub = _subtable(cand, gold_diff, files)
     language = _language(files)
     config = new_task_config(
         name=f"{owner}/{cand.task_id}",

@@ -1,10 +1,10 @@
 """The driver's side of ``generate --executor ray`` (and of campaigns on Ray).
 
 Data flow: the driver walks each repository's candidates here (cheap: git history), turns every
-candidate that needs a sandbox into a :class:`~repogym.integrations.executors.Work` unit
+candidate that needs a sandbox into a :class:`~repogym.executors.Work` unit
 calling :func:`._remote.evaluate_remote` with the run's :class:`._remote.RemoteRun` (a local
 repository's history shipped once as a git bundle through ``executor.put``), and records each
-:class:`~repogym.integrations.executors.Done` as it comes back: a kept task's archive is
+:class:`~repogym.executors.Done` as it comes back: a kept task's archive is
 unpacked into ``<out>/tasks/.<id>.staging`` and renamed into place (the same atomic publish as a
 local run), the outcome goes into the resume state, the yield counts and, at the end, the
 reports. Workers never write the dataset.
@@ -31,11 +31,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from repogym.executors import Done, Executor, Work
 from repogym.harbor import publish_task_dir
-from repogym.integrations.executors import Done, Executor, Work
 from repogym.pipelines._errors import DETAIL_LIMIT, INTERNAL_ERROR, describe
 from repogym.pipelines._remote import KILL_HOOK, RemoteResult, RemoteRun, Shipped, evaluate_remote
-from repogym.pipelines.base import Candidate, Outcome, YieldStats
+from repogym.pipelines.base import Candidate, GateFactory, Outcome, YieldStats
 from repogym.pipelines.generation import (
     GenerateError,
     GenerateResult,
@@ -61,7 +61,7 @@ def worker_env(*, github: bool = False) -> dict[str, str]:
     the GitHub CLI's token when no variable holds one)."""
     env = {k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k, "").strip()}
     if github and not ({"GITHUB_TOKEN", "GH_TOKEN"} & set(env)):
-        from repogym.sources.github import github_token_source
+        from repogym.auth import github_token_source
 
         token, _where = github_token_source()
         if token:
@@ -87,13 +87,14 @@ def generate_remote(
     inp: GenerationInput,
     executor: Executor,
     *,
+    gate: GateFactory,
     on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
     on_drop: Callable[[str, str, YieldStats], None] | None = None,
 ) -> GenerateResult:
     """:func:`~repogym.pipelines.generation.generate` with the candidates evaluated by
     ``executor`` (same checks, outputs and exceptions)."""
     refuse_llm(inp)
-    setup = prepare(inp, local=False)
+    setup = prepare(inp, gate=gate, local=False)
     try:
         driver = RepoDriver(setup, executor, on_outcome=on_outcome, on_drop=on_drop)
     except BaseException as exc:  # the repository could not be shipped
@@ -193,6 +194,7 @@ def remote_run(setup: Setup, executor: Executor) -> RemoteRun:
         key=key,
         pipeline=setup.pipeline,
         options=setup.options,
+        gate=setup.gate,
         rev=setup.inp.rev,
         sandbox=setup.inp.sandbox,
         repo_label=setup.repo_id,

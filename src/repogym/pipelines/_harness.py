@@ -13,26 +13,13 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor import TaskConfig, load_task, publish_task_dir, update_task_toml
+from repogym.harbor import TaskConfig, publish_task_dir, update_task_toml
 from repogym.pipelines._errors import INTERNAL_ERROR, describe, log_error
 from repogym.pipelines._instruction import Rewrite
-from repogym.pipelines.base import Candidate, HarnessContext, Outcome, Progress
-from repogym.run.gate import (
-    VERIFIED,
-    MutantReport,
-    Verdict,
-    gameable,
-    record,
-    reference_runs,
-    run_adversarial,
-    run_mutants,
-    verifier_seconds,
-)
-from repogym.run.trial import TrialRunner
+from repogym.pipelines.base import Candidate, GateResult, HarnessContext, Outcome, Progress
 from repogym.sandbox import BuildError, SandboxError
 
 WEAK_TESTS = "tests too weak (mutants survive)"
@@ -63,7 +50,7 @@ class TaskHarness:
         self.rewriter = ctx.rewriter
         self.error_log = ctx.error_log
         self.on_progress = ctx.on_progress
-        self.runner = TrialRunner(ctx.backend)
+        self.gate = ctx.gate
         self.rewrites: dict[str, dict[str, Any]] = {}
         """task id → what the rewrite came to (for the report)."""
 
@@ -141,24 +128,19 @@ class TaskHarness:
         try:
             stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
             self._progress(cand, "verify")
-            verdict, seconds, mutants = self._verify(staging)
-            outcome.test_seconds += seconds
-            if verdict.adversarial is not None and verdict.adversarial.winners:
-                detail = "; ".join(
-                    f"{r.description} earned {r.reward:g}"
-                    for r in verdict.adversarial.winners
-                    if r.reward is not None
-                )
-                self._drop(outcome, GAMEABLE, detail[:300])
+            result = self._verify(staging)
+            outcome.test_seconds += result.seconds
+            if result.winners:
+                self._drop(outcome, GAMEABLE, "; ".join(result.winners)[:300])
                 return False
-            if verdict.status != VERIFIED:
-                detail = "; ".join(verdict.reasons)[:300]
-                self._drop(outcome, f"verify: {verdict.status}", detail)
+            if not result.verified:
+                detail = "; ".join(result.reasons)[:300]
+                self._drop(outcome, f"verify: {result.status}", detail)
                 return False
             floor = getattr(self.options, "min_kill_rate", 0.0)
-            if mutants is not None and mutants.kill_rate is not None and mutants.kill_rate < floor:
-                detail = f"kill rate {mutants.kill_rate:.2f} < {floor:g}: " + "; ".join(
-                    m.description for m in mutants.results if not m.killed
+            if result.kill_rate is not None and result.kill_rate < floor:
+                detail = f"kill rate {result.kill_rate:.2f} < {floor:g}: " + "; ".join(
+                    result.survivors
                 )
                 self._drop(outcome, WEAK_TESTS, detail[:300])
                 return False
@@ -169,34 +151,14 @@ class TaskHarness:
         outcome.task_dir = self.out_dir / "tasks" / cand.task_id
         return True
 
-    def _verify(self, task_dir: Path) -> tuple[Verdict, float, MutantReport | None]:
-        task = load_task(task_dir)
-        oracle, nop, verdict = reference_runs(task, self.runner, self.options.verify_reruns)
-        spent = sum(_test_seconds(o.result) for o in [*oracle, nop])
-        mutants = None
-        k = getattr(self.options, "mutants", 0)
-        if verdict.status == VERIFIED and k:
-            mutants = run_mutants(task, self.runner, k, oracle_seconds=verifier_seconds(oracle))
-            spent += sum(m.seconds for m in mutants.results)
-        if verdict.status == VERIFIED and getattr(self.options, "adversarial", False):
-            report = run_adversarial(
-                task,
-                self.runner,
-                nop_reward=nop.reward or 0.0,
-                oracle_seconds=verifier_seconds(oracle),
-            )
-            spent += sum(r.seconds for r in report.results)
-            gameable(verdict, report)
-        if verdict.status == VERIFIED:
-            record(
-                task,
-                verdict,
-                self.backend.name,
-                self.options.verify_reruns,
-                mutants=mutants,
-                adversarial=verdict.adversarial,
-            )
-        return verdict, spent, mutants
+    def _verify(self, task_dir: Path) -> GateResult:
+        """The verify gate on the staged task, as the pipeline's options ask for it."""
+        return self.gate(
+            task_dir,
+            reruns=self.options.verify_reruns,
+            mutants=getattr(self.options, "mutants", 0),
+            adversarial=getattr(self.options, "adversarial", False),
+        )
 
 
 def stamp_provenance(task_dir: Path, *, source_access: str, rewrite: Rewrite | None) -> None:
@@ -214,15 +176,3 @@ def stamp_provenance(task_dir: Path, *, source_access: str, rewrite: Rewrite | N
             config.metadata.setdefault("repogym", {})["instruction_rewrite"] = rewrite.to_json()
 
     update_task_toml(task_dir, change)
-
-
-def _test_seconds(result: dict[str, Any]) -> float:
-    """Seconds a trial spent running code in the task (agent and verifier phases)."""
-    total = 0.0
-    for phase in ("agent_execution", "verifier"):
-        t = result.get(phase) or {}
-        if t.get("started_at") and t.get("finished_at"):
-            total += (
-                datetime.fromisoformat(t["finished_at"]) - datetime.fromisoformat(t["started_at"])
-            ).total_seconds()
-    return total

@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from repogym.pipelines._errors import ErrorLog
-from repogym.pipelines.base import Candidate, Harness, HarnessContext, Outcome, Pipeline
+from repogym.pipelines.base import (
+    Candidate,
+    GateFactory,
+    Harness,
+    HarnessContext,
+    Outcome,
+    Pipeline,
+)
 
 KILL_HOOK = "REPOGYM_TEST_KILL_WORKER_ONCE"
 """Test-only: a marker file path; the first evaluation that finds it missing creates it and
@@ -67,6 +74,8 @@ class RemoteRun:
     source_access: str
     kind: str
     """``local``, ``github`` or ``gitlab``."""
+    gate: GateFactory
+    """Builds the verify gate for the worker's backend (a class, pickled by reference)."""
     locator: str = ""
     """``owner/name`` of a remote repository."""
     base_url: str | None = None
@@ -113,8 +122,8 @@ def evaluate_remote(run: RemoteRun, cand: Candidate) -> RemoteResult:
     try:
         outcome = cached.harness.evaluate(cand)
         if outcome.kept and task_dir.is_dir():
+            from repogym.executors.shipping import pack_folder
             from repogym.harbor import content_hash
-            from repogym.integrations.shipping import pack_folder
 
             archive, digest = pack_folder(task_dir), content_hash(task_dir)
     finally:
@@ -171,15 +180,17 @@ def _build(run: RemoteRun) -> _Cached:
     atexit.register(shutil.rmtree, out, True)
     (out / "tasks").mkdir()
     errors = ErrorLog(out / "errors.log")
+    backend = get_backend(run.sandbox)
     harness = run.pipeline.harness(
         HarnessContext(
             source=source,
-            backend=get_backend(run.sandbox),
+            backend=backend,
             options=run.options,
             pipeline=run.pipeline.name,
             pipeline_version=run.pipeline.version,
             repo_label=run.repo_label,
             out_dir=out,
+            gate=run.gate(backend),
             source_access=run.source_access,
             error_log=errors,
         )
@@ -212,7 +223,7 @@ def _unbundled(bundle: Shipped) -> Path:
     final = repos_cache() / f"{bundle.digest}.git"
     if (final / "HEAD").is_file():
         return final
-    from repogym.integrations.executors import fetch
+    from repogym.executors import fetch
 
     data = bytes(fetch(bundle.data))
     if hashlib.sha256(data).hexdigest() != bundle.digest:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,86 @@ class _State:
         return {t for t in ids if len({r.get(t) for r in self.runs}) > 1}
 
 
+@dataclass
+class _Change:
+    """One candidate's change as the runtime evaluation sees it (:meth:`RuntimeHarness._change`)."""
+
+    cand: Candidate
+    work: Path
+    source: Any
+    recipe: Recipe
+    test_files: list[str]
+    changed_sources: list[str]
+    removed_sources: list[str]
+    hidden: list[str]
+    """Files the verifier restores: the changed tests and infrastructure files."""
+    delete: list[str]
+    ids: list[str]
+    """The changed test files' ids for the runner."""
+    selected: list[str] = field(default_factory=list)
+    """The targeted test files (filled by :meth:`targeted` when the suite is too slow)."""
+
+    @property
+    def context(self) -> Path:
+        return self.work / "environment"
+
+    @property
+    def base(self) -> Path:
+        return self.context / "repo"
+
+    def head_snapshot(self) -> Path:
+        head = self.work / "head"
+        if not head.exists():
+            self.source.export_snapshot(self.cand.head, head)
+        return head
+
+    def targeted(self) -> str:
+        """The changed test files plus every test file whose imports reach the changed
+        source (computed only when the whole suite does not fit the budget)."""
+        if not self.selected:
+            head = self.head_snapshot()
+            found = find_test_files(head, self.recipe.runner)
+            reach = tests_exercising(head, self.changed_sources, found)
+            self.selected.extend(sorted(set(self.test_files) | set(reach)))
+        runner = self.recipe.runner
+        return self.recipe.test_command_for(target_ids(runner, self.selected) or self.ids or [])
+
+
+@dataclass
+class _Runs:
+    """The reference runs of a candidate (:meth:`RuntimeHarness._fix_runs`)."""
+
+    scope: str
+    """``suite`` or ``targeted``."""
+    command: str
+    before: list[dict[str, Any]]
+    after: list[dict[str, Any]]
+    seconds: float
+
+
+def classify(
+    recipe: Recipe,
+    before_results: list[dict[str, Any]],
+    after_results: list[dict[str, Any]],
+    restore: dict[str, bytes],
+) -> tuple[list[str], list[str], set[str], bool]:
+    """(F2P, P2P, flaky ids, whether any test passes after the fix) from the reference runs:
+    only ids with the same result in every run count."""
+    before_state = _State([r["tests"] for r in before_results])
+    after_state = _State([r["tests"] for r in after_results])
+    flaky = before_state.flaky() | after_state.flaky()
+    b, a = before_state.stable(), after_state.stable()
+    f2p = sorted(t for t, s in a.items() if s == PASSED and b.get(t) != PASSED and t not in flaky)
+    if recipe.language == "node":
+        # A title that embeds computed output (a generated regex, say) is a new name for
+        # an old test: it pays only for byte-identical output, so it is not fail-to-pass.
+        computed = computed_f2p(f2p, [r["tests"] for r in before_results], restore)
+        f2p = [t for t in f2p if t not in computed]
+        flaky |= set(computed)
+    p2p = sorted(t for t, s in a.items() if s == PASSED and b.get(t) == PASSED and t not in flaky)
+    return f2p, p2p, flaky, any(s == PASSED for s in a.values())
+
+
 class RuntimeHarness(TaskHarness):
     """Turns candidates of one repository into verified runtime tasks (thread-safe; one per
     job): the runtime evaluation inside :class:`TaskHarness`'s frame and gate."""
@@ -109,6 +189,56 @@ class RuntimeHarness(TaskHarness):
     # -------------------------------------------------------------------------------- evaluate
 
     def _evaluate(self, cand: Candidate, work: Path, outcome: Outcome) -> None:
+        change = self._change(cand, work, outcome)
+        if change is None:
+            return
+        recipe, key = change.recipe, integrity_key(cand.task_id)
+        spec = EnvironmentSpec(
+            context_dir=change.context,
+            workdir=recipe.workdir,
+            network_mode="no-network",
+            memory_mb=4096,
+            storage_mb=4096,
+        )
+        self._progress(cand, "build_started")
+        try:
+            built = self._build_pinned(recipe, change.context, spec, key, work / "build.log")
+        except BuildError as exc:
+            return self._drop(outcome, "environment build failed", str(exc).splitlines()[0][:300])
+        self._progress(cand, "build_finished")
+
+        tests = work / "tests"
+        restore = {p: self.source.read_file(cand.head, p) for p in change.hidden}
+        known = infra.manifest(change.base, infra.is_infra)
+        stage_verifier(
+            tests,
+            VerifierInput(
+                recipe=recipe,
+                command=recipe.test_command,
+                restore=restore,
+                delete=change.delete,
+                infra={
+                    k: v for k, v in known.items() if k not in restore and k not in change.delete
+                },
+                sources=source_manifest(change.base),
+                integrity_key=key,
+                reward_mode=self.options.reward,
+            ),
+        )
+        runs = self._fix_runs(change, built, spec, tests)
+        outcome.test_seconds += runs.seconds
+        f2p, p2p, flaky, passing = classify(recipe, runs.before, runs.after, restore)
+        if not passing:
+            return self._drop(outcome, "no test passes after the fix")
+        if not f2p:
+            reason = "only flaky fail-to-pass tests" if flaky else "no fail-to-pass test"
+            return self._drop(outcome, reason)
+        self._emit_runtime(change, outcome, tests, restore, runs, f2p, p2p, flaky)
+
+    def _change(self, cand: Candidate, work: Path, outcome: Outcome) -> _Change | None:
+        """The candidate's change read from the source: the base snapshot and its recipe, the
+        test and source files it touches. None (and the drop reason set) when it cannot make a
+        runtime task."""
         opts = self.options
         instruction, why = build_instruction(
             cand.title,
@@ -118,7 +248,8 @@ class RuntimeHarness(TaskHarness):
             min_words=opts.min_instruction_words,
         )
         if instruction is None:
-            return self._drop(outcome, why or "no instruction")
+            self._drop(outcome, why or "no instruction")
+            return None
         context = work / "environment"
         context.mkdir()
         base = context / "repo"
@@ -131,7 +262,8 @@ class RuntimeHarness(TaskHarness):
                 base, repo_id=self.repo_label, ref=cand.base, check=False, commit=commit
             ).recipe
         except UnsupportedRepo as exc:
-            return self._drop(outcome, "unsupported repository", str(exc))
+            self._drop(outcome, "unsupported repository", str(exc))
+            return None
 
         test_changes = parse_patch(cand.test_patch)
         source_changes = parse_patch(cand.source_patch)
@@ -145,105 +277,64 @@ class RuntimeHarness(TaskHarness):
                 target.write_bytes(self.source.read_file(cand.head, rel))
         ids = target_ids(recipe.runner, test_files)
         if ids is None:
-            return self._drop(outcome, "no runnable test file changed")
-        changed_sources = [p.path for p in source_changes if p.status != "D"]
+            self._drop(outcome, "no runnable test file changed")
+            return None
         infra_changes = [p for p in source_changes if infra.is_infra(p.path)]
-        hidden = test_files + [p.path for p in infra_changes if p.status != "D"]
         delete = [p.path for p in test_changes if p.status == "D"]
         delete += [p.path for p in infra_changes if p.status == "D"]
-        selected: list[str] = []
-
-        def head_snapshot() -> Path:
-            head = work / "head"
-            if not head.exists():
-                self.source.export_snapshot(cand.head, head)
-            return head
-
-        def targeted() -> str:
-            """The changed test files plus every test file whose imports reach the changed
-            source (computed only when the whole suite does not fit the budget)."""
-            if not selected:
-                head = head_snapshot()
-                found = find_test_files(head, recipe.runner)
-                reach = tests_exercising(head, changed_sources, found)
-                selected.extend(sorted(set(test_files) | set(reach)))
-            return recipe.test_command_for(target_ids(recipe.runner, selected) or ids or [])
-
-        key = integrity_key(cand.task_id)
-        spec = EnvironmentSpec(
-            context_dir=context,
-            workdir=recipe.workdir,
-            network_mode="no-network",
-            memory_mb=4096,
-            storage_mb=4096,
+        return _Change(
+            cand=cand,
+            work=work,
+            source=self.source,
+            recipe=recipe,
+            test_files=test_files,
+            changed_sources=[p.path for p in source_changes if p.status != "D"],
+            removed_sources=[p.path for p in source_changes if p.status == "D"],
+            hidden=test_files + [p.path for p in infra_changes if p.status != "D"],
+            delete=delete,
+            ids=ids,
         )
-        self._progress(cand, "build_started")
-        try:
-            built = self._build_pinned(recipe, context, spec, key, work / "build.log")
-        except BuildError as exc:
-            return self._drop(outcome, "environment build failed", str(exc).splitlines()[0][:300])
-        self._progress(cand, "build_finished")
 
-        tests = work / "tests"
-        restore = {p: self.source.read_file(cand.head, p) for p in hidden}
-        known = infra.manifest(base, infra.is_infra)
-        stage_verifier(
-            tests,
-            VerifierInput(
-                recipe=recipe,
-                command=recipe.test_command,
-                restore=restore,
-                delete=delete,
-                infra={k: v for k, v in known.items() if k not in restore and k not in delete},
-                sources=source_manifest(base),
-                integrity_key=key,
-                reward_mode=opts.reward,
-            ),
-        )
+    def _fix_runs(
+        self, change: _Change, built: BuiltEnvironment, spec: EnvironmentSpec, tests: Path
+    ) -> _Runs:
+        """The tests with the fix (whole suite or targeted, see :meth:`_after_runs`), then
+        without it, each in its own sandbox of the built environment."""
+        cand, recipe = change.cand, change.recipe
         with self.backend.start(built, spec) as before:
             before.mount(tests, "/tests")
-            self._probe(before, recipe, tests, base)
+            self._probe(before, recipe, tests, change.base)
             with self.backend.start(built, spec) as after:
                 after.mount(tests, "/tests")
                 self._apply(
-                    after,
-                    recipe,
-                    cand.head,
-                    changed_sources,
-                    [p.path for p in source_changes if p.status == "D"],
+                    after, recipe, cand.head, change.changed_sources, change.removed_sources
                 )
                 self._progress(cand, "tests_after")
                 scope, after_results, t2 = self._after_runs(
-                    after, recipe, tests, targeted if ids else None
+                    after, recipe, tests, change.targeted if change.ids else None
                 )
-            command = recipe.test_command if scope == "suite" else targeted()
+            command = recipe.test_command if scope == "suite" else change.targeted()
             self._progress(cand, "tests_before")
             before_results, t1 = self._runs(
-                before, recipe, tests, 1 + opts.reruns, "before the fix"
+                before, recipe, tests, 1 + self.options.reruns, "before the fix"
             )
-        outcome.test_seconds += t1 + t2
-        before_state = _State([r["tests"] for r in before_results])
-        after_state = _State([r["tests"] for r in after_results])
-        flaky = before_state.flaky() | after_state.flaky()
-        b, a = before_state.stable(), after_state.stable()
-        f2p = sorted(
-            t for t, s in a.items() if s == PASSED and b.get(t) != PASSED and t not in flaky
-        )
-        if recipe.language == "node":
-            # A title that embeds computed output (a generated regex, say) is a new name for
-            # an old test: it pays only for byte-identical output, so it is not fail-to-pass.
-            computed = computed_f2p(f2p, [r["tests"] for r in before_results], restore)
-            f2p = [t for t in f2p if t not in computed]
-            flaky |= set(computed)
-        p2p = sorted(
-            t for t, s in a.items() if s == PASSED and b.get(t) == PASSED and t not in flaky
-        )
-        if not any(s == PASSED for s in a.values()):
-            return self._drop(outcome, "no test passes after the fix")
-        if not f2p:
-            reason = "only flaky fail-to-pass tests" if flaky else "no fail-to-pass test"
-            return self._drop(outcome, reason)
-        first = after_results[0]
+        return _Runs(scope, command, before_results, after_results, t1 + t2)
+
+    def _emit_runtime(
+        self,
+        change: _Change,
+        outcome: Outcome,
+        tests: Path,
+        restore: dict[str, bytes],
+        runs: _Runs,
+        f2p: list[str],
+        p2p: list[str],
+        flaky: set[str],
+    ) -> None:
+        """Record what the reference runs saw in the verifier's config, compose the
+        instruction, write the task and pass it through the gate."""
+        cand, recipe = change.cand, change.recipe
+        first = runs.after[0]
         skipped = [t for t, s in first["tests"].items() if s == "SKIPPED"]
         reasons: dict[str, int] = {}
         for t in skipped:
@@ -251,15 +342,17 @@ class RuntimeHarness(TaskHarness):
             reasons[why] = reasons.get(why, 0) + 1
         update_config(
             tests,
-            command=command,
-            tamper_waived=sorted({s for r in after_results for s in r.get("tamper_sigs", [])}),
+            command=runs.command,
+            tamper_waived=sorted({s for r in runs.after for s in r.get("tamper_sigs", [])}),
             collected=first.get("collected"),
             # What the reference runs (before and after the fix) did that the judge's audit
             # reports: allowed; anything else a run does is a tamper.
-            audit_allowed=audit_keys(before_results + after_results),
+            audit_allowed=audit_keys(runs.before + runs.after),
         )
 
-        evidence = self._evidence(base, head_snapshot(), test_files, f2p, restore, before_results)
+        evidence = self._evidence(
+            change.base, change.head_snapshot(), change.test_files, f2p, restore, runs.before
+        )
         composed, why = self._instruct(cand, evidence)
         if composed is None:
             return self._drop(outcome, "underspecified", why)
@@ -283,19 +376,19 @@ class RuntimeHarness(TaskHarness):
                 candidate=cand,
                 instruction=instruction,
                 recipe=recipe,
-                context=context,
+                context=change.context,
                 tests=tests,
                 f2p=f2p,
                 p2p=p2p,
-                command=command,
-                test_files=test_files,
+                command=runs.command,
+                test_files=change.test_files,
                 pipeline=self.pipeline,
                 pipeline_version=self.pipeline_version,
                 repo=self.repo_label,
-                options=opts,
+                options=self.options,
                 flaky=sorted(flaky),
-                scope=scope,
-                selected=selected,
+                scope=runs.scope,
+                selected=change.selected,
                 skipped=len(skipped),
                 skip_reasons=dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:10]),
                 collected=first.get("collected"),

@@ -308,6 +308,65 @@ class SynthHarness(RuntimeHarness):
         least a minute), not the whole ``test_timeout``."""
         return min(self.options.test_timeout, max(60.0, 10 * base.suite_seconds))
 
+    def _edited_context(
+        self, cand: Candidate, edit: SynthEdit, base: Baseline, work: Path
+    ) -> tuple[Path, str]:
+        """``work/environment``: the baseline's snapshot with ``edit`` applied and its
+        Dockerfile (pinned when the baseline has constraints); and the task's integrity key."""
+        recipe = base.recipe
+        context = work / "environment"
+        repo = context / "repo"
+        shutil.copytree(base.snapshot, repo, symlinks=True)
+        (repo / edit.path).write_text(edit.new_text, encoding="utf-8")
+        key = integrity_key(cand.task_id)
+        if base.constraints is not None:
+            write_file(context / CONSTRAINTS_NAME, base.constraints)
+            write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
+        else:
+            write_environment(context, recipe, key)
+        return context, key
+
+    def _stage(
+        self,
+        cand: Candidate,
+        edit: SynthEdit,
+        base: Baseline,
+        work: Path,
+        command: str,
+        audit: list[str] | None,
+    ) -> tuple[Path, Path, dict[str, Any]]:
+        """The edited repository's build context and its verifier folder (``work/environment``,
+        ``work/tests``), and the baseline's verifier config they share."""
+        recipe = base.recipe
+        context, key = self._edited_context(cand, edit, base, work)
+        repo = context / "repo"
+        tests = work / "tests"
+        sources = source_manifest(repo)
+        stage_verifier(
+            tests,
+            VerifierInput(
+                recipe=recipe,
+                command=command,
+                restore=base.restore,
+                delete=[],
+                infra=_infra(repo, base.restore),
+                sources=sources,
+                integrity_key=key,
+                reward_mode=self.options.reward,
+            ),
+        )
+        shared = json.loads((base.tests / "config.json").read_text())
+        allowed = set(shared.get("audit_allowed", [])) | set(audit or [])
+        update_config(
+            tests,
+            command=command,
+            audit_allowed=sorted(allowed),
+            **{k: shared[k] for k in ("pytest_plugins", "ancestors", "collected") if k in shared},
+        )
+        baseline = tamper.baseline(str(repo), sorted(sources))
+        write_file(tests / "tamper_baseline.json", json.dumps(baseline, sort_keys=True) + "\n")
+        return context, tests, shared
+
     def _emit(
         self,
         cand: Candidate,
@@ -324,41 +383,7 @@ class SynthHarness(RuntimeHarness):
         audit: list[str] | None = None,
     ) -> None:
         recipe, opts = base.recipe, self.options
-        context = work / "environment"
-        repo = context / "repo"
-        shutil.copytree(base.snapshot, repo, symlinks=True)
-        (repo / edit.path).write_text(edit.new_text, encoding="utf-8")
-        key = integrity_key(cand.task_id)
-        if base.constraints is not None:
-            write_file(context / CONSTRAINTS_NAME, base.constraints)
-            write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
-        else:
-            write_environment(context, recipe, key)
-        tests = work / "tests"
-        sources = source_manifest(repo)
-        stage_verifier(
-            tests,
-            VerifierInput(
-                recipe=recipe,
-                command=command,
-                restore=base.restore,
-                delete=[],
-                infra=_infra(repo, base.restore),
-                sources=sources,
-                integrity_key=key,
-                reward_mode=opts.reward,
-            ),
-        )
-        shared = json.loads((base.tests / "config.json").read_text())
-        allowed = set(shared.get("audit_allowed", [])) | set(audit or [])
-        update_config(
-            tests,
-            command=command,
-            audit_allowed=sorted(allowed),
-            **{k: shared[k] for k in ("pytest_plugins", "ancestors", "collected") if k in shared},
-        )
-        baseline = tamper.baseline(str(repo), sorted(sources))
-        write_file(tests / "tamper_baseline.json", json.dumps(baseline, sort_keys=True) + "\n")
+        context, tests, shared = self._stage(cand, edit, base, work, command, audit)
 
         f2p_files = sorted({f for t in f2p if (f := _file_of(t, base.restore)) is not None})
         text = "\n".join(base.restore[f].decode("utf-8", "replace") for f in f2p_files)

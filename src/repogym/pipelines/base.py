@@ -128,6 +128,56 @@ class Progress:
 # ------------------------------------------------------------------------------ the contract
 
 
+class GateResult(Protocol):
+    """What the verify gate concluded about a staged task (the gate records a verified verdict
+    in the task itself)."""
+
+    @property
+    def status(self) -> str:
+        """``verified``, ``flaky``, ``broken`` or ``gameable``."""
+        ...
+
+    @property
+    def verified(self) -> bool: ...
+
+    @property
+    def reasons(self) -> list[str]: ...
+
+    @property
+    def winners(self) -> list[str]:
+        """``<description> earned <reward>`` of each generic wrong solution that earned the
+        full reward (the task is gameable)."""
+        ...
+
+    @property
+    def kill_rate(self) -> float | None:
+        """Share of the mutants the tests killed (None: none run)."""
+        ...
+
+    @property
+    def survivors(self) -> list[str]:
+        """Descriptions of the mutants the tests did not kill."""
+        ...
+
+    @property
+    def seconds(self) -> float:
+        """Time the gate's trials spent running code in the task."""
+        ...
+
+
+class Gate(Protocol):
+    """The verify gate (oracle, nop, reruns; mutants and red-team candidates when asked).
+    Pipelines receive one through :class:`HarnessContext`; they never import its package."""
+
+    def __call__(
+        self, task_dir: Path, *, reruns: int, mutants: int, adversarial: bool
+    ) -> GateResult: ...
+
+
+GateFactory = Callable[["Sandbox"], Gate]
+"""Builds the gate for a sandbox backend (passed to ``generate``; workers build their own)."""
+
+
 @dataclass
 class HarnessContext:
     """Everything a harness needs, given at construction (``generate`` fills it)."""
@@ -141,6 +191,9 @@ class HarnessContext:
     repo_label: str
     """``owner/name`` written into the tasks' provenance."""
     out_dir: Path
+    gate: Gate
+    """The verify gate every staged task passes before it is published (built by the caller
+    from :attr:`backend`: :class:`repogym.run.gate.TaskGate` for ``repogym generate``)."""
     source_access: str = "local"
     """Provenance ``source_access``: ``local``, ``public`` or ``private``."""
     rewriter: InstructionRewriter | None = None

@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from repogym.atomic import atomic_write
+from repogym.pipelines.base import GateFactory
 from repogym.pipelines.generation import (
     GenerateError,
     prepare,
@@ -268,13 +269,15 @@ def run_campaign(
     inp: CampaignInput,
     entries: list[Entry],
     *,
+    gate: GateFactory,
     executor: Any = None,
     on_repo: Callable[[RepoReport], None] | None = None,
 ) -> CampaignReport:
     """Generate every listed repository's dataset (see the module docstring). A repository
     that fails costs itself only; Ctrl-C writes the report (the interrupted repository
     ``interrupted``) and is raised again. :class:`CampaignError` (nothing run): ``--llm`` with
-    an executor other than the local one."""
+    an executor other than the local one. ``gate`` builds the verify gate for a sandbox
+    backend (see :func:`~repogym.pipelines.generation.generate`)."""
     name = "local" if executor is None else executor.name
     if name != "local" and inp.llm:
         raise CampaignError(
@@ -295,12 +298,12 @@ def run_campaign(
     try:
         if name == "local":
             for entry, row in todo:
-                _run_one(inp, entry, row)
+                _run_one(inp, entry, row, gate)
                 report.write()
                 if on_repo:
                     on_repo(row)
         else:
-            _run_interleaved(inp, todo, executor, report, on_repo)
+            _run_interleaved(inp, todo, executor, report, on_repo, gate)
     except KeyboardInterrupt:
         report.status = "interrupted"
         raise
@@ -326,14 +329,14 @@ def _earlier(inp: CampaignInput) -> dict[str, dict[str, Any]]:
     return {Path(r["out"]).name: r for r in rows or [] if isinstance(r, dict) and "out" in r}
 
 
-def _run_one(inp: CampaignInput, entry: Entry, row: RepoReport) -> None:
+def _run_one(inp: CampaignInput, entry: Entry, row: RepoReport, gate: GateFactory) -> None:
     """One repository with the local executor (generate's own code path)."""
     from repogym.pipelines._errors import describe
 
     started = time.monotonic()
     setup = None
     try:
-        setup = prepare(entry.generation(inp, resume=inp.resume))
+        setup = prepare(entry.generation(inp, resume=inp.resume), gate=gate)
         run_here(setup)
     except GenerateError as exc:
         row.error = str(exc)
@@ -366,6 +369,7 @@ def _run_interleaved(
     executor: Any,
     report: CampaignReport,
     on_repo: Callable[[RepoReport], None] | None,
+    gate: GateFactory,
 ) -> None:
     """Every repository's candidates in one executor stream (Ray)."""
     from repogym.pipelines._dispatch import RepoDriver, capacity, run_drivers
@@ -376,7 +380,7 @@ def _run_interleaved(
     for entry, row in todo:
         gen = entry.generation(inp, resume=inp.resume)
         try:
-            setup = prepare(gen, local=False)
+            setup = prepare(gen, gate=gate, local=False)
             driver = RepoDriver(setup, executor, tag=f"{len(drivers)}:")
         except GenerateError as exc:
             row.status, row.error = "failed", str(exc)

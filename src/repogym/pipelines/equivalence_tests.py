@@ -37,7 +37,6 @@ from typing import Any
 
 from repogym import __version__
 from repogym.bootstrap import Recipe
-from repogym.bootstrap.pin import CONSTRAINTS_NAME, pinned_dockerfile
 from repogym.harbor import save_task_config
 from repogym.harbor.config import (
     AgentConfig,
@@ -50,10 +49,8 @@ from repogym.harbor.verification import RUNTIME_PROTECTED
 from repogym.pipelines._emit import (
     change_hash,
     difficulty,
-    integrity_key,
     provenance,
     template,
-    write_environment,
     write_file,
 )
 from repogym.pipelines._equiv import (
@@ -96,6 +93,40 @@ TOO_FEW = "too few inputs"
 CONSTANT = "constant output"
 NOT_SERIALISABLE = "arguments not serialisable"
 RESULT_NOT_SERIALISABLE = "return value not serialisable"
+
+
+def _subtable(
+    cand: Candidate,
+    edit: SynthEdit,
+    config: dict[str, Any],
+    cases: list[dict[str, Any]],
+    facts: dict[str, Any],
+    opts: Any,
+) -> dict[str, Any]:
+    """The task's ``[metadata.repo2env.equivalence_tests]``: where the function is, how many
+    hidden inputs of which origin, the grading settings and what was inferred."""
+    examples = [c for c in cases if c.get("example")]
+    hidden = [c for c in cases if not c.get("example")]
+    origins = [c["origin"] for c in hidden]
+    sub: dict[str, Any] = {
+        "base_commit": cand.base,
+        "head_commit": cand.head,
+        "path": edit.path,
+        "function": edit.function,
+        "module": config["module"],
+        "source_root": config["source_root"],
+        "inputs": len(hidden),
+        "recorded_inputs": origins.count("recorded"),
+        "hypothesis_inputs": origins.count("hypothesis"),
+        "exception_cases": sum(1 for c in hidden if c["expected"][0] == "raise"),
+        "examples": len(examples),
+        "reward_mode": opts.reward,
+        "call_timeout": opts.call_timeout,
+        "isolation": facts["isolation"],
+        "inferred_types": facts["inferred_types"],
+        "verifier": "tests/verifier.py",
+    }
+    return sub
 
 
 class EquivalenceHarness(SynthHarness):
@@ -348,16 +379,7 @@ class EquivalenceHarness(SynthHarness):
         opts, recipe = self.options, base.recipe
         examples = [c for c in cases if c.get("example")]
         hidden = [c for c in cases if not c.get("example")]
-        context = work / "environment"
-        repo = context / "repo"
-        shutil.copytree(base.snapshot, repo, symlinks=True)
-        (repo / edit.path).write_text(edit.new_text, encoding="utf-8")
-        key = integrity_key(cand.task_id)
-        if base.constraints is not None:
-            write_file(context / CONSTRAINTS_NAME, base.constraints)
-            write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
-        else:
-            write_environment(context, recipe, key)
+        context, key = self._edited_context(cand, edit, base, work)
 
         staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
         shutil.rmtree(staging, ignore_errors=True)
@@ -382,24 +404,7 @@ class EquivalenceHarness(SynthHarness):
         write_file(solution / "edit.json", json.dumps(edit.to_json(), indent=1) + "\n")
 
         origins = [c["origin"] for c in hidden]
-        sub: dict[str, Any] = {
-            "base_commit": cand.base,
-            "head_commit": cand.head,
-            "path": edit.path,
-            "function": edit.function,
-            "module": config["module"],
-            "source_root": config["source_root"],
-            "inputs": len(hidden),
-            "recorded_inputs": origins.count("recorded"),
-            "hypothesis_inputs": origins.count("hypothesis"),
-            "exception_cases": sum(1 for c in hidden if c["expected"][0] == "raise"),
-            "examples": len(examples),
-            "reward_mode": opts.reward,
-            "call_timeout": opts.call_timeout,
-            "isolation": facts["isolation"],
-            "inferred_types": facts["inferred_types"],
-            "verifier": "tests/verifier.py",
-        }
+        sub = _subtable(cand, edit, config, cases, facts, opts)
         owner = self.repo_label.split("/")[0] if "/" in self.repo_label else "local"
         batches = (len(hidden) + 24) // 25
         task_config = new_task_config(

@@ -31,6 +31,7 @@ from repogym.harbor.dataset import write_dataset_index
 from repogym.pipelines._errors import INTERNAL_ERROR, ErrorLog, describe, log_error
 from repogym.pipelines.base import (
     Candidate,
+    GateFactory,
     Harness,
     HarnessContext,
     Outcome,
@@ -38,11 +39,11 @@ from repogym.pipelines.base import (
     Progress,
     YieldStats,
 )
-from repogym.pipelines.registry import get_pipeline
+from repogym.pipelines.registry import describe_option_error, get_pipeline, options_model
 from repogym.spec import GenerationInput
 
 if TYPE_CHECKING:
-    from repogym.integrations.executors import Executor
+    from repogym.executors import Executor
     from repogym.pipelines._instruction import InstructionRewriter
     from repogym.sources import Source
     from repogym.sources.resolve import RepoArg
@@ -76,6 +77,22 @@ class _State:
         with self.lock:
             self.done[key] = value
             atomic_write(self.path, json.dumps(self.done, indent=1, sort_keys=True))
+
+
+def generation_input(**fields: Any) -> GenerationInput:
+    """:class:`GenerationInput` from ``fields`` with its pipeline's options checked too;
+    :class:`GenerateError` says what is wrong (an unknown option key lists the valid ones)."""
+    from pydantic import ValidationError
+
+    try:
+        inp = GenerationInput(**fields)
+        options_model(inp.pipeline).model_validate(inp.options)
+    except ValidationError as exc:
+        pipeline = str(fields.get("pipeline"))
+        raise GenerateError(f"bad option: {describe_option_error(exc, pipeline)}") from None
+    except ValueError as exc:
+        raise GenerateError(str(exc)) from None
+    return inp
 
 
 def slug_for(repo_id: str) -> str:
@@ -202,6 +219,8 @@ class Setup:
     pipeline: Pipeline
     options: Any
     arg: RepoArg
+    gate: GateFactory
+    """Builds the verify gate for a sandbox backend (here, or on each worker)."""
     backend: Any
     """The sandbox backend (None when the candidates are evaluated elsewhere)."""
     source: Source
@@ -226,10 +245,10 @@ class Setup:
         return _write_report(self.context, self.stats, self.outcomes, self.run, index_name=name)
 
 
-def prepare(inp: GenerationInput, *, local: bool = True) -> Setup:
+def prepare(inp: GenerationInput, *, gate: GateFactory, local: bool = True) -> Setup:
     """Check ``inp`` and open the run (see :func:`generate`); :class:`GenerateError` for bad
-    input, with nothing written. ``local=False``: the candidates are evaluated on other
-    machines, so this one needs no sandbox backend."""
+    input, with nothing written. ``gate`` builds the verify gate for a backend. ``local=False``:
+    the candidates are evaluated on other machines, so this one needs no sandbox backend."""
     from repogym.sandbox import SandboxError, get_backend
     from repogym.sources import LocalGitSource, SourceError
 
@@ -288,6 +307,7 @@ def prepare(inp: GenerationInput, *, local: bool = True) -> Setup:
         pipeline=pipeline,
         options=options,
         arg=arg,
+        gate=gate,
         backend=backend,
         source=source,
         remote=remote,
@@ -303,6 +323,7 @@ def prepare(inp: GenerationInput, *, local: bool = True) -> Setup:
 def generate(
     inp: GenerationInput,
     *,
+    gate: GateFactory,
     on_outcome: Callable[[Outcome, YieldStats], None] | None = None,
     on_drop: Callable[[str, str, YieldStats], None] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
@@ -316,14 +337,20 @@ def generate(
     this thread); ``on_progress`` each step of each evaluation (:class:`Progress`: build,
     tests before and after the fix, verify …), from the worker threads.
 
+    ``gate`` builds the verify gate every staged task passes, for a sandbox backend (the
+    caller wires it: :class:`repogym.run.gate.TaskGate`, as :func:`repogym.workflows.generate`
+    does).
+
     ``executor``: None or a local one evaluates ``inp.jobs`` candidates at once in threads
     here; another (Ray) evaluates them on its workers (:mod:`._dispatch`; no ``on_progress``).
     """
     if executor is not None and executor.name != "local":
         from repogym.pipelines._dispatch import generate_remote
 
-        return generate_remote(inp, executor, on_outcome=on_outcome, on_drop=on_drop)
-    return run_here(prepare(inp), on_outcome=on_outcome, on_drop=on_drop, on_progress=on_progress)
+        return generate_remote(inp, executor, gate=gate, on_outcome=on_outcome, on_drop=on_drop)
+    return run_here(
+        prepare(inp, gate=gate), on_outcome=on_outcome, on_drop=on_drop, on_progress=on_progress
+    )
 
 
 def run_here(
@@ -346,6 +373,7 @@ def run_here(
                 pipeline_version=s.pipeline.version,
                 repo_label=s.repo_id,
                 out_dir=inp.out,
+                gate=s.gate(s.backend),
                 source_access=s.source_access,
                 rewriter=s.context.rewriter,
                 error_log=s.errors,
@@ -423,6 +451,49 @@ def _crashed(cand: Candidate, exc: BaseException, out: Path, errors: ErrorLog) -
     return Outcome(cand, kept=False, reason=INTERNAL_ERROR, detail=describe(exc))
 
 
+def _screen(
+    item: Any,
+    out: Path,
+    state: _State,
+    stats: YieldStats,
+    changes: dict[str, str],
+    dedupe: bool,
+    dropped: Callable[[str, str], None],
+) -> Candidate | None:
+    """The candidate ``item`` is when it is to be evaluated; None when it is skipped: a cheap
+    drop (``(key, reason)``), a task already emitted, a candidate an earlier run examined
+    (``--resume``) or a change already seen (``changes``: digest → task id, updated)."""
+    from repogym.pipelines._emit import change_hash
+
+    if isinstance(item, tuple):
+        key, reason = item
+        if key not in state.done:
+            dropped(key, reason)
+        return None
+    cand: Candidate = item
+    if (out / "tasks" / cand.task_id).exists():
+        stats.drop("already emitted")
+        return None
+    if state.done.get(cand.key, {}).get("status") not in (None, "error"):
+        return None  # --resume: examined by an earlier run
+    digest = change_hash(cand.source_patch, cand.test_patch) if dedupe and cand.patch else None
+    if digest is not None and digest in changes:
+        dropped(cand.key, "duplicate change")
+        return None
+    if digest is not None:
+        changes[digest] = cand.task_id
+    return cand
+
+
+def _state_entry(cand: Candidate, outcome: Outcome) -> dict[str, Any]:
+    """What the resume state keeps of an outcome."""
+    if outcome.kept:
+        return {"status": "kept", "task_id": cand.task_id}
+    # An internal error is retried by --resume: the crash may be fixed by then.
+    status = "error" if outcome.reason == INTERNAL_ERROR else "dropped"
+    return {"status": status, "reason": outcome.reason, "detail": outcome.detail}
+
+
 def _run_candidates(
     inp: GenerationInput,
     options: Any,
@@ -445,8 +516,6 @@ def _run_candidates(
     finish. Any other exception (Ctrl-C included) leaves at once: candidates not started are
     cancelled, those in flight are listed in ``run.in_flight``.
     """
-    from repogym.pipelines._emit import change_hash
-
     out = inp.out
     max_candidates = getattr(options, "max_candidates", None)
     futures: dict[Future[Outcome], Candidate] = {}
@@ -468,13 +537,7 @@ def _run_candidates(
         stats.record(outcome)
         with stats.lock:
             stats.running -= 1
-        if outcome.kept:
-            entry: dict[str, Any] = {"status": "kept", "task_id": cand.task_id}
-        else:
-            # An internal error is retried by --resume: the crash may be fixed by then.
-            status = "error" if outcome.reason == INTERNAL_ERROR else "dropped"
-            entry = {"status": status, "reason": outcome.reason, "detail": outcome.detail}
-        state.put(cand.key, entry)
+        state.put(cand.key, _state_entry(cand, outcome))
         if on_outcome and notify:
             on_outcome(outcome, stats)
 
@@ -490,27 +553,9 @@ def _run_candidates(
                     break
                 if inp.limit is not None and stats.kept >= inp.limit:
                     break
-                if isinstance(item, tuple):
-                    key, reason = item
-                    if key not in state.done:
-                        dropped(key, reason)
+                cand = _screen(item, out, state, stats, changes, dedupe, dropped)
+                if cand is None:
                     continue
-                cand: Candidate = item
-                if (out / "tasks" / cand.task_id).exists():
-                    stats.drop("already emitted")
-                    continue
-                if state.done.get(cand.key, {}).get("status") not in (None, "error"):
-                    continue  # --resume: examined by an earlier run
-                digest = (
-                    change_hash(cand.source_patch, cand.test_patch)
-                    if dedupe and cand.patch
-                    else None
-                )
-                if digest is not None and digest in changes:
-                    dropped(cand.key, "duplicate change")
-                    continue
-                if digest is not None:
-                    changes[digest] = cand.task_id
                 # Keep at most `jobs` evaluations in flight, and never more than the limit needs.
                 while pending and (
                     len(pending) >= inp.jobs

@@ -14,7 +14,10 @@ import logging
 import threading
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from repogym.pipelines.base import Pipeline
+from repogym.spec import describe_error
 
 log = logging.getLogger(__name__)
 
@@ -97,3 +100,26 @@ def get_pipeline(name: str) -> Pipeline:
     except KeyError:
         known = ", ".join(sorted(found))
         raise KeyError(f"unknown pipeline {name!r} (available: {known})") from None
+
+
+def options_model(name: str) -> type[BaseModel]:
+    """The options model of the pipeline called ``name`` (ValueError naming the available
+    ones); a plug-in's options are validated like a built-in's."""
+    try:
+        return get_pipeline(name).options_model
+    except KeyError as exc:
+        raise ValueError(str(exc.args[0])) from None
+
+
+def describe_option_error(exc: ValidationError, pipeline: str) -> str:
+    """A pydantic error of the options, with the valid keys listed for an unknown one."""
+    unknown = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "extra_forbidden"]
+    try:
+        model = options_model(pipeline)
+    except ValueError:
+        return describe_error(exc)
+    if not unknown:
+        return describe_error(exc)
+    valid = ", ".join(sorted(model.model_fields))
+    keys = ", ".join(repr(k) for k in unknown)
+    return f"unknown --opt key {keys} for pipeline {pipeline}; valid keys: {valid}"

@@ -33,7 +33,10 @@ from repogym.verify.mutants import build_mutants, select_mutants
 from repogym.verify.redteam import build_candidates
 
 if TYPE_CHECKING:
-    from repogym.integrations.executors import Executor
+    from pathlib import Path
+
+    from repogym.executors import Executor
+    from repogym.sandbox import Sandbox
 
 VERIFIED, FLAKY, BROKEN = "verified", "flaky", "broken"
 GAMEABLE = "gameable"
@@ -482,17 +485,106 @@ def gate_task(
     """The gate on one task: oracle × (1 + ``reruns``), nop, and (when verified) ``mutants``
     mutants and, with ``adversarial``, the red-team candidates. Only the canaries it confirms
     are written (with ``write``); the verdict is for :func:`record`."""
+    return gate_run(
+        task, runner, reruns=reruns, mutants=mutants, adversarial=adversarial, write=write
+    ).verdict
+
+
+@dataclass
+class GateRun:
+    """One pass of the gate over a task: the verdict, and the seconds its trials spent running
+    code in the task (agent and verifier phases of the reference runs, mutants and red-team
+    candidates whole). The properties are what generation decides by (:class:`TaskGate`)."""
+
+    verdict: Verdict
+    seconds: float
+
+    @property
+    def status(self) -> str:
+        return self.verdict.status
+
+    @property
+    def verified(self) -> bool:
+        return self.verdict.status == VERIFIED
+
+    @property
+    def reasons(self) -> list[str]:
+        return self.verdict.reasons
+
+    @property
+    def winners(self) -> list[str]:
+        """``<description> earned <reward>`` of each generic wrong solution that earned the
+        oracle's reward."""
+        report = self.verdict.adversarial
+        found = report.winners if report is not None else []
+        return [f"{r.description} earned {r.reward:g}" for r in found if r.reward is not None]
+
+    @property
+    def kill_rate(self) -> float | None:
+        """Share of the mutants the tests killed (None: none run or none could be built)."""
+        return self.verdict.mutants.kill_rate if self.verdict.mutants is not None else None
+
+    @property
+    def survivors(self) -> list[str]:
+        """Descriptions of the mutants the tests did not kill."""
+        report = self.verdict.mutants
+        return [m.description for m in report.results if not m.killed] if report else []
+
+
+def gate_run(
+    task: Task,
+    runner: TrialRunner,
+    *,
+    reruns: int = 2,
+    mutants: int = 0,
+    adversarial: bool = False,
+    write: bool = True,
+) -> GateRun:
+    """:func:`gate_task` with the seconds its trials spent (see :class:`GateRun`)."""
     oracle, nop, verdict = reference_runs(task, runner, reruns, write=write)
+    spent = sum(code_seconds(o) for o in [*oracle, nop])
     if mutants and verdict.status == VERIFIED:
         verdict.mutants = run_mutants(
             task, runner, mutants, oracle_seconds=verifier_seconds(oracle)
         )
+        spent += sum(m.seconds for m in verdict.mutants.results)
     if adversarial and verdict.status == VERIFIED:
         report = run_adversarial(
             task, runner, nop_reward=nop.reward or 0.0, oracle_seconds=verifier_seconds(oracle)
         )
+        spent += sum(r.seconds for r in report.results)
         gameable(verdict, report)
-    return verdict
+    return GateRun(verdict, spent)
+
+
+class TaskGate:
+    """The gate as generation uses it: built by the caller from the sandbox backend and given
+    to the pipelines (:attr:`repogym.pipelines.base.HarnessContext.gate`), which never import
+    this package. A call gates a staged task and records a verified verdict in it."""
+
+    def __init__(self, backend: Sandbox) -> None:
+        self.runner = TrialRunner(backend)
+
+    def __call__(
+        self, task_dir: Path, *, reruns: int, mutants: int = 0, adversarial: bool = False
+    ) -> GateRun:
+        task = load_task(task_dir)
+        run = gate_run(task, self.runner, reruns=reruns, mutants=mutants, adversarial=adversarial)
+        if run.verified:
+            record(
+                task,
+                run.verdict,
+                self.runner.backend.name,
+                reruns,
+                mutants=run.verdict.mutants,
+                adversarial=run.verdict.adversarial,
+            )
+        return run
+
+
+def code_seconds(outcome: TrialOutcome) -> float:
+    """Seconds a trial spent running code in the task (agent and verifier phases)."""
+    return sum(_span(outcome.result.get(p)) for p in ("agent_execution", "verifier"))
 
 
 def verify_tasks(

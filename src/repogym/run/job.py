@@ -19,7 +19,7 @@ from repogym.run.trial import TrialOutcome, TrialRunner
 from repogym.sandbox import get_backend
 
 if TYPE_CHECKING:
-    from repogym.integrations.executors import Executor
+    from repogym.executors import Executor
 
 
 def summarize(outcomes: list[TrialOutcome], attempts: int = 1) -> JobSummary:

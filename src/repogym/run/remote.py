@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from repogym._secrets import redact_url
+from repogym.executors import Executor, fetch
+from repogym.executors.shipping import pack_folder, unpacked
 from repogym.harbor import Task, load_task
-from repogym.integrations.executors import Executor, fetch
-from repogym.integrations.shipping import pack_folder, unpacked
 from repogym.run.agents import Agent, make_agent
 from repogym.run.trial import TrialRunner
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from repogym.executors import Executor, Work
 from repogym.harbor import Task, load_task
-from repogym.integrations.executors import Executor, Work
 from repogym.run.gate import ERROR, Verdict, gate_task, record
 from repogym.run.remote import ShippedTask, runner_for, ship_tasks, worker_task
 

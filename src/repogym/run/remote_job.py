@@ -22,9 +22,9 @@ from pathlib import Path
 
 from repogym import __version__
 from repogym.atomic import atomic_write
+from repogym.executors import Done, Executor, Work
+from repogym.executors.shipping import folder_files, write_files
 from repogym.harbor import Task
-from repogym.integrations.executors import Done, Executor, Work
-from repogym.integrations.shipping import folder_files, write_files
 from repogym.run.models import (
     RESULT_FILE,
     AgentInfo,

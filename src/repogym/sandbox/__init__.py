@@ -7,6 +7,8 @@ points of the ``repogym.sandboxes`` group (an entry point names a :class:`Sandbo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from repogym.plugins import Builtin, PluginError, Registry, UnknownPlugin
 from repogym.sandbox._context import glob_regex
 from repogym.sandbox.base import (
@@ -54,6 +56,13 @@ def host_node_installs() -> dict[str, str]:
     return find()
 
 
+def default_cache_root() -> Path:
+    """The local cache root: ``$REPOGYM_CACHE`` or ``~/.cache/repogym``."""
+    from repogym.sandbox._host import default_cache_root as root
+
+    return root()
+
+
 def get_backend(name: str, **kwargs: object) -> Sandbox:
     """Instantiate a backend by name; its module (and SDK) is imported only now."""
     try:
@@ -78,6 +87,7 @@ __all__ = [
     "SandboxError",
     "Session",
     "backend_names",
+    "default_cache_root",
     "get_backend",
     "glob_regex",
     "host_node_installs",

@@ -12,7 +12,6 @@ import base64
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -37,7 +36,6 @@ __all__ = [
     "git_fetch",
     "issue_refs",
     "next_link",
-    "token_from_cli",
 ]
 
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
@@ -283,20 +281,6 @@ def _with_page(url: str, page: str) -> str:
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "page"]
     query.append(("page", page))
     return urlunsplit(parts._replace(query=urlencode(query)))
-
-
-def token_from_cli(argv: list[str]) -> str | None:
-    """The token a CLI prints (e.g. ``gh auth token``), or None when absent or failing."""
-    if shutil.which(argv[0]) is None:
-        return None
-    try:
-        out = subprocess.run(
-            argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    token = out.stdout.strip()
-    return token if out.returncode == 0 and token else None
 
 
 def _git_runner(

@@ -7,18 +7,18 @@ HTTP through :mod:`repogym.sources._http` (httpx, one retry policy). Token: ``to
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from repogym.auth import github_token_source
 from repogym.sources import FileChange
 from repogym.sources._http import (
     HostedRepo,
     HttpClient,
     Issue,
     RemotePullRequest,
-    token_from_cli,
 )
 
 __all__ = ["GitHubSource", "RepoInfo", "github_token"]
@@ -42,19 +42,6 @@ class RepoInfo:
     def access(self) -> str:
         """``"private"`` or ``"public"`` (provenance ``source_access``)."""
         return "private" if self.private else "public"
-
-
-def github_token_source(
-    env: Mapping[str, str] | None = None,
-) -> tuple[str | None, str | None]:
-    """(token, where it came from): ``GITHUB_TOKEN``, ``GH_TOKEN``, else ``gh auth token``."""
-    env = os.environ if env is None else env
-    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
-        value = env.get(name, "").strip()
-        if value:
-            return value, name
-    token = token_from_cli(["gh", "auth", "token"])
-    return (token, "gh auth token") if token else (None, None)
 
 
 def github_token(token: str | None = None) -> str | None:

@@ -94,7 +94,7 @@ def _public(url: str) -> str:
 def _token(token: str | None) -> str | None:
     if token is not None:
         return token or None
-    from repogym.hub.hf_registry import hf_token_source
+    from repogym.auth import hf_token_source
 
     return hf_token_source()[0]
 

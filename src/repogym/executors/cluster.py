@@ -6,7 +6,7 @@ one tiny task pinned to each live node (``NodeAffinitySchedulingStrategy``, ``so
 no CPU asked, so a busy node answers too). :func:`probe_node` reports, from inside the node:
 the sandbox backend it would use (``local`` when bubblewrap is usable, ``docker`` when an engine
 answers), the Python and repogym versions, the local cache root and its size, and the shared
-environment cache's URL and counters (:mod:`repogym.sandbox._shared_cache`). A node that does
+environment cache's URL and counters (:mod:`repogym.sandbox.shared_cache`). A node that does
 not answer within the timeout is reported as such, never waited for forever.
 
 Ray is imported only inside the functions (``repogym[ray]``).
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.integrations.executors import ExecutorError, RayExecutor, _reachable
+from repogym.executors import ExecutorError, RayExecutor, _reachable
 
 __all__ = ["ClusterStatus", "NodeStatus", "cluster_status", "probe_node"]
 
@@ -133,23 +133,23 @@ def tree_size(root: Path, budget_s: float = SIZE_BUDGET_S) -> tuple[int, bool]:
 
 
 def _shared(cache_root: Path) -> dict[str, Any]:
-    from repogym.sandbox import _shared_cache
+    from repogym.sandbox import shared_cache
 
-    url = _shared_cache.configured_url()
+    url = shared_cache.configured_url()
     usable, why = url is not None, ""
     if url is not None:
         try:
-            _shared_cache.check_url(url)
-        except _shared_cache.SharedCacheError as exc:
+            shared_cache.check_url(url)
+        except shared_cache.SharedCacheError as exc:
             usable, why = False, str(exc)
-    shown = _shared_cache.shown_url()
-    return {"url": shown, "usable": usable, "why": why, **_shared_cache.read_stats(cache_root)}
+    shown = shared_cache.shown_url()
+    return {"url": shown, "usable": usable, "why": why, **shared_cache.read_stats(cache_root)}
 
 
 def probe_node() -> dict[str, Any]:
     """What work scheduled on this node finds here (runs inside a Ray task on the node)."""
     import repogym
-    from repogym.sandbox._host import default_cache_root
+    from repogym.sandbox import default_cache_root
 
     backends = _backends()
     root = default_cache_root()

@@ -1,7 +1,7 @@
 """Folders as data, for workers that do not share the driver's disk.
 
 The driver packs a task folder into a tar archive (:func:`pack_folder`) and hands it to the
-executor once (:meth:`~repogym.integrations.executors.Executor.put`); a worker unpacks it into
+executor once (:meth:`~repogym.executors.Executor.put`); a worker unpacks it into
 its own cache under a key (the task's content hash), atomically, and every later unit of the
 same task on that machine reuses the copy (:func:`unpacked`). What a worker produces (a trial
 folder) comes back as ``{relative path: bytes}`` (:func:`folder_files`) and the driver alone

@@ -313,7 +313,7 @@ def _local(jobs: int, address: str | None, env: dict[str, str] | None) -> Execut
 
 
 def _ray(jobs: int, address: str | None, env: dict[str, str] | None) -> Executor:
-    from repogym.sandbox._shared_cache import forwarded_env
+    from repogym.sandbox.shared_cache import forwarded_env
 
     same = {k: os.environ[k] for k in FORWARDED if os.environ.get(k)}
     return RayExecutor(address, env={**forwarded_env(), **same, **(env or {})} or None)
