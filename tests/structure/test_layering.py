@@ -18,6 +18,8 @@ ORDER: tuple[str, ...] = (
     "_secrets",
     "errors",
     "atomic",
+    # named plug-in registries (standard library only)
+    "plugins",
     "http",
     "_llm_wire",
     "llm",
@@ -33,6 +35,8 @@ ORDER: tuple[str, ...] = (
     "sandbox",
     # where work runs: this process, threads, Ray
     "executors",
+    # the one client of OpenEnv servers (HTTP and WebSocket episodes)
+    "openenv_client",
     # synthesis, lower half
     "sources",
     "bootstrap",
@@ -61,25 +65,6 @@ ORDER: tuple[str, ...] = (
 SYNTHESIS = frozenset({"sources", "bootstrap", "pipelines"})
 DISTRIBUTION = frozenset({"run", "integrations", "openenv", "hub", "explorer", "mcp"})
 
-TEMPORARY: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("explorer", "mcp"),  # OpenEnv/explorer area: web/app.py mounts /mcp, routes_play relays
-        ("sources", "verify"),  # concepts area: sources/patches.py reads verify's file kinds
-        ("bootstrap", "verify"),  # concepts area: bootstrap/node_testfiles.py reads verify
-    }
-)
-"""Upward edges being removed in parallel by their owners; delete a line when its edge goes."""
-
-TEMPORARY_PRIVATE: frozenset[tuple[str, str]] = frozenset(
-    {
-        # OpenEnv/explorer area: routes_play takes mcp's bridge internals (_bridge_remote,
-        # _bridge_schema, bridge._carries_token)
-        ("repogym.explorer.web.routes_play", "mcp"),
-    }
-)
-"""(importing module, taken package) pairs allowed to take private names for now."""
-
-
 @functools.cache
 def _imports() -> list[graph.Import]:
     return list(graph.imports())
@@ -104,7 +89,7 @@ def test_every_package_is_declared() -> None:
 def test_every_package_edge_goes_downward() -> None:
     upward = []
     for (a, b), imps in sorted(_edges().items()):
-        if _rank(b) < _rank(a) or (a, b) in TEMPORARY:
+        if _rank(b) < _rank(a):
             continue
         where = ", ".join(sorted({f"{i.module}:{i.line}" for i in imps}))
         upward.append(f"{a} -> {b} ({where})")
@@ -121,8 +106,7 @@ def test_synthesis_and_distribution_meet_only_at_the_task_directory() -> None:
 
 
 def test_no_cycles_between_packages() -> None:
-    edges = {e: i for e, i in _edges().items() if e not in TEMPORARY}
-    cycles = graph.package_cycles(edges)
+    cycles = graph.package_cycles(_edges())
     assert not cycles, cycles
 
 
@@ -130,7 +114,6 @@ def test_no_private_module_or_name_across_packages() -> None:
     taken = [
         f"{i.module}:{i.line} -> {i.target} {list(i.names)}"
         for i in graph.private_cross_package(_imports())
-        if (i.module, graph.package_of(i.target)) not in TEMPORARY_PRIVATE
     ]
     assert not taken, "private names used across packages:\n  " + "\n  ".join(taken)
 
