@@ -40,7 +40,7 @@ from repogym._llm_wire import (
 from repogym._secrets import redact
 from repogym.errors import RepogymError
 from repogym.http import RetryPolicy, retry_after_s
-from repogym.plugins import PluginError, Registry
+from repogym.plugins import PluginError, Registry, instance_of
 
 __all__ = [
     "PRICES_USD_PER_MTOK",
@@ -82,12 +82,6 @@ class Provider:
         return "ANTHROPIC_API_KEY" if self.wire == "anthropic" else "OPENAI_API_KEY"
 
 
-def _provider(obj: object) -> Provider:
-    if not isinstance(obj, Provider):
-        raise TypeError(f"not a repogym.llm.Provider: {obj!r}")
-    return obj
-
-
 PROVIDER_REGISTRY: Registry[Provider] = Registry(
     "LLM provider",
     group="repogym.llm_providers",
@@ -98,7 +92,7 @@ PROVIDER_REGISTRY: Registry[Provider] = Registry(
         "ollama": Provider(self_hosted=True, default_endpoint=OLLAMA_DEFAULT_ENDPOINT),
         "anthropic": Provider(wire="anthropic"),
     },
-    check=_provider,
+    check=instance_of(Provider, "a repogym.llm.Provider"),
 )
 """Provider names → :class:`Provider`; plug-ins: entry points of ``repogym.llm_providers``
 (an OpenAI-compatible service is one ``Provider(...)``)."""

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "Builtin",
@@ -97,6 +97,39 @@ class _Entry:
     value: object = None
     loaded: bool = False
     error: PluginError | None = None
+
+
+def instance_of(kind: type[T], what: str) -> Callable[[object], T]:
+    """A ``check`` for registries of objects: the loaded object must be a ``kind``."""
+
+    def check(obj: object) -> T:
+        if not isinstance(obj, kind):
+            raise TypeError(f"not {what}: {obj!r}")
+        return obj
+
+    return check
+
+
+def subclass_of(kind: type | tuple[type, ...], what: str) -> Callable[[object], Any]:
+    """A ``check`` for registries of classes: the loaded object must be a subclass of ``kind``."""
+
+    def check(obj: object) -> Any:
+        if not (isinstance(obj, type) and issubclass(obj, kind)):
+            raise TypeError(f"not {what}: {obj!r}")
+        return obj
+
+    return check
+
+
+def callable_check(what: str) -> Callable[[object], Any]:
+    """A ``check`` for registries of factories: the loaded object must be callable."""
+
+    def check(obj: object) -> Any:
+        if not callable(obj):
+            raise TypeError(f"not {what}: {obj!r}")
+        return obj
+
+    return check
 
 
 class Registry(Generic[T]):

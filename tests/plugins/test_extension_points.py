@@ -104,3 +104,32 @@ def test_registry_urls_keep_their_messages(tmp_path: Path) -> None:
         open_registry("s3://b")
     with pytest.raises(Exception, match="registry path must be absolute"):
         open_registry("file:relative")
+
+
+def test_a_plugin_of_the_wrong_kind_is_reported_broken(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Every registry checks what a plug-in gives: a sandbox backend must be a Sandbox class,
+    # a provider a Provider; anything else is a one-line "broken" error naming it.
+    (tmp_path / "wrong_plugin.py").write_text("NOT_A_CLASS = 42\nclass Plain:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    points = [
+        EntryPoint("number", "wrong_plugin:NOT_A_CLASS", "repogym.sandboxes"),
+        EntryPoint("plain", "wrong_plugin:Plain", "repogym.sandboxes"),
+        EntryPoint("plain", "wrong_plugin:Plain", "repogym.llm_providers"),
+    ]
+    monkeypatch.setattr(
+        plugins, "entry_points", lambda group: [p for p in points if p.group == group]
+    )
+    for registry in (BACKENDS, PROVIDER_REGISTRY):
+        monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+        monkeypatch.setattr(registry, "_discovered", False)
+    for name in ("number", "plain"):
+        with pytest.raises(SandboxError) as caught:
+            get_backend(name)
+        assert "not a repogym.sandbox.Sandbox subclass" in str(caught.value)
+        assert "\n" not in str(caught.value)
+    with pytest.raises(plugins.PluginError) as bad:
+        PROVIDER_REGISTRY.get("plain")
+    assert "not a repogym.llm.Provider" in str(bad.value)
+    assert get_backend("local").name == "local"

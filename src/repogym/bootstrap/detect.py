@@ -15,7 +15,7 @@ from repogym.bootstrap.pyrecipe import python_recipe
 from repogym.bootstrap.python import PythonProject, detect_python
 from repogym.bootstrap.pyversions import PythonInstall
 from repogym.errors import RepogymError
-from repogym.plugins import PluginError, Registry
+from repogym.plugins import PluginError, Registry, instance_of
 
 LANGUAGES = ("python", "node", "rust", "go")
 _STRONG_PYTHON = ("pyproject.toml", "setup.py", "setup.cfg")
@@ -222,12 +222,6 @@ class Language:
     recipe: Callable[[Detection], Recipe]
 
 
-def _language(obj: object) -> Language:
-    if not isinstance(obj, Language):
-        raise TypeError(f"not a repogym.bootstrap.detect.Language: {obj!r}")
-    return obj
-
-
 LANGUAGE_REGISTRY: Registry[Language] = Registry(
     "language",
     group="repogym.languages",
@@ -237,7 +231,7 @@ LANGUAGE_REGISTRY: Registry[Language] = Registry(
         "rust": Language(_detect_native, _native_recipe),
         "go": Language(_detect_native, _native_recipe),
     },
-    check=_language,
+    check=instance_of(Language, "a repogym.bootstrap.detect.Language"),
 )
 """Languages :func:`detect` and :func:`make_recipe` handle; :data:`LANGUAGES` is the order
 :func:`guess_language` tries them in. Plug-ins: entry points of ``repogym.languages`` naming a

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from repogym.errors import RepogymError
-from repogym.plugins import PluginError, Registry, UnknownPlugin
+from repogym.plugins import PluginError, Registry, UnknownPlugin, callable_check
 
 __all__ = [
     "Done",
@@ -322,17 +322,11 @@ def _ray(jobs: int, address: str | None, env: dict[str, str] | None) -> Executor
 ExecutorFactory = Callable[[int, str | None, dict[str, str] | None], Executor]
 
 
-def _factory(obj: object) -> ExecutorFactory:
-    if not callable(obj):
-        raise TypeError(f"not an executor factory: {obj!r}")
-    return obj
-
-
 EXECUTORS: Registry[ExecutorFactory] = Registry(
     "executor",
     group="repogym.executors",
     builtins={"local": _local, "ray": _ray},
-    check=_factory,
+    check=callable_check("an executor factory"),
 )
 """Executor names → ``factory(jobs, address, env)``; plug-ins: the ``repogym.executors`` group."""
 

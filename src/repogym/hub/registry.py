@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlparse
 from repogym.hub.base import RegistryError
 from repogym.hub.file_registry import FileRegistry
 from repogym.hub.hf_registry import HfRegistry, parse_hf_url
-from repogym.plugins import PluginError, Registry, UnknownPlugin
+from repogym.plugins import PluginError, Registry, UnknownPlugin, callable_check
 
 RegistryFactory = Callable[[str], Any]
 UNSUPPORTED = "unsupported registry {url!r}: use hf, hf+https://HOST or file:///PATH"
@@ -35,17 +35,11 @@ def _file(url: str) -> FileRegistry:
     return FileRegistry(root)
 
 
-def _factory(obj: object) -> RegistryFactory:
-    if not callable(obj):
-        raise TypeError(f"not a registry factory: {obj!r}")
-    return obj
-
-
 REGISTRIES: Registry[RegistryFactory] = Registry(
     "dataset registry",
     group="repogym.registries",
     builtins={"hf": _hf, "file": _file},
-    check=_factory,
+    check=callable_check("a registry factory"),
 )
 
 

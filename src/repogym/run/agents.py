@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from repogym.harbor import Task
 from repogym.harbor.mcp_servers import McpServer
-from repogym.plugins import PluginError, Registry, UnknownPlugin
+from repogym.plugins import PluginError, Registry, UnknownPlugin, instance_of
 from repogym.sandbox import Session
 
 
@@ -188,12 +188,6 @@ def _llm_agent(argument: str | None, options: dict[str, str] | None) -> Agent:
     return LLMAgent(argument or "", options)
 
 
-def _agent_kind(obj: object) -> AgentKind:
-    if not isinstance(obj, AgentKind):
-        raise TypeError(f"not a repogym.run.agents.AgentKind: {obj!r}")
-    return obj
-
-
 AGENTS: Registry[AgentKind] = Registry(
     "agent",
     group="repogym.agents",
@@ -203,7 +197,7 @@ AGENTS: Registry[AgentKind] = Registry(
         "command": AgentKind(lambda arg, _opts: CommandAgent(arg or ""), argument=True),
         "llm": AgentKind(_llm_agent, argument=True, options=True),
     },
-    check=_agent_kind,
+    check=instance_of(AgentKind, "a repogym.run.agents.AgentKind"),
 )
 """Agent names (the part of ``--agent`` before a colon); plug-ins: entry points of the
 ``repogym.agents`` group naming an :class:`AgentKind`."""

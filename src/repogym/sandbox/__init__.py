@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repogym.plugins import Builtin, PluginError, Registry, UnknownPlugin
+from repogym.plugins import Builtin, PluginError, Registry, UnknownPlugin, subclass_of
 from repogym.sandbox._context import glob_regex
 from repogym.sandbox.base import (
     BuildError,
@@ -24,13 +24,6 @@ from repogym.sandbox.base import (
     Session,
 )
 
-
-def _sandbox_class(obj: object) -> type[Sandbox]:
-    if not (isinstance(obj, type) and issubclass(obj, Sandbox)):
-        raise TypeError(f"not a repogym.sandbox.Sandbox subclass: {obj!r}")
-    return obj
-
-
 BACKENDS: Registry[type[Sandbox]] = Registry(
     "sandbox backend",
     group="repogym.sandboxes",
@@ -39,7 +32,7 @@ BACKENDS: Registry[type[Sandbox]] = Registry(
         "docker": Builtin("repogym.sandbox.docker:DockerSandbox", extra="docker"),
         "fake": Builtin("repogym.sandbox.fake:FakeSandbox", hidden=True),
     },
-    check=_sandbox_class,
+    check=subclass_of(Sandbox, "a repogym.sandbox.Sandbox subclass"),
 )
 
 

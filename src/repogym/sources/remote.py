@@ -22,7 +22,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from repogym._secrets import redact_url
-from repogym.plugins import PluginError, Registry
+from repogym.plugins import PluginError, Registry, subclass_of
 from repogym.sources import PullRequest, SourceError
 from repogym.sources._http import Issue, RemotePullRequest
 from repogym.sources.github import GitHubSource, RepoInfo
@@ -33,12 +33,6 @@ from repogym.sources.resolve import RepoArg
 HostApi = type[GitHubSource] | type[GitLabSource]
 
 
-def _host_api(obj: object) -> HostApi:
-    if not (isinstance(obj, type) and issubclass(obj, GitHubSource | GitLabSource)):
-        raise TypeError(f"not a repository host API class: {obj!r}")
-    return obj
-
-
 HOSTS: Registry[HostApi] = Registry(
     "repository host",
     group="repogym.sources",
@@ -46,7 +40,7 @@ HOSTS: Registry[HostApi] = Registry(
         "github": "repogym.sources.github:GitHubSource",
         "gitlab": "repogym.sources.gitlab:GitLabSource",
     },
-    check=_host_api,
+    check=subclass_of((GitHubSource, GitLabSource), "a repository host API class"),
 )
 """Hosts of remote repositories (``RepoArg.kind``) → their API class, built as
 ``cls(locator, base_url=…, max_wait_s=…)``; plug-ins: entry points of ``repogym.sources``
