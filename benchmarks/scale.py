@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor import load_task
 from repogym.executors import LocalExecutor, RayExecutor
+from repogym.harbor import load_task
 from repogym.run.job import run_job
 
 ROOT = Path(__file__).resolve().parent.parent
