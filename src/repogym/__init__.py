@@ -49,7 +49,7 @@ _EXPORTS: dict[str, str] = {
     "TrialOutcome": "repogym.run.trial:TrialOutcome",
     "make_agent": "repogym.run.agents:make_agent",
     "run_job": "repogym.run.job:run_job",
-    "JobSummary": "repogym.run.job:JobSummary",
+    "JobSummary": "repogym.run.models:JobSummary",
     "gate_task": "repogym.run.gate:gate_task",
     "verify_tasks": "repogym.run.gate:verify_tasks",
     "Verdict": "repogym.run.gate:Verdict",
@@ -95,7 +95,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from repogym.pipelines.registry import register as register_pipeline
     from repogym.run.agents import make_agent
     from repogym.run.gate import Verdict, gate_task, verify_tasks
-    from repogym.run.job import JobSummary, run_job
+    from repogym.run.job import run_job
+    from repogym.run.models import JobSummary
     from repogym.run.trial import TrialOutcome, TrialRunner
     from repogym.sandbox import backend_names, get_backend
     from repogym.sandbox.base import EnvironmentSpec, Sandbox
