@@ -12,8 +12,8 @@ from rich import box
 from rich.table import Table
 
 from repogym.cli.app import app, new_group
-from repogym.cli.common import JsonOpt, bad_input, fmt_reward
-from repogym.ui import err, escape, out, warn
+from repogym.cli.common import JsonOpt, bad_input
+from repogym.ui import err, escape, fmt_reward, out, warn
 
 if TYPE_CHECKING:
     from repogym.run.records import JobRecord

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from repogym.cli.app import app
 from repogym.cli.common import (
@@ -21,7 +20,6 @@ from repogym.cli.common import (
     RayAddressOpt,
     SandboxOpt,
     bad_input,
-    fmt_reward,
     host_limits_or_exit,
     not_a_file_or_exit,
     remote_executor_or_exit,
@@ -29,7 +27,8 @@ from repogym.cli.common import (
     trusted_or_exit,
     use_ca_bundle,
 )
-from repogym.ui import err, escape, out
+from repogym.ui import err, escape
+from repogym.ui.run import print_job, print_trial, print_verdict_line, print_verdicts
 
 VERIFICATION_MODES = ("task", "clean_room", "in_place")
 
@@ -90,7 +89,7 @@ def run(
     bad input.
     """
     use_ca_bundle(ca_bundle)
-    from repogym.run.job import new_job_dir, run_job
+    from repogym.run.job import new_job_dir, run_job, run_payload
     from repogym.run.remote import worker_env
     from repogym.sandbox import SandboxError
 
@@ -164,89 +163,6 @@ def run_flags_or_exit(
     return agent_options
 
 
-def print_trial(outcome: Any) -> None:
-    """One line per finished trial (and the first line of its error)."""
-    mark = "[red]error[/]" if outcome.error else f"reward {fmt_reward(outcome.reward)}"
-    v = outcome.record.verification
-    if v is not None and v.mode == "clean_room":
-        mark += (
-            f" [dim](clean room: {v.applied_count or 0} applied, "
-            f"{v.deleted_count or 0} deleted, {v.dropped_count or 0} dropped)[/]"
-        )
-    err.print(f"  {escape(outcome.record.trial_name or '')}: {mark}")
-    if outcome.error:
-        err.print(f"    [dim]{escape(outcome.error.splitlines()[0][:200])}[/]")
-
-
-def run_payload(outcomes: list[Any], summary: Any, job_path: Path) -> dict[str, Any]:
-    """What ``run --json`` prints."""
-    return {
-        "job": str(job_path),
-        "summary": summary.to_json(),
-        "trials": [
-            {
-                "trial_name": o.record.trial_name,
-                "task_id": o.record.task_id,
-                "reward": o.reward,
-                "rewards": o.reading.rewards if o.reading else None,
-                "error": o.error,
-                "result": str(o.path) if o.path else None,
-            }
-            for o in outcomes
-        ],
-    }
-
-
-def print_job(outcomes: list[Any], summary: Any, job_path: Path, out_dir: Path) -> None:
-    """The job's table, its tampering and model usage, and where its results are."""
-    table = Table(title=f"job {escape(str(out_dir))}", title_justify="left")
-    passes = ["pass@1"] + ([f"pass@{summary.k}"] if summary.k > 1 else [])
-    for col in ("trials", "mean reward", "rewarded", "errors", "resolved", *passes):
-        table.add_column(col, justify="right")
-    table.add_row(
-        str(summary.trials),
-        fmt_reward(summary.mean_reward),
-        str(summary.rewarded),
-        str(summary.errors),
-        str(summary.resolved),
-        fmt_reward(summary.pass_at_1),
-        *([fmt_reward(summary.pass_at_k)] if summary.k > 1 else []),
-    )
-    out.print(table)
-    if summary.tampered:
-        out.print(
-            f"[red]{summary.tampered} trial(s) tampered with the judge[/] (reward 0; the "
-            "reasons are in each result.json's verifier_result.details.tamper)"
-        )
-    usage = model_usage(outcomes)
-    if usage:
-        out.print(usage)
-    out.print(f"results: {escape(str(job_path))}")
-
-
-def model_usage(outcomes: list[Any]) -> str | None:
-    """One line of model usage over the trials whose agent reported any (the llm agent)."""
-    results = [o.record.agent_result for o in outcomes if o.record.agent_result is not None]
-    usages = [r.usage for r in results if r.usage is not None]
-    if not usages:
-        return None
-    calls = sum(u.model_calls or 0 for u in usages)
-    tin = sum(u.input_tokens or 0 for u in usages)
-    tout = sum(u.output_tokens or 0 for u in usages)
-    costs = [u.cost_usd for u in usages]
-    cost = (
-        f"${sum(c for c in costs if c is not None):.4f}"
-        if all(c is not None for c in costs)
-        else "cost unknown (no price for the model)"
-    )
-    reasons: dict[str, int] = {}
-    for r in results:
-        if r.stop_reason:
-            reasons[r.stop_reason] = reasons.get(r.stop_reason, 0) + 1
-    stops = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
-    return f"model: {calls} call(s), {tin:,} tokens in / {tout:,} out, {cost}; stopped: {stops}"
-
-
 @app.command()
 def verify(
     path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
@@ -295,6 +211,7 @@ def verify(
     from repogym.run.gate import VERIFIED, verify_tasks
     from repogym.run.remote import worker_env
     from repogym.run.trial import TrialRunner
+    from repogym.run.verdicts import verdict_facts, verify_payload
     from repogym.sandbox import SandboxError, get_backend
 
     host_env = host_limits_or_exit(limit, pass_env).host_env()
@@ -312,8 +229,7 @@ def verify(
 
     def done(verdict: Any) -> None:
         if not json_out:
-            colour = "green" if verdict.status == VERIFIED else "red"
-            err.print(f"  {escape(verdict.task_id)}: [{colour}]{verdict.status}[/]")
+            print_verdict_line(verdict)
 
     if not json_out:
         extra = f", {mutants} mutant(s)" if mutants else ""
@@ -338,101 +254,5 @@ def verify(
     if json_out:
         sys.stdout.write(json.dumps(verify_payload(verdicts), indent=2) + "\n")
     else:
-        print_verdicts(tasks, verdicts, path)
+        print_verdicts(verdict_facts(tasks, verdicts), path)
     raise typer.Exit(1 if bad else 0)
-
-
-def verify_payload(verdicts: list[Any]) -> dict[str, Any]:
-    """What ``verify --json`` prints."""
-    from repogym.run.gate import ERROR, VERIFIED
-
-    bad = [v for v in verdicts if v.status != VERIFIED]
-    errors = sum(v.status == ERROR for v in verdicts)  # their gate could not run
-    gameable = sum(v.status == "gameable" for v in verdicts)
-    return {
-        "summary": {
-            "tasks": len(verdicts),
-            "verified": len(verdicts) - len(bad),
-            "flaky": sum(v.status == "flaky" for v in verdicts),
-            "broken": sum(v.status == "broken" for v in verdicts),
-            **({"gameable": gameable} if gameable else {}),
-            **({"error": errors} if errors else {}),
-        },
-        "tasks": [v.to_json() for v in verdicts],
-    }
-
-
-def print_verdicts(tasks: list[Any], verdicts: list[Any], path: Path) -> None:
-    """The verify table: one row per task."""
-    from repogym.run.gate import VERIFIED
-
-    table = Table(title=f"verify {escape(str(path))}", title_justify="left")
-    cols = ("task", "status", "mode", "oracle", "nop", "kill rate", "adv. floor", "canaries")
-    for col in (*cols, "why"):
-        table.add_column(col, overflow="fold")
-    by_id = {t.id: t for t in tasks}
-    for v in verdicts:
-        colour = "green" if v.status == VERIFIED else "red"
-        mode, kill, floor, canaries = verification_facts(by_id.get(v.task_id), v)
-        table.add_row(
-            escape(v.task_id),
-            f"[{colour}]{v.status}[/]",
-            mode,
-            " ".join(fmt_reward(r) for r in v.oracle_rewards),
-            fmt_reward(v.nop_reward),
-            kill,
-            floor,
-            canaries,
-            escape("; ".join(v.reasons)[:300]),
-        )
-    out.print(table)
-
-
-def verification_facts(task: Any, verdict: Any) -> tuple[str, str, str, str]:
-    """(verification mode, kill rate, adversarial floor, canaries) of a task for the verify
-    table: each figure measured now, else the one recorded in its evaluation block, else —."""
-    from repogym.harbor import load_task
-    from repogym.harbor.provenance import read_verification
-
-    if task is None:
-        return "—", "—", "—", "—"
-    mode: str
-    try:
-        mode = read_verification(task.repo2env).mode
-    except ValueError:
-        mode = "invalid"
-    try:
-        block = (load_task(task.path).repo2env or {}).get("evaluation") or {}
-    except Exception:  # noqa: BLE001 - a table cell, never a crash
-        block = {}
-    if verdict.mutants is not None:
-        rate = verdict.mutants.kill_rate
-        runs = len(verdict.mutants.results)
-    else:
-        rate = block.get("mutant_kill_rate")
-        rate = rate if isinstance(rate, int | float) else None
-        runs = block.get("mutants", 0)
-    kill = "—" if rate is None else f"{rate:.2f} ({runs})"
-    canaries = verdict.canaries if verdict.canaries is not None else block.get("canaries")
-    if not isinstance(canaries, int):
-        cell = "—"
-    else:  # a task with none is not protected against tests made to pass: say so in yellow
-        cell = f"[green]{canaries}[/]" if canaries else "[yellow]0[/]"
-    floor = adversarial_cell(verdict.adversarial, block)
-    return mode.replace("_", " "), kill, floor, cell
-
-
-def adversarial_cell(report: Any, block: dict[str, Any]) -> str:
-    """``floor (candidates)`` of the red-team run measured now, else the recorded one, else —;
-    red when the floor is above nop."""
-    if report is not None:
-        floor, runs, gap = report.floor, len(report.results), report.gap
-    else:
-        floor, runs = block.get("adversarial_floor"), block.get("adversarial_candidates", 0)
-        gap = block.get("gameability_gap")
-        if not isinstance(floor, int | float):
-            return "—"
-    if not runs:
-        return "— (none built)"
-    colour = "red" if isinstance(gap, int | float) and gap > 0 else "green"
-    return f"[{colour}]{floor:g}[/] ({runs})"

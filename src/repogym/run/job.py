@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from repogym.harbor import Task
 from repogym.run.agents import make_agent
@@ -155,3 +155,24 @@ def _run_here(
             if on_done:
                 on_done(outcome)
     return outcomes
+
+
+def run_payload(
+    outcomes: list[TrialOutcome], summary: JobSummary, job_path: Path
+) -> dict[str, Any]:
+    """What ``run --json`` prints: where the job is, its summary, one line per trial."""
+    return {
+        "job": str(job_path),
+        "summary": summary.to_json(),
+        "trials": [
+            {
+                "trial_name": o.record.trial_name,
+                "task_id": o.record.task_id,
+                "reward": o.reward,
+                "rewards": o.reading.rewards if o.reading else None,
+                "error": o.error,
+                "result": str(o.path) if o.path else None,
+            }
+            for o in outcomes
+        ],
+    }

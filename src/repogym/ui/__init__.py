@@ -63,3 +63,8 @@ def track(items: Iterable[T], description: str, total: int, *, enabled: bool = T
         for item in items:
             yield item
             bar.advance(task_id)
+
+
+def fmt_reward(value: float | None) -> str:
+    """A reward as tables show it: three significant digits, or — when there is none."""
+    return "—" if value is None else f"{value:.3g}"
