@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import check_recipe, detect, make_recipe, native
+from repogym.bootstrap import check_recipe, detect, make_recipe
+from repogym.bootstrap.native import project as native
 
 from .conftest import local_backend_with_private_cache
 

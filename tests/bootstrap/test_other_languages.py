@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import UnsupportedRepo, detect, guess_language, make_recipe, native, node
+from repogym.bootstrap import UnsupportedRepo, detect, guess_language, make_recipe
+from repogym.bootstrap.native import project as native
+from repogym.bootstrap.node import project as node
 
 MakeRepo = Callable[..., Path]
 
