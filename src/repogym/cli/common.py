@@ -60,10 +60,6 @@ def bad_input(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def fmt_reward(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3g}"
-
-
 def task_dirs_or_exit(path: Path) -> list[Path]:
     from repogym.harbor import iter_task_dirs
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from repogym.cli.app import app
-from repogym.cli.common import JobsOpt, JsonOpt, bad_input, fmt_reward, not_a_file_or_exit
-from repogym.ui import err, escape, out
+from repogym.cli.common import JobsOpt, JsonOpt, bad_input, not_a_file_or_exit
+from repogym.ui import err, escape, fmt_reward, out
 
 
 @app.command()

@@ -21,7 +21,6 @@ from repogym.cli.common import (
     RayAddressOpt,
     SandboxOpt,
     bad_input,
-    fmt_reward,
     host_limits_or_exit,
     not_a_file_or_exit,
     remote_executor_or_exit,
@@ -29,7 +28,7 @@ from repogym.cli.common import (
     trusted_or_exit,
     use_ca_bundle,
 )
-from repogym.ui import err, escape, out
+from repogym.ui import err, escape, fmt_reward, out
 
 VERIFICATION_MODES = ("task", "clean_room", "in_place")
 
