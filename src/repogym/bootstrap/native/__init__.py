@@ -1,3 +1,3 @@
-"""Compiled-language projects (Rust with ``cargo test``, Go with ``go test``): toolchain on the
-host, registry access, recipe.
+"""Compiled-language projects: Rust (:mod:`.rust`, ``cargo test``) and Go (:mod:`.go`,
+``go test``), over what they share (:mod:`.project`: host toolchains, registry access).
 """
