@@ -39,10 +39,14 @@ class Target:
     def attack_openenv(self, command: str) -> tuple[float | None, dict]:
         """The attack as an OpenEnv episode's ``exec`` action, graded by ``evaluate``."""
         from repogym.openenv.environment import Pool, RepoAction, RepoEnvironment
-        from repogym.openenv.episode import Builder
+        from repogym.openenv.episode import TaskEnvironmentBuilder
         from repogym.openenv.tasks import TaskSet
 
-        pool = Pool(TaskSet.load(self.task.path.parent), Builder(self.runner.backend), "t0ken")
+        pool = Pool(
+            TaskSet.load(self.task.path.parent),
+            TaskEnvironmentBuilder(self.runner.backend),
+            "t0ken",
+        )
         env = RepoEnvironment(pool)
         try:
             env.reset(task_id=self.task.id)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap.pyversions import PythonInstall
+from repogym.bootstrap.python.versions import PythonInstall
 
 FAKE_PYTHONS = [
     PythonInstall((3, minor, patch), Path(f"/fake/pyenv/3.{minor}.{patch}"))

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import check_recipe, detect, make_recipe, native
+from repogym.bootstrap import check_recipe, detect, make_recipe
+from repogym.bootstrap.native import go, rust
 
 from .conftest import local_backend_with_private_cache
 
@@ -154,7 +155,7 @@ def test_node_mocha_project(make_repo: MakeRepo) -> None:
     assert result.tests_collected == 2
 
 
-@pytest.mark.skipif(native.host_go() is None, reason="no go toolchain on this host")
+@pytest.mark.skipif(go.host_go() is None, reason="no go toolchain on this host")
 def test_go_module_without_dependencies(make_repo: MakeRepo) -> None:
     repo = make_repo(
         {
@@ -180,7 +181,7 @@ def test_go_module_without_dependencies(make_repo: MakeRepo) -> None:
     assert result.tests_collected == 2 and result.sample_ids == ["TestAdd", "TestZero"]
 
 
-@pytest.mark.skipif(native.host_cargo() is None, reason="no Rust toolchain on this host")
+@pytest.mark.skipif(rust.host_cargo() is None, reason="no Rust toolchain on this host")
 def test_rust_crate_without_dependencies(make_repo: MakeRepo) -> None:
     repo = make_repo(
         {

@@ -10,9 +10,9 @@ import pytest
 from repogym.bootstrap import detect, make_recipe
 from repogym.bootstrap.ci import read_ci, read_makefile
 from repogym.bootstrap.installs import apt_packages, is_test_command, parse_install, split_commands
-from repogym.bootstrap.pyreqs import local_target
-from repogym.bootstrap.pyversions import PythonInstall
-from repogym.bootstrap.toxnox import expand_braces, read_noxfile
+from repogym.bootstrap.python.requirements import local_target
+from repogym.bootstrap.python.toxnox import expand_braces, read_noxfile
+from repogym.bootstrap.python.versions import PythonInstall
 
 MakeRepo = Callable[..., Path]
 

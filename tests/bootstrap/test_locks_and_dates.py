@@ -32,8 +32,8 @@ from repogym.bootstrap.pin import (
     lock_constraints_step,
     pinned_dockerfile,
 )
-from repogym.bootstrap.pyreqs import parse_requirement_lines
-from repogym.bootstrap.pyversions import PythonInstall, newest_python_at
+from repogym.bootstrap.python.requirements import parse_requirement_lines
+from repogym.bootstrap.python.versions import PythonInstall, newest_python_at
 
 from .conftest import write_tree
 

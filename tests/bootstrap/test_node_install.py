@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import detect, make_recipe, node
-from repogym.bootstrap.node_install import package_manager, plan_install
+from repogym.bootstrap import detect, make_recipe
+from repogym.bootstrap.node import project as node
+from repogym.bootstrap.node.install import package_manager, plan_install
 
 MakeRepo = Callable[..., Path]
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import bootstrap, detect, make_recipe, node
-from repogym.bootstrap.node_runner import (
+from repogym.bootstrap import bootstrap, detect, make_recipe
+from repogym.bootstrap.node import project as node
+from repogym.bootstrap.node.runner import (
     REPORTER_SOURCE,
     imports_node_test,
     reporter_flags,

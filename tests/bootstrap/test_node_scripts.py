@@ -15,16 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import bootstrap, detect, make_recipe, node
+from repogym.bootstrap import bootstrap, detect, make_recipe
 from repogym.bootstrap.check import _collect_reason, _reason_from, _sample_ids
 from repogym.bootstrap.model import Recipe
-from repogym.bootstrap.node_collect import (
+from repogym.bootstrap.node import project as node
+from repogym.bootstrap.node.collect import (
     MOCHA_LIST_SOURCE,
     fixture_modules,
     mocha_collect,
     vitest_exclude,
 )
-from repogym.bootstrap.node_scripts import pretest_replay, script_chain, split_invocation
+from repogym.bootstrap.node.scripts import pretest_replay, script_chain, split_invocation
 
 from .conftest import local_backend_with_private_cache
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import make_recipe, node
-from repogym.bootstrap.node_testfiles import (
+from repogym.bootstrap import make_recipe
+from repogym.bootstrap.node import project as node
+from repogym.bootstrap.node.testfiles import (
     computed_f2p,
     computed_test_names,
     computed_titles,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import UnsupportedRepo, detect, make_recipe, node
-from repogym.bootstrap.node_versions import (
+from repogym.bootstrap import UnsupportedRepo, detect, make_recipe
+from repogym.bootstrap.node import project as node
+from repogym.bootstrap.node.versions import (
     Declared,
     RangeError,
     allowed_majors,

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import UnsupportedRepo, detect, guess_language, make_recipe, native, node
+from repogym.bootstrap import UnsupportedRepo, detect, guess_language, make_recipe
+from repogym.bootstrap.native import go, rust
+from repogym.bootstrap.node import project as node
 
 MakeRepo = Callable[..., Path]
 
@@ -21,9 +23,10 @@ def pkg(**fields: object) -> str:
 def fake_toolchains(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pin host toolchains and registry reachability so results do not depend on the host."""
     monkeypatch.setattr(node, "host_node", lambda: "20.11.1")
-    monkeypatch.setattr(native, "host_cargo", lambda: ("/fake/cargo", "1.80.1"))
-    monkeypatch.setattr(native, "host_go", lambda: ("/fake/go", "1.19.8"))
-    monkeypatch.setattr(native, "reachable", lambda host, port=443, timeout=3.0: False)
+    monkeypatch.setattr(rust, "host_cargo", lambda: ("/fake/cargo", "1.80.1"))
+    monkeypatch.setattr(go, "host_go", lambda: ("/fake/go", "1.19.8"))
+    for module in (rust, go):  # each looks `reachable` up in its own namespace
+        monkeypatch.setattr(module, "reachable", lambda host, port=443, timeout=3.0: False)
 
 
 @pytest.mark.parametrize(
@@ -166,9 +169,9 @@ def test_rust_without_registry_crates(make_repo: MakeRepo) -> None:
         True,
     )
     recipe = make_recipe(repo, d)
-    assert recipe.collect_command == f"{native.CARGO} test --offline -- --list"
+    assert recipe.collect_command == f"{rust.CARGO} test --offline -- --list"
     assert recipe.test_command_for(["demo:src/lib.rs::tests::it_works", "b::c"]) == (
-        f"{native.CARGO} test --offline --no-fail-fast -- --exact tests::it_works b::c"
+        f"{rust.CARGO} test --offline --no-fail-fast -- --exact tests::it_works b::c"
     )
 
 
@@ -204,7 +207,7 @@ def test_rust_vendored_is_supported(make_repo: MakeRepo) -> None:
 
 
 def test_rust_toolchain_missing(make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(native, "host_cargo", lambda: None)
+    monkeypatch.setattr(rust, "host_cargo", lambda: None)
     d = detect(make_repo({"Cargo.toml": CARGO}))
     assert not d.supported and "no cargo" in d.reason
 
@@ -217,10 +220,10 @@ def test_go_stdlib_only(make_repo: MakeRepo) -> None:
     d = detect(repo)
     assert (d.language, d.runner, d.base_image, d.supported) == ("go", "go", "golang:1.19", True)
     recipe = make_recipe(repo, d)
-    assert recipe.test_command == f"{native.GO} test -v ./..."
+    assert recipe.test_command == f"{go.GO} test -v ./..."
     assert recipe.env["GOPROXY"] == "off"
     assert recipe.test_command_for(["TestA/sub", "example.com/demo/x::TestB"]) == (
-        f"{native.GO} test -v -run '^(TestA|TestB)$' ./..."
+        f"{go.GO} test -v -run '^(TestA|TestB)$' ./..."
     )
 
 
@@ -239,7 +242,7 @@ def test_go_too_new_for_host(make_repo: MakeRepo) -> None:
 
 
 def test_go_toolchain_missing(make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(native, "host_go", lambda: None)
+    monkeypatch.setattr(go, "host_go", lambda: None)
     d = detect(make_repo({"go.mod": GOMOD}))
     assert not d.supported and "no go toolchain" in d.reason
 

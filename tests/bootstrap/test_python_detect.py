@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from repogym.bootstrap import UnsupportedRepo, detect, make_recipe
-from repogym.bootstrap.python import parse_requirement_lines, parse_setup_py
-from repogym.bootstrap.pyversions import PythonInstall
+from repogym.bootstrap.python.project import parse_requirement_lines, parse_setup_py
+from repogym.bootstrap.python.versions import PythonInstall
 
 MakeRepo = Callable[..., Path]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap.pyversions import (
+from repogym.bootstrap.python.versions import (
     SpecifierError,
     choose_python,
     installed_pythons,

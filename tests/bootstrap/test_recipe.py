@@ -10,7 +10,7 @@ import pytest
 
 from repogym.bootstrap import Recipe, detect, make_recipe
 from repogym.bootstrap.model import DockerfileWriter, count_collected
-from repogym.bootstrap.pyversions import PythonInstall
+from repogym.bootstrap.python.versions import PythonInstall
 
 MakeRepo = Callable[..., Path]
 

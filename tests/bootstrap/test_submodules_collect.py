@@ -14,7 +14,7 @@ import pytest
 from repogym.bootstrap import UnsupportedRepo, bootstrap_ref, detect, export_ref
 from repogym.bootstrap.check import _reason_from, _sample_ids, _tail
 from repogym.bootstrap.model import COLLECT_MARK, Recipe, count_collected
-from repogym.bootstrap.pyversions import PythonInstall
+from repogym.bootstrap.python.versions import PythonInstall
 from repogym.bootstrap.submodules import declared, populate
 
 from .conftest import git_commit, write_tree

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from repogym.openenv.environment import Pool, RepoAction, RepoEnvironment
-from repogym.openenv.episode import Builder
+from repogym.openenv.episode import TaskEnvironmentBuilder
 from repogym.openenv.tasks import TaskNotServable, TaskSet
 from repogym.sandbox import get_backend
 from tests.conftest import EXAMPLES, write_task
@@ -29,7 +29,7 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Pool:
     )
     (silent / "tests" / "test.sh").write_text("#!/bin/bash\necho 'ran, wrote nothing'\n")
     write_task(root, "zz-text-only", dockerfile=None)
-    return Pool(TaskSet.load(root), Builder(get_backend("local")), TOKEN)
+    return Pool(TaskSet.load(root), TaskEnvironmentBuilder(get_backend("local")), TOKEN)
 
 
 @pytest.fixture

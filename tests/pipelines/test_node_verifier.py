@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import make_recipe, node
+from repogym.bootstrap import make_recipe
+from repogym.bootstrap.node import project as node
 from repogym.harbor import load_task, set_content_hash
 from repogym.pipelines._emit import VerifierInput, stage_verifier, update_config
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent

@@ -22,7 +22,7 @@ from repogym.bootstrap.detect import (
     make_recipe,
 )
 from repogym.bootstrap.model import BOOTSTRAP_VERSION, RUNNERS, Recipe
-from repogym.bootstrap.pyversions import PythonInstall, choose_python, installed_pythons
+from repogym.bootstrap.python.versions import PythonInstall, choose_python, installed_pythons
 from repogym.bootstrap.service import BootstrapResult, bootstrap, bootstrap_ref
 
 __all__ = [

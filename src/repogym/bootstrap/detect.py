@@ -9,11 +9,13 @@ from typing import Any
 
 from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.model import Recipe
-from repogym.bootstrap.native import NativeProject, detect_go, detect_rust, go_recipe, rust_recipe
-from repogym.bootstrap.node import NodeProject, detect_node, node_recipe
-from repogym.bootstrap.pyrecipe import python_recipe
-from repogym.bootstrap.python import PythonProject, detect_python
-from repogym.bootstrap.pyversions import PythonInstall
+from repogym.bootstrap.native.go import detect_go, go_recipe
+from repogym.bootstrap.native.project import NativeProject
+from repogym.bootstrap.native.rust import detect_rust, rust_recipe
+from repogym.bootstrap.node.project import NodeProject, detect_node, node_recipe
+from repogym.bootstrap.python.project import PythonProject, detect_python
+from repogym.bootstrap.python.recipe import python_recipe
+from repogym.bootstrap.python.versions import PythonInstall
 from repogym.errors import RepogymError
 from repogym.plugins import PluginError, Registry, instance_of
 

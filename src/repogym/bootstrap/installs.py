@@ -13,7 +13,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from repogym.bootstrap.pyreqs import is_local_ref, local_target, local_text, req_name
+from repogym.bootstrap.python.requirements import is_local_ref, local_target, local_text, req_name
 
 TOOLING = frozenset(
     {

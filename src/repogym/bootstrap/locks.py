@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym.bootstrap._files import read_text
-from repogym.bootstrap.pyreqs import RequirementFile, normalize
+from repogym.bootstrap.python.requirements import RequirementFile, normalize
 
 LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
 """Looked for in this order at the repository root; the first one present is used."""

@@ -318,8 +318,8 @@ def bootstrap(
     use_ca_bundle(ca_bundle)
     from repogym.bootstrap import ExportError, UnsupportedRepo, bootstrap_ref
     from repogym.bootstrap import bootstrap as run_bootstrap
-    from repogym.bootstrap.render import render_result
     from repogym.sandbox import SandboxError
+    from repogym.ui.bootstrap import render_result
 
     if (repo is None) == (repos is None):
         raise bad_input("give one of --repo PATH or --repos FILE")
@@ -379,12 +379,11 @@ def bootstrap_survey(
         At,
         RepoResult,
         read_repo_list,
-        render_line,
-        render_survey,
         run_survey,
     )
     from repogym.sandbox import SandboxError, get_backend
     from repogym.ui import progress
+    from repogym.ui.bootstrap import render_line, render_survey
 
     if ref is not None:
         raise bad_input("--ref is for one repository; with --repos use --at REF")

@@ -30,7 +30,7 @@ from repogym.openenv.environment import (  # noqa: E402
     RepoObservation,
     agent_tools,
 )
-from repogym.openenv.episode import Builder  # noqa: E402
+from repogym.openenv.episode import TaskEnvironmentBuilder  # noqa: E402
 from repogym.openenv.tasks import TaskSet  # noqa: E402
 from repogym.sandbox import Sandbox, SandboxError, get_backend  # noqa: E402
 
@@ -108,7 +108,7 @@ def _pool(tasks: TaskSet, backend_name: str, token: str) -> Pool:
         orphans.reap(backend, identity, owner)
         return backend
 
-    builder = Builder(make_backend, backend_name)
+    builder = TaskEnvironmentBuilder(make_backend, backend_name)
     try:
         builder.backend  # noqa: B018 - made now when it can be
     except SandboxError as exc:

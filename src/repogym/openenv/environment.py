@@ -32,8 +32,8 @@ from repogym.openenv.episode import (  # noqa: E402
     AGENT_ACTIONS,
     ORCHESTRATION_ACTIONS,
     ActionRefused,
-    Builder,
     Episode,
+    TaskEnvironmentBuilder,
 )
 from repogym.openenv.tasks import TaskSet  # noqa: E402
 
@@ -101,7 +101,9 @@ class RepoState(State):
 class Pool:
     """Shared by every environment of a server: tasks, builder, token, live episodes."""
 
-    def __init__(self, tasks: TaskSet, builder: Builder, orchestrator_token: str | None) -> None:
+    def __init__(
+        self, tasks: TaskSet, builder: TaskEnvironmentBuilder, orchestrator_token: str | None
+    ) -> None:
         self.tasks = tasks
         self.builder = builder
         self.orchestrator_token = orchestrator_token

@@ -62,7 +62,7 @@ def lexical_agent_path(path: str, workdir: str) -> str:
     return norm
 
 
-class Builder:
+class TaskEnvironmentBuilder:
     """Builds each task's environment once per server, even under concurrent resets.
 
     The backend is made on first use when a factory is given (a server on the ``docker``
@@ -125,7 +125,7 @@ class Episode:
     task: Task
     session: Session
     workdir: str
-    builder: Builder
+    builder: TaskEnvironmentBuilder
     episode_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     step_count: int = 0
     phase: str = "agent"
@@ -133,7 +133,9 @@ class Episode:
     last_reward: float | None = None
 
     @classmethod
-    def start(cls, task: Task, builder: Builder, episode_id: str | None = None) -> Episode:
+    def start(
+        cls, task: Task, builder: TaskEnvironmentBuilder, episode_id: str | None = None
+    ) -> Episode:
         """Build (cached) and start a fresh session for ``task``."""
         spec = serving_spec(task, builder.name)
         built = builder.build(task)

@@ -25,7 +25,7 @@ from typing import Any
 
 from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap, cache_root
 from repogym.bootstrap.commit import read_commit
-from repogym.bootstrap.node_testfiles import computed_f2p
+from repogym.bootstrap.node.testfiles import computed_f2p
 from repogym.bootstrap.pin import (
     CONSTRAINTS_NAME,
     FREEZE,

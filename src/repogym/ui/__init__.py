@@ -36,6 +36,11 @@ def fail(message: str) -> None:
     err.print(f"[bold red]error:[/] {escape(message.replace(chr(10), chr(92) + 'n'))}")
 
 
+def fmt_reward(value: float | None) -> str:
+    """A reward in three significant digits; — when there is none."""
+    return "—" if value is None else f"{value:.3g}"
+
+
 def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {escape(message)}")
 
@@ -63,8 +68,3 @@ def track(items: Iterable[T], description: str, total: int, *, enabled: bool = T
         for item in items:
             yield item
             bar.advance(task_id)
-
-
-def fmt_reward(value: float | None) -> str:
-    """A reward as tables show it: three significant digits, or — when there is none."""
-    return "—" if value is None else f"{value:.3g}"

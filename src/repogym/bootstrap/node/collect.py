@@ -9,7 +9,7 @@
   exit with its error before the reporter exists. The reporter is written to a temporary file by
   the collect command itself (no file in the image).
 * **Fixture modules** (``src/cases.spec.ts`` holding cases other specs import, see
-  :mod:`repogym.bootstrap.node_testfiles`): vitest and jest take every file named like a test
+  :mod:`repogym.bootstrap.node.testfiles`): vitest and jest take every file named like a test
   as one and fail it ("No test suite found in file"); :func:`fixture_modules` finds them so the
   recipe can exclude them.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from repogym.bootstrap._files import SKIP_DIRS, read_text
 from repogym.bootstrap.model import COLLECT_MARK
-from repogym.bootstrap.node_testfiles import has_test_calls
+from repogym.bootstrap.node.testfiles import has_test_calls
 from repogym.lang.testfiles import JS_TEST_FILE
 
 MOCHA_LIST_LINES = (

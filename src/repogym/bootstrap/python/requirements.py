@@ -12,7 +12,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from repogym.bootstrap._files import read_text
-from repogym.bootstrap.pyversions import (
+from repogym.bootstrap.python.versions import (
     PythonInstall,
     SpecifierError,
     poetry_to_pep440,

@@ -4,8 +4,9 @@ Layer order (dependency layers before the source snapshot, so tasks of one repos
 them): base image → environment → Debian packages the CI installs → the installer (uv) → the
 repository's own pins → requirement files → one dependency install → the snapshot → the
 project itself (editable) and other local packages → pre-test steps. Every install is
-``uv pip install --system --exclude-newer <commit date>`` (see :mod:`.installer`), with ``-c``
-on the lock's pins (see :mod:`.pin`). Comments name the file and line each decision came from.
+``uv pip install --system --exclude-newer <commit date>`` (see :mod:`repogym.bootstrap.installer`),
+with ``-c`` on the lock's pins (see :mod:`repogym.bootstrap.pin`). Comments name the file and
+line each decision came from.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from repogym.bootstrap.installer import (
 )
 from repogym.bootstrap.model import COLLECT_MARK, WORKDIR, DockerfileWriter, Recipe, shell_words
 from repogym.bootstrap.pin import LOCK_CONSTRAINTS_PATH, lock_constraints_step
-from repogym.bootstrap.python import PythonProject
+from repogym.bootstrap.python.project import PythonProject
 
 PY_ENV = {
     "PIP_DISABLE_PIP_VERSION_CHECK": "1",

@@ -3,8 +3,9 @@
 Everything is read statically — ``pyproject.toml`` (PEP 621, Poetry, PDM, Hatch, uv, setuptools
 dynamic files, PEP 735 dependency groups), ``setup.cfg``, ``setup.py`` (literal arguments of the
 ``setup()`` call, via ``ast``), ``requirements*.txt``, ``tox.ini``, ``noxfile.py`` (``ast``),
-the CI configuration (:mod:`.ci`), lock files (:mod:`.locks`) and ``.gitmodules`` — nothing in
-the repository is executed. The recipe is written by :mod:`repogym.bootstrap.pyrecipe`.
+the CI configuration (:mod:`repogym.bootstrap.ci`), lock files (:mod:`repogym.bootstrap.locks`)
+and ``.gitmodules`` — nothing in the repository is executed. The recipe is written by
+:mod:`repogym.bootstrap.python.recipe`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from typing import Any
 from repogym.bootstrap._files import read_text, read_toml
 from repogym.bootstrap.ci import CiFacts, read_ci
 from repogym.bootstrap.commit import CommitInfo, changelog_version
-from repogym.bootstrap.pyci import SourcesMixin
-from repogym.bootstrap.pygroups import TEST_GROUP, GroupsMixin
-from repogym.bootstrap.pyreqs import (
+from repogym.bootstrap.python.groups import TEST_GROUP, GroupsMixin
+from repogym.bootstrap.python.requirements import (
     as_list,
     closure,
     is_local_ref,
@@ -34,8 +34,10 @@ from repogym.bootstrap.pyreqs import (
     req_name,
     resolve_path,
 )
-from repogym.bootstrap.pytests import ini, plugins_for, pytest_config, scan_tests
-from repogym.bootstrap.pyversions import (
+from repogym.bootstrap.python.sources import SourcesMixin
+from repogym.bootstrap.python.testsuite import ini, plugins_for, pytest_config, scan_tests
+from repogym.bootstrap.python.toxnox import read_noxfile, tox_from_toml, tox_python_cap
+from repogym.bootstrap.python.versions import (
     RELEASE_LAG_DAYS,
     PythonInstall,
     choose_python,
@@ -43,7 +45,6 @@ from repogym.bootstrap.pyversions import (
     newest_python_at,
     python_usable_from,
 )
-from repogym.bootstrap.toxnox import read_noxfile, tox_from_toml, tox_python_cap
 
 __all__ = ["PythonProject", "detect_python", "parse_requirement_lines", "parse_setup_py"]
 

@@ -14,16 +14,16 @@ from typing import Any
 
 from repogym.bootstrap._files import read_text
 from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
-from repogym.bootstrap.node_collect import fixture_modules, mocha_collect, vitest_exclude
-from repogym.bootstrap.node_install import date_flag, plan_install
-from repogym.bootstrap.node_runner import imports_node_test, reporter_flags, resolve_script
-from repogym.bootstrap.node_scripts import (
+from repogym.bootstrap.node.collect import fixture_modules, mocha_collect, vitest_exclude
+from repogym.bootstrap.node.install import date_flag, plan_install
+from repogym.bootstrap.node.runner import imports_node_test, reporter_flags, resolve_script
+from repogym.bootstrap.node.scripts import (
     locked_version,
     pretest_replay,
     split_invocation,
     wrapped_runner,
 )
-from repogym.bootstrap.node_versions import choose_node, declared_node
+from repogym.bootstrap.node.versions import choose_node, declared_node
 
 NPX = "npx --no-install"
 NO_MATCH = "'(?!)'"
@@ -122,7 +122,7 @@ def _script_runner(
     """The runner a ``test`` script calls, with its arguments when it is one simple command,
     the arguments that are unquoted globs there (npm's shell expands them), the ``NAME=value``
     assignments before the runner and its launcher when not started by name (see
-    :func:`~repogym.bootstrap.node_scripts.split_invocation`)."""
+    :func:`~repogym.bootstrap.node.scripts.split_invocation`)."""
     simple = not re.search(r"&&|\|\||;|\|", script)
     try:
         words = shlex.split(script)

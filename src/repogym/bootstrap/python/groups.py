@@ -1,5 +1,5 @@
 """Extras and dependency groups of a Python project (PEP 621, PEP 735, Poetry, PDM, Hatch,
-uv), for the Python reader (:mod:`repogym.bootstrap.python`)."""
+uv), for the Python reader (:mod:`repogym.bootstrap.python.project`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import configparser
 import re
 from typing import TYPE_CHECKING, Any
 
-from repogym.bootstrap.pyreqs import (
+from repogym.bootstrap.python.requirements import (
     as_list,
     lines,
     normalize,

@@ -1,6 +1,6 @@
 """What a Python project's CI, nox sessions, lock file and submodules add to its recipe.
 
-:class:`SourcesMixin` is part of the Python reader (:mod:`repogym.bootstrap.python`): every
+:class:`SourcesMixin` is part of the Python reader (:mod:`repogym.bootstrap.python.project`): every
 install command found in CI or a nox session goes through :meth:`SourcesMixin.apply_install`,
 which records where the decision came from (``file:line``) for the Dockerfile's comments.
 """
@@ -16,15 +16,15 @@ from repogym.bootstrap.ci import CiFacts
 from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.installs import TOOLING, InstallSpec, strip_prefix
 from repogym.bootstrap.locks import pinned_files, read_lock
-from repogym.bootstrap.pyreqs import (
+from repogym.bootstrap.python.requirements import (
     RequirementFile,
     moving_url,
     normalize,
     req_name,
     resolve_path,
 )
+from repogym.bootstrap.python.toxnox import NoxSession
 from repogym.bootstrap.submodules import declared, is_present
-from repogym.bootstrap.toxnox import NoxSession
 
 _EXACT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*===?\s*([^\s;,]+)\s*$")
 _QUIET = frozenset({"echo", "cd", "export", "set", "ls", "pwd", "which", "printenv", "env"})

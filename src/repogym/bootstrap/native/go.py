@@ -1,0 +1,118 @@
+"""Go projects (``go test``): host toolchain, module proxy access, ``go.mod``, recipe."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+from repogym.bootstrap._files import read_text
+from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
+from repogym.bootstrap.native.project import NativeProject, reachable, tool_version, version_tuple
+
+GOPROXY_HOST = "proxy.golang.org"
+# Commands run through `bash -lc`, and a login shell resets PATH (Debian's /etc/profile), which
+# drops the images' ENV PATH entries for the toolchains: name their folders explicitly.
+GO = 'PATH="/usr/local/go/bin:$PATH" go'
+
+
+@lru_cache(maxsize=1)
+def host_go() -> tuple[str, str] | None:
+    """``(go path, version "1.19.8")`` or None without a Go toolchain."""
+    go = shutil.which("go")
+    text = tool_version(go, "version")
+    m = re.search(r"go(\d+\.\d+(?:\.\d+)?)", text or "")
+    return (go, m[1]) if go and m else None
+
+
+def _go_mod(text: str) -> tuple[str | None, list[str], set[str]]:
+    """``(go directive, required modules, modules replaced by local paths)``."""
+    go = re.search(r"^go\s+(\d+\.\d+(?:\.\d+)?)", text, re.M)
+    requires: list[str] = []
+    for block in re.findall(r"^require\s*\(\s*\n(.*?)^\)", text, re.M | re.S):
+        requires += [
+            ln.split()[0]
+            for ln in block.splitlines()
+            if ln.strip() and not ln.strip().startswith("//")
+        ]
+    requires += re.findall(r"^require\s+([^\s(]+)\s+\S+", text, re.M)
+    local: set[str] = set()
+    replaces = re.findall(r"^replace\s+(\S+)(?:\s+\S+)?\s+=>\s+(\S+)", text, re.M)
+    for block in re.findall(r"^replace\s*\(\s*\n(.*?)^\)", text, re.M | re.S):
+        replaces += re.findall(r"^\s*(\S+)(?:\s+v\S+)?\s+=>\s+(\S+)", block, re.M)
+    for module, target in replaces:
+        if target.startswith((".", "/")):
+            local.add(module)
+    return (go[1] if go else None), sorted(set(requires)), local
+
+
+def detect_go(repo: Path) -> NativeProject:
+    project = NativeProject("go", manifests=["go.mod"])
+    if (repo / "go.sum").is_file():
+        project.manifests.append("go.sum")
+    tool = host_go()
+    if tool is None:
+        project.problem = "Go project, but no go toolchain on this host"
+        return project
+    project.toolchain, project.toolchain_version = tool
+    wanted, requires, local = _go_mod(read_text(repo / "go.mod") or "")
+    if wanted and version_tuple(wanted)[:2] > version_tuple(project.toolchain_version)[:2]:
+        project.problem = (
+            f"go.mod needs Go {wanted}, the host has Go {project.toolchain_version} "
+            "(and no newer toolchain can be downloaded here)"
+        )
+        return project
+    project.external = [m for m in requires if m not in local]
+    project.vendored = (repo / "vendor" / "modules.txt").is_file()
+    if not project.external:
+        project.notes.append("no third-party modules: builds offline")
+    elif project.vendored:
+        project.notes.append(f"{len(project.external)} modules vendored: built with -mod=vendor")
+    elif reachable(GOPROXY_HOST):
+        project.fetch = True
+        project.notes.append(f"{len(project.external)} modules downloaded at build time")
+    else:
+        shown = ", ".join(project.external[:5]) + (" …" if len(project.external) > 5 else "")
+        project.problem = (
+            f"Go module needs {len(project.external)} modules ({shown}) but the Go module proxy"
+            " is not reachable from this machine (offline-only; vendor them to use it)"
+        )
+    return project
+
+
+def go_recipe(project: NativeProject) -> Recipe:
+    if project.problem:
+        raise ValueError(project.problem)
+    minor = ".".join((project.toolchain_version or "1").split(".")[:2])
+    image = f"golang:{minor}"
+    env = {"GOTOOLCHAIN": "local", "GOFLAGS": "-mod=vendor" if project.vendored else "-mod=mod"}
+    if not project.fetch:
+        env["GOPROXY"] = "off"
+    df = DockerfileWriter(
+        f"repogym bootstrap recipe: go {minor}, go test.\n"
+        "Dependency layers come before the source snapshot so tasks of one repository share them."
+    )
+    df.from_(image)
+    df.workdir(WORKDIR)
+    df.env(env)
+    if project.fetch:
+        df.copy([f"repo/{m}" for m in project.manifests], "./")
+        df.run(["go", "mod", "download"])
+    df.copy(["repo/"], f"{WORKDIR}/")
+    df.run(["go", "test", "-count=1", "-run", "'^$'", "./..."])
+    return Recipe(
+        language="go",
+        runner="go",
+        base_image=image,
+        dockerfile=df.render(),
+        test_command=f"{GO} test -v ./...",
+        collect_command=f"{GO} test -list . ./...",
+        select_command=f"{GO} test -v",
+        workdir=WORKDIR,
+        env=env,
+        notes=[
+            *project.notes,
+            "test binaries are compiled once in the image (go test -run '^$')",
+        ],
+    )
