@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from repogym.harbor import load_task  # noqa: E402
 from repogym.harbor.task import update_task_toml  # noqa: E402
 from repogym.harbor.verification import RUNTIME_PROTECTED  # noqa: E402
-from repogym.pipelines._emit import (  # noqa: E402
+from repogym.pipelines._harness.emit import (  # noqa: E402
     _RUNNER_TEMPLATES,
     RECORD_SCRIPT,
     record_step,

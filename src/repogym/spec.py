@@ -29,7 +29,7 @@ BUG_OPERATORS: tuple[str, ...] = (
     "return_none",  # return x -> return None
     "exception_type",  # raise ValueError(...) -> raise RuntimeError(...) (builtin classes only)
 )
-"""Mutation operators of ``bug_synth`` (:mod:`repogym.pipelines._synth_mutants`), in the order a
+"""Mutation operators of ``bug_synth`` (:mod:`repogym.pipelines._synthesis.mutants`), in the order a
 function's mutants are interleaved; named here so the options model checks them without the
 pipelines package."""
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from repogym.cli import app
 from repogym.harbor import load_task
-from repogym.pipelines._harness import GAMEABLE
+from repogym.pipelines._harness.frame import GAMEABLE
 from repogym.run.agents import PatchAgent
 from repogym.run.gate import _base_reader
 from repogym.spec import GenerationInput

@@ -217,9 +217,9 @@ def test_every_runner_table_knows_node(tmp_path: Path) -> None:
     """What keys on runner names downstream accepts ``node`` (the issue: ``ValueError: unknown
     runner 'node'`` after a successful bootstrap)."""
     from repogym.bootstrap.model import count_collected, select_tests
-    from repogym.pipelines._emit import record_step
-    from repogym.pipelines._runtime import target_ids
-    from repogym.pipelines._selection import find_test_files
+    from repogym.pipelines._harness.emit import record_step
+    from repogym.pipelines._harness.runtime import target_ids
+    from repogym.pipelines._selection.select import find_test_files
     from repogym.verify.parsers import RUNNERS
 
     assert "node" in RUNNERS

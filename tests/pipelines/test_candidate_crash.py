@@ -62,7 +62,7 @@ def test_harness_exception_is_one_drop(
     example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``evaluate`` itself raising (any harness) is caught by generate around the future."""
-    from repogym.pipelines._runtime import RuntimeHarness
+    from repogym.pipelines._harness.runtime import RuntimeHarness
 
     seen: list[str] = []
     monkeypatch.setattr(RuntimeHarness, "evaluate", _fake_evaluate(set(), seen))
@@ -95,7 +95,7 @@ def test_interrupt_still_writes_the_report(
     example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C in the middle: the report has what finished, and says it was interrupted."""
-    from repogym.pipelines._runtime import RuntimeHarness
+    from repogym.pipelines._harness.runtime import RuntimeHarness
 
     seen: list[str] = []
     monkeypatch.setattr(RuntimeHarness, "evaluate", _fake_evaluate({"none"}, seen))
@@ -150,7 +150,7 @@ def test_pipeline_exception_still_writes_the_report(
     """A bug outside any one candidate (here: the candidate stream) or a source error ends
     the run, with a report."""
     from repogym.pipelines import commit_runtime
-    from repogym.pipelines._runtime import RuntimeHarness
+    from repogym.pipelines._harness.runtime import RuntimeHarness
 
     seen: list[str] = []
     monkeypatch.setattr(RuntimeHarness, "evaluate", _fake_evaluate({"none"}, seen))
@@ -186,7 +186,7 @@ def test_crash_inside_the_harness_keeps_the_others(
     example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A crash after the task was staged: other candidates kept, nothing of the crash left."""
-    from repogym.pipelines import _runtime
+    from repogym.pipelines._harness import runtime as _runtime
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()

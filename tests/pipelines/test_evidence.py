@@ -13,14 +13,14 @@ from repogym.harbor.instruction_checks import (
     spec_coverage,
     underspecified,
 )
-from repogym.pipelines._evidence import (
+from repogym.pipelines._instructions.evidence import (
     behaviour_section,
     clean_message,
     drop_how,
     group_tests,
     strip_residue,
 )
-from repogym.pipelines._instruction import Evidence, clean_text, compose, repair
+from repogym.pipelines._instructions.text import Evidence, clean_text, compose, repair
 
 GOLD = """\
 --- a/pkg/size.py

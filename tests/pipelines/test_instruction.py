@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from repogym.pipelines._instruction import build_instruction, clean_text, clean_title
+from repogym.pipelines._instructions.text import build_instruction, clean_text, clean_title
 
 GOLD = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-    return a\n+    return compute_total(items, strict=True)\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from repogym.pipelines._interface import Required, render_interface, required_interface
+from repogym.pipelines._instructions.interface import Required, render_interface, required_interface
 
 
 def _write(root: Path, files: dict[str, str | bytes]) -> None:

@@ -18,7 +18,7 @@ import pytest
 from repogym.bootstrap import make_recipe
 from repogym.bootstrap.node import project as node
 from repogym.harbor import load_task, set_content_hash
-from repogym.pipelines._emit import VerifierInput, stage_verifier, update_config
+from repogym.pipelines._harness.emit import VerifierInput, stage_verifier, update_config
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner, environment_spec
 from repogym.sandbox import get_backend
@@ -444,7 +444,7 @@ def test_generation_needs_no_python_in_a_node_image(
 ) -> None:  # type: ignore[no-untyped-def]
     """A node:*-slim image has no Python: generation itself (tamper baseline, before/after
     runs, the verify gate) must not need it either."""
-    from repogym.pipelines import _runtime
+    from repogym.pipelines._harness import runtime as _runtime
 
     real = _runtime.bootstrap
 

@@ -1,4 +1,4 @@
-"""Static import-graph selection of pass-to-pass tests (``repogym.pipelines._selection``)."""
+"""Static import-graph selection of pass-to-pass tests (``repogym.pipelines._selection.select``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from repogym.pipelines._selection import (
+from repogym.pipelines._selection.select import (
     find_test_files,
     import_graph,
 )
-from repogym.pipelines._selection import tests_exercising as exercising  # not a test itself
+from repogym.pipelines._selection.select import tests_exercising as exercising  # not a test itself
 
 
 def make(root: Path, files: dict[str, str | bytes]) -> Path:

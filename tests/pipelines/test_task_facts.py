@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repogym.pipelines._emit import category, change_hash, code_lines, difficulty
+from repogym.pipelines._harness.emit import category, change_hash, code_lines, difficulty
 
 GOLD = """\
 diff --git a/pkg/mod.py b/pkg/mod.py

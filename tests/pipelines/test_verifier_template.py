@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from repogym.bootstrap import Recipe
-from repogym.pipelines._emit import VerifierInput, stage_verifier, update_config
+from repogym.pipelines._harness.emit import VerifierInput, stage_verifier, update_config
 from repogym.verify import infra, tamper
 
 TEMPLATES = resources.files("repogym.pipelines").joinpath("_templates")

@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from repogym.pipelines import cve_patches
-from repogym.pipelines._advisory_text import advisory_text, clean_markdown
-from repogym.pipelines._osv import (
+from repogym.pipelines._instructions.advisory import advisory_text, clean_markdown
+from repogym.pipelines._mined.osv import (
     commit_of_url,
     cvss3_score,
     load_export,

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from repogym.pipelines._emit import template
-from repogym.pipelines._equiv import (
+from repogym.pipelines._harness.emit import template
+from repogym.pipelines._synthesis.equiv import (
     Target,
     _import_aliases,
     annotation_type,

@@ -204,7 +204,7 @@ def test_lost_worker_on_ray_is_an_error_retried_by_resume(
     """Past Ray's retries a lost worker is the candidate's ``internal error`` (recorded, not
     dropped); ``--resume`` evaluates it again."""
     from repogym.executors import RayExecutor
-    from repogym.pipelines._remote import KILL_HOOK
+    from repogym.pipelines._ray.worker import KILL_HOOK
     from repogym.spec import GenerationInput
     from repogym.workflows import generate
 

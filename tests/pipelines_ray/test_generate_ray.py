@@ -21,7 +21,7 @@ import pytest
 from repogym.example_repo import build_example_repo
 from repogym.harbor import content_hash, iter_task_dirs
 from repogym.harbor.validate import validate_task
-from repogym.pipelines._remote import KILL_HOOK
+from repogym.pipelines._ray.worker import KILL_HOOK
 from repogym.spec import GenerationInput
 from repogym.workflows import generate
 from tests.sources.conftest import pin_git_env
@@ -157,7 +157,7 @@ def test_what_a_unit_carries_pickles(example: Path, name: str) -> None:
     import pickle
 
     from repogym.pipelines import get_pipeline
-    from repogym.pipelines._remote import RemoteRun, Shipped
+    from repogym.pipelines._ray.worker import RemoteRun, Shipped
     from repogym.run.gate import TaskGate
     from repogym.sources import LocalGitSource
 

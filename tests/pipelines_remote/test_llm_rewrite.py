@@ -15,7 +15,11 @@ from typer.testing import CliRunner
 
 from repogym.cli import app
 from repogym.llm import LLM
-from repogym.pipelines._instruction import InstructionRewriter, build_instruction, rewrite_leaks
+from repogym.pipelines._instructions.text import (
+    InstructionRewriter,
+    build_instruction,
+    rewrite_leaks,
+)
 from tests.llm.stub_servers import error, openai_ok, openai_stub
 from tests.pipelines_remote.remote_fixtures import (
     CIRCLE_BODY,

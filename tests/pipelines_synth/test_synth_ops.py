@@ -1,4 +1,4 @@
-"""Procedural code edits (``pipelines/_synth_ops.py``) and the call tracer shipped into tasks
+"""Procedural code edits (``pipelines/_synthesis/ops.py``) and the call tracer shipped into tasks
 (``pipelines/_templates/trace_calls.py``)."""
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repogym.pipelines import _synth_mutants as mutants
-from repogym.pipelines import _synth_ops as ops
-from repogym.pipelines._synth_mutants import OPERATORS, Mutation, python_mutants
-from repogym.pipelines._synth_ops import (
+from repogym.pipelines._synthesis import mutants, ops
+from repogym.pipelines._synthesis.mutants import OPERATORS, Mutation, python_mutants
+from repogym.pipelines._synthesis.ops import (
     called_keys,
     python_functions,
     stub_function,
@@ -28,7 +27,7 @@ from repogym.pipelines._synth_ops import (
 )
 from repogym.verify import infra
 
-TRACER = Path(ops.__file__).parent / "_templates" / ops.TRACE_SCRIPT
+TRACER = Path(ops.__file__).parents[1] / "_templates" / ops.TRACE_SCRIPT
 OLD_PYTHONS = Path("/root/.pyenv/versions")
 
 SAMPLE = '''\

@@ -164,7 +164,7 @@ def test_data_driven_tasks_take_their_canaries_from_the_base_test_files(tmp_path
     """A fail-to-pass test with no literal to contradict (it reads its cases from data files):
     the candidates come from the pass-to-pass tests' own file in the base, which then gets a
     hidden copy (the same bytes) for the judge to plant them in."""
-    from repogym.pipelines._emit import stage_canaries
+    from repogym.pipelines._harness.emit import stage_canaries
 
     tests, base = tmp_path / "tests", tmp_path / "repo"
     (tests / "files" / "tests").mkdir(parents=True)

@@ -49,7 +49,7 @@ __all__ = [
 
 FORWARDED = ("REPOGYM_BUILD_SEED", "SOURCE_DATE_EPOCH")
 """Variables of the driver that workers get too, so their output is the driver's (integrity keys
-and build times of generated tasks; see :func:`repogym.pipelines._emit.integrity_key`)."""
+and build times of generated tasks; see :func:`repogym.pipelines._harness.emit.integrity_key`)."""
 RAY_HINT = "the Ray executor needs Ray: pip install 'repogym[ray]'"
 
 

@@ -5,7 +5,7 @@ Each pipeline (``commit_runtime``, ``pr_runtime``, ``pr_diff``, plug-ins) is a
 :func:`generate` (:mod:`repogym.pipelines.generation`) runs one over a repository.
 """
 
-from repogym.pipelines._dispatch import worker_env_for
+from repogym.pipelines._ray.driver import worker_env_for
 from repogym.pipelines.base import Harness, HarnessContext, Pipeline, Progress
 from repogym.pipelines.generation import (
     STATE_DIR,

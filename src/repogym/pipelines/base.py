@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from repogym.pipelines._errors import ErrorLog
-    from repogym.pipelines._instruction import InstructionRewriter
+    from repogym.pipelines._harness.errors import ErrorLog
+    from repogym.pipelines._instructions.text import InstructionRewriter
     from repogym.sandbox import Sandbox
     from repogym.sources import Source
 
@@ -241,7 +241,7 @@ class Pipeline(Protocol):
     """Whether ``generate --llm`` may rewrite its instructions."""
     dedupe_changes: bool
     """Whether candidates whose gold patch and tests equal a task's already in the dataset are
-    dropped as ``duplicate change`` (see :func:`repogym.pipelines._emit.change_hash`)."""
+    dropped as ``duplicate change`` (see :func:`repogym.pipelines._harness.emit.change_hash`)."""
 
     def candidates(
         self, source: Source, options: Any, slug: str, rev: str

@@ -2,20 +2,20 @@
 
 Each function of the revision that the test suite calls gets procedural mutants (comparison and
 boolean operators, off-by-one bounds, removed guards and statements, swapped arguments, changed
-constants, wrong returns, exception types: :mod:`._synth_mutants`). A mutant is kept when it
+constants, wrong returns, exception types: :mod:`._synthesis.mutants`). A mutant is kept when it
 compiles, breaks at least one test, breaks at most ``max_break_share`` of the tests in scope, and
 does not break exactly the tests another mutant of the same function broke. The repository with
 the mutant is the task's environment; undoing it is the gold patch; the broken tests are the
 fail-to-pass tests. The instruction names the failing behaviour (from the tests and their
-failures), never the mutation. See :mod:`._synth` for the harness.
+failures), never the mutation. See :mod:`._synthesis.harness` for the harness.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from repogym.pipelines._instruction import Composed, Evidence, compose_synthesized
-from repogym.pipelines._synth import (
+from repogym.pipelines._instructions.text import Composed, Evidence, compose_synthesized
+from repogym.pipelines._synthesis.harness import (
     WORKDIR,
     SynthEdit,
     SynthHarness,
@@ -24,7 +24,7 @@ from repogym.pipelines._synth import (
     round_robin,
     synth_candidate,
 )
-from repogym.pipelines._synth_mutants import python_mutants
+from repogym.pipelines._synthesis.mutants import python_mutants
 from repogym.pipelines.base import Candidate, HarnessContext
 from repogym.sources import Source
 from repogym.spec import BugSynthOptions

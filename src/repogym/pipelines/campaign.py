@@ -14,7 +14,7 @@ repositories already ``complete`` and continues the others with generate's own `
 
 With the local executor the repositories run one after another (each with ``--jobs``). With Ray
 the candidates of all repositories go into one executor stream, interleaved round-robin
-(:func:`._dispatch.run_drivers`), so a big repository does not hold up the rest.
+(:func:`._ray.driver.run_drivers`), so a big repository does not hold up the rest.
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ def _earlier(inp: CampaignInput) -> dict[str, dict[str, Any]]:
 
 def _run_one(inp: CampaignInput, entry: Entry, row: RepoReport, gate: GateFactory) -> None:
     """One repository with the local executor (generate's own code path)."""
-    from repogym.pipelines._errors import describe
+    from repogym.pipelines._harness.errors import describe
 
     started = time.monotonic()
     setup = None
@@ -372,7 +372,7 @@ def _run_interleaved(
     gate: GateFactory,
 ) -> None:
     """Every repository's candidates in one executor stream (Ray)."""
-    from repogym.pipelines._dispatch import RepoDriver, capacity, run_drivers
+    from repogym.pipelines._ray.driver import RepoDriver, capacity, run_drivers
 
     drivers: list[RepoDriver] = []
     rows: dict[int, RepoReport] = {}
@@ -395,7 +395,7 @@ def _run_interleaved(
         _note(row, driver.s)
         failure = exc or driver.failure
         if failure is not None:
-            from repogym.pipelines._errors import describe
+            from repogym.pipelines._harness.errors import describe
 
             row.error = (
                 "KeyboardInterrupt"

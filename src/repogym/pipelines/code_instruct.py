@@ -3,10 +3,11 @@ own tests, with no LLM.
 
 Each function of the revision that the test suite calls, has a docstring (``require_docstring``)
 and at least ``min_statements`` statements gets its body replaced by its docstring and
-``raise NotImplementedError`` (signature, decorators and type hints kept: :mod:`._synth_ops`).
+``raise NotImplementedError`` (signature, decorators and type hints kept: :mod:`._synthesis.ops`).
 The tests that then fail are the fail-to-pass tests; the instruction names the function and its
 file, quotes its docstring and describes the behaviour the failing tests check. The removed
-body is the gold patch (it lives only in ``solution/``). See :mod:`._synth` for the harness.
+body is the gold patch (it lives only in ``solution/``). See :mod:`._synthesis.harness` for the
+harness.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from repogym.pipelines._instruction import Composed, Evidence, compose_synthesized
-from repogym.pipelines._synth import (
+from repogym.pipelines._instructions.text import Composed, Evidence, compose_synthesized
+from repogym.pipelines._synthesis.harness import (
     WORKDIR,
     SynthEdit,
     SynthHarness,
@@ -24,7 +25,7 @@ from repogym.pipelines._synth import (
     round_robin,
     synth_candidate,
 )
-from repogym.pipelines._synth_ops import FunctionInfo, python_functions, stub_function
+from repogym.pipelines._synthesis.ops import FunctionInfo, python_functions, stub_function
 from repogym.pipelines.base import Candidate, HarnessContext
 from repogym.sources import Source
 from repogym.spec import CodeInstructOptions

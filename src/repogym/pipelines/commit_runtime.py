@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from repogym.pipelines._candidates import candidate_from_change
-from repogym.pipelines._runtime import RuntimePipeline
+from repogym.pipelines._harness.runtime import RuntimePipeline
+from repogym.pipelines._mined.candidates import candidate_from_change
 from repogym.pipelines.base import Candidate
 from repogym.sources import Source
 from repogym.spec import RuntimeOptions

@@ -11,9 +11,9 @@ commit links when it names none, as GitHub's exports do), kept when ``git`` has 
 Each (advisory, fix commit) is a candidate. A fix with a test change becomes a **graded
 runtime task** through the runtime harness (F2P/P2P, clean room, mutants); one without becomes
 a **text-only task** scored by diff similarity, like ``pr_diff``'s. Either way the instruction
-is the advisory's summary and details (cleaned by ``_advisory_text``, then by the instruction
-builders' leak checks) — never the commit message — and the advisory's ids, CWE ids, severity
-and dates go into ``[metadata.repo2env.cve_patches]``.
+is the advisory's summary and details (cleaned by ``_instructions.advisory``, then by the
+instruction builders' leak checks) — never the commit message — and the advisory's ids, CWE ids,
+severity and dates go into ``[metadata.repo2env.cve_patches]``.
 
 Records fixing the same commit are one candidate (the one with the best text speaks; the other
 ids become aliases); the same id twice keeps the latest ``modified``.
@@ -33,11 +33,12 @@ from typing import Any
 
 from repogym.harbor import update_task_toml
 from repogym.harbor.config import TaskConfig
-from repogym.pipelines._advisory_text import advisory_text
-from repogym.pipelines._candidates import candidate_from_change, split_sized
-from repogym.pipelines._diff_task import DiffTaskHarness
-from repogym.pipelines._instruction import Rewrite
-from repogym.pipelines._osv import (
+from repogym.pipelines._harness.diff_task import DiffTaskHarness
+from repogym.pipelines._harness.runtime import RuntimeHarness
+from repogym.pipelines._instructions.advisory import advisory_text
+from repogym.pipelines._instructions.text import Rewrite
+from repogym.pipelines._mined.candidates import candidate_from_change, split_sized
+from repogym.pipelines._mined.osv import (
     Advisory,
     Loaded,
     api_base,
@@ -47,7 +48,6 @@ from repogym.pipelines._osv import (
     query_api,
     repo_key,
 )
-from repogym.pipelines._runtime import RuntimeHarness
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sources import Source, SourceError
 from repogym.sources.patches import parse_patch

@@ -2,7 +2,7 @@
 original (no LLM, no test of the repository's own).
 
 A module-level function of the revision that the test suite calls has its body replaced by its
-docstring and ``raise NotImplementedError`` (:func:`._synth_ops.stub_function`); the agent must
+docstring and ``raise NotImplementedError`` (:func:`._synthesis.ops.stub_function`); the agent must
 write an implementation that behaves like the original — the **reference** — on every input.
 
 Inputs, per function: the distinct argument tuples the suite itself passed while it ran
@@ -46,14 +46,15 @@ from repogym.harbor.config import (
     new_task_config,
 )
 from repogym.harbor.verification import RUNTIME_PROTECTED
-from repogym.pipelines._emit import (
+from repogym.pipelines._harness.emit import (
     change_hash,
     difficulty,
     provenance,
     template,
     write_file,
 )
-from repogym.pipelines._equiv import (
+from repogym.pipelines._harness.frame import RunFailed
+from repogym.pipelines._synthesis.equiv import (
     RECORD_TEMPLATE,
     VERIFIER_TEMPLATE,
     Target,
@@ -63,8 +64,7 @@ from repogym.pipelines._equiv import (
     recorded_types,
     verifier_module,
 )
-from repogym.pipelines._harness import RunFailed
-from repogym.pipelines._synth import (
+from repogym.pipelines._synthesis.harness import (
     WORKDIR,
     Baseline,
     SynthEdit,
@@ -75,7 +75,7 @@ from repogym.pipelines._synth import (
     run_wrapped_suite,
     synth_candidate,
 )
-from repogym.pipelines._synth_ops import TRACE_SCRIPT, stub_function
+from repogym.pipelines._synthesis.ops import TRACE_SCRIPT, stub_function
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, SandboxError
 from repogym.sources import Source

@@ -5,7 +5,7 @@ candidates, evaluates them in parallel in the sandbox, publishes each kept task 
 under ``<out>/tasks/``, records every outcome for ``--resume``, and writes ``registry.json``,
 ``manifest.json`` and ``generate-report.json`` at the end. With a Ray executor
 (``generate(inp, executor=…)``) the candidates are evaluated on the cluster's workers and this
-process still alone writes the dataset (:mod:`._dispatch`); campaigns over many repositories
+process still alone writes the dataset (:mod:`._ray.driver`); campaigns over many repositories
 are :mod:`.campaign`.
 
 ``--repo`` is anything :func:`repogym.sources.resolve.parse_repo_arg` accepts. GitHub and GitLab
@@ -28,7 +28,7 @@ from repogym.atomic import atomic_write
 from repogym.errors import RepogymError
 from repogym.harbor import discover, iter_task_dirs
 from repogym.harbor.dataset import write_dataset_index
-from repogym.pipelines._errors import INTERNAL_ERROR, ErrorLog, describe, log_error
+from repogym.pipelines._harness.errors import INTERNAL_ERROR, ErrorLog, describe, log_error
 from repogym.pipelines.base import (
     Candidate,
     GateFactory,
@@ -44,7 +44,7 @@ from repogym.spec import GenerationInput
 
 if TYPE_CHECKING:
     from repogym.executors import Executor
-    from repogym.pipelines._instruction import InstructionRewriter
+    from repogym.pipelines._instructions.text import InstructionRewriter
     from repogym.sources import Source
     from repogym.sources.resolve import RepoArg
 
@@ -63,7 +63,7 @@ class GenerateResult:
     report: Path
 
 
-class _State:
+class _ResumeOutcomes:
     """Outcome of every candidate examined, for ``--resume`` (written after each one)."""
 
     def __init__(self, path: Path, resume: bool) -> None:
@@ -147,7 +147,7 @@ def _rewriter(inp: GenerationInput, pipeline: Pipeline) -> InstructionRewriter |
     import os
 
     from repogym.llm import INSTALL_HINT, LLM, LLMError
-    from repogym.pipelines._instruction import InstructionRewriter
+    from repogym.pipelines._instructions.text import InstructionRewriter
 
     sdk = "anthropic" if inp.llm.startswith("anthropic/") else "openai"
     if importlib.util.find_spec(sdk) is None:
@@ -182,12 +182,12 @@ def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
 
 
 def _known_changes(tasks_dir: Path) -> dict[str, str]:
-    """change hash → task id of the tasks already in a dataset (see ``_emit.change_hash``):
+    """change hash → task id of the tasks already in a dataset (see ``_harness.emit.change_hash``):
     the same gold patch and tests are one task, whichever commit or pull request they came
     from."""
     import tomllib
 
-    from repogym.pipelines._emit import change_hash
+    from repogym.pipelines._harness.emit import change_hash
 
     out: dict[str, str] = {}
     if not tasks_dir.is_dir():
@@ -228,7 +228,7 @@ class Setup:
     repo_id: str
     slug: str
     items: Iterator[Any]
-    state: _State
+    state: _ResumeOutcomes
     errors: ErrorLog
     context: _ReportContext
     stats: YieldStats = field(default_factory=YieldStats)
@@ -314,7 +314,7 @@ def prepare(inp: GenerationInput, *, gate: GateFactory, local: bool = True) -> S
         repo_id=repo_id,
         slug=slug,
         items=_chain(first, items),
-        state=_State(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume),
+        state=_ResumeOutcomes(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume),
         errors=errors,
         context=_ReportContext(inp, options, repo_id, repo_path, remote, rewriter, errors),
     )
@@ -342,10 +342,10 @@ def generate(
     does).
 
     ``executor``: None or a local one evaluates ``inp.jobs`` candidates at once in threads
-    here; another (Ray) evaluates them on its workers (:mod:`._dispatch`; no ``on_progress``).
+    here; another (Ray) evaluates them on its workers (:mod:`._ray.driver`; no ``on_progress``).
     """
     if executor is not None and executor.name != "local":
-        from repogym.pipelines._dispatch import generate_remote
+        from repogym.pipelines._ray.driver import generate_remote
 
         return generate_remote(inp, executor, gate=gate, on_outcome=on_outcome, on_drop=on_drop)
     return run_here(
@@ -454,7 +454,7 @@ def _crashed(cand: Candidate, exc: BaseException, out: Path, errors: ErrorLog) -
 def _screen(
     item: Any,
     out: Path,
-    state: _State,
+    state: _ResumeOutcomes,
     stats: YieldStats,
     changes: dict[str, str],
     dedupe: bool,
@@ -463,7 +463,7 @@ def _screen(
     """The candidate ``item`` is when it is to be evaluated; None when it is skipped: a cheap
     drop (``(key, reason)``), a task already emitted, a candidate an earlier run examined
     (``--resume``) or a change already seen (``changes``: digest → task id, updated)."""
-    from repogym.pipelines._emit import change_hash
+    from repogym.pipelines._harness.emit import change_hash
 
     if isinstance(item, tuple):
         key, reason = item
@@ -501,7 +501,7 @@ def _run_candidates(
     harness: Harness,
     items: Iterator[Any],
     dedupe: bool,
-    state: _State,
+    state: _ResumeOutcomes,
     stats: YieldStats,
     outcomes: list[Outcome],
     run: _Run,

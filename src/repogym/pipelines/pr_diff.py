@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym.lang.testfiles import is_test_path
-from repogym.pipelines._diff_task import (
+from repogym.pipelines._harness.diff_task import (
     BASE_DIR,
     FOOTER,
     JUDGE_ENV,
@@ -35,7 +35,7 @@ from repogym.pipelines._diff_task import (
     with_footer,
     write_task,
 )
-from repogym.pipelines._prs import merged_prs, pr_reference, pr_text
+from repogym.pipelines._mined.prs import merged_prs, pr_reference, pr_text
 from repogym.pipelines.base import Candidate, HarnessContext
 from repogym.sources import FileChange, PullRequest, Source
 from repogym.sources.patches import split_patch

@@ -1,0 +1,81 @@
+"""The cheap checks that turn a change (a commit, a merged pull request) into a runtime
+candidate before any sandbox work: tests and source both changed, not too large."""
+
+from __future__ import annotations
+
+from repogym.lang.testfiles import is_test_path
+from repogym.pipelines._harness.emit import code_lines
+from repogym.pipelines.base import Candidate
+from repogym.sources import Source
+from repogym.sources.patches import FilePatch, parse_patch, split_patch
+from repogym.spec import RuntimeOptions
+from repogym.verify.file_kinds import is_release_notes
+
+
+def split_sized(
+    patch: str, files: list[FilePatch], options: RuntimeOptions
+) -> tuple[tuple[str, str] | None, str | None]:
+    """``((source_patch, test_patch), None)`` when the change's code part is a gold patch of an
+    acceptable kind and size, else ``(None, drop reason)``. Release notes and changelogs ride
+    along with the gold patch but are not the change."""
+    code = [f for f in files if not is_test_path(f.path) and not is_release_notes(f.path)]
+    if not code:
+        return None, "tests and release notes only"
+    if all(f.binary for f in code):
+        return None, "binary-only source change"
+    if len(code) > options.max_source_files:
+        return None, "too many source files"
+    source_patch, test_patch = split_patch(patch)
+    if len(code_lines(source_patch)) > options.max_patch_lines:
+        return None, "gold patch too large"
+    return (source_patch, test_patch), None
+
+
+def candidate_from_change(
+    source: Source,
+    *,
+    key: str,
+    task_id: str,
+    kind: str,
+    base: str,
+    head: str,
+    title: str,
+    body: str,
+    reference: str,
+    number: int | None,
+    options: RuntimeOptions,
+) -> tuple[Candidate | None, str | None]:
+    """Cheap checks before any sandbox work: (candidate, None) or (None, drop reason)."""
+    patch = source.diff(base, head)
+    files = parse_patch(patch)
+    if not files:
+        return None, "empty change"
+    tests = [f for f in files if is_test_path(f.path)]
+    sources = [f for f in files if not is_test_path(f.path)]
+    if not tests:
+        return None, "no test change"
+    if not sources:
+        return None, "tests only"
+    if not any(f.status != "D" for f in tests):
+        return None, "no added or changed test"
+    split, why = split_sized(patch, files, options)
+    if split is None:
+        return None, why
+    source_patch, test_patch = split
+    return (
+        Candidate(
+            key=key,
+            task_id=task_id,
+            kind=kind,
+            base=base,
+            head=head,
+            title=title,
+            body=body,
+            reference=reference,
+            patch=patch,
+            source_patch=source_patch,
+            test_patch=test_patch,
+            number=number,
+        ),
+        None,
+    )
