@@ -45,7 +45,7 @@ _VALUE_FLAGS = ("--reporter", "-R", "--test-reporter", "--reporters", "--test-re
 _GLOB_WORD = re.compile(r"^[\w@%+=:,./*?{}\[\]-]+$")
 PYTHON_IN_IMAGE = True
 """Whether Node recipes install python3: generation still runs the tamper baseline with Python
-(``pipelines/_harness/runtime.py``); the task's Node verifier (``verifier.mjs``) itself needs none."""
+(``pipelines/_harness/runtime.py``); the task's Node verifier (``verifier.mjs``) needs none."""
 
 
 @lru_cache(maxsize=1)
