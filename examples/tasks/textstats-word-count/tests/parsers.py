@@ -35,7 +35,7 @@ Test ids (stable, and in the form the runner uses to select tests):
   ``<file> > <describe titles joined by spaces, as mocha's fullTitle> > <test>``.  A failing
   ``before all``/``after all`` hook marks its suite ERROR, an ``each`` hook the named test.
 * node (``node --test``) -- ``<file> > <suite> > ... > <test>`` from the lines of repogym's
-  reporter (``node:test {"s": ..., "id": [...]}``, see ``repogym/bootstrap/node_runner.py``), the
+  reporter (``node:test {"s": ..., "id": [...]}``, see ``repogym/bootstrap/node/runner.py``), the
   file relative to the working directory; a file that fails to load is ``<file>`` with ERROR (its
   message: the first ``Error:`` line it wrote to stderr), a suite whose hook fails is the suite's
   id with ERROR, cancelled tests are FAILED, todo tests SKIPPED.  Node's own TAP and spec
