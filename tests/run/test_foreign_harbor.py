@@ -308,7 +308,7 @@ def test_harbors_own_airgapped_compose_runs_offline(
     )
     task = load_task(path)
     assert preflight(task) == []
-    assert environment_spec(task, runner.backend).network_mode == "no-network"
+    assert environment_spec(task, local_runner.backend).network_mode == "no-network"
     assert not phase_network(task, "agent") and not phase_network(task, "verifier")
     assert local_runner.run(task, OracleAgent()).reward == 1.0
     assert local_runner.run(task, NopAgent()).reward == 0.0
