@@ -229,7 +229,7 @@ def verify(
 
     def done(verdict: Any) -> None:
         if not json_out:
-            print_verdict_line(verdict)
+            print_verdict_line(verdict.task_id, verdict.status, verified=verdict.status == VERIFIED)
 
     if not json_out:
         extra = f", {mutants} mutant(s)" if mutants else ""

@@ -47,6 +47,7 @@ class VerdictFacts:
     """One row of the verify table beside the verdict itself."""
 
     verdict: Verdict
+    verified: bool
     mode: str | None  # the task's verification mode; None: no task; "invalid": unreadable
     kill_rate: float | None
     mutant_runs: int
@@ -62,7 +63,7 @@ def verdict_facts(tasks: list[Task], verdicts: list[Verdict]) -> list[VerdictFac
 
 def _facts(task: Task | None, verdict: Verdict) -> VerdictFacts:
     if task is None:
-        return VerdictFacts(verdict, None, None, 0, None, None)
+        return VerdictFacts(verdict, verdict.status == VERIFIED, None, None, 0, None, None)
     mode: str
     try:
         mode = read_verification(task.repo2env).mode
@@ -82,6 +83,7 @@ def _facts(task: Task | None, verdict: Verdict) -> VerdictFacts:
     canaries = verdict.canaries if verdict.canaries is not None else block.get("canaries")
     return VerdictFacts(
         verdict,
+        verdict.status == VERIFIED,
         mode,
         rate,
         runs,

@@ -10,8 +10,6 @@ from rich.table import Table
 
 from repogym.ui import err, escape, fmt_reward, out
 
-VERIFIED = "verified"
-
 
 def print_trial(outcome: Any) -> None:
     """One line per finished trial (and the first line of its error)."""
@@ -77,10 +75,10 @@ def model_usage(outcomes: list[Any]) -> str | None:
     return f"model: {calls} call(s), {tin:,} tokens in / {tout:,} out, {cost}; stopped: {stops}"
 
 
-def print_verdict_line(verdict: Any) -> None:
+def print_verdict_line(task_id: str, status: str, *, verified: bool) -> None:
     """One line per task as the gate finishes it."""
-    colour = "green" if verdict.status == VERIFIED else "red"
-    err.print(f"  {escape(verdict.task_id)}: [{colour}]{verdict.status}[/]")
+    colour = "green" if verified else "red"
+    err.print(f"  {escape(task_id)}: [{colour}]{status}[/]")
 
 
 def print_verdicts(rows: list[Any], path: Path) -> None:
@@ -91,7 +89,7 @@ def print_verdicts(rows: list[Any], path: Path) -> None:
         table.add_column(col, overflow="fold")
     for row in rows:
         v = row.verdict
-        colour = "green" if v.status == VERIFIED else "red"
+        colour = "green" if row.verified else "red"
         table.add_row(
             escape(v.task_id),
             f"[{colour}]{v.status}[/]",
