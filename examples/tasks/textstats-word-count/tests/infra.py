@@ -33,7 +33,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if not os.path.isfile(os.path.join(_HERE, "testfiles.py")):  # repogym's package on the host
     from repogym.lang.testfiles import is_test_path
 else:  # in a task: the copy shipped beside this file (never a repogym the agent could edit)
-    if _HERE not in sys.path:
+    if sys.path[:1] != [_HERE]:  # first, so no folder earlier on the path can shadow it
         sys.path.insert(0, _HERE)
     from testfiles import is_test_path  # type: ignore[import-not-found,no-redef]
 
