@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._calibrate import python_loop_ms  # noqa: E402
-from repogym.harbor import load_task  # noqa: E402
 from repogym.llm import LLM  # noqa: E402
 from repogym.run.agent_tools import SessionWorkspace  # noqa: E402
 from repogym.run.agents import AgentContext  # noqa: E402
@@ -35,6 +34,7 @@ from repogym.run.llm_agent import LLMAgentOptions, run_loop  # noqa: E402
 from repogym.run.trajectory import TrajectoryRecorder  # noqa: E402
 from repogym.run.trial import TrialRunner, environment_spec  # noqa: E402
 from repogym.sandbox import get_backend  # noqa: E402
+from repogym.taskdir import load_task  # noqa: E402
 from tests.llm.stub_servers import by_turn, openai_stub, openai_tools  # noqa: E402
 
 TASK = ROOT / "examples" / "tasks" / "textstats-word-count"

@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from repogym.harbor import iter_task_dirs, load_task
-from repogym.harbor.hashing import content_hash
-from repogym.harbor.validate import default_jobs, validate_many
+from repogym.taskdir import iter_task_dirs, load_task
+from repogym.taskdir.hashing import content_hash
+from repogym.taskdir.validate import default_jobs, validate_many
 
 TOML = """\
 schema_version = "1.4"

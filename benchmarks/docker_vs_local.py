@@ -60,10 +60,10 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from repogym.harbor import load_task
     from repogym.run.agents import OracleAgent
     from repogym.run.trial import TrialRunner, environment_spec
     from repogym.sandbox import get_backend
+    from repogym.taskdir import load_task
 
     task = load_task(TASK)
     spec = environment_spec(task)

@@ -25,9 +25,9 @@ from pathlib import Path
 from _calibrate import python_loop_ms
 
 from repogym.example_repo import build_example_repo
-from repogym.harbor import load_task
 from repogym.pipelines import generate
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
 
 
 def run(repo: Path, out: Path, limit: int, jobs: int, options: dict) -> dict:

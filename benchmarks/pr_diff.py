@@ -21,12 +21,12 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from repogym.harbor import load_task
 from repogym.pipelines import generate
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
 
 
 def _git(repo: Path, *args: str, tick: int = 0) -> None:

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from repogym.executors import LocalExecutor, RayExecutor
-from repogym.harbor import load_task
 from repogym.run.job import run_job
+from repogym.taskdir import load_task
 
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ("textstats-word-count", "hello-file")

@@ -42,12 +42,12 @@ from _calibrate import python_loop_ms
 
 import repogym
 from repogym.example_repo import build_example_repo
-from repogym.harbor import Task, load_task
 from repogym.pipelines import generate
 from repogym.run.agents import make_agent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.taskdir import Task, load_task
 
 ROOT = Path(__file__).resolve().parent.parent
 OPTIONS = {"mutants": 0, "reruns": 0, "verify_reruns": 0}
@@ -164,7 +164,7 @@ def compare_baseline(task: Task, base: Task, rev: str, agent: str, runs: int) ->
 
 def compare_canaries(task: Task, agent: str, runs: int, work: Path) -> None:
     """The task with its canaries against a copy without them, both in the clean room."""
-    from repogym.harbor import update_task_toml
+    from repogym.taskdir import update_task_toml
 
     bare_dir = work / "bare" / "tasks" / task.path.name
     shutil.copytree(task.path, bare_dir)

@@ -25,9 +25,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from repogym.harbor import load_task  # noqa: E402
-from repogym.harbor.task import update_task_toml  # noqa: E402
-from repogym.harbor.verification import RUNTIME_PROTECTED  # noqa: E402
 from repogym.pipelines._harness.emit import (  # noqa: E402
     _RUNNER_TEMPLATES,
     RECORD_SCRIPT,
@@ -35,6 +32,9 @@ from repogym.pipelines._harness.emit import (  # noqa: E402
     shipped_modules,
     template,
 )
+from repogym.taskdir import load_task  # noqa: E402
+from repogym.taskdir.task import update_task_toml  # noqa: E402
+from repogym.taskdir.verification import RUNTIME_PROTECTED  # noqa: E402
 from repogym.verify import canaries, infra, tamper  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "tasks"

@@ -9,7 +9,7 @@ scripts/setup.sh test
 .venv/bin/mypy src
 # the typed records, the plugin registry and what ships into tasks are held to --strict
 .venv/bin/mypy --strict --follow-imports=silent src/repogym/run/models.py \
-  src/repogym/harbor/provenance.py src/repogym/run/plan.py src/repogym/plugins.py \
+  src/repogym/taskdir/provenance.py src/repogym/run/plan.py src/repogym/plugins.py \
   src/repogym/lang src/repogym/openenv_client src/repogym/__init__.py
 # As root, setup installed a Docker engine: its tests must run, never skip.
 # The stand-in base images are made first (cached; minutes the first time), outside any test's

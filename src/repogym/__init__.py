@@ -23,14 +23,14 @@ _EXPORTS: dict[str, str] = {
     # errors
     "RepogymError": "repogym.errors:RepogymError",
     # tasks and datasets
-    "Task": "repogym.harbor.task:Task",
-    "TaskError": "repogym.harbor.task:TaskError",
-    "load_task": "repogym.harbor.task:load_task",
-    "discover": "repogym.harbor.discover:discover",
-    "iter_task_dirs": "repogym.harbor.discover:iter_task_dirs",
-    "validate_task": "repogym.harbor.validate:validate_task",
-    "TaskReport": "repogym.harbor.validate:TaskReport",
-    "write_dataset_index": "repogym.harbor.dataset:write_dataset_index",
+    "Task": "repogym.taskdir.task:Task",
+    "TaskError": "repogym.taskdir.task:TaskError",
+    "load_task": "repogym.taskdir.task:load_task",
+    "discover": "repogym.taskdir.discover:discover",
+    "iter_task_dirs": "repogym.taskdir.discover:iter_task_dirs",
+    "validate_task": "repogym.taskdir.validate:validate_task",
+    "TaskReport": "repogym.taskdir.validate:TaskReport",
+    "write_dataset_index": "repogym.taskdir.dataset:write_dataset_index",
     # generate
     "GenerationInput": "repogym.spec:GenerationInput",
     "generate": "repogym.workflows:generate",
@@ -82,10 +82,6 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at run time
     from repogym.errors import RepogymError
     from repogym.explorer.build import build_snapshot
-    from repogym.harbor.dataset import write_dataset_index
-    from repogym.harbor.discover import discover, iter_task_dirs
-    from repogym.harbor.task import Task, TaskError, load_task
-    from repogym.harbor.validate import TaskReport, validate_task
     from repogym.hub.registry import open_registry
     from repogym.llm import LLM
     from repogym.openenv.app import build_app
@@ -101,5 +97,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from repogym.sandbox import backend_names, get_backend
     from repogym.sandbox.base import EnvironmentSpec, Sandbox
     from repogym.spec import GenerationInput
+    from repogym.taskdir.dataset import write_dataset_index
+    from repogym.taskdir.discover import discover, iter_task_dirs
+    from repogym.taskdir.task import Task, TaskError, load_task
+    from repogym.taskdir.validate import TaskReport, validate_task
     from repogym.verify.diff_reward import score_diff
     from repogym.workflows import generate

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from repogym.harbor import Task, load_task
 from repogym.run.agents import CommandAgent, NopAgent
 from repogym.run.trial import TrialOutcome, TrialRunner, environment_spec
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.taskdir import Task, load_task
 from repogym.workflows import generate
 from tests.adversarial.repos import ledger_repo, slugs_repo
 from tests.sources.conftest import GitRepo, pin_git_env

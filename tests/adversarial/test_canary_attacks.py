@@ -235,7 +235,7 @@ def test_js_neutering_earns_no_more_than_nop(slugs: Target, name: str, command: 
 
 def _without_canaries(t: Target, tmp: Path) -> Target:
     """The same task with no canaries (what the judge was before them)."""
-    from repogym.harbor import load_task, update_task_toml
+    from repogym.taskdir import load_task, update_task_toml
 
     copy = tmp / "tasks" / t.task.path.name
     shutil.copytree(t.task.path, copy)

@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import load_task
 from repogym.pipelines._harness.frame import GAMEABLE
 from repogym.run.agents import PatchAgent
 from repogym.run.gate import _base_reader
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
 from repogym.verify.redteam import build_candidates
 from repogym.workflows import generate
 from tests.adversarial.conftest import Target

@@ -12,7 +12,7 @@ import pytest
 from repogym.explorer.runs import RunLimits
 from repogym.explorer.runs.service import ORACLE_OUTPUT
 from repogym.explorer.runs.store import RunRecord, RunStore
-from repogym.harbor import update_task_toml
+from repogym.taskdir import update_task_toml
 from tests.explorer.web_fixtures import EXAMPLES
 from tests.explorer_runs.fixtures import TEXTSTATS, Visitor, copy_task, explorer
 from tests.llm.stub_servers import openai_stub, openai_tools, tool_outputs

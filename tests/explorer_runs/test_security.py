@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from repogym.explorer.runs import RunLimits
-from repogym.harbor import update_task_toml
+from repogym.taskdir import update_task_toml
 from tests.explorer.web_fixtures import EXAMPLES
 from tests.explorer_runs.fixtures import TEXTSTATS, Visitor, explorer
 from tests.llm.stub_servers import openai_stub

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import discover
+from repogym.taskdir import discover
 from tests.conftest import EXAMPLES, ROOT, snapshot
 
 cli = CliRunner()

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from repogym.auth import check_credentials, hf_token_source
 from repogym.cli import app
-from repogym.harbor import discover
 from repogym.hub import RegistryError, open_registry
 from repogym.hub.hf_registry import HfRegistry
+from repogym.taskdir import discover
 from tests.conftest import EXAMPLES, ROOT, write_task
 from tests.hub.stub_hf import HubState, serve_hub
 

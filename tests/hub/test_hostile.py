@@ -23,10 +23,10 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import discover
 from repogym.hub import RegistryError, open_registry
 from repogym.hub._safety import MAX_DEPTH, PullStage, safe_relpath
 from repogym.hub.file_registry import FileRegistry
+from repogym.taskdir import discover
 from tests.conftest import EXAMPLES, snapshot, write_task
 from tests.hub.stub_hf import HubState, serve_hub
 

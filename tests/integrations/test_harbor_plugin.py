@@ -332,8 +332,8 @@ def test_llm_agent_trajectory_loads_with_harbors_own_model(
 ) -> None:
     """The built-in agent's ``agent/trajectory.json`` (token ids, logprobs, a malformed call,
     a nudge) validates with Harbor's ``Trajectory`` model in Harbor's own venv."""
-    from repogym.harbor import load_task
     from repogym.run.job import run_job
+    from repogym.taskdir import load_task
     from tests.llm.stub_servers import openai_stub, openai_tools
     from tests.run.test_llm_agent import _solve_script
 

@@ -22,10 +22,10 @@ from typer.testing import CliRunner
 
 from repogym.cli import app
 from repogym.executors import RAY_HINT, Done, RayExecutor, Work
-from repogym.harbor import load_task
 from repogym.run.gate import ERROR, verify_tasks
 from repogym.run.job import run_job
 from repogym.run.remote import AGENT_ENDPOINT_VAR, AGENT_KEY_VAR, agent_for_workers, worker_env
+from repogym.taskdir import load_task
 
 from ..conftest import EXAMPLES, ROOT, write_task
 
@@ -314,7 +314,7 @@ def test_executor_errors_are_one_line(tmp_path: Path) -> None:
 
 def test_shipping_unpacks_once_and_refuses_escaping_paths(tmp_path: Path) -> None:
     from repogym.executors.shipping import folder_files, pack_folder, unpacked, write_files
-    from repogym.harbor.hashing import content_hash
+    from repogym.taskdir.hashing import content_hash
 
     source = EXAMPLES / "hello-file"
     archive = pack_folder(source)

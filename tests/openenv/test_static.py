@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym.harbor import load_task
 from repogym.openenv.episode import ActionRefused, lexical_agent_path
 from repogym.openenv.tasks import TaskNotServable, TaskSet, serving_spec
+from repogym.taskdir import load_task
 from tests.conftest import EXAMPLES
 
 

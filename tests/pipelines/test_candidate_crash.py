@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from repogym.example_repo import build_example_repo
-from repogym.harbor import iter_task_dirs
-from repogym.harbor.validate import validate_task
 from repogym.pipelines import GenerateError
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.sources import SourceError
 from repogym.spec import GenerationInput
+from repogym.taskdir import iter_task_dirs
+from repogym.taskdir.validate import validate_task
 from repogym.workflows import generate
 
 CRASH = "unknown runner 'node'"

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from repogym.example_repo import build_example_repo
-from repogym.harbor import load_task
 from repogym.pipelines import pipelines
 from repogym.run.agents import CommandAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
 from repogym.workflows import generate
 from tests.sources.conftest import GitRepo, pin_git_env
 

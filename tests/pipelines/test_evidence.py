@@ -6,13 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repogym.harbor.instruction_checks import (
-    leaked_ngrams,
-    mentioned,
-    min_words,
-    spec_coverage,
-    underspecified,
-)
 from repogym.pipelines._instructions.evidence import (
     behaviour_section,
     clean_message,
@@ -21,6 +14,13 @@ from repogym.pipelines._instructions.evidence import (
     strip_residue,
 )
 from repogym.pipelines._instructions.text import Evidence, clean_text, compose, repair
+from repogym.taskdir.instruction_checks import (
+    leaked_ngrams,
+    mentioned,
+    min_words,
+    spec_coverage,
+    underspecified,
+)
 
 GOLD = """\
 --- a/pkg/size.py

@@ -10,13 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import load_task
-from repogym.harbor.validate import validate_task
 from repogym.pipelines import GenerateError
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
+from repogym.taskdir.validate import validate_task
 from repogym.workflows import generate
 from tests.pipelines.shapes import AREA_V1, PYPROJECT
 from tests.sources.conftest import GitRepo

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from repogym.harbor import load_task
-from repogym.harbor.validate import validate_task
 from repogym.pipelines import GenerateError
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
+from repogym.taskdir.validate import validate_task
 from repogym.workflows import generate
 from tests.sources.conftest import GitRepo, pin_git_env
 

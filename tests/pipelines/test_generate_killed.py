@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from repogym.example_repo import build_example_repo
-from repogym.harbor import iter_task_dirs
-from repogym.harbor.validate import validate_task
+from repogym.taskdir import iter_task_dirs
+from repogym.taskdir.validate import validate_task
 
 pytestmark = pytest.mark.slow
 

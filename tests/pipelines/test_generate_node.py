@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from repogym.harbor import load_task
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
 from repogym.workflows import generate
 from tests.sources.conftest import GitRepo
 

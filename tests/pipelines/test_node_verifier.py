@@ -17,12 +17,12 @@ import pytest
 
 from repogym.bootstrap import make_recipe
 from repogym.bootstrap.node import project as node
-from repogym.harbor import load_task, set_content_hash
 from repogym.pipelines._harness.emit import VerifierInput, stage_verifier, update_config
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner, environment_spec
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task, set_content_hash
 from repogym.verify import infra, tamper
 from repogym.workflows import generate
 from tests.sources.conftest import GitRepo

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from repogym.harbor import load_task
 from repogym.pipelines._synthesis.equiv import verifier_module
 from repogym.run.agents import CommandAgent, NopAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
 from repogym.workflows import generate
 
 pytestmark = pytest.mark.slow

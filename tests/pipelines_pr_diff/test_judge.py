@@ -13,13 +13,13 @@ import socket
 
 import pytest
 
-from repogym.harbor import load_task
-from repogym.harbor.trust import HostLimits
 from repogym.llm import LLM, LLMError
 from repogym.run.agents import CommandAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
+from repogym.taskdir.trust import HostLimits
 from repogym.verify.diff_reward import judge_messages, score_diff
 from repogym.verify.judge import JudgeError, judge_diff
 from tests.hostnet import routed_ipv4

@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import load_task
 from repogym.run.agents import NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
+from repogym.taskdir import load_task
 from tests.pipelines_remote.remote_fixtures import Hosted, HostedGitHub, build_hosted, isolate
 
 pytestmark = pytest.mark.slow

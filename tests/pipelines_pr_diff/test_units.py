@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor.trust import expand_env
 from repogym.lang import testfiles
 from repogym.pipelines.pr_diff import filter_reason, is_doc_path, verifier_module
 from repogym.sources import FileChange, PullRequest
 from repogym.sources.patches import is_test_path
 from repogym.spec import PrDiffOptions
+from repogym.taskdir.trust import expand_env
 from repogym.verify import infra
 from repogym.verify.diff_reward import file_diff, parse_judge_score, score_diff, tree_diff
 

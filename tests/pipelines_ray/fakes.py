@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from repogym.harbor import publish_task_dir, set_content_hash
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sources import Source
+from repogym.taskdir import publish_task_dir, set_content_hash
 from tests.conftest import write_task
 
 INTERRUPT_AT: set[str] = set()

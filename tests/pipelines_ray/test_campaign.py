@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import iter_task_dirs
 from repogym.pipelines import register, unregister
 from repogym.pipelines.campaign import CampaignInput, read_campaign
+from repogym.taskdir import iter_task_dirs
 from repogym.workflows import run_campaign
 from tests.pipelines_ray import fakes
 from tests.sources.conftest import GitRepo

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from repogym.example_repo import build_example_repo
-from repogym.harbor import content_hash, iter_task_dirs
-from repogym.harbor.validate import validate_task
 from repogym.pipelines._ray.worker import KILL_HOOK
 from repogym.spec import GenerationInput
+from repogym.taskdir import content_hash, iter_task_dirs
+from repogym.taskdir.validate import validate_task
 from repogym.workflows import generate
 from tests.sources.conftest import pin_git_env
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import load_task
+from repogym.taskdir import load_task
 from tests.pipelines_remote.remote_fixtures import (
     ISSUE_BODY,
     ISSUE_TITLE,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from repogym.example_repo import build_example_repo
-from repogym.harbor import load_task
 from repogym.spec import GenerationInput
+from repogym.taskdir import load_task
 from repogym.workflows import generate
 from tests.sources.conftest import pin_git_env
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from repogym.harbor import load_task
 from repogym.run.agents import CommandAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
+from repogym.taskdir import load_task
 from tests.conftest import write_task
 
 pytestmark = pytest.mark.slow

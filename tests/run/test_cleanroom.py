@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from repogym.harbor import load_task
-from repogym.harbor.provenance import read_verification
-from repogym.harbor.verification import (
-    RUNTIME_PROTECTED,
-    Matcher,
-    compile_glob,
-)
 from repogym.run.agents import CommandAgent
 from repogym.run.cleanroom import plan_carry_over
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import Change, get_backend
 from repogym.sources.patches import is_test_path
+from repogym.taskdir import load_task
+from repogym.taskdir.provenance import read_verification
+from repogym.taskdir.verification import (
+    RUNTIME_PROTECTED,
+    Matcher,
+    compile_glob,
+)
 from tests.conftest import write_task
 
 # ------------------------------------------------------------------------------ patterns

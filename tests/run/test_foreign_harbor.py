@@ -13,13 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import load_task
-from repogym.harbor.validate import validate_task
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.preflight import UnsupportedTask, preflight
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.sandbox.fake import FakeSandbox
+from repogym.taskdir import load_task
+from repogym.taskdir.validate import validate_task
 from tests.conftest import write_task
 
 DOCKERFILE = "FROM debian:bookworm\nWORKDIR /app\n"

@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import load_task
 from repogym.llm import LLM
 from repogym.run.agent_tools import CommandOutput, ToolError
 from repogym.run.job import run_job
@@ -22,6 +21,7 @@ from repogym.run.llm_agent import (
     run_loop,
 )
 from repogym.run.trajectory import TrajectoryRecorder
+from repogym.taskdir import load_task
 from tests.conftest import EXAMPLES
 from tests.llm.stub_servers import (
     anthropic_stub,

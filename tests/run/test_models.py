@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from repogym.harbor import load_task
 from repogym.run.job import run_job
 from repogym.run.models import (
     ErrorEvent,
@@ -20,6 +19,7 @@ from repogym.run.models import (
     VerifierResult,
 )
 from repogym.run.records import read_job, read_trial
+from repogym.taskdir import load_task
 from tests.conftest import EXAMPLES
 from tests.run.test_foreign_harbor import _steps_task
 

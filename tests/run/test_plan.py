@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from repogym.harbor import load_task
 from repogym.run.plan import plan_task
 from repogym.run.preflight import UnsupportedTask, preflight
 from repogym.run.trial import environment_spec
+from repogym.taskdir import load_task
 from tests.conftest import EXAMPLES
 
 REGISTRY = """\

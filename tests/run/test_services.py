@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from repogym.harbor import load_task
-from repogym.harbor.compose import compose_refusals, load_compose
 from repogym.run.agents import AgentContext, AgentOutcome, NopAgent, OracleAgent
 from repogym.run.preflight import preflight
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import Session, get_backend
+from repogym.taskdir import load_task
+from repogym.taskdir.compose import compose_refusals, load_compose
 from tests.conftest import write_task
 
 MAIN_DOCKERFILE = "FROM python:3.11-slim\nWORKDIR /app\n"

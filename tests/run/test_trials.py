@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import load_task
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
 from repogym.sandbox.fake import FakeSandbox
+from repogym.taskdir import load_task
 from tests.conftest import EXAMPLES, write_task
 
 pytestmark = pytest.mark.slow

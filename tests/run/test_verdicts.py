@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from repogym.harbor import Task, TaskConfig, load_task
-from repogym.harbor.task import update_task_toml
 from repogym.run.gate import Verdict
 from repogym.run.verdicts import Adversarial, verdict_facts, verify_payload
+from repogym.taskdir import Task, TaskConfig, load_task
+from repogym.taskdir.task import update_task_toml
 from repogym.ui import out
 from repogym.ui.run import print_verdicts
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from repogym.harbor import load_task
 from repogym.run.agents import NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import SandboxError, get_backend
+from repogym.taskdir import load_task
 from tests.conftest import EXAMPLES
 from tests.engine import Engine
 

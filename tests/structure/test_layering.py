@@ -4,7 +4,7 @@ no package takes another's private (``_x``) module or name, and the CLI uses onl
 
 The order below is the one docs/architecture.md draws. Synthesis (sources, bootstrap,
 pipelines) and distribution (run, integrations, openenv, hub, explorer, mcp) meet only at the
-task directory (``harbor/``): neither side imports the other.
+task directory (``taskdir/``): neither side imports the other.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ ORDER: tuple[str, ...] = (
     # credentials: where each service's token comes from
     "auth",
     # the task directory, the one contract synthesis and distribution share
-    "harbor",
+    "taskdir",
     "sandbox",
     # where work runs: this process, threads, Ray
     "executors",

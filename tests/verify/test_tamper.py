@@ -770,7 +770,7 @@ def test_host_code_false_positive_sanity() -> None:
     marks), exit-call (the sandbox fork server forks, execs, kills and _exits, and sets signal
     handlers), trace-hook (ctypes in the sandbox), runner-import/runner-attr/runner-hook (the
     pytest report plugin and unittest runner shipped in pipelines/_templates), dynamic-code
-    (compile() of task code in harbor/validate.py) and sys-modules (pipelines/pr_diff.py
+    (compile() of task code in taskdir/validate.py) and sys-modules (pipelines/pr_diff.py
     registers a module it loads).  parsers.py's ``sys.exit(main())`` is under ``__main__``.
     """
     result = baseline(SRC)

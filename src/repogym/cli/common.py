@@ -61,7 +61,7 @@ def bad_input(message: str) -> typer.Exit:
 
 
 def task_dirs_or_exit(path: Path) -> list[Path]:
-    from repogym.harbor import iter_task_dirs
+    from repogym.taskdir import iter_task_dirs
 
     if not path.exists():
         raise bad_input(f"{path}: no such file or directory")
@@ -74,7 +74,7 @@ def task_dirs_or_exit(path: Path) -> list[Path]:
 
 
 def host_limits_or_exit(limit: list[str] | None, pass_env: list[str] | None = None) -> Any:
-    from repogym.harbor.trust import load_limits
+    from repogym.taskdir.trust import load_limits
 
     try:
         return load_limits().with_overrides(limit or (), pass_env or ())
@@ -94,7 +94,7 @@ def trusted_or_exit(
     (one line each, exit 2, nothing written); unreadable ones are skipped with a line, or with
     ``strict`` (a command that packages or serves the whole folder) stop it too; withheld host
     variables are reported."""
-    from repogym.harbor.trust import check_task
+    from repogym.taskdir.trust import check_task
 
     limits = host_limits_or_exit(limit, pass_env)
     reports = [check_task(d, limits) for d in task_dirs_or_exit(path)]

@@ -36,8 +36,8 @@ def dataset_index(
 
     Exit 1 when some task cannot be read (left out of the index), 2 when two tasks share an id.
     """
-    from repogym.harbor import DuplicateIdError, check_unique_ids, discover
-    from repogym.harbor.dataset import write_dataset_index
+    from repogym.taskdir import DuplicateIdError, check_unique_ids, discover
+    from repogym.taskdir.dataset import write_dataset_index
 
     trusted_or_exit(path, limit, quiet=True)
     found = discover(path)
@@ -76,7 +76,7 @@ def dataset_rehash(
 
     Foreign tasks (no [metadata.repo2env] block) are left untouched unless --add is given.
     """
-    from repogym.harbor import TaskError, load_task, set_content_hash
+    from repogym.taskdir import TaskError, load_task, set_content_hash
 
     trusted_or_exit(path, limit, quiet=True)
     results: dict[str, str | None] = {}

@@ -77,7 +77,7 @@ def bundled_examples() -> Path | None:
 
 def trusted_folders_or_exit(paths: list[str], limit: list[str] | None) -> None:
     """The trust boundary for the explorer's local folders that hold Harbor tasks."""
-    from repogym.harbor import iter_task_dirs
+    from repogym.taskdir import iter_task_dirs
 
     for p in paths:
         if not Path(p).exists():

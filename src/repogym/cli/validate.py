@@ -39,7 +39,7 @@ def validate(
     json_out: JsonOpt = False,
 ) -> None:
     """Static checks of task directories. Exit 1 if any task fails, 2 for unusable input."""
-    from repogym.harbor.validate import default_jobs, mark_duplicate_ids, validate_many
+    from repogym.taskdir.validate import default_jobs, mark_duplicate_ids, validate_many
 
     if runnable:
         validate_runnable(path, sandbox, json_out)
@@ -116,8 +116,8 @@ def validate(
 
 def validate_runnable(path: Path, sandbox: str, json_out: bool) -> None:
     """``validate --runnable``: the backend's preflight over every task; exits."""
-    from repogym.harbor.trust import check_task, load_limits
     from repogym.run.preflight import load_backend, preflight
+    from repogym.taskdir.trust import check_task, load_limits
 
     dirs = task_dirs_or_exit(path)
     backend, why = load_backend(sandbox)

@@ -116,7 +116,7 @@ def _code_version() -> bytes:
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
     files = [*here.glob("*.py"), *(here / "adapters").glob("*.py")]
-    files += (here.parent / "harbor").glob("*.py")
+    files += (here.parent / "taskdir").glob("*.py")
     for p in sorted(files):
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.digest()

@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogym.harbor import (
+from repogym.hub._safety import RegistryError, check_tree, copy_tree
+from repogym.hub.card import dataset_card
+from repogym.taskdir import (
     DuplicateIdError,
     Task,
     atomic_write,
@@ -20,9 +22,7 @@ from repogym.harbor import (
     discover,
     iter_task_dirs,
 )
-from repogym.harbor.dataset import build_manifest
-from repogym.hub._safety import RegistryError, check_tree, copy_tree
-from repogym.hub.card import dataset_card
+from repogym.taskdir.dataset import build_manifest
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 META_FILES = ("registry.json", "manifest.json", "README.md")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from repogym.harbor import Task
+    from repogym.taskdir import Task
 
 
 def _verdicts(tasks: list[Task]) -> list[str]:

@@ -28,8 +28,6 @@ import stat
 from pathlib import Path
 
 from repogym.atomic import make_temp_dir
-from repogym.harbor import atomic_write
-from repogym.harbor.dataset import build_registry
 from repogym.hub._safety import (
     DIR_FLAGS,
     FILE_FLAGS,
@@ -49,6 +47,8 @@ from repogym.hub.base import (
     stage_tasks,
     write_card_and_manifest,
 )
+from repogym.taskdir import atomic_write
+from repogym.taskdir.dataset import build_registry
 
 _REVISION = re.compile(r"^[0-9a-f]{16}$")
 """How this registry names revisions; nothing else under ``revisions/`` is one."""

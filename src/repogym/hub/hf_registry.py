@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 from repogym._secrets import redact
 from repogym.auth import hf_token_source
-from repogym.harbor.dataset import build_registry
 from repogym.hub._safety import PullStage, check_tree, safe_relpath
 from repogym.hub.base import (
     META_FILES,
@@ -47,6 +46,7 @@ from repogym.hub.base import (
     stage_tasks,
     write_card_and_manifest,
 )
+from repogym.taskdir.dataset import build_registry
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi

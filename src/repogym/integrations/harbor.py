@@ -4,7 +4,7 @@
         [--ek backend=local|docker] [--ek agent_network=task|public]
 
 Harbor builds nothing here: :meth:`RepogymEnvironment.start` reads the task folder Harbor's
-``environment_dir`` belongs to with :func:`repogym.harbor.load_task`, refuses what repogym
+``environment_dir`` belongs to with :func:`repogym.taskdir.load_task`, refuses what repogym
 cannot run (:func:`repogym.run.preflight.require_runnable`, one line), builds the environment
 on the chosen backend and starts one session. Harbor's ``exec``/``upload``/``download`` calls
 go to that session.
@@ -64,9 +64,6 @@ except ImportError:  # Harbor 0.24, 0.25: --ek options arrive as keyword argumen
     HARBOR_OPTIONS = False
 
 from repogym.errors import RepogymError
-from repogym.harbor import Task, TaskError, load_task
-from repogym.harbor.provenance import read_verification
-from repogym.harbor.verification import Matcher
 from repogym.integrations._harbor_support import (
     EXEC_MARKER,
     POOL,
@@ -89,6 +86,9 @@ from repogym.sandbox import (
     SandboxError,
     Session,
 )
+from repogym.taskdir import Task, TaskError, load_task
+from repogym.taskdir.provenance import read_verification
+from repogym.taskdir.verification import Matcher
 
 TESTS_DIR = "/tests"
 NO_TIMEOUT_S = 7 * 24 * 3600.0

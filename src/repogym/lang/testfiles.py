@@ -39,7 +39,7 @@ TEST_FILE_RE = re.compile(
 )
 
 #: :func:`is_test_path` as glob patterns (``**`` spans folders, ``{a,b}`` alternatives), for the
-#: paths a clean-room verification protects (:mod:`repogym.harbor.verification`).
+#: paths a clean-room verification protects (:mod:`repogym.taskdir.verification`).
 TEST_PATH_GLOBS = (
     "**/{test,tests,Test,Tests,TEST,TESTS,__tests__,spec,Spec,testing,Testing,testdata}",
     "**/{__snapshots__,__mocks__}",

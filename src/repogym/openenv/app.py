@@ -21,7 +21,6 @@ from fastapi import FastAPI, HTTPException  # noqa: E402
 from openenv.core.env_server.http_server import create_fastapi_app  # noqa: E402
 from openenv.core.env_server.types import ConcurrencyConfig  # noqa: E402
 
-from repogym.harbor.trust import HostLimits  # noqa: E402
 from repogym.openenv import orphans  # noqa: E402
 from repogym.openenv.environment import (  # noqa: E402
     Pool,
@@ -33,6 +32,7 @@ from repogym.openenv.environment import (  # noqa: E402
 from repogym.openenv.episode import TaskEnvironmentBuilder  # noqa: E402
 from repogym.openenv.tasks import TaskSet  # noqa: E402
 from repogym.sandbox import Sandbox, SandboxError, get_backend  # noqa: E402
+from repogym.taskdir.trust import HostLimits  # noqa: E402
 
 ENV_NAME = "repogym"
 log = logging.getLogger("repogym.openenv")
@@ -53,8 +53,8 @@ def build_app(
     lines: ``REPOGYM_TASKS`` (else ``./tasks``), ``REPOGYM_SANDBOX`` (else ``local``),
     ``REPOGYM_MAX_SESSIONS``, ``REPOGYM_ORCHESTRATOR_TOKEN`` (else a random token, logged once:
     orchestration actions are never open to anyone who can reach the socket), ``REPOGYM_PASS_ENV``
-    (comma-separated host variables tasks' verifiers may take; see :mod:`repogym.harbor.trust`).
-    Tasks refused by the trust boundary raise :class:`~repogym.harbor.trust.UntrustedTask`.
+    (comma-separated host variables tasks' verifiers may take; see :mod:`repogym.taskdir.trust`).
+    Tasks refused by the trust boundary raise :class:`~repogym.taskdir.trust.UntrustedTask`.
 
     The sandbox backend is made now when it can be; when it cannot (no Docker engine, no docker
     SDK) the app still starts and serves the task list, and ``reset`` answers with the reason

@@ -19,12 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from repogym.harbor import Task
 from repogym.openenv.tasks import serving_spec
 from repogym.run.agent_tools import SessionWorkspace
 from repogym.run.agents import AgentContext, OracleAgent
 from repogym.run.trial import DEFAULT_WORKDIR, phase_network, verify_after_agent
 from repogym.sandbox import BuiltEnvironment, Sandbox, SandboxError, Session
+from repogym.taskdir import Task
 
 AGENT_ACTIONS = ("exec", "read", "write", "list")
 ORCHESTRATION_ACTIONS = ("evaluate", "solve")

@@ -29,9 +29,9 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from repogym import __version__
 from repogym.atomic import make_temp_dir, publish_dir
-from repogym.harbor import iter_task_dirs, load_task
 from repogym.openenv import _wheel
 from repogym.openenv.tasks import is_text_only
+from repogym.taskdir import iter_task_dirs, load_task
 
 PORT = 8000
 APP_PY = "from repogym.openenv import build_app\napp = build_app()\n"

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor import Task
-from repogym.harbor.trust import HostLimits, UntrustedTask, check_dataset, load_limits
 from repogym.run.plan import is_text_only, plan_task
 from repogym.sandbox import EnvironmentSpec
+from repogym.taskdir import Task
+from repogym.taskdir.trust import HostLimits, UntrustedTask, check_dataset, load_limits
 
 
 class TaskNotServable(ValueError):

@@ -31,8 +31,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor import update_task_toml
-from repogym.harbor.config import TaskConfig
 from repogym.pipelines._harness.diff_task import DiffTaskHarness
 from repogym.pipelines._harness.runtime import RuntimeHarness
 from repogym.pipelines._instructions.advisory import advisory_text
@@ -52,6 +50,8 @@ from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sources import Source, SourceError
 from repogym.sources.patches import parse_patch
 from repogym.spec import CvePatchesOptions, PrDiffOptions
+from repogym.taskdir import update_task_toml
+from repogym.taskdir.config import TaskConfig
 
 log = logging.getLogger(__name__)
 

@@ -37,15 +37,6 @@ from typing import Any
 
 from repogym import __version__
 from repogym.bootstrap import Recipe
-from repogym.harbor import save_task_config
-from repogym.harbor.config import (
-    AgentConfig,
-    EnvironmentConfig,
-    SolutionConfig,
-    VerifierConfig,
-    new_task_config,
-)
-from repogym.harbor.verification import RUNTIME_PROTECTED
 from repogym.pipelines._harness.emit import (
     change_hash,
     difficulty,
@@ -80,6 +71,15 @@ from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, SandboxError
 from repogym.sources import Source
 from repogym.spec import EquivalenceOptions
+from repogym.taskdir import save_task_config
+from repogym.taskdir.config import (
+    AgentConfig,
+    EnvironmentConfig,
+    SolutionConfig,
+    VerifierConfig,
+    new_task_config,
+)
+from repogym.taskdir.verification import RUNTIME_PROTECTED
 
 TOOLS_DIR = "/tmp/repogym-equiv"
 RECORD_OUT = "/tmp/repogym-equiv-calls.json"

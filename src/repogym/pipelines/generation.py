@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from repogym.atomic import atomic_write
 from repogym.errors import RepogymError
-from repogym.harbor import discover, iter_task_dirs
-from repogym.harbor.dataset import write_dataset_index
 from repogym.pipelines._harness.errors import INTERNAL_ERROR, ErrorLog, describe, log_error
 from repogym.pipelines.base import (
     Candidate,
@@ -41,6 +39,8 @@ from repogym.pipelines.base import (
 )
 from repogym.pipelines.registry import describe_option_error, get_pipeline, options_model
 from repogym.spec import GenerationInput
+from repogym.taskdir import discover, iter_task_dirs
+from repogym.taskdir.dataset import write_dataset_index
 
 if TYPE_CHECKING:
     from repogym.executors import Executor

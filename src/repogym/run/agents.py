@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from repogym.harbor import Task
-from repogym.harbor.mcp_servers import McpServer
 from repogym.plugins import PluginError, Registry, UnknownPlugin, instance_of
 from repogym.sandbox import Session
+from repogym.taskdir import Task
+from repogym.taskdir.mcp_servers import McpServer
 
 
 @dataclass

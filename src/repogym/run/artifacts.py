@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor.config import Artifact, ArtifactSpec
 from repogym.sandbox import SandboxError, Session, glob_regex
+from repogym.taskdir.config import Artifact, ArtifactSpec
 
 LOG_ARTIFACTS = "/logs/artifacts"
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from repogym.harbor.verification import Matcher
 from repogym.sandbox import Change, ChangeSet, SandboxError, Session
+from repogym.taskdir.verification import Matcher
 
 MAX_LISTED = 500
 """Paths listed per kind in a trial's result (the counts are always complete)."""

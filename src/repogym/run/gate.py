@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from repogym import __version__
-from repogym.harbor import Task, TaskConfig, load_task, update_task_toml
 from repogym.run.agents import NopAgent, OracleAgent, PatchAgent
 from repogym.run.trial import TrialOutcome, TrialRunner, environment_spec
+from repogym.taskdir import Task, TaskConfig, load_task, update_task_toml
 from repogym.verify import canaries as canary_pool
 from repogym.verify.mutants import build_mutants, select_mutants
 from repogym.verify.redteam import build_candidates

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 
 from repogym.errors import RepogymError
-from repogym.harbor.compose import Healthcheck, task_healthcheck
 from repogym.sandbox import Session
+from repogym.taskdir.compose import Healthcheck, task_healthcheck
 
 __all__ = ["HealthcheckError", "task_healthcheck", "wait_healthy"]
 

@@ -11,12 +11,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repogym.harbor import Task
 from repogym.run.agents import make_agent
 from repogym.run.models import JOB_FILE, JobResult, JobSummary, JobTrial, now
 from repogym.run.records import mean_pass_at_k, trial_resolved
 from repogym.run.trial import TrialOutcome, TrialRunner
 from repogym.sandbox import get_backend
+from repogym.taskdir import Task
 
 if TYPE_CHECKING:
     from repogym.executors import Executor

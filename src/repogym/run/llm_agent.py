@@ -25,13 +25,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from repogym._secrets import redact_url
-from repogym.harbor import Task
 from repogym.llm import LLM, LLMError, ToolTurn
 from repogym.run.agent_tools import TOOLS, SessionWorkspace, ToolResult, Workspace, run_tool
 from repogym.run.agents import AgentContext, AgentOutcome
 from repogym.run.models import EventSink, ModelEvent, ToolEvent
 from repogym.run.trajectory import TrajectoryRecorder
 from repogym.sandbox import Session
+from repogym.taskdir import Task
 
 __all__ = [
     "SYSTEM_PROMPT",

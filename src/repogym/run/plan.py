@@ -20,9 +20,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from repogym.harbor import Task
-from repogym.harbor.compose import Compose
 from repogym.sandbox import EnvironmentSpec
+from repogym.taskdir import Task
+from repogym.taskdir.compose import Compose
 
 __all__ = ["TaskPlan", "is_text_only", "plan_task"]
 
@@ -43,7 +43,7 @@ class TaskPlan:
 
     @property
     def compose(self) -> Compose | None:
-        """The task's compose services, parsed once (:meth:`repogym.harbor.Task.compose`)."""
+        """The task's compose services, parsed once (:meth:`repogym.taskdir.Task.compose`)."""
         return self.task.compose()
 
     @property

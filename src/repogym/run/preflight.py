@@ -1,7 +1,7 @@
 """Preflight: what ``repogym run`` would refuse for a task on a backend, and why, without
 building anything.
 
-The task-level reasons come from :mod:`repogym.harbor.runnable`; this adds the host's limits,
+The task-level reasons come from :mod:`repogym.taskdir.runnable`; this adds the host's limits,
 the Dockerfile's syntax, an ``allowlist`` network mode, and whatever the backend itself says.
 A backend may offer ``preflight(spec) -> list[str]`` (the constructs it cannot replay); the
 reasons it returns are added as they are.
@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from repogym import dockerfile
-from repogym.harbor import Task
-from repogym.harbor.runnable import environment_type_refusal, task_refusals
-from repogym.harbor.trust import HostLimits, check_limits
 from repogym.run.plan import plan_task
 from repogym.sandbox import EnvironmentSpec, SandboxError
+from repogym.taskdir import Task
+from repogym.taskdir.runnable import environment_type_refusal, task_refusals
+from repogym.taskdir.trust import HostLimits, check_limits
 
 
 class UnsupportedTask(SandboxError):

@@ -28,9 +28,9 @@ from typing import Any
 from repogym._secrets import redact_url
 from repogym.executors import Executor, fetch
 from repogym.executors.shipping import pack_folder, unpacked
-from repogym.harbor import Task, load_task
 from repogym.run.agents import Agent, make_agent
 from repogym.run.trial import TrialRunner
+from repogym.taskdir import Task, load_task
 
 AGENT_KEY_VAR = "REPOGYM_AGENT_API_KEY"
 AGENT_ENDPOINT_VAR = "REPOGYM_AGENT_ENDPOINT"

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from repogym.executors import Executor, Work
-from repogym.harbor import Task, load_task
 from repogym.run.gate import ERROR, Verdict, gate_task, record
 from repogym.run.remote import ShippedTask, runner_for, ship_tasks, worker_task
+from repogym.taskdir import Task, load_task
 
 
 def gate_unit(

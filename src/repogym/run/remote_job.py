@@ -24,7 +24,6 @@ from repogym import __version__
 from repogym.atomic import atomic_write
 from repogym.executors import Done, Executor, Work
 from repogym.executors.shipping import folder_files, write_files
-from repogym.harbor import Task
 from repogym.run.models import (
     RESULT_FILE,
     AgentInfo,
@@ -47,6 +46,7 @@ from repogym.run.remote import (
 )
 from repogym.run.rewards import RewardReading
 from repogym.run.trial import TrialOutcome
+from repogym.taskdir import Task
 
 
 @dataclass

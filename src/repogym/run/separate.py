@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from repogym.harbor import Task
-from repogym.harbor.config import Artifact, EnvironmentConfig
 from repogym.run.artifacts import ArtifactReport, carry_artifacts
 from repogym.run.cleanroom import handoff_session
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, Session
+from repogym.taskdir import Task
+from repogym.taskdir.config import Artifact, EnvironmentConfig
 
 Build = Callable[[EnvironmentSpec], BuiltEnvironment]
 

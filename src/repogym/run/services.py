@@ -9,7 +9,7 @@ here :func:`start_services` does the same on the local sandbox:
   namespace** (public when ``[environment].network_mode`` is, else loopback only, so a
   no-network task's services reach each other and nothing else). ``/etc/hosts`` of each maps
   every service name to 127.0.0.1; two services on one port would collide, which
-  :mod:`repogym.harbor.compose` refuses where ports are declared;
+  :mod:`repogym.taskdir.compose` refuses where ports are declared;
 * services start in ``depends_on`` order; ``condition: service_healthy`` waits for the
   dependency's healthcheck (compose's, else its image's ``HEALTHCHECK``), and before the agent
   starts every service with a healthcheck must be healthy. One that never is fails the trial
@@ -32,17 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor import Task
-from repogym.harbor.compose import (
-    MAIN,
-    Compose,
-    ComposeError,
-    Dependency,
-    Healthcheck,
-    Service,
-    dockerfile_healthcheck,
-)
-from repogym.harbor.mcp_servers import McpServer, parse_mcp_servers
 from repogym.run.health import HealthcheckError, wait_healthy
 from repogym.sandbox import (
     BuiltEnvironment,
@@ -53,6 +42,17 @@ from repogym.sandbox import (
     Session,
 )
 from repogym.sandbox.base import NetworkMode
+from repogym.taskdir import Task
+from repogym.taskdir.compose import (
+    MAIN,
+    Compose,
+    ComposeError,
+    Dependency,
+    Healthcheck,
+    Service,
+    dockerfile_healthcheck,
+)
+from repogym.taskdir.mcp_servers import McpServer, parse_mcp_servers
 
 SERVICE_ADDRESS = "127.0.0.1"
 """Where every service name resolves: all services share one network namespace."""

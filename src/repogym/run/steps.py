@@ -19,9 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repogym.harbor import Task
-from repogym.harbor.config import StepConfig, verifier_mode
-from repogym.harbor.trust import expand_env
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.health import task_healthcheck, wait_healthy
 from repogym.run.models import AgentResult, StepResult, VerifierResult
@@ -29,6 +26,9 @@ from repogym.run.rewards import RewardReading, primary_reward, step_rewards
 from repogym.run.services import task_mcp_servers
 from repogym.run.verifier import VerifierPhase, phase_network, run_verifier
 from repogym.sandbox import Session
+from repogym.taskdir import Task
+from repogym.taskdir.config import StepConfig, verifier_mode
+from repogym.taskdir.trust import expand_env
 
 if TYPE_CHECKING:
     from repogym.run.trial import TrialRunner

@@ -15,10 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from repogym import __version__
-from repogym.harbor import Task, atomic_write
-from repogym.harbor.config import Artifact, EnvironmentConfig, verifier_mode
-from repogym.harbor.provenance import read_verification
-from repogym.harbor.verification import Matcher
 from repogym.run.agents import Agent, AgentContext
 from repogym.run.cleanroom import clean_room_session
 from repogym.run.health import task_healthcheck, wait_healthy
@@ -57,6 +53,10 @@ from repogym.run.verifier import (
     run_verifier,
 )
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, SandboxError, Session
+from repogym.taskdir import Task, atomic_write
+from repogym.taskdir.config import Artifact, EnvironmentConfig, verifier_mode
+from repogym.taskdir.provenance import read_verification
+from repogym.taskdir.verification import Matcher
 
 DEFAULT_WORKDIR = "/"
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from repogym.harbor import Task, load_task
-from repogym.harbor.provenance import read_verification
 from repogym.run.gate import ERROR, VERIFIED, Verdict
+from repogym.taskdir import Task, load_task
+from repogym.taskdir.provenance import read_verification
 
 __all__ = ["Adversarial", "VerdictFacts", "verdict_facts", "verify_payload"]
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor import Task
-from repogym.harbor.trust import expand_env
 from repogym.run.rewards import RewardReading, read_rewards
 from repogym.sandbox import SandboxError
+from repogym.taskdir import Task
+from repogym.taskdir.trust import expand_env
 
 VERIFIER_LOGS = "/logs/verifier"
 REWARD_FILES = ("reward.json", "reward.txt", "reward-details.json")

@@ -34,8 +34,8 @@ from repogym.explorer.adapters._safefs import (
 )
 from repogym.explorer.adapters.base import AdapterError, stat_fingerprint
 from repogym.explorer.model import EnvDoc, FileDoc, Section, TaskDoc
-from repogym.harbor.runnable import task_refusals
-from repogym.harbor.trust import requested_env
+from repogym.taskdir.runnable import task_refusals
+from repogym.taskdir.trust import requested_env
 
 __all__ = ["HarborAdapter", "HarborReader", "MAX_FILE_BYTES", "MAX_TASK_BYTES"]
 
@@ -61,7 +61,7 @@ class HarborAdapter:
                 return 0.0
             if (p / "task.toml").is_file():
                 return 1.0
-            from repogym.harbor import iter_task_dirs
+            from repogym.taskdir import iter_task_dirs
 
             return 1.0 if next(iter(iter_task_dirs(p)), None) is not None else 0.0
         except OSError:
@@ -336,7 +336,7 @@ class HarborReader:
 
     def task(self, task_id: str) -> TaskDoc:
         """The full task: sections, files, facets (raw; answers are withheld by the indexer)."""
-        from repogym.harbor.task import TaskError, parse_task_toml
+        from repogym.taskdir.task import TaskError, parse_task_toml
 
         path = self.task_paths().get(task_id)
         if path is None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from repogym.explorer.adapters.base import stat_fingerprint
 from repogym.explorer.adapters.harbor import HarborReader
-from repogym.harbor.hashing import content_hash
+from repogym.taskdir.hashing import content_hash
 
 __all__ = ["Located", "TaskLocator"]
 

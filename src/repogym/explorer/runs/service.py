@@ -103,8 +103,8 @@ def plan_refusal(task_dir: Path, backend: str) -> str | None:
     """Why the task's run plan refuses ``backend`` (:func:`repogym.run.plan.plan_task`: its
     reproducibility mode asks for what the backend cannot do), or None; a task that cannot be
     read is left to the trial to report."""
-    from repogym.harbor import TaskError, load_task
     from repogym.run.plan import plan_task
+    from repogym.taskdir import TaskError, load_task
 
     try:
         return plan_task(load_task(task_dir), backend).refusal
@@ -380,7 +380,7 @@ class RunService:
             rec.status, rec.started = "running", time.time()
             self.records.started(rec.id, rec.started)
             live.emit("status", {"status": "running"})
-            from repogym.harbor.task import load_task
+            from repogym.taskdir.task import load_task
 
             task = load_task(work.located.path)
             agent = self._agent(work.request)

@@ -19,15 +19,6 @@ from types import ModuleType
 from typing import Any
 
 from repogym import __version__
-from repogym.harbor import save_task_config
-from repogym.harbor.config import (
-    AgentConfig,
-    EnvironmentConfig,
-    SolutionConfig,
-    VerifierConfig,
-    new_task_config,
-)
-from repogym.harbor.verification import ARTEFACTS
 from repogym.pipelines._harness.emit import (
     category,
     difficulty,
@@ -42,6 +33,15 @@ from repogym.pipelines._instructions.text import build_instruction
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.sources.patches import encode_patch
 from repogym.spec import PrDiffOptions
+from repogym.taskdir import save_task_config
+from repogym.taskdir.config import (
+    AgentConfig,
+    EnvironmentConfig,
+    SolutionConfig,
+    VerifierConfig,
+    new_task_config,
+)
+from repogym.taskdir.verification import ARTEFACTS
 from repogym.verify import diff_reward
 
 WORKDIR = "/workspace"

@@ -19,17 +19,17 @@ from typing import Any
 
 from repogym import __version__
 from repogym.bootstrap import Recipe
-from repogym.harbor import save_task_config
-from repogym.harbor.config import (
+from repogym.pipelines.base import Candidate
+from repogym.spec import RuntimeOptions
+from repogym.taskdir import save_task_config
+from repogym.taskdir.config import (
     AgentConfig,
     EnvironmentConfig,
     SolutionConfig,
     VerifierConfig,
     new_task_config,
 )
-from repogym.harbor.verification import RUNTIME_PROTECTED
-from repogym.pipelines.base import Candidate
-from repogym.spec import RuntimeOptions
+from repogym.taskdir.verification import RUNTIME_PROTECTED
 from repogym.verify import canaries
 from repogym.verify.file_kinds import is_release_notes
 from repogym.verify.parsers import PARSER_PARTS

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor import TaskConfig, publish_task_dir, update_task_toml
 from repogym.pipelines._harness.errors import INTERNAL_ERROR, describe, log_error
 from repogym.pipelines._instructions.text import Rewrite
 from repogym.pipelines.base import Candidate, GateResult, HarnessContext, Outcome, Progress
 from repogym.sandbox import BuildError, SandboxError
+from repogym.taskdir import TaskConfig, publish_task_dir, update_task_toml
 
 WEAK_TESTS = "tests too weak (mutants survive)"
 GAMEABLE = "gameable (a generic wrong solution earns the full reward)"

@@ -33,7 +33,6 @@ from repogym.bootstrap.pin import (
     constraints_from_freeze,
     pinned_dockerfile,
 )
-from repogym.harbor.instruction_checks import underspecified
 from repogym.lang.testfiles import JS_TEST_FILE, PY_TEST_FILE
 from repogym.pipelines._harness.emit import (
     EmitInput,
@@ -66,6 +65,7 @@ from repogym.sandbox import (
 )
 from repogym.sources.patches import parse_patch
 from repogym.spec import RuntimeOptions
+from repogym.taskdir.instruction_checks import underspecified
 from repogym.verify import infra, tamper
 
 PASSED = "PASSED"

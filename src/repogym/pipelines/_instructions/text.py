@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from repogym._secrets import redact
-from repogym.harbor.instruction_checks import FOOTER_MARK, sentence_leaks, spec_coverage
-from repogym.harbor.validate import leaked_lines
 from repogym.pipelines._instructions.evidence import (
     TestGroup,
     behaviour_section,
     drop_how,
     strip_residue,
 )
+from repogym.taskdir.instruction_checks import FOOTER_MARK, sentence_leaks, spec_coverage
+from repogym.taskdir.validate import leaked_lines
 
 _SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
 _URL = re.compile(r"(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
@@ -385,9 +385,9 @@ def _norm(text: str) -> str:
 
 def rewrite_leaks(text: str, gold_patch: str) -> list[str]:
     """Added lines of the gold patch that the text repeats, verbatim or up to whitespace and
-    backticks (non-trivial lines only, as :func:`repogym.harbor.validate.leaked_lines`)."""
-    from repogym.harbor.instruction_checks import gold_added_lines
-    from repogym.harbor.validate import LEAK_MIN_CHARS
+    backticks (non-trivial lines only, as :func:`repogym.taskdir.validate.leaked_lines`)."""
+    from repogym.taskdir.instruction_checks import gold_added_lines
+    from repogym.taskdir.validate import LEAK_MIN_CHARS
 
     found = list(leaked_lines(text, gold_patch))
     flat = _norm(text)

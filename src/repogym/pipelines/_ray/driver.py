@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from repogym.executors import Done, Executor, Work
-from repogym.harbor import publish_task_dir
 from repogym.pipelines._harness.errors import DETAIL_LIMIT, INTERNAL_ERROR, describe
 from repogym.pipelines._ray.worker import (
     KILL_HOOK,
@@ -50,6 +49,7 @@ from repogym.pipelines.generation import (
     prepare,
 )
 from repogym.spec import GenerationInput
+from repogym.taskdir import publish_task_dir
 
 FORWARDED_ENV = (
     "GITHUB_TOKEN",
@@ -374,7 +374,7 @@ def _bounded(text: str) -> str:
 def publish_archive(result: RemoteResult, out: Path, task_id: str) -> Path:
     """Unpack a worker's task archive into ``<out>/tasks/.<id>.staging``, check it is the task
     the worker hashed, and rename it into ``<out>/tasks/<id>`` (atomic, as a local run)."""
-    from repogym.harbor import content_hash
+    from repogym.taskdir import content_hash
 
     if not result.archive:
         raise ValueError("the worker kept the task but sent no archive")

@@ -123,7 +123,7 @@ def evaluate_remote(run: RemoteRun, cand: Candidate) -> RemoteResult:
         outcome = cached.harness.evaluate(cand)
         if outcome.kept and task_dir.is_dir():
             from repogym.executors.shipping import pack_folder
-            from repogym.harbor import content_hash
+            from repogym.taskdir import content_hash
 
             archive, digest = pack_folder(task_dir), content_hash(task_dir)
     finally:

@@ -33,8 +33,6 @@ from typing import Any
 from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap
 from repogym.bootstrap.commit import read_commit
 from repogym.bootstrap.pin import CONSTRAINTS_NAME, pinned_dockerfile
-from repogym.harbor import update_task_toml
-from repogym.harbor.instruction_checks import underspecified
 from repogym.pipelines._harness.emit import (
     EmitInput,
     VerifierInput,
@@ -54,6 +52,8 @@ from repogym.pipelines._selection.select import find_test_files, tests_exercisin
 from repogym.pipelines._synthesis.ops import called_keys, trace_script
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, SandboxError, Session
+from repogym.taskdir import update_task_toml
+from repogym.taskdir.instruction_checks import underspecified
 from repogym.verify import infra, tamper
 
 WORKDIR = "/workspace"

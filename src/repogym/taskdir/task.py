@@ -14,10 +14,10 @@ from pydantic import ValidationError
 
 from repogym.atomic import atomic_write, publish_dir
 from repogym.errors import RepogymError
-from repogym.harbor.compose import Compose, ComposeError, task_compose
-from repogym.harbor.config import TaskConfig, normalize_legacy
-from repogym.harbor.hashing import content_hash, list_task_files, read_bytes
-from repogym.harbor.provenance import Provenance
+from repogym.taskdir.compose import Compose, ComposeError, task_compose
+from repogym.taskdir.config import TaskConfig, normalize_legacy
+from repogym.taskdir.hashing import content_hash, list_task_files, read_bytes
+from repogym.taskdir.provenance import Provenance
 
 TASK_TOML = "task.toml"
 INSTRUCTION = "instruction.md"
@@ -33,7 +33,7 @@ class TaskError(RepogymError, ValueError):
 
 
 class UntrustedTask(TaskError):
-    """A task refused at the trust boundary (see :mod:`repogym.harbor.trust`)."""
+    """A task refused at the trust boundary (see :mod:`repogym.taskdir.trust`)."""
 
 
 def toml_depth(value: Any) -> int:

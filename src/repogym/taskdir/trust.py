@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor.discover import iter_task_dirs
-from repogym.harbor.task import (
+from repogym.taskdir.discover import iter_task_dirs
+from repogym.taskdir.task import (
     MAX_TOML_DEPTH,
     TASK_TOML,
     Task,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from repogym.atomic import atomic_write, make_temp_dir
-from repogym.harbor import load_task, set_content_hash, update_task_toml
-from repogym.harbor.dataset import write_dataset_index
+from repogym.taskdir import load_task, set_content_hash, update_task_toml
+from repogym.taskdir.dataset import write_dataset_index
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from repogym.errors import RepogymError
 
 if TYPE_CHECKING:
-    from repogym.harbor.config import TaskConfig
+    from repogym.taskdir.config import TaskConfig
 
 MAIN = "main"
 """Harbor's name for the agent's service."""
@@ -625,8 +625,8 @@ def compose_variables(
 ) -> dict[str, str]:
     """What ``${VAR}`` in a task's compose file may name: Harbor's own compose variables
     (paths inside the sandbox, resources) and the task's ``[environment].env`` (host
-    variables only when passed, see :func:`repogym.harbor.trust.expand_env`)."""
-    from repogym.harbor.trust import expand_env
+    variables only when passed, see :func:`repogym.taskdir.trust.expand_env`)."""
+    from repogym.taskdir.trust import expand_env
 
     env = config.environment
     out = {

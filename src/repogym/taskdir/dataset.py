@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from repogym.harbor.provenance import Provenance
-from repogym.harbor.task import Task, atomic_write
+from repogym.taskdir.provenance import Provenance
+from repogym.taskdir.task import Task, atomic_write
 
 REGISTRY_FILE = "registry.json"
 MANIFEST_FILE = "manifest.json"

@@ -1,13 +1,13 @@
 """Harbor task directories: model, discovery, content hash, validation, dataset files."""
 
-from repogym.harbor.config import (
+from repogym.taskdir.config import (
     SCHEMA_VERSION,
     TaskConfig,
     new_task_config,
     normalize_legacy,
     parse_size_mb,
 )
-from repogym.harbor.discover import (
+from repogym.taskdir.discover import (
     Discovered,
     DuplicateIdError,
     check_unique_ids,
@@ -16,8 +16,8 @@ from repogym.harbor.discover import (
     duplicate_ids,
     iter_task_dirs,
 )
-from repogym.harbor.hashing import content_hash
-from repogym.harbor.task import (
+from repogym.taskdir.hashing import content_hash
+from repogym.taskdir.task import (
     Task,
     TaskError,
     atomic_write,

@@ -11,7 +11,7 @@ Reading never fails: :meth:`Provenance.read` keeps every well-formed value and r
 malformed one in :attr:`Provenance.problems` (key → message), so ``validate`` reports them while
 readers (the manifest, the dataset card, the runner) use what is there. A malformed
 ``verification`` table is never read as the default: :meth:`Provenance.read_verification` raises.
-``harbor/task.py`` stays the one writer of ``task.toml``.
+``taskdir/task.py`` stays the one writer of ``task.toml``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from repogym.harbor.hashing import HASH_PREFIX
-from repogym.harbor.verification import Verification, parse_verification
+from repogym.taskdir.hashing import HASH_PREFIX
+from repogym.taskdir.verification import Verification, parse_verification
 
 __all__ = [
     "REPRODUCIBILITY_MODES",
@@ -66,7 +66,7 @@ class Provenance(BaseModel):
     built_at: str | None = None
     synthesis_llm: str | None = None
     content_hash: str | None = None
-    """``sha256:<hex>`` over the task's files (see :mod:`repogym.harbor.hashing`)."""
+    """``sha256:<hex>`` over the task's files (see :mod:`repogym.taskdir.hashing`)."""
     reward_kinds: list[str] | None = None
     reproducibility: Reproducibility = Field(default_factory=Reproducibility)
     verification: Verification | None = None

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from repogym.harbor import (
+from repogym.taskdir import (
     TaskError,
     dump_task_toml,
     load_task,

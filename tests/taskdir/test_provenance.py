@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repogym.harbor.provenance import Provenance, read_verification
+from repogym.taskdir.provenance import Provenance, read_verification
 
 BLOCK = {
     "spec_version": "0.2.0",

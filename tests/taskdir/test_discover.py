@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repogym.harbor import discover, iter_task_dirs
+from repogym.taskdir import discover, iter_task_dirs
 from tests.conftest import write_task
 
 
@@ -49,8 +49,8 @@ def test_duplicate_ids_one_rule_for_every_command(tmp_path: Path) -> None:
     share."""
     import pytest
 
-    from repogym.harbor import DuplicateIdError, check_unique_ids, duplicate_ids
     from repogym.hub.base import RegistryError, collect_tasks
+    from repogym.taskdir import DuplicateIdError, check_unique_ids, duplicate_ids
 
     for group, name in (("a", "same"), ("b", "same"), ("b", "other")):
         write_task(tmp_path / group, name)

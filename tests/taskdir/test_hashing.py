@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repogym.harbor import content_hash, load_task, set_content_hash
-from repogym.harbor.validate import validate_task
+from repogym.taskdir import content_hash, load_task, set_content_hash
+from repogym.taskdir.validate import validate_task
 from tests.conftest import write_task
 
 
@@ -116,7 +116,7 @@ def test_results_only_block_is_not_content(tmp_path: Path) -> None:
 
 
 def test_read_bytes_small_large_and_empty(tmp_path: Path) -> None:
-    from repogym.harbor.hashing import read_bytes
+    from repogym.taskdir.hashing import read_bytes
 
     for size in (0, 10, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 3_000_000):
         p = tmp_path / f"f{size}"

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.harbor import set_content_hash
-from repogym.harbor.validate import check_unified_diff, leaked_lines, validate_task
+from repogym.taskdir import set_content_hash
+from repogym.taskdir.validate import check_unified_diff, leaked_lines, validate_task
 from tests.conftest import EXAMPLES, snapshot
 
 runner = CliRunner()

@@ -17,20 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from repogym import dockerfile
-from repogym.harbor.config import verifier_mode
-from repogym.harbor.discover import duplicate_id_message, duplicate_ids
-from repogym.harbor.hashing import content_hash, list_task_files, read_bytes
-from repogym.harbor.instruction_checks import (
+from repogym.taskdir.config import verifier_mode
+from repogym.taskdir.discover import duplicate_id_message, duplicate_ids
+from repogym.taskdir.hashing import content_hash, list_task_files, read_bytes
+from repogym.taskdir.instruction_checks import (
     NGRAM,
     gold_added_lines,
     leaked_ngrams,
     statement,
     underspecified,
 )
-from repogym.harbor.provenance import Provenance
-from repogym.harbor.runnable import environment_type_refusal, separate_verifier_refusals
-from repogym.harbor.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
-from repogym.harbor.trust import (
+from repogym.taskdir.provenance import Provenance
+from repogym.taskdir.runnable import environment_type_refusal, separate_verifier_refusals
+from repogym.taskdir.task import INSTRUCTION, TASK_TOML, Task, TaskError, load_task
+from repogym.taskdir.trust import (
     HostLimits,
     check_files,
     check_limits,
@@ -634,7 +634,7 @@ def validate_many(
 
 def mark_duplicate_ids(reports: list[TaskReport]) -> None:
     """Give every task whose id another task of ``reports`` shares a ``unique_id`` error, by the
-    rule ``push`` and ``dataset index`` apply (:func:`repogym.harbor.discover.duplicate_ids`)."""
+    rule ``push`` and ``dataset index`` apply (:func:`repogym.taskdir.discover.duplicate_ids`)."""
     shared = duplicate_ids(Path(r.path) for r in reports)
     for report in reports:
         paths = shared.get(Path(report.path).name)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repogym.errors import RepogymError
-from repogym.harbor.task import TASK_TOML, Task, TaskError, load_task
+from repogym.taskdir.task import TASK_TOML, Task, TaskError, load_task
 
 # Folders that never hold tasks and can be large.
 _SKIP = frozenset({".git", "node_modules", "__pycache__", ".venv", ".hg", ".svn"})

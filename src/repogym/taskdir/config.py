@@ -247,7 +247,7 @@ def new_task_config(
 ) -> TaskConfig:
     """The config of a new task at :data:`SCHEMA_VERSION` (plus the legacy ``version`` key).
 
-    Write it with :func:`repogym.harbor.task.save_task_config`, which adds the content hash."""
+    Write it with :func:`repogym.taskdir.task.save_task_config`, which adds the content hash."""
     return TaskConfig(
         version=LEGACY_VERSION,  # type: ignore[call-arg]  # an extra key, kept for old readers
         schema_version=SCHEMA_VERSION,

@@ -41,7 +41,7 @@ class Verification:
 
 def parse_verification(block: object) -> Verification:
     """The ``[metadata.repo2env.verification]`` table, checked (read it from a task with
-    :meth:`repogym.harbor.provenance.Provenance.read_verification`).
+    :meth:`repogym.taskdir.provenance.Provenance.read_verification`).
 
     Raises ValueError for a table that is not one, an unknown mode or a malformed pattern list.
     """

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from repogym.harbor.compose import (
+from repogym.taskdir.compose import (
     Compose,
     ComposeError,
     compose_refusals,
     task_compose,
     task_healthcheck,
 )
-from repogym.harbor.config import StepVerifierConfig, TaskConfig, VerifierConfig, verifier_mode
-from repogym.harbor.mcp_servers import mcp_refusals, parse_mcp_servers
+from repogym.taskdir.config import StepVerifierConfig, TaskConfig, VerifierConfig, verifier_mode
+from repogym.taskdir.mcp_servers import mcp_refusals, parse_mcp_servers
 
 DOCKER_TYPES = frozenset({"docker"})
 """Harbor environment types repogym runs (a Dockerfile or an image); absent means docker."""
@@ -46,8 +46,8 @@ def unsupported_features(
 ) -> list[str]:
     """Harbor features repogym does not run (yet): refused rather than silently ignored.
 
-    Compose sidecars run (:mod:`repogym.harbor.compose` lists what of a compose file cannot),
-    and so do MCP servers that are the task's own services (:mod:`repogym.harbor.mcp_servers`).
+    Compose sidecars run (:mod:`repogym.taskdir.compose` lists what of a compose file cannot),
+    and so do MCP servers that are the task's own services (:mod:`repogym.taskdir.mcp_servers`).
     """
     reasons = []
     services: list[str] = []
@@ -128,7 +128,7 @@ def task_refusals(
 ) -> list[str]:
     """Every reason, known without a backend, that repogym cannot run this task;
     ``read_compose`` gives the task's compose services already read
-    (:meth:`repogym.harbor.Task.compose`), else the file is read here."""
+    (:meth:`repogym.taskdir.Task.compose`), else the file is read here."""
     reasons = []
     kind = environment_type_refusal(config)
     if kind:
