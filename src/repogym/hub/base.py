@@ -66,9 +66,14 @@ class PullResult:
 def revision_of(tasks: list[Task]) -> str:
     """The content revision of a set of tasks: 16 hex digits of sha256 over the sorted
     (task id, content_hash) pairs; the same tasks give the same revision on every registry."""
+    return revision_of_pairs({task.id: task.compute_hash() for task in tasks})
+
+
+def revision_of_pairs(hashes: dict[str, str]) -> str:
+    """:func:`revision_of` from ``{task id: content_hash}`` (e.g. a revision's manifest)."""
     h = hashlib.sha256()
-    for task in sorted(tasks, key=lambda t: t.id):
-        h.update(f"{task.id}\0{task.compute_hash()}\n".encode())
+    for task_id in sorted(hashes):
+        h.update(f"{task_id}\0{hashes[task_id]}\n".encode())
     return h.hexdigest()[:16]
 
 
@@ -120,6 +125,11 @@ def write_card_and_manifest(
 ) -> None:
     """``manifest.json`` and the dataset card ``README.md`` of a staged revision."""
     manifest = build_manifest(tasks, staging)
+    # What a pull checks its tasks against: the hash of the files published, even where a
+    # task's own task.toml records a stale one.
+    actual = {task.id: task.compute_hash() for task in tasks}
+    for row in manifest["tasks"]:
+        row["content_hash"] = actual[row["id"]]
     atomic_write(staging / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     card = dataset_card(name, rev, manifest, src, private=private, tasks=tasks, registry=registry)
     atomic_write(staging / "README.md", card)
@@ -134,6 +144,7 @@ __all__ = [
     "collect_tasks",
     "parse_dataset_ref",
     "revision_of",
+    "revision_of_pairs",
     "stage_tasks",
     "write_card_and_manifest",
 ]

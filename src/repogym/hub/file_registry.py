@@ -14,7 +14,9 @@ hold a revision id (16 hex digits) that ``revisions/`` has; every folder from th
 task is opened without following symlinks (a symlinked dataset, ``revisions``, revision, ``tasks``
 or task folder is refused); files are copied through those descriptors, symlinks stay symlinks and
 must resolve inside their task without a loop (:mod:`repogym.hub._safety`); the result is staged
-beside the destination and renamed into place, so a refused pull writes nothing.
+beside the destination and renamed into place, so a refused pull writes nothing. What arrived
+must match the revision's manifest, whose (id, content_hash) pairs must hash to the revision's
+id (:mod:`repogym.hub.received`): a task edited, removed or added after the push is refused.
 """
 
 from __future__ import annotations
@@ -44,9 +46,11 @@ from repogym.hub.base import (
     check_name,
     collect_tasks,
     revision_of,
+    revision_of_pairs,
     stage_tasks,
     write_card_and_manifest,
 )
+from repogym.hub.received import MANIFEST, check_received, manifest_hashes
 from repogym.taskdir import atomic_write
 from repogym.taskdir.dataset import build_registry
 
@@ -248,6 +252,7 @@ class FileRegistry:
         if clash:
             raise RegistryError(f"{dest}: tasks already present, e.g. {clash[0]}")
         with PullStage(dest) as stage:
+            listed = self._listed(label, revision, rev_fd, stage.work / MANIFEST)
             for task_id in tasks:
                 copy = stage.out / "tasks" / task_id
                 where = f"{label}: tasks/{task_id}"
@@ -255,6 +260,7 @@ class FileRegistry:
                 check_tree(copy, where)
                 if not (copy / "task.toml").is_file() or (copy / "task.toml").is_symlink():
                     raise RegistryError(f"{where} has no task.toml")
+            check_received(stage.out, tasks, listed, label, whole=task is None)
             metas = []
             if task is None:
                 metas = [
@@ -262,3 +268,16 @@ class FileRegistry:
                 ]
             stage.commit(tasks, metas)
         return PullResult(name, revision, tasks, dest)
+
+    @staticmethod
+    def _listed(label: str, revision: str, rev_fd: int, scratch: Path) -> dict[str, str]:
+        """The revision's manifest as ``{task id: content_hash}``, refused unless its pairs
+        hash to the revision's own id (revision ids here are content addresses)."""
+        data = scratch.read_bytes() if copy_regular_file(rev_fd, MANIFEST, scratch, label) else None
+        listed = manifest_hashes(data, label)
+        if revision_of_pairs(listed) != revision:
+            raise RegistryError(
+                f"{label}: {MANIFEST} does not hash to the revision's id (changed after the "
+                "push); refused"
+            )
+        return listed

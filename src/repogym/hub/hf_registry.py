@@ -46,6 +46,7 @@ from repogym.hub.base import (
     stage_tasks,
     write_card_and_manifest,
 )
+from repogym.hub.received import MANIFEST, check_received, manifest_hashes
 from repogym.taskdir.dataset import build_registry
 
 if TYPE_CHECKING:
@@ -287,7 +288,8 @@ class HfRegistry:
     ) -> PullResult:
         """Download the dataset (or one task) at a revision into a staging folder beside
         ``dest``, then move it in. The Hub's file list is checked first: a path that is absolute,
-        has an empty, ``.`` or ``..`` part (or a backslash or drive) refuses the whole pull."""
+        has an empty, ``.`` or ``..`` part (or a backslash or drive) refuses the whole pull; what
+        arrives must match the revision's ``manifest.json`` (:mod:`repogym.hub.received`)."""
         sha = self.resolve(name, rev)
         label = f"{name}@{sha}"
         with self._errors(name, rev):
@@ -312,10 +314,15 @@ class HfRegistry:
         if clash:
             raise RegistryError(f"{dest}: tasks already present, e.g. {clash[0]}")
         metas = [m for m in META_FILES if m in files] if task is None else []
-        wanted = [p for t in tasks for p in sorted(by_task[t])] + metas
+        checks = [MANIFEST] if MANIFEST in files and MANIFEST not in metas else []
+        wanted = [p for t in tasks for p in sorted(by_task[t])] + metas + checks
         with PullStage(dest) as stage:
             got = stage.work / "snapshot"
             self._download(name, rev, sha, wanted, got, stage.work / "cache")
+            manifest = got / MANIFEST
+            if manifest.is_symlink() or (manifest.exists() and not manifest.is_file()):
+                raise RegistryError(f"{label}: {MANIFEST} did not arrive as a file")
+            listed = manifest_hashes(manifest.read_bytes() if manifest.exists() else None, label)
             for task_id in tasks:
                 where = f"{label}: tasks/{task_id}"
                 check_tree(got / "tasks" / task_id, where)
@@ -326,6 +333,7 @@ class HfRegistry:
                 if not toml.is_file():
                     raise RegistryError(f"{label}: task {task_id} came without task.toml")
                 os.rename(got / "tasks" / task_id, stage.out / "tasks" / task_id)
+            check_received(stage.out, tasks, listed, label, whole=task is None)
             for meta in metas:
                 if (got / meta).is_symlink() or not (got / meta).is_file():
                     raise RegistryError(f"{label}: {meta} did not arrive as a file")
