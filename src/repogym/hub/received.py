@@ -4,8 +4,8 @@ The revision's ``manifest.json`` (written by every push) is the list a pull trus
 name exactly the tasks that arrived (one task, for ``--task``), and each task's files must hash
 to the ``content_hash`` the manifest gives it (push records there the hash of the files it
 published). On a folder registry a revision's id is the hash of those (id, content_hash) pairs,
-so the manifest itself is checked against the name it is stored under. A task edited, removed or added after the
-push is refused with the task named; nothing is written.
+so the manifest itself is checked against the name it is stored under. A task edited, removed
+or added after the push is refused with the task named; nothing is written.
 """
 
 from __future__ import annotations
