@@ -44,16 +44,29 @@ def atomic_write(path: Path | str, data: bytes | str, *, mode: int | None = None
     default what ``open()`` would give it under the umask."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise naming(exc, path) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             os.fchmod(fh.fileno(), file_mode() if mode is None else mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise naming(exc, path) from exc
         raise
+
+
+def naming(exc: OSError, path: Path | str) -> OSError:
+    """``exc`` as an error about ``path`` (the file the caller meant, not a temporary one):
+    same errno, so the same subclass (``PermissionError``, …)."""
+    if exc.errno is None:
+        return exc
+    return OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(path))
 
 
 def make_temp_dir(parent: Path | str, *, prefix: str = ".", suffix: str = ".tmp") -> Path:

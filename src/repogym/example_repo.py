@@ -9,8 +9,12 @@ tests-only commit, and a commit whose "fix" fixes nothing.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
+
+from repogym.atomic import make_temp_dir, naming
+from repogym.errors import RepogymError
 
 _ENV = {
     "GIT_AUTHOR_NAME": "Example Dev",
@@ -107,12 +111,39 @@ def _commit(repo: Path, files: dict[str, str], message: str, day: int) -> None:
     )
 
 
+class ExampleRepoError(RepogymError):
+    """The example repository could not be written (one line; nothing was left at DEST)."""
+
+
 def build_example_repo(dest: Path) -> Path:
-    """Create the example repository at ``dest`` (which must not exist or be empty)."""
+    """Create the example repository at ``dest`` (which must not exist or be empty).
+
+    It is written in a temporary folder beside ``dest`` and renamed into place, so a full or
+    read-only disk, or an interrupt, leaves no half-made repository; an :class:`OSError` names
+    the path it concerns, a failing ``git`` is an :class:`ExampleRepoError`."""
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
         raise FileExistsError(f"{dest} exists and is not empty")
-    dest.mkdir(parents=True, exist_ok=True)
+    parent = dest.absolute().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = make_temp_dir(parent, prefix=f".{dest.name}.repogym-example-")
+    except OSError as exc:
+        raise naming(exc, dest) from exc
+    try:
+        _write_history(tmp)
+        os.replace(tmp, dest)  # onto nothing, or onto an empty folder
+    except subprocess.CalledProcessError as exc:
+        err = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
+        reason = err[-1] if err else f"exit {exc.returncode}"
+        raise ExampleRepoError(f"{dest}: git {exc.cmd[1]} failed: {reason}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def _write_history(dest: Path) -> None:
+    """The example's seven commits, in the empty folder ``dest``."""
     _git(dest, "init", "-q", "-b", "main")
     _commit(
         dest,
@@ -206,4 +237,3 @@ def build_example_repo(dest: Path) -> Path:
         "raising ValueError for an empty input.",
         7,
     )
-    return dest

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from repogym import __version__
+from repogym.cli.errors import ASKS_FOR_HELP, OneLineGroup
 from repogym.ui import fail, out
 
 SIGTERM_EXIT = 128 + signal.SIGTERM
@@ -66,6 +67,7 @@ def new_group(**kwargs: Any) -> typer.Typer:
 
 app = App(
     name="repogym",
+    cls=OneLineGroup,
     help="Turn source repositories into verifiable RL environments for coding agents.",
     no_args_is_help=True,
     add_completion=False,
@@ -95,6 +97,7 @@ def _shared_cache(value: str | None) -> str | None:
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
@@ -109,5 +112,21 @@ def main(
             "command that follows (generate, verify, run, ...). Default: $REPOGYM_SHARED_CACHE.",
         ),
     ] = None,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="Show the traceback of a failure instead of its one-line reason "
+            "(also: REPOGYM_DEBUG=1).",
+        ),
+    ] = False,
 ) -> None:
     """repogym: generate, verify, run, serve, publish and explore RL tasks from repositories."""
+    if not ctx.meta.get(ASKS_FOR_HELP):
+        from repogym.cli.envvars import BadValue, check_environment
+
+        try:
+            check_environment()
+        except BadValue as exc:
+            fail(str(exc))
+            raise typer.Exit(2) from None

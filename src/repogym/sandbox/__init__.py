@@ -56,6 +56,13 @@ def default_cache_root() -> Path:
     return root()
 
 
+def registry_mirrors(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """``$REPOGYM_REGISTRY_MIRROR`` parsed: registry host (``*`` for all) → endpoint URL."""
+    from repogym.sandbox._pull import registries_from_env
+
+    return registries_from_env(environ)
+
+
 def get_backend(name: str, **kwargs: object) -> Sandbox:
     """Instantiate a backend by name; its module (and SDK) is imported only now."""
     try:
@@ -84,4 +91,5 @@ __all__ = [
     "get_backend",
     "glob_regex",
     "host_node_installs",
+    "registry_mirrors",
 ]
