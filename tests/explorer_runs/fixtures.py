@@ -16,9 +16,23 @@ from repogym.explorer.runs import RunLimits, RunService
 from repogym.explorer.runs.locate import TaskLocator
 from repogym.explorer.store import open_store
 from repogym.explorer.web import create_app
+from repogym.sandbox import BACKENDS
+from repogym.sandbox.fake import FakeSandbox
 from tests.explorer.web_fixtures import EXAMPLES, serve
 
 TEXTSTATS = "textstats-word-count"
+FAKE = "fake-host"
+"""The name :func:`explorer` gives the fake sandbox running commands on the host: for runs whose
+checks are the explorer's bookkeeping (records, events, limits, masking), not isolation. The
+example's verifier pays no reward there (its integrity record comes from a build RUN step,
+which the fake never runs): such runs are graded 0."""
+
+
+class HostFakeSandbox(FakeSandbox):
+    """:class:`FakeSandbox` with ``host=True``, for code that names its backend."""
+
+    def __init__(self) -> None:
+        super().__init__(host=True)
 
 
 @dataclass
@@ -36,8 +50,10 @@ def explorer(
     sandbox: str = "local",
 ) -> Iterator[Explorer]:
     """The explorer over ``paths`` (default: examples/tasks) with runs kept in ``runs_dir``,
-    run on the ``sandbox`` backend."""
+    run on the ``sandbox`` backend (:data:`FAKE`: the fake sandbox, commands on the host)."""
     paths = paths or [str(EXAMPLES)]
+    if sandbox == FAKE:
+        BACKENDS.register(FAKE, HostFakeSandbox, hidden=True)
     store = open_store(paths)
     service = RunService(
         store, TaskLocator(store, paths), runs_dir, limits or RunLimits(), sandbox=sandbox
@@ -48,6 +64,8 @@ def explorer(
     finally:
         service.close()
         store.close()
+        if sandbox == FAKE:
+            BACKENDS.unregister(FAKE)
 
 
 class Visitor:

@@ -1,5 +1,7 @@
 """Rollouts through the explorer's runs API: the trial code of ``repogym run`` on the local
-sandbox, live events over SSE, records in SQLite, shared by tasks with the same content hash."""
+sandbox, live events over SSE, records in SQLite, shared by tasks with the same content hash.
+Tests whose checks are the explorer's bookkeeping (sharing, refusals, restarts, the time limit,
+masking) run on the fake sandbox (``FAKE``): no isolation is needed for them."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from repogym.explorer.runs.service import ORACLE_OUTPUT
 from repogym.explorer.runs.store import RunRecord, RunStore
 from repogym.taskdir import update_task_toml
 from tests.explorer.web_fixtures import EXAMPLES
-from tests.explorer_runs.fixtures import TEXTSTATS, Visitor, copy_task, explorer
+from tests.explorer_runs.fixtures import FAKE, TEXTSTATS, Visitor, copy_task, explorer
 from tests.llm.stub_servers import openai_stub, openai_tools, tool_outputs
 
 pytest.importorskip("uvicorn")
@@ -145,7 +147,7 @@ def test_same_task_in_two_datasets_shares_its_runs(tmp_path: Path) -> None:
     copy_task(tmp_path / "alpha")
     copy_task(tmp_path / "beta")
     paths = [str(tmp_path / "alpha"), str(tmp_path / "beta")]
-    with explorer(tmp_path / "runs", paths) as ex:
+    with explorer(tmp_path / "runs", paths, sandbox=FAKE) as ex:
         v = Visitor(ex.base)
         rec = v.run(env="alpha", agent="nop")
         from_beta = v.http.get("/api/runs", params={"env": "beta", "task": TEXTSTATS}).json()
@@ -159,7 +161,7 @@ def test_a_task_changed_since_indexing_is_not_run(tmp_path: Path) -> None:
     """The page shows the indexed task; a folder whose content hash no longer matches it is
     refused rather than run under the old task's name."""
     task = copy_task(tmp_path / "ds")
-    with explorer(tmp_path / "runs", [str(tmp_path / "ds")]) as ex:
+    with explorer(tmp_path / "runs", [str(tmp_path / "ds")], sandbox=FAKE) as ex:
         v = Visitor(ex.base)
         v.run(env="ds", agent="nop")
         (task / "instruction.md").write_text("changed\n")
@@ -169,14 +171,14 @@ def test_a_task_changed_since_indexing_is_not_run(tmp_path: Path) -> None:
 
 def test_records_survive_a_restart_and_unfinished_runs_are_closed(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    with explorer(runs) as ex:
+    with explorer(runs, sandbox=FAKE) as ex:
         done = Visitor(ex.base).run(agent="nop")
     store = RunStore(runs)
     store.add(
         RunRecord("feedfacecafe0001", done["key"], "tasks", TEXTSTATS, "nop", "running", "x", 1.0)
     )
     store.close()
-    with explorer(runs) as ex:
+    with explorer(runs, sandbox=FAKE) as ex:
         v = Visitor(ex.base)
         again = v.http.get(f"/api/runs/{done['id']}").json()
         assert again["reward"] == 0.0 and again["events"] == done["events"]
@@ -187,7 +189,7 @@ def test_records_survive_a_restart_and_unfinished_runs_are_closed(tmp_path: Path
 
 def test_a_run_is_held_to_the_operators_time_limit(tmp_path: Path) -> None:
     limits = RunLimits(allow_command=True, time_limit_s=2)
-    with explorer(tmp_path / "runs", limits=limits) as ex:
+    with explorer(tmp_path / "runs", limits=limits, sandbox=FAKE) as ex:
         rec = Visitor(ex.base).run(agent="command", command="sleep 60")
     assert rec["status"] == "done" and rec["reward"] == 0.0
     assert "AgentTimeoutError" in rec["error"] and "2 s" in rec["error"]
@@ -216,7 +218,7 @@ def test_answers_in_outputs_are_masked(tmp_path: Path) -> None:
     )
     update_task_toml(task)  # the copy's own content hash (the explorer checks it before a run)
     limits = RunLimits(allow_command=True)
-    with explorer(tmp_path / "runs", [str(ds)], limits=limits) as ex:
+    with explorer(tmp_path / "runs", [str(ds)], limits=limits, sandbox=FAKE) as ex:
         v = Visitor(ex.base)
         oracle = v.run(env="ds", task="greet", agent="oracle")
         guess = v.run(env="ds", task="greet", agent="command", command=f"echo {answer}; echo hi")

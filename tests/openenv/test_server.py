@@ -137,8 +137,9 @@ def test_exported_package_serves_the_same_tasks(tmp_path: Path) -> None:
 def test_idle_sessions_are_reaped(tmp_path: Path) -> None:
     import time
 
+    # The reaper's bookkeeping needs no isolation: the fake sandbox (nothing runs).
     cmd = [sys.executable, "-m", "repogym.cli", "serve", str(EXAMPLES), "--port", "{port}",
-           "--idle-timeout", "1"]  # fmt: skip
+           "--idle-timeout", "1", "--sandbox", "fake"]  # fmt: skip
     srv = start_server(cmd, Path.cwd(), tmp_path / "idle.log")
     try:
         client = GenericEnvClient(base_url=srv.url).sync()
@@ -160,7 +161,7 @@ def test_shutdown_closes_every_sandbox() -> None:
     from repogym.openenv import build_app
     from repogym.openenv.environment import RepoEnvironment
 
-    app = build_app(EXAMPLES, orchestrator_token="t")
+    app = build_app(EXAMPLES, orchestrator_token="t", sandbox="fake")  # bookkeeping only
     pool = app.state.repogym_pool
     with TestClient(app) as client:
         assert client.get("/health").status_code == 200

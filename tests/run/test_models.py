@@ -98,10 +98,10 @@ def test_real_result_and_job_round_trip_byte_for_byte(real_job: Path) -> None:
 def test_multi_step_result_round_trips(tmp_path: Path) -> None:
     from repogym.run.agents import OracleAgent
     from repogym.run.trial import TrialRunner
-    from repogym.sandbox import get_backend
+    from repogym.sandbox.fake import FakeSandbox
 
-    task = load_task(_steps_task(tmp_path / "task"))
-    outcome = TrialRunner(get_backend("local")).run(task, OracleAgent(), out_dir=tmp_path / "t")
+    task = load_task(_steps_task(tmp_path / "task"))  # its verifiers are shell scripts
+    outcome = TrialRunner(FakeSandbox(host=True)).run(task, OracleAgent(), out_dir=tmp_path / "t")
     path = tmp_path / "t" / "result.json"
     text = path.read_text()
     record = TrialResult.read(path)

@@ -14,10 +14,10 @@ Commands:
   stdout text, or ``reply(session, text) -> ExecResult`` (which may change the session's files).
 * With ``FakeSandbox(host=True)``, every other command runs on the host (``bash -c`` for a
   string) in the session's working folder, after the sandbox paths it names are mapped into the
-  root (``/app/x`` →
-  ``<root>/app/x``, for the root's own top-level folders; host system folders such as ``/usr``
-  stay the host's). A script run as ``["bash", "/tests/test.sh"]`` has its text mapped too;
-  what it calls in turn is not (a Python verifier sees the host's paths, and writes there).
+  root (``/app/x`` → ``<root>/app/x``, for the root's own top-level folders, also as a shell
+  parameter's default such as ``${LOGS:-/logs/verifier}``; host system folders such as
+  ``/usr`` stay the host's). A script run as ``["bash", "/tests/test.sh"]`` has its text mapped
+  too; what it calls in turn is not (a Python verifier sees the host's paths, and writes there).
   Without ``host=True`` (the default) an unscripted command answers exit 127: nothing runs.
 
 Build: ``WORKDIR``, ``ENV``, ``USER`` and ``COPY``/``ADD`` of local files are replayed into a
@@ -254,12 +254,14 @@ def _resolve(root: Path, path: str, beneath: str | None = None) -> Path:
 
 def map_paths(root: Path, text: str) -> str:
     """``text`` with the sandbox paths of ``root``'s own top-level folders mapped into it
-    (``/app/x`` → ``<root>/app/x``); :data:`HOST_FOLDERS` stay the host's."""
+    (``/app/x`` → ``<root>/app/x``, also as a shell default: ``${LOGS:-/logs/x}``);
+    :data:`HOST_FOLDERS` stay the host's."""
     names = sorted((p.name for p in root.iterdir() if p.name not in HOST_FOLDERS), key=len)
     if not names:
         return text
     alt = "|".join(re.escape(n) for n in reversed(names))
-    pattern = re.compile(rf"(?<![\w.\-/~$])/(?:{alt})(?=/|$|[\s'\";:|&)<>])")
+    before = r"(?:(?<![\w.\-/~$])|(?<=:[-=+?]))"  # not inside a word or path; or ${X:-/p}
+    pattern = re.compile(rf"{before}/(?:{alt})(?=/|$|[\s'\";:|&)<>}}])")
     return pattern.sub(lambda m: str(root) + m.group(0), text)
 
 
