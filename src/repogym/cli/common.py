@@ -3,7 +3,9 @@ command with one line on stderr and exit 2."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -19,7 +21,15 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 SandboxOpt = Annotated[
     str, typer.Option("--sandbox", help="Sandbox backend: local (bubblewrap, default) or docker.")
 ]
-JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Trials run in parallel.")]
+MAX_JOBS = 256
+"""Ceiling of every ``--jobs`` (parallel trials, workers or repositories)."""
+MAX_ATTEMPTS = 1000
+"""Ceiling of ``--attempts`` (trials or rollouts per task), ``--reruns`` and ``--mutants``."""
+MAX_SESSIONS = 4096
+"""Ceiling of ``serve --max-sessions``."""
+JobsOpt = Annotated[
+    int, typer.Option("--jobs", "-j", min=1, max=MAX_JOBS, help="Trials run in parallel.")
+]
 CaBundleOpt = Annotated[
     Path | None,
     typer.Option(
@@ -58,6 +68,56 @@ def bad_input(message: str) -> typer.Exit:
     """Print ``message`` as the one error line and return the exit (2) to raise."""
     fail(message)
     return typer.Exit(2)
+
+
+def output_folder_or_exit(path: Path, flag: str) -> None:
+    """Create ``path`` now and prove it takes a file, so a read-only or full disk stops the
+    command (one line, exit 2) before any work is announced; a folder made here is removed
+    again on failure."""
+    created = not path.exists()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".repogym-probe-{os.getpid()}"
+        try:
+            probe.write_bytes(b"repogym")
+        finally:
+            probe.unlink(missing_ok=True)
+    except OSError as exc:
+        if created:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise bad_input(f"{flag} {path}: cannot write there ({exc.strerror})") from None
+
+
+def writable_tasks_or_exit(tasks: list[Any], why: str) -> None:
+    """Exit 2 unless every task's ``task.toml`` can be rewritten (``why``: what would be
+    written), checked before any work."""
+    for task in tasks:
+        for target in (task.path, task.path / "task.toml"):
+            if not os.access(target, os.W_OK):
+                reason = os.strerror(errno.EROFS) if _read_only(target) else "permission denied"
+                raise bad_input(f"{target}: cannot record {why} ({reason})")
+        if _free_bytes(task.path) < MIN_FREE_BYTES:
+            raise bad_input(f"{task.path}: cannot record {why} (no space left on the device)")
+
+
+MIN_FREE_BYTES = 256 * 1024
+"""Free space below which a command that will rewrite task files refuses to start."""
+
+
+def _free_bytes(path: Path) -> int:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return MIN_FREE_BYTES  # unknown: let the write itself report
+    return st.f_bavail * st.f_frsize
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def task_dirs_or_exit(path: Path) -> list[Path]:

@@ -12,6 +12,7 @@ import typer
 
 from repogym.cli.app import app
 from repogym.cli.common import (
+    MAX_JOBS,
     CaBundleOpt,
     ExecutorOpt,
     JsonOpt,
@@ -66,6 +67,7 @@ GenerateJobsOpt = Annotated[
         "--jobs",
         "-j",
         min=1,
+        max=MAX_JOBS,
         help="Candidates examined in parallel (with --executor ray: the cluster's CPUs, "
         "at least this many).",
     ),
@@ -285,7 +287,10 @@ def bootstrap(
         ),
     ] = None,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", min=1, help="With --repos: repositories in parallel.")
+        int,
+        typer.Option(
+            "--jobs", "-j", min=1, max=MAX_JOBS, help="With --repos: repositories in parallel."
+        ),
     ] = 1,
     results: Annotated[
         Path | None,

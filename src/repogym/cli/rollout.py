@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from repogym.cli.app import app
-from repogym.cli.common import JobsOpt, JsonOpt, bad_input, not_a_file_or_exit
+from repogym.cli.common import MAX_ATTEMPTS, JobsOpt, JsonOpt, bad_input, not_a_file_or_exit
 from repogym.ui import err, escape, fmt_reward, out
 
 
@@ -37,7 +37,7 @@ def rollout(
         int | None, typer.Option("--limit", min=1, help="At most this many tasks.")
     ] = None,
     attempts: Annotated[
-        int, typer.Option("--attempts", "-k", min=1, help="Rollouts per task.")
+        int, typer.Option("--attempts", "-k", min=1, max=MAX_ATTEMPTS, help="Rollouts per task.")
     ] = 1,
     jobs: JobsOpt = 1,
     token: Annotated[

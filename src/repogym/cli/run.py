@@ -11,6 +11,7 @@ import typer
 
 from repogym.cli.app import app
 from repogym.cli.common import (
+    MAX_ATTEMPTS,
     CaBundleOpt,
     ExecutorOpt,
     JobsOpt,
@@ -22,10 +23,12 @@ from repogym.cli.common import (
     bad_input,
     host_limits_or_exit,
     not_a_file_or_exit,
+    output_folder_or_exit,
     remote_executor_or_exit,
     sandbox_or_exit,
     trusted_or_exit,
     use_ca_bundle,
+    writable_tasks_or_exit,
 )
 from repogym.ui import err, escape
 from repogym.ui.run import print_job, print_trial, print_verdict_line, print_verdicts
@@ -56,7 +59,9 @@ def run(
     sandbox: SandboxOpt = "local",
     ca_bundle: CaBundleOpt = None,
     jobs: JobsOpt = 1,
-    attempts: Annotated[int, typer.Option("--attempts", "-k", min=1, help="Trials per task.")] = 1,
+    attempts: Annotated[
+        int, typer.Option("--attempts", "-k", min=1, max=MAX_ATTEMPTS, help="Trials per task.")
+    ] = 1,
     out_dir: Annotated[
         Path | None,
         typer.Option("--out", help="Job folder, new or empty (default: jobs/<time>-<agent>)."),
@@ -99,9 +104,10 @@ def run(
         executor, address=ray_address, env=worker_env(agent, agent_options, host_env)
     )
     sandbox_or_exit(sandbox, here=ex is None)
-    tasks = trusted_or_exit(path, limit, pass_env, quiet=json_out)
+    tasks = trusted_or_exit(path, limit, pass_env, quiet=json_out, strict=True)
     if out_dir is None:
         out_dir = new_job_dir(Path("jobs"), agent.split(":")[0])
+    output_folder_or_exit(out_dir, "--out")
 
     def done(outcome: Any) -> None:
         if not json_out:
@@ -167,7 +173,10 @@ def run_flags_or_exit(
 def verify(
     path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
     reruns: Annotated[
-        int, typer.Option("--reruns", "-k", min=0, help="Extra oracle runs that must agree.")
+        int,
+        typer.Option(
+            "--reruns", "-k", min=0, max=MAX_ATTEMPTS, help="Extra oracle runs that must agree."
+        ),
     ] = 2,
     sandbox: SandboxOpt = "local",
     ca_bundle: CaBundleOpt = None,
@@ -181,6 +190,7 @@ def verify(
         typer.Option(
             "--mutants",
             min=0,
+            max=MAX_ATTEMPTS,
             help="Also run K wrong solutions derived from the gold patch; record the share the "
             "tests kill (mutant_kill_rate).",
         ),
@@ -220,6 +230,8 @@ def verify(
     )
     sandbox_or_exit(sandbox, here=ex is None)
     tasks = trusted_or_exit(path, limit, pass_env, quiet=json_out)
+    if write:
+        writable_tasks_or_exit(tasks, "the verdict (use --no-write to verify without recording)")
     runner = None
     if ex is None:  # on a cluster, each worker makes its own
         try:

@@ -11,6 +11,7 @@ import typer
 
 from repogym.cli.app import app
 from repogym.cli.common import (
+    MAX_SESSIONS,
     CaBundleOpt,
     HostOpt,
     LimitOpt,
@@ -36,7 +37,13 @@ def serve(
     sandbox: SandboxOpt = "local",
     ca_bundle: CaBundleOpt = None,
     max_sessions: Annotated[
-        int, typer.Option("--max-sessions", min=1, help="Concurrent episodes (one sandbox each).")
+        int,
+        typer.Option(
+            "--max-sessions",
+            min=1,
+            max=MAX_SESSIONS,
+            help="Concurrent episodes (one sandbox each).",
+        ),
     ] = 8,
     idle_timeout: Annotated[
         float,

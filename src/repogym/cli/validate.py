@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from repogym.cli.app import app
-from repogym.cli.common import JsonOpt, bad_input, task_dirs_or_exit
+from repogym.cli.common import MAX_JOBS, JsonOpt, bad_input, sandbox_or_exit, task_dirs_or_exit
 from repogym.ui import escape, out, track
 
 
@@ -23,7 +23,10 @@ def validate(
         bool, typer.Option("--deep", help="Also compile verifier scripts, parse patches and JSON.")
     ] = False,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", min=0, help="Worker processes (0 = two per core).")
+        int,
+        typer.Option(
+            "--jobs", "-j", min=0, max=MAX_JOBS, help="Worker processes (0 = two per core)."
+        ),
     ] = 0,
     runnable: Annotated[
         bool,
@@ -119,6 +122,7 @@ def validate_runnable(path: Path, sandbox: str, json_out: bool) -> None:
     from repogym.run.preflight import load_backend, preflight
     from repogym.taskdir.trust import check_task, load_limits
 
+    sandbox_or_exit(sandbox, here=False)  # an unknown name is bad input, not a per-task refusal
     dirs = task_dirs_or_exit(path)
     backend, why = load_backend(sandbox)
     try:

@@ -148,6 +148,11 @@ def resolve_requirement(requirement: str | None, scratch: Path) -> Shipped:
         )
         return _wheel_requirement(wheel, set(), note)
     spec = requirement.strip()
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in spec):
+        # It is written into the exported Dockerfile: a newline would be a line of its own.
+        raise ValueError(
+            f"--requirement {spec!r}: holds a newline or control character; give one spec"
+        )
     # ``path.whl[extra,…]``: a local wheel with extras.
     found = re.fullmatch(r"(?P<path>.+?)\[(?P<extras>[A-Za-z0-9_.,\s-]*)\]", spec)
     bare, extras = (found["path"], found["extras"]) if found else (spec, "")

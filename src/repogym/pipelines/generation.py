@@ -71,12 +71,41 @@ class _ResumeOutcomes:
         self.lock = threading.Lock()
         self.done: dict[str, dict[str, Any]] = {}
         if resume and path.is_file():
-            self.done = json.loads(path.read_text())
+            self.done = _read_state(path)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         with self.lock:
             self.done[key] = value
             atomic_write(self.path, json.dumps(self.done, indent=1, sort_keys=True))
+
+
+def _read_state(path: Path) -> dict[str, dict[str, Any]]:
+    """A resume state file, or :class:`GenerateError` when it is not one (truncated, random
+    bytes, another shape): resuming from it would redo or skip work at random."""
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not JSON"
+        raise GenerateError(
+            f"{path}: the resume state cannot be read ({why}); move it aside to start over"
+        ) from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise GenerateError(
+            f"{path}: the resume state is not a map of outcomes; move it aside to start over"
+        )
+    return data
+
+
+def _other_repository(out: Path, repo_id: str) -> str | None:
+    """The repository of a task already under ``out/tasks`` that is not ``repo_id`` (a
+    resumed run would mix two repositories' tasks in one dataset), or None."""
+    from repogym.taskdir import discover
+
+    for task in discover(out / "tasks").tasks if (out / "tasks").is_dir() else []:
+        prov = task.provenance
+        if prov is not None and prov.repo and prov.repo != repo_id:
+            return prov.repo
+    return None
 
 
 def generation_input(**fields: Any) -> GenerationInput:
@@ -300,6 +329,13 @@ def prepare(inp: GenerationInput, *, gate: GateFactory, local: bool = True) -> S
     except SourceError as exc:
         raise GenerateError(str(exc)) from None
     out = inp.out
+    if inp.resume:
+        other = _other_repository(out, repo_id)
+        if other is not None:
+            raise GenerateError(
+                f"--resume: {out} holds tasks of {other}, not {repo_id}; give another --out"
+            )
+    state = _ResumeOutcomes(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     errors = ErrorLog(out / STATE_DIR / f"{inp.pipeline}-errors.log")
     return Setup(
@@ -314,7 +350,7 @@ def prepare(inp: GenerationInput, *, gate: GateFactory, local: bool = True) -> S
         repo_id=repo_id,
         slug=slug,
         items=_chain(first, items),
-        state=_ResumeOutcomes(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume),
+        state=state,
         errors=errors,
         context=_ReportContext(inp, options, repo_id, repo_path, remote, rewriter, errors),
     )

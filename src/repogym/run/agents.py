@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,6 +77,21 @@ class NopAgent:
         return AgentOutcome(exit_code=0)
 
 
+def shell_syntax_error(command: str) -> str | None:
+    """bash's complaint about ``command``'s syntax (read, never run: ``bash -n``), or None; None
+    too where the host has no bash (the sandbox then reports it)."""
+    bash = shutil.which("bash")
+    if bash is None:
+        return None
+    res = subprocess.run(
+        [bash, "-n", "-c", command], capture_output=True, text=True, timeout=10, check=False
+    )
+    if res.returncode == 0:
+        return None
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    return lines[-1].split(": ", 1)[-1] if lines else f"bash -n exit {res.returncode}"
+
+
 class CommandAgent:
     """Runs one shell command in the working directory, as the agent user, with the agent's
     network policy and timeout. ``REPOGYM_INSTRUCTION`` holds the instruction text."""
@@ -83,6 +99,9 @@ class CommandAgent:
     def __init__(self, command: str) -> None:
         if not command.strip():
             raise ValueError("command agent needs a command: --agent command:'<shell>'")
+        problem = shell_syntax_error(command)
+        if problem:
+            raise ValueError(f"command agent: the shell cannot parse {command!r}: {problem}")
         self.command = command
         self.name = "command"
 

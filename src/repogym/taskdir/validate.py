@@ -153,6 +153,9 @@ def validate_task(path: Path | str, *, deep: bool = False) -> TaskReport:
         report.problems.extend(_check_instruction(files))
         report.problems.extend(_check_paths(files))
         return report
+    if not task.raw:
+        # Every setting would be a default: almost surely a truncated or unwritten file.
+        report.problems.append(_err("schema", TASK_TOML, f"{TASK_TOML} is empty"))
     for warning in task.warnings:
         report.problems.append(_warn("legacy", TASK_TOML, warning))
     if task.is_multi_step:

@@ -1,0 +1,112 @@
+"""Bad values and malformed state are refused before any work, one line, exit 2, nothing
+written: a command agent the shell cannot parse, numbers past their ceilings, an unknown
+sandbox for ``validate --runnable``, a newline in ``export --requirement``, a malformed task in
+a dataset given to ``run``, a corrupted or foreign ``generate --resume`` state. An empty
+``task.toml`` is an error of ``validate``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from repogym.cli import app
+from repogym.example_repo import build_example_repo
+from tests.conftest import EXAMPLES, snapshot, write_task
+from tests.faults.test_one_line import one_line
+
+cli = CliRunner()
+
+
+def test_a_command_agent_the_shell_cannot_parse(tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    res = cli.invoke(
+        app, ["run", str(EXAMPLES), "--agent", "command:echo 'oops", "--out", str(out)]
+    )
+    one_line(res, 2, "cannot parse", "echo 'oops")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", str(EXAMPLES), "--attempts", "1000000000000"],
+        ["run", str(EXAMPLES), "--jobs", "100000"],
+        ["verify", str(EXAMPLES), "--reruns", "5000"],
+        ["verify", str(EXAMPLES), "--mutants", "5000"],
+        ["serve", str(EXAMPLES), "--max-sessions", "1000000"],
+        ["validate", str(EXAMPLES), "--jobs", "100000"],
+    ],
+    ids=lambda a: a[0] + a[2],
+)
+def test_numbers_past_their_ceiling(argv: list[str]) -> None:
+    one_line(cli.invoke(app, argv), 2, "less than or equal to")
+
+
+def test_validate_runnable_with_an_unknown_sandbox_is_bad_input() -> None:
+    one_line(
+        cli.invoke(app, ["validate", str(EXAMPLES), "--runnable", "--sandbox", "bogus"]),
+        2,
+        "unknown sandbox backend 'bogus'",
+    )
+
+
+def test_an_empty_task_toml_is_an_error(tmp_path: Path) -> None:
+    task = tmp_path / "t"
+    shutil.copytree(EXAMPLES / "hello-file", task)
+    (task / "task.toml").write_text("\n")
+    res = cli.invoke(app, ["validate", str(task)])
+    assert res.exit_code == 1 and "task.toml is empty" in res.output, res.output
+
+
+def test_a_requirement_with_a_newline_writes_no_dockerfile_line(tmp_path: Path) -> None:
+    out = tmp_path / "pkg"
+    res = cli.invoke(
+        app,
+        ["export", str(EXAMPLES), "--out", str(out), "--requirement", "repogym\nRUN rm -rf /"],
+    )
+    one_line(res, 2, "newline")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_run_over_a_dataset_with_a_malformed_task_runs_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(EXAMPLES, data)
+    write_task(data, "broken", toml="[verifier\n")
+    out = tmp_path / "job"
+    res = cli.invoke(app, ["run", str(data), "--agent", "nop", "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert "broken" in res.output and "running" not in res.output
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------------ generate --resume
+
+
+@pytest.fixture(scope="module")
+def example_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_example_repo(tmp_path_factory.mktemp("repo") / "statkit")
+
+
+@pytest.mark.parametrize("state", [b"\x8a\x00 random bytes \xff", b"[1, 2, 3]", b'{"a": 1}'])
+def test_a_corrupted_resume_state_is_refused(
+    example_repo: Path, tmp_path: Path, state: bytes
+) -> None:
+    out = tmp_path / "ds"
+    (out / ".repogym").mkdir(parents=True)
+    (out / ".repogym" / "commit_runtime-state.json").write_bytes(state)
+    before = snapshot(out)
+    res = cli.invoke(app, ["generate", "--repo", str(example_repo), "--out", str(out), "--resume"])
+    one_line(res, 2, "resume state", "move it aside")
+    assert snapshot(out) == before and sorted(p.name for p in out.iterdir()) == [".repogym"]
+
+
+def test_resume_refuses_a_dataset_of_another_repository(example_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    shutil.copytree(EXAMPLES, out / "tasks")
+    before = snapshot(out)
+    res = cli.invoke(app, ["generate", "--repo", str(example_repo), "--out", str(out), "--resume"])
+    one_line(res, 2, "repogym-examples/textstats", "not statkit")
+    assert snapshot(out) == before
