@@ -74,6 +74,14 @@ def run(
             "and job.json are replaced.",
         ),
     ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue the job in --out (killed or interrupted): trials it finished are "
+            "kept, the others run; job.json covers them all.",
+        ),
+    ] = False,
     verification: Annotated[
         str,
         typer.Option(
@@ -98,7 +106,9 @@ def run(
     from repogym.run.remote import worker_env
     from repogym.sandbox import SandboxError
 
-    agent_options = run_flags_or_exit(agent, agent_opt, verification, out_dir, overwrite)
+    agent_options = run_flags_or_exit(agent, agent_opt, verification, out_dir, overwrite or resume)
+    if resume and (out_dir is None or not out_dir.is_dir()):
+        raise bad_input("--resume needs --out naming the job folder to continue")
     host_env = host_limits_or_exit(limit, pass_env).host_env()
     ex = remote_executor_or_exit(
         executor, address=ray_address, env=worker_env(agent, agent_options, host_env)
@@ -130,6 +140,7 @@ def run(
             verification=None if verification == "task" else verification,
             on_done=done,
             executor=ex,
+            resume=resume,
         )
     except SandboxError as exc:
         raise bad_input(str(exc)) from None
@@ -163,8 +174,8 @@ def run_flags_or_exit(
         not_a_file_or_exit(out_dir, "--out")
         if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
             raise bad_input(
-                f"--out {out_dir}: already holds a job; give a new folder, or --overwrite to "
-                "replace its trials"
+                f"--out {out_dir}: already holds a job; give a new folder, --resume to continue "
+                "it, or --overwrite to replace its trials"
             )
     return agent_options
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import math
+import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -12,8 +13,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repogym.run.agents import make_agent
-from repogym.run.models import JOB_FILE, JobResult, JobSummary, JobTrial, now
+from repogym.run.models import (
+    JOB_FILE,
+    RESULT_FILE,
+    JobResult,
+    JobSummary,
+    JobTrial,
+    RecordError,
+    TrialResult,
+    now,
+)
 from repogym.run.records import mean_pass_at_k, trial_resolved
+from repogym.run.rewards import RewardReading
 from repogym.run.trial import TrialOutcome, TrialRunner
 from repogym.sandbox import get_backend
 from repogym.taskdir import Task
@@ -70,8 +81,12 @@ def run_job(
     verification: str | None = None,
     on_done: Callable[[TrialOutcome], None] | None = None,
     executor: Executor | None = None,
+    resume: bool = False,
 ) -> tuple[list[TrialOutcome], JobSummary, Path]:
     """Run ``attempts`` trials of the agent on every task; write each trial and ``job.json``.
+
+    ``resume``: trials ``out_dir`` already holds a finished record of (for the same task
+    version) are kept and not run again; the others (killed, interrupted, lost) start over.
 
     ``verification`` overrides every task's verification mode (``clean_room``/``in_place``).
     ``executor``: run the trials as units there (:mod:`repogym.run.remote_job`; ``jobs`` is
@@ -83,11 +98,16 @@ def run_job(
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     started = now()
+    kept = finished_trials(out_dir, tasks, attempts) if resume else {}
+    for outcome in kept.values():
+        if on_done:
+            on_done(outcome)
+    todo = [(t, a) for t in tasks for a in range(1, attempts + 1) if f"{t.id}__{a}" not in kept]
+    for task, attempt in todo:  # what a killed trial left, so it starts clean
+        shutil.rmtree(out_dir / f"{task.id}__{attempt}", ignore_errors=True)
     if runner is not None:
-        outcomes = _run_here(
-            runner, tasks, agent_spec, agent_options, jobs, attempts, out_dir, on_done
-        )
-    else:
+        outcomes = _run_here(runner, todo, agent_spec, agent_options, jobs, out_dir, on_done)
+    elif todo:
         assert executor is not None
         from repogym.run.remote_job import run_trials
 
@@ -102,7 +122,11 @@ def run_job(
             out_dir=out_dir,
             verification=verification,
             on_done=on_done,
+            skip=set(kept),
         )
+    else:
+        outcomes = []
+    outcomes = [*kept.values(), *outcomes]
     outcomes.sort(key=lambda o: o.record.trial_name or "")
     summary = summarize(outcomes, attempts)
     job = JobResult(
@@ -123,18 +147,53 @@ def run_job(
     return outcomes, summary, job_path
 
 
+RERUN_ON_RESUME = frozenset({"KeyboardInterrupt", "Interrupted", "WorkerLost"})
+"""Exception types of a trial record that ``--resume`` runs again (the trial did not finish)."""
+
+
+def finished_trials(out_dir: Path, tasks: list[Task], attempts: int) -> dict[str, TrialOutcome]:
+    """The trials of ``out_dir`` that a resumed job keeps, by trial name: those whose
+    ``result.json`` reads, names the same task and content hash, and did not end interrupted."""
+    kept: dict[str, TrialOutcome] = {}
+    for task in tasks:
+        for attempt in range(1, attempts + 1):
+            name = f"{task.id}__{attempt}"
+            path = out_dir / name / RESULT_FILE
+            try:
+                record = TrialResult.read(path)
+            except RecordError:
+                continue
+            declared = (task.repo2env or {}).get("content_hash")
+            if record.task_id != task.id or record.task_checksum != declared:
+                continue
+            exc = record.exception_info
+            if exc is not None and exc.exception_type in RERUN_ON_RESUME:
+                continue
+            kept[name] = TrialOutcome(record, reading_of(record), path)
+    return kept
+
+
+def reading_of(record: TrialResult) -> RewardReading | None:
+    """The reward reading a trial record holds (None when the verifier never ran)."""
+    vr = record.verifier_result
+    if vr is None:
+        return None
+    return RewardReading(
+        vr.rewards, vr.reward, vr.source, vr.error, vr.details, list(vr.warnings or [])
+    )
+
+
 def _run_here(
     runner: TrialRunner,
-    tasks: list[Task],
+    work: list[tuple[Task, int]],
     agent_spec: str,
     agent_options: dict[str, str] | None,
     jobs: int,
-    attempts: int,
     out_dir: Path,
     on_done: Callable[[TrialOutcome], None] | None,
 ) -> list[TrialOutcome]:
-    """The trials on this machine: ``jobs`` threads, one build per task."""
-    build_locks: dict[str, threading.Lock] = {t.id: threading.Lock() for t in tasks}
+    """The trials (task, attempt) on this machine: ``jobs`` threads, one build per task."""
+    build_locks: dict[str, threading.Lock] = {t.id: threading.Lock() for t, _ in work}
 
     def one(task: Task, attempt: int) -> TrialOutcome:
         # One build per task, even with parallel attempts. A failed build is reported by the
@@ -145,7 +204,6 @@ def _run_here(
         agent = make_agent(agent_spec, agent_options)
         return runner.run(task, agent, out_dir=out_dir / name, trial_name=name)
 
-    work = [(t, a) for t in tasks for a in range(1, attempts + 1)]
     outcomes: list[TrialOutcome] = []
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(one, t, a) for t, a in work]

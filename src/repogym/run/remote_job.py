@@ -178,8 +178,10 @@ def run_trials(
     out_dir: Path,
     verification: str | None,
     on_done: Callable[[TrialOutcome], None] | None = None,
+    skip: set[str] | frozenset[str] = frozenset(),
 ) -> list[TrialOutcome]:
-    """Every trial of a job on ``executor``, written under ``out_dir`` as each comes back."""
+    """Every trial of a job on ``executor`` but those named in ``skip`` (kept by a resumed
+    job), written under ``out_dir`` as each comes back."""
     by_name = {f"{t.id}__{a}": t for t in tasks for a in range(1, attempts + 1)}
     units = trial_work(
         executor,
@@ -190,6 +192,7 @@ def run_trials(
         attempts=attempts,
         verification=verification,
     )
+    units = [u for u in units if u.key not in skip]
     outcomes = []
     for done in executor.map(units):
         outcome = record_trial(
