@@ -99,3 +99,49 @@ def test_sigkill_midway_then_resume(tmp_path: Path) -> None:
     assert json.loads((job / "hello-file__1" / "result.json").read_text())["id"] == kept
     listed = json.loads((job / "job.json").read_text())
     assert len(listed["trials"]) == 2
+
+
+def test_sigterm_stops_the_running_trial_and_records_it(tmp_path: Path) -> None:
+    """The second trial's agent sleeps 60 s: SIGTERM ends it long before that, the job is
+    recorded (the trial as Interrupted), and --resume runs just that trial again."""
+    job = tmp_path / "job"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    argv = [sys.executable, "-m", "repogym.cli", "run", str(EXAMPLES), "--out", str(job)]
+    proc = subprocess.Popen(
+        [*argv, "--agent", SLOW_SECOND],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not (job / "hello-file__1" / "result.json").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(3)  # the second trial's agent is sleeping
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=55)  # well before the agent's 60 s would end
+        stopped_after = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert stopped_after < 55
+    assert "--resume" in err and "Traceback" not in err
+    listed = json.loads((job / "job.json").read_text())
+    by_name = {t["trial_name"]: t for t in listed["trials"]}
+    assert set(by_name) == {"hello-file__1", "textstats-word-count__1"}
+    stopped = json.loads((job / "textstats-word-count__1" / "result.json").read_text())
+    assert stopped["exception_info"]["exception_type"] == "Interrupted"
+    kept = json.loads((job / "hello-file__1" / "result.json").read_text())["id"]
+    res = subprocess.run(
+        [*argv, "--agent", "nop", "--resume"], env=env, capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
+    assert json.loads((job / "hello-file__1" / "result.json").read_text())["id"] == kept
+    again = json.loads((job / "textstats-word-count__1" / "result.json").read_text())
+    assert again["exception_info"] is None

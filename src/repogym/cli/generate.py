@@ -73,6 +73,12 @@ GenerateJobsOpt = Annotated[
     ),
 ]
 OutOpt = Annotated[Path, typer.Option("--out", help="Dataset folder to write.")]
+SurveyJobsOpt = Annotated[
+    int,
+    typer.Option(
+        "--jobs", "-j", min=1, max=MAX_JOBS, help="With --repos: repositories in parallel."
+    ),
+]
 ResumeOpt = Annotated[
     bool,
     typer.Option(
@@ -286,12 +292,7 @@ def bootstrap(
             help="With --repos: check the last commit at least N years before --at.",
         ),
     ] = None,
-    jobs: Annotated[
-        int,
-        typer.Option(
-            "--jobs", "-j", min=1, max=MAX_JOBS, help="With --repos: repositories in parallel."
-        ),
-    ] = 1,
+    jobs: SurveyJobsOpt = 1,
     results: Annotated[
         Path | None,
         typer.Option(

@@ -30,66 +30,75 @@ from repogym.cli.common import (
     use_ca_bundle,
     writable_tasks_or_exit,
 )
-from repogym.ui import err, escape
+from repogym.ui import err, escape, fail
 from repogym.ui.run import print_job, print_trial, print_verdict_line, print_verdicts
 
 VERIFICATION_MODES = ("task", "clean_room", "in_place")
 
 
+AgentOpt = Annotated[
+    str,
+    typer.Option(
+        "--agent",
+        "-a",
+        help="oracle | nop | llm:<provider>/<model> | command:'<shell command>'",
+    ),
+]
+AgentOptOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agent-opt",
+        help="key=value for the llm agent (repeatable): endpoint, max_steps, max_tokens, "
+        "max_cost_usd, time_limit_s, temperature, … (docs/agents.md). Keys come from "
+        "OPENAI_API_KEY / ANTHROPIC_API_KEY.",
+    ),
+]
+AttemptsOpt = Annotated[
+    int, typer.Option("--attempts", "-k", min=1, max=MAX_ATTEMPTS, help="Trials per task.")
+]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", help="Job folder, new or empty (default: jobs/<time>-<agent>)."),
+]
+OverwriteOpt = Annotated[
+    bool,
+    typer.Option(
+        "--overwrite",
+        help="Let --out name a folder that already holds a job: trials of the same name "
+        "and job.json are replaced.",
+    ),
+]
+ResumeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="Continue the job in --out (killed or interrupted): trials it finished are "
+        "kept, the others run; job.json covers them all.",
+    ),
+]
+VerificationOpt = Annotated[
+    str,
+    typer.Option(
+        "--verification",
+        help="task (as each task declares, default) | clean_room | in_place (what a runner "
+        "that verifies in the agent's container would pay)",
+    ),
+]
+
+
 @app.command()
 def run(
     path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
-    agent: Annotated[
-        str,
-        typer.Option(
-            "--agent",
-            "-a",
-            help="oracle | nop | llm:<provider>/<model> | command:'<shell command>'",
-        ),
-    ] = "oracle",
-    agent_opt: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--agent-opt",
-            help="key=value for the llm agent (repeatable): endpoint, max_steps, max_tokens, "
-            "max_cost_usd, time_limit_s, temperature, … (docs/agents.md). Keys come from "
-            "OPENAI_API_KEY / ANTHROPIC_API_KEY.",
-        ),
-    ] = None,
+    agent: AgentOpt = "oracle",
+    agent_opt: AgentOptOpt = None,
     sandbox: SandboxOpt = "local",
     ca_bundle: CaBundleOpt = None,
     jobs: JobsOpt = 1,
-    attempts: Annotated[
-        int, typer.Option("--attempts", "-k", min=1, max=MAX_ATTEMPTS, help="Trials per task.")
-    ] = 1,
-    out_dir: Annotated[
-        Path | None,
-        typer.Option("--out", help="Job folder, new or empty (default: jobs/<time>-<agent>)."),
-    ] = None,
-    overwrite: Annotated[
-        bool,
-        typer.Option(
-            "--overwrite",
-            help="Let --out name a folder that already holds a job: trials of the same name "
-            "and job.json are replaced.",
-        ),
-    ] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume",
-            help="Continue the job in --out (killed or interrupted): trials it finished are "
-            "kept, the others run; job.json covers them all.",
-        ),
-    ] = False,
-    verification: Annotated[
-        str,
-        typer.Option(
-            "--verification",
-            help="task (as each task declares, default) | clean_room | in_place (what a runner "
-            "that verifies in the agent's container would pay)",
-        ),
-    ] = "task",
+    attempts: AttemptsOpt = 1,
+    out_dir: OutOpt = None,
+    overwrite: OverwriteOpt = False,
+    resume: ResumeOpt = False,
+    verification: VerificationOpt = "task",
     limit: LimitOpt = None,
     pass_env: PassEnvOpt = None,
     executor: ExecutorOpt = "local",
@@ -102,7 +111,7 @@ def run(
     bad input.
     """
     use_ca_bundle(ca_bundle)
-    from repogym.run.job import new_job_dir, run_job, run_payload
+    from repogym.run.job import JobInterrupted, new_job_dir, run_job, run_payload
     from repogym.run.remote import worker_env
     from repogym.sandbox import SandboxError
 
@@ -144,6 +153,12 @@ def run(
         )
     except SandboxError as exc:
         raise bad_input(str(exc)) from None
+    except JobInterrupted as stop:
+        fail(
+            f"interrupted: {len(stop.outcomes)} trial(s) recorded in {out_dir}/job.json; "
+            f"continue with: repogym run {path} --out {out_dir} --resume"
+        )
+        raise typer.Exit(130) from None
     if json_out:
         sys.stdout.write(json.dumps(run_payload(outcomes, summary, job_path), indent=2) + "\n")
     else:

@@ -25,7 +25,7 @@ from repogym.run.models import (
 )
 from repogym.run.records import mean_pass_at_k, trial_resolved
 from repogym.run.rewards import RewardReading
-from repogym.run.trial import TrialOutcome, TrialRunner
+from repogym.run.trial import INTERRUPTED, TrialOutcome, TrialRunner
 from repogym.sandbox import get_backend
 from repogym.taskdir import Task
 
@@ -105,8 +105,12 @@ def run_job(
     todo = [(t, a) for t in tasks for a in range(1, attempts + 1) if f"{t.id}__{a}" not in kept]
     for task, attempt in todo:  # what a killed trial left, so it starts clean
         shutil.rmtree(out_dir / f"{task.id}__{attempt}", ignore_errors=True)
+    interrupted = False
     if runner is not None:
-        outcomes = _run_here(runner, todo, agent_spec, agent_options, jobs, out_dir, on_done)
+        try:
+            outcomes = _run_here(runner, todo, agent_spec, agent_options, jobs, out_dir, on_done)
+        except JobInterrupted as stop:
+            outcomes, interrupted = stop.outcomes, True
     elif todo:
         assert executor is not None
         from repogym.run.remote_job import run_trials
@@ -144,10 +148,12 @@ def run_job(
     if executor is not None:
         job.executor = executor.name
     job_path = job.write(out_dir / JOB_FILE)
+    if interrupted:
+        raise JobInterrupted(outcomes)
     return outcomes, summary, job_path
 
 
-RERUN_ON_RESUME = frozenset({"KeyboardInterrupt", "Interrupted", "WorkerLost"})
+RERUN_ON_RESUME = frozenset({INTERRUPTED, "KeyboardInterrupt", "WorkerLost"})
 """Exception types of a trial record that ``--resume`` runs again (the trial did not finish)."""
 
 
@@ -205,14 +211,31 @@ def _run_here(
         return runner.run(task, agent, out_dir=out_dir / name, trial_name=name)
 
     outcomes: list[TrialOutcome] = []
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(one, t, a) for t, a in work]
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    futures = [pool.submit(one, t, a) for t, a in work]
+    try:
         for fut in as_completed(futures):
             outcome = fut.result()
             outcomes.append(outcome)
             if on_done:
                 on_done(outcome)
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: no trial starts, running ones lose their sandboxes now; every
+        # trial that wrote a record (interrupted ones too) goes into job.json.
+        runner.interrupt()
+        pool.shutdown(wait=True, cancel_futures=True)
+        done = [f.result() for f in futures if f.done() and not f.cancelled()]
+        raise JobInterrupted(done) from None
+    pool.shutdown(wait=True)
     return outcomes
+
+
+class JobInterrupted(KeyboardInterrupt):
+    """A job stopped by SIGINT/SIGTERM; :attr:`outcomes` are the trials that have records."""
+
+    def __init__(self, outcomes: list[TrialOutcome]) -> None:
+        super().__init__("interrupted")
+        self.outcomes = outcomes
 
 
 def run_payload(

@@ -7,7 +7,9 @@ The result is a :class:`~repogym.run.models.TrialResult` (``result.json``), shap
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 import traceback
 import uuid
 from dataclasses import dataclass, field
@@ -182,6 +184,11 @@ class _Progress:
         return record
 
 
+INTERRUPTED = "Interrupted"
+"""``exception_type`` of a trial the run was stopped in (SIGINT/SIGTERM)."""
+INTERRUPTED_TEXT = "the run was interrupted before this trial finished (rerun it with --resume)"
+
+
 class TrialRunner:
     """Runs trials on one sandbox backend, building each environment once."""
 
@@ -191,6 +198,22 @@ class TrialRunner:
         """Override every task's verification mode (``in_place`` shows what a runner that
         verifies in the agent's container, like Harbor, would pay)."""
         self._built: dict[str, BuiltEnvironment] = {}
+        self.stopping = threading.Event()
+        """Set by :meth:`interrupt`: trials not yet started end at once, running ones end as
+        soon as their sandbox is gone; all are recorded ``Interrupted`` (``--resume`` reruns
+        them)."""
+        self._live: dict[int, _Progress] = {}
+        self._live_lock = threading.Lock()
+
+    def interrupt(self) -> None:
+        """Stop every trial of this runner within seconds: close the sandboxes of the running
+        ones (their agents and verifiers die with them) and start no other."""
+        self.stopping.set()
+        with self._live_lock:
+            live = list(self._live.values())
+        for trial in live:
+            with contextlib.suppress(Exception):
+                trial.close()
 
     def build(self, task: Task, log: Path | None = None) -> BuiltEnvironment:
         """The task's agent environment, built once; a task the runner cannot run is refused
@@ -231,18 +254,28 @@ class TrialRunner:
         trial = _Progress(trial_name or f"{task.id}__{uuid.uuid4().hex[:8]}")
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
+        with self._live_lock:
+            self._live[id(trial)] = trial
         try:
+            self._stop_if_interrupted()
             spec, workdir = self._set_up(trial, task, out_dir, on_event)
             if task.is_multi_step:
                 self._run_steps(trial, task, agent, workdir, verifier_timeout)
             else:
                 self._run_agent(trial, task, agent, workdir, out_dir, agent_timeout_s, on_event)
+                self._stop_if_interrupted()
                 self._verify(trial, task, spec, workdir, verifier_timeout, on_event)
+            self._stop_if_interrupted()
         except Exception as exc:  # noqa: BLE001 - every failure becomes the trial's exception_info
-            trial.exception = ExceptionInfo.occurred(
-                type(exc).__name__, str(exc), traceback.format_exc()
-            )
+            if self.stopping.is_set():  # whatever broke, it broke because the run was stopped
+                trial.exception = ExceptionInfo.occurred(INTERRUPTED, INTERRUPTED_TEXT)
+            else:
+                trial.exception = ExceptionInfo.occurred(
+                    type(exc).__name__, str(exc), traceback.format_exc()
+                )
         finally:
+            with self._live_lock:
+                self._live.pop(id(trial), None)
             trial.close()
         record = trial.record(task, agent, self.backend.name)
         if record.exception_info is not None:
@@ -257,6 +290,10 @@ class TrialRunner:
             path = record.write(out_dir / RESULT_FILE)
             atomic_write(out_dir / "verifier-stdout.txt", trial.verifier_stdout)
         return TrialOutcome(record, trial.reading, path, trial.verifier_stdout, trial.timings)
+
+    def _stop_if_interrupted(self) -> None:
+        if self.stopping.is_set():
+            raise InterruptedError(INTERRUPTED_TEXT)
 
     def _set_up(
         self, trial: _Progress, task: Task, out_dir: Path | None, on_event: EventSink | None
