@@ -8,6 +8,7 @@ ordinary ``open()`` / ``mkdir()`` would (0666 / 0777 less the process umask) bef
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -87,3 +88,36 @@ def publish_dir(staging: Path, dest: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(staging, dest)
+
+
+MIN_FREE_BYTES = 256 * 1024
+"""Free space below which a command that is about to write output refuses to start."""
+
+
+def prepare_output_folder(path: Path, *, min_free: int = MIN_FREE_BYTES) -> None:
+    """Create ``path`` (and missing parents) and prove it takes a file with ``min_free`` bytes
+    to spare, so a read-only or full disk stops a command before its work starts. On failure
+    the folders made here are removed again and an :class:`OSError` naming ``path`` is
+    raised (``ENOSPC`` for too little space)."""
+    missing = []
+    probe_at = Path(path)
+    while not os.path.lexists(probe_at) and probe_at.parent != probe_at:
+        missing.append(probe_at)
+        probe_at = probe_at.parent
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        probe = Path(path) / f".repogym-probe-{os.getpid()}"
+        try:
+            probe.write_bytes(b"repogym")
+        finally:
+            probe.unlink(missing_ok=True)
+        st = os.statvfs(path)
+        if st.f_bavail * st.f_frsize < min_free:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    except OSError as exc:
+        for folder in missing:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise naming(exc, path) from None

@@ -62,6 +62,24 @@ __all__ = [
 USER_AGENT = "repogym"
 
 
+def url_problem(value: str) -> str | None:
+    """Why ``value`` is not an absolute http(s) URL with a host (and a valid port), or None:
+    the one rule for every URL a user gives (variables, ``--llm-endpoint``, options)."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F or c.isspace() for c in value):
+        return "holds whitespace or control characters"
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # a bad port raises here
+        host = parts.hostname
+    except ValueError as exc:
+        return f"is not a URL ({exc})"
+    if parts.scheme not in ("http", "https") or not host:
+        return "is not an http(s) URL with a host"
+    if port == 0:
+        return "names port 0"
+    return None
+
+
 class DeadlineExceeded(Exception):
     """A request did not finish within its total deadline."""
 

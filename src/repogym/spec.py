@@ -257,9 +257,7 @@ class CvePatchesOptions(RuntimeOptions):
     @field_validator("osv_url")
     @classmethod
     def _check_osv_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip().lower().startswith(("http://", "https://")):
-            raise ValueError(f"{value!r}: not an http(s) URL")
-        return value
+        return _http_url(value)
 
 
 class EquivalenceOptions(SynthOptions):
@@ -329,6 +327,11 @@ class GenerationInput(_Strict):
     )
     llm_endpoint: str | None = Field(None, description="OpenAI-compatible or Anthropic base URL")
 
+    @field_validator("llm_endpoint")
+    @classmethod
+    def _check_llm_endpoint(cls, value: str | None) -> str | None:
+        return _http_url(value, "--llm-endpoint ")
+
     @field_validator("llm")
     @classmethod
     def _check_llm(cls, value: str | None) -> str | None:
@@ -360,3 +363,15 @@ def parse_opts(pairs: list[str], *, flag: str = "--opt") -> dict[str, Any]:
 
 def describe_error(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+
+
+def _http_url(value: str | None, label: str = "") -> str | None:
+    """``value`` unless it is not an http(s) URL (:func:`repogym.http.url_problem`)."""
+    if value is None:
+        return None
+    from repogym.http import url_problem
+
+    problem = url_problem(value.strip())
+    if problem:
+        raise ValueError(f"{label}{value!r} {problem}")
+    return value

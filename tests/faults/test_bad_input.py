@@ -6,7 +6,10 @@ a dataset given to ``run``, a corrupted or foreign ``generate --resume`` state. 
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from tests.conftest import EXAMPLES, snapshot, write_task
 from tests.faults.test_one_line import one_line
 
 cli = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_command_agent_the_shell_cannot_parse(tmp_path: Path) -> None:
@@ -110,3 +114,57 @@ def test_resume_refuses_a_dataset_of_another_repository(example_repo: Path, tmp_
     res = cli.invoke(app, ["generate", "--repo", str(example_repo), "--out", str(out), "--resume"])
     one_line(res, 2, "repogym-examples/textstats", "not statkit")
     assert snapshot(out) == before
+
+
+def test_a_registry_json_that_is_a_folder(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(EXAMPLES, data)
+    (data / "registry.json").mkdir()
+    before = snapshot(data)
+    one_line(cli.invoke(app, ["dataset", "index", str(data)]), 2, "registry.json")
+    assert snapshot(data) == before and (data / "registry.json").is_dir()
+
+
+def test_push_to_a_folder_registry_that_is_a_file(tmp_path: Path) -> None:
+    reg = tmp_path / "reg"
+    reg.write_text("not a folder\n")
+    res = cli.invoke(app, ["push", str(EXAMPLES), "acme/x", "--registry", f"file://{reg}"])
+    one_line(res, 2, str(reg))
+    assert reg.read_text() == "not a folder\n"
+
+
+def test_a_garbage_llm_endpoint_is_refused_before_any_candidate(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "ds"
+    argv = ["generate", "--repo", str(example_repo), "--out", str(out)]
+    res = cli.invoke(app, [*argv, "--llm", "openai/gpt-4o", "--llm-endpoint", ":::"])
+    one_line(res, 2, "--llm-endpoint", "not an http(s) URL")
+    assert not out.exists()
+
+
+def _unprivileged() -> bool:
+    probe = subprocess.run(["unshare", "--user", "true"], capture_output=True)
+    return shutil.which("unshare") is not None and probe.returncode == 0
+
+
+@pytest.mark.skipif(not _unprivileged(), reason="needs unshare --user")
+@pytest.mark.parametrize("argv", [["validate"], ["dataset", "index"]], ids=" ".join)
+def test_a_task_folder_that_cannot_be_read_is_not_left_out(tmp_path: Path, argv: list[str]) -> None:
+    """Run as an unmapped user (no capabilities over the files), where mode 000 holds."""
+    data = tmp_path / "data"
+    shutil.copytree(EXAMPLES, data)
+    os.chmod(data / "hello-file", 0)
+    try:
+        res = subprocess.run(
+            ["unshare", "--user", sys.executable, "-m", "repogym.cli", *argv, str(data)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )
+    finally:
+        os.chmod(data / "hello-file", 0o755)
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert "hello-file" in res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    assert not (data / "registry.json").exists()

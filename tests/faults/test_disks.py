@@ -79,6 +79,7 @@ CASES = {
     "pull": (["pull", "acme/ds", "{mnt}/got", "--registry", "file://{reg}"], ""),
     "run-out": (["run", "{mnt}/ds", "--agent", "nop", "--out", "{mnt}/job"], "--out"),
     "verify-write": (["verify", "{mnt}/indexed", "--reruns", "0"], "verdict"),
+    "generate-out": (["generate", "--repo", "{repo}", "--out", "{mnt}/gen", "--limit", "1"], ""),
 }
 
 
@@ -91,13 +92,20 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from repogym.example_repo import build_example_repo
+
+    return build_example_repo(tmp_path_factory.mktemp("example") / "statkit")
+
+
 @pytest.mark.parametrize("kind", ["readonly", "full"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_command_on_a_bad_disk_is_one_line_and_leaves_nothing(
-    case: str, kind: str, tmp_path: Path, registry: Path
+    case: str, kind: str, tmp_path: Path, registry: Path, example: Path
 ) -> None:
     argv, fragment = CASES[case]
-    argv = [a.replace("{reg}", str(registry)) for a in argv]
+    argv = [a.replace("{reg}", str(registry)).replace("{repo}", str(example)) for a in argv]
     got = on_disk(kind, argv, tmp_path)
     mnt = str(tmp_path / "mnt")
     refused(got, fragment.replace("{mnt}", mnt))

@@ -3,7 +3,6 @@ command with one line on stderr and exit 2."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import shutil
@@ -15,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from repogym.atomic import MIN_FREE_BYTES
 from repogym.ui import err, escape, fail
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
@@ -74,19 +74,13 @@ def output_folder_or_exit(path: Path, flag: str) -> None:
     """Create ``path`` now and prove it takes a file, so a read-only or full disk stops the
     command (one line, exit 2) before any work is announced; a folder made here is removed
     again on failure."""
-    created = not path.exists()
+    from repogym.atomic import prepare_output_folder
+
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".repogym-probe-{os.getpid()}"
-        try:
-            probe.write_bytes(b"repogym")
-        finally:
-            probe.unlink(missing_ok=True)
+        prepare_output_folder(path)
     except OSError as exc:
-        if created:
-            with contextlib.suppress(OSError):
-                path.rmdir()
-        raise bad_input(f"{flag} {path}: cannot write there ({exc.strerror})") from None
+        reason = "no space left on the device" if exc.errno == errno.ENOSPC else exc.strerror
+        raise bad_input(f"{flag} {path}: cannot write there ({reason})") from None
 
 
 def writable_tasks_or_exit(tasks: list[Any], why: str) -> None:
@@ -99,10 +93,6 @@ def writable_tasks_or_exit(tasks: list[Any], why: str) -> None:
                 raise bad_input(f"{target}: cannot record {why} ({reason})")
         if _free_bytes(task.path) < MIN_FREE_BYTES:
             raise bad_input(f"{task.path}: cannot record {why} (no space left on the device)")
-
-
-MIN_FREE_BYTES = 256 * 1024
-"""Free space below which a command that will rewrite task files refuses to start."""
 
 
 def _free_bytes(path: Path) -> int:

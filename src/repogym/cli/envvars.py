@@ -13,7 +13,8 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from repogym.http import url_problem
 
 
 class BadValue(ValueError):
@@ -23,19 +24,10 @@ class BadValue(ValueError):
 def check_http_url(name: str, value: str) -> str:
     """``value`` if it is an absolute http(s) URL with a host (and a valid port), else
     :class:`BadValue` naming ``name``."""
-    shown = repr(value) if len(value) <= 80 else repr(value[:77] + "...")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F or c.isspace() for c in value):
-        raise BadValue(f"{name}: {shown} holds whitespace or control characters")
-    try:
-        parts = urlsplit(value)
-        port = parts.port  # a bad port raises here
-        host = parts.hostname
-    except ValueError as exc:
-        raise BadValue(f"{name}: {shown} is not a URL ({exc})") from None
-    if parts.scheme not in ("http", "https") or not host:
-        raise BadValue(f"{name}: {shown} is not an http(s) URL with a host")
-    if port == 0:
-        raise BadValue(f"{name}: {shown} names port 0")
+    problem = url_problem(value)
+    if problem:
+        shown = repr(value) if len(value) <= 80 else repr(value[:77] + "...")
+        raise BadValue(f"{name}: {shown} {problem}")
     return value
 
 

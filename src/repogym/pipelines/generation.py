@@ -16,6 +16,7 @@ refuses other pairings before doing any work.
 
 from __future__ import annotations
 
+import errno
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repogym.atomic import atomic_write
+from repogym.atomic import atomic_write, prepare_output_folder
 from repogym.errors import RepogymError
 from repogym.pipelines._harness.errors import INTERNAL_ERROR, ErrorLog, describe, log_error
 from repogym.pipelines.base import (
@@ -336,6 +337,11 @@ def prepare(inp: GenerationInput, *, gate: GateFactory, local: bool = True) -> S
                 f"--resume: {out} holds tasks of {other}, not {repo_id}; give another --out"
             )
     state = _ResumeOutcomes(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
+    try:
+        prepare_output_folder(out)
+    except OSError as exc:
+        reason = "no space left on the device" if exc.errno == errno.ENOSPC else exc.strerror
+        raise GenerateError(f"--out {out}: cannot write there ({reason})") from None
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     errors = ErrorLog(out / STATE_DIR / f"{inp.pipeline}-errors.log")
     return Setup(

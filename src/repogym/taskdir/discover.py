@@ -18,7 +18,9 @@ def iter_task_dirs(root: Path | str) -> Iterator[Path]:
     """Yield every folder under ``root`` (``root`` included) that holds a ``task.toml``.
 
     A task's own subfolders are not searched: tasks do not nest. Hidden folders and VCS or
-    dependency folders are skipped. Order is sorted, so runs are reproducible.
+    dependency folders are skipped. Order is sorted, so runs are reproducible. A folder that
+    cannot be read is yielded too (reading it as a task then reports why), so a task folder
+    without permissions is never silently left out.
     """
     root = Path(root)
     if (root / TASK_TOML).is_file():
@@ -37,7 +39,10 @@ def iter_task_dirs(root: Path | str) -> Iterator[Path]:
                         continue
                     if entry.is_dir(follow_symlinks=False):
                         subdirs.append(entry.path)
-        except (NotADirectoryError, PermissionError, FileNotFoundError):
+        except PermissionError:
+            found.append(current)
+            continue
+        except (NotADirectoryError, FileNotFoundError):
             continue
         for sub in subdirs:
             if os.path.isfile(os.path.join(sub, TASK_TOML)):
