@@ -14,10 +14,10 @@ from repogym.cli import app
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
+from repogym.shipped import diff_reward
 from repogym.spec import GenerationInput
 from repogym.taskdir import load_task
 from repogym.taskdir.validate import leaked_lines, validate_task
-from repogym.verify import diff_reward
 from repogym.workflows import generate
 from tests.pipelines_pr_diff.history import OPTS
 

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import repogym.lang.testfiles as testfiles
-import repogym.verify.infra as infra
-import repogym.verify.parsers as parsers
+import repogym.shipped.infra as infra
+import repogym.shipped.parsers as parsers
+import repogym.shipped.testfiles as testfiles
 
 HOSTILE = "def is_test_path(path):\n    return False\n"
 

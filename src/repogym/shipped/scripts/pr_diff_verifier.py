@@ -37,7 +37,7 @@ if os.path.isfile(os.path.join(_HERE, "infra.py")):  # in a task: repogym's rule
     sys.path.insert(0, _HERE)
     from infra import is_test_path  # noqa: E402
 else:  # imported by the pipeline on the host
-    from repogym.lang.testfiles import is_test_path  # noqa: E402
+    from repogym.shipped.testfiles import is_test_path  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = "/logs/verifier"
