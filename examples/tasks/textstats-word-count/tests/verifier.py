@@ -102,12 +102,30 @@ WATCHED = [
     "unittest.runner:TextTestResult",
 ]
 """Objects of the runner whose attributes must be the same at the end of the run."""
-sys.path.insert(0, HERE)
 
-import infra  # noqa: E402  (copies of repogym's modules beside this file)
-import parsers  # noqa: E402
-import reports  # noqa: E402
-import tamper  # noqa: E402
+
+def load_siblings(*names):
+    """The modules ``names`` shipped beside this file (copies of repogym's modules), each run
+    from its file here. Every module named like a file of this folder is dropped from
+    ``sys.modules`` first, so that neither these nor the siblings they import by name (each
+    puts this folder first on ``sys.path``) can be one that code run before the judge left
+    there. (Run as ``-I -S``, no such code runs; this holds however the judge is started.)"""
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    own = os.path.basename(__file__)
+    for entry in os.listdir(HERE):
+        if entry.endswith(".py") and entry != own:
+            sys.modules.pop(entry[:-3], None)
+    loaded = []
+    for name in names:
+        spec = spec_from_file_location(name, os.path.join(HERE, name + ".py"))
+        module = sys.modules[name] = module_from_spec(spec)
+        spec.loader.exec_module(module)
+        loaded.append(module)
+    return loaded
+
+
+infra, parsers, reports, tamper = load_siblings("infra", "parsers", "reports", "tamper")
 
 
 def load(name, default=None):

@@ -507,6 +507,8 @@ class RuntimeHarness(TaskHarness):
             res = session.exec(
                 [
                     "python3",
+                    "-I",
+                    "-S",
                     "/tests/tamper.py",
                     "baseline",
                     recipe.workdir,
