@@ -62,7 +62,7 @@ _EXPORTS: dict[str, str] = {
     "open_registry": "repogym.hub.registry:open_registry",
     "build_snapshot": "repogym.explorer.build:build_snapshot",
     # scoring and models
-    "score_diff": "repogym.verify.diff_reward:score_diff",
+    "score_diff": "repogym.shipped.diff_reward:score_diff",
     "LLM": "repogym.llm:LLM",
 }
 
@@ -102,11 +102,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from repogym.run.trial import TrialOutcome, TrialRunner
     from repogym.sandbox import backend_names, get_backend
     from repogym.sandbox.base import EnvironmentSpec, Sandbox
+    from repogym.shipped.diff_reward import score_diff
     from repogym.spec import GenerationInput
     from repogym.taskdir.dataset import write_dataset_index
     from repogym.taskdir.discover import discover, iter_task_dirs
     from repogym.taskdir.task import Task, TaskError, load_task
     from repogym.taskdir.validate import TaskReport, validate_task
     from repogym.taskdir.validate_summary import ValidationSummary, summarize_validation
-    from repogym.verify.diff_reward import score_diff
     from repogym.workflows import generate
