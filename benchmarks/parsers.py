@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from repogym.verify.parsers import parse_log  # noqa: E402
+from repogym.shipped.parsers import parse_log  # noqa: E402
 from tests.verify.test_parsers_hostile import HUGE, _fill  # noqa: E402
 
 

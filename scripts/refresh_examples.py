@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Rebuild the graded example task's verifier from the current templates, so that
+"""Rebuild the graded example task's verifier from what tasks receive now, so that
 ``examples/tasks/textstats-word-count`` is graded exactly as a generated task is: the same
 hardened verifier (the judge outside the test process, the integrity record, the tamper scan),
 declared for the clean room, with its content hash updated. ``hello-file`` (a file to write,
 no tests) is declared for the clean room too.
 
-Run after changing anything under ``src/repogym/pipelines/_templates`` or the verifier's
-modules: ``.venv/bin/python scripts/refresh_examples.py``. New candidate canaries
+Run after changing anything under ``src/repogym/shipped`` (the files tasks receive):
+``.venv/bin/python scripts/refresh_examples.py``. New candidate canaries
 (``tests/canaries.json``) are confirmed by ``.venv/bin/repogym verify
 examples/tasks/textstats-word-count -k 0`` (it keeps those that fail with the gold patch and
 without it). ``--check`` only reports whether the
@@ -25,17 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from repogym.pipelines._harness.emit import (  # noqa: E402
-    _RUNNER_TEMPLATES,
-    RECORD_SCRIPT,
-    record_step,
-    shipped_modules,
-    template,
-)
+from repogym import shipped  # noqa: E402
+from repogym.pipelines._harness.emit import RECORD_SCRIPT, record_step  # noqa: E402
+from repogym.shipped import infra, tamper  # noqa: E402
 from repogym.taskdir import load_task  # noqa: E402
 from repogym.taskdir.task import update_task_toml  # noqa: E402
 from repogym.taskdir.verification import RUNTIME_PROTECTED  # noqa: E402
-from repogym.verify import canaries, infra, tamper  # noqa: E402
+from repogym.verify import canaries  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "tasks"
 TEXTSTATS = EXAMPLES / "textstats-word-count"
@@ -70,10 +66,9 @@ def textstats_tests(out: Path) -> None:
     p2p = json.loads((TEXTSTATS / "tests" / "p2p.json").read_text())
     out.mkdir(parents=True)
     files = {
-        "test.sh": template("test.sh"),
-        "verifier.py": template("verifier.py"),
-        **shipped_modules(),
-        **{f"runner/{name}": template(name) for name in _RUNNER_TEMPLATES},
+        "test.sh": shipped.read("test.sh"),
+        "verifier.py": shipped.read("verifier.py"),
+        **{rel: shipped.read(rel) for rel in shipped.GRADED},
         **{f"files/{rel}": hidden_test(rel) for rel in TEST_FILES},
         "f2p.json": json.dumps(f2p) + "\n",
         "p2p.json": json.dumps(p2p) + "\n",
@@ -111,7 +106,7 @@ def textstats_tests(out: Path) -> None:
 
 
 def refresh(check: bool) -> list[str]:
-    """The example files that differ from what the templates make (rewritten unless
+    """The example files that differ from what ``repogym.shipped`` makes (rewritten unless
     ``check``)."""
     stale: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -136,14 +131,14 @@ def refresh(check: bool) -> list[str]:
         if (env / "Dockerfile").read_text() != dockerfile:
             stale.append("textstats-word-count/environment/Dockerfile")
         record = env / RECORD_SCRIPT
-        if not record.is_file() or record.read_bytes() != template(RECORD_SCRIPT):
+        if not record.is_file() or record.read_bytes() != shipped.read(RECORD_SCRIPT):
             stale.append(f"textstats-word-count/environment/{RECORD_SCRIPT}")
         # The oracle applies the gold patch as a generated task's does: git, patch, or the
         # bundled applier (real slim images have neither git nor patch).
         solution = TEXTSTATS / "solution"
         for name in SOLUTION_FILES:
             path = solution / name
-            if not path.is_file() or path.read_bytes() != template(name):
+            if not path.is_file() or path.read_bytes() != shipped.read(name):
                 stale.append(f"textstats-word-count/solution/{name}")
         declared = {
             TEXTSTATS: [*RUNTIME_PROTECTED, *TEST_FILES],
@@ -163,9 +158,9 @@ def refresh(check: bool) -> list[str]:
         shutil.rmtree(current)
         shutil.copytree(staged, current)
     (env / "Dockerfile").write_text(dockerfile)
-    (env / RECORD_SCRIPT).write_bytes(template(RECORD_SCRIPT))
+    (env / RECORD_SCRIPT).write_bytes(shipped.read(RECORD_SCRIPT))
     for name in SOLUTION_FILES:
-        (solution / name).write_bytes(template(name))
+        (solution / name).write_bytes(shipped.read(name))
         (solution / name).chmod(0o755 if name.endswith(".sh") else 0o644)
     for task, protected in declared.items():
         update_task_toml(task, declare_clean_room(protected))

@@ -10,7 +10,8 @@ scripts/setup.sh test
 # the typed records, the plugin registry and what ships into tasks are held to --strict
 .venv/bin/mypy --strict --follow-imports=silent src/repogym/run/models.py \
   src/repogym/taskdir/provenance.py src/repogym/run/plan.py src/repogym/plugins.py \
-  src/repogym/lang src/repogym/openenv_client src/repogym/__init__.py
+  src/repogym/shipped/__init__.py src/repogym/shipped/testfiles.py src/repogym/shipped/js_lex.py \
+  src/repogym/openenv_client src/repogym/__init__.py
 # As root, setup installed a Docker engine: its tests must run, never skip.
 # The stand-in base images are made first (cached; minutes the first time), outside any test's
 # time limit.

@@ -30,12 +30,15 @@ _EXPORTS: dict[str, str] = {
     "iter_task_dirs": "repogym.taskdir.discover:iter_task_dirs",
     "validate_task": "repogym.taskdir.validate:validate_task",
     "TaskReport": "repogym.taskdir.validate:TaskReport",
+    "ValidationSummary": "repogym.taskdir.validate_summary:ValidationSummary",
+    "summarize_validation": "repogym.taskdir.validate_summary:summarize_validation",
     "write_dataset_index": "repogym.taskdir.dataset:write_dataset_index",
     # generate
     "GenerationInput": "repogym.spec:GenerationInput",
     "generate": "repogym.workflows:generate",
     "GenerateResult": "repogym.pipelines.generation:GenerateResult",
     "GenerateError": "repogym.pipelines.generation:GenerateError",
+    "GenerateReport": "repogym.pipelines.report:GenerateReport",
     "get_pipeline": "repogym.pipelines.registry:get_pipeline",
     "list_pipelines": "repogym.pipelines.registry:pipelines",
     "register_pipeline": "repogym.pipelines.registry:register",
@@ -50,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "make_agent": "repogym.run.agents:make_agent",
     "run_job": "repogym.run.job:run_job",
     "JobSummary": "repogym.run.models:JobSummary",
+    "JobListing": "repogym.run.records:JobListing",
     "gate_task": "repogym.run.gate:gate_task",
     "verify_tasks": "repogym.run.gate:verify_tasks",
     "Verdict": "repogym.run.gate:Verdict",
@@ -58,7 +62,7 @@ _EXPORTS: dict[str, str] = {
     "open_registry": "repogym.hub.registry:open_registry",
     "build_snapshot": "repogym.explorer.build:build_snapshot",
     # scoring and models
-    "score_diff": "repogym.verify.diff_reward:score_diff",
+    "score_diff": "repogym.shipped.diff_reward:score_diff",
     "LLM": "repogym.llm:LLM",
 }
 
@@ -89,17 +93,20 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at 
     from repogym.pipelines.registry import get_pipeline
     from repogym.pipelines.registry import pipelines as list_pipelines
     from repogym.pipelines.registry import register as register_pipeline
+    from repogym.pipelines.report import GenerateReport
     from repogym.run.agents import make_agent
     from repogym.run.gate import Verdict, gate_task, verify_tasks
     from repogym.run.job import run_job
     from repogym.run.models import JobSummary
+    from repogym.run.records import JobListing
     from repogym.run.trial import TrialOutcome, TrialRunner
     from repogym.sandbox import backend_names, get_backend
     from repogym.sandbox.base import EnvironmentSpec, Sandbox
+    from repogym.shipped.diff_reward import score_diff
     from repogym.spec import GenerationInput
     from repogym.taskdir.dataset import write_dataset_index
     from repogym.taskdir.discover import discover, iter_task_dirs
     from repogym.taskdir.task import Task, TaskError, load_task
     from repogym.taskdir.validate import TaskReport, validate_task
-    from repogym.verify.diff_reward import score_diff
+    from repogym.taskdir.validate_summary import ValidationSummary, summarize_validation
     from repogym.workflows import generate

@@ -20,7 +20,7 @@ from repogym.bootstrap.node.runner import (
     reporter_flags,
     resolve_script,
 )
-from repogym.verify.parsers import CUT_SHORT, ERROR, FAILED, PASSED, SKIPPED, parse_log
+from repogym.shipped.parsers import CUT_SHORT, ERROR, FAILED, PASSED, SKIPPED, parse_log
 
 MakeRepo = Callable[..., Path]
 NODE = shutil.which("node")
@@ -220,7 +220,7 @@ def test_every_runner_table_knows_node(tmp_path: Path) -> None:
     from repogym.pipelines._harness.emit import record_step
     from repogym.pipelines._harness.runtime import target_ids
     from repogym.pipelines._selection.select import find_test_files
-    from repogym.verify.parsers import RUNNERS
+    from repogym.shipped.parsers import RUNNERS
 
     assert "node" in RUNNERS
     assert parse_log('node:test {"s":"end"}\n', "node").status == "empty"

@@ -19,7 +19,7 @@ from repogym.bootstrap.node.testfiles import (
     is_fixture_module,
     runnable_test_files,
 )
-from repogym.verify.parsers import PASSED, parse_log
+from repogym.shipped.parsers import PASSED, parse_log
 
 FIXTURE = """\
 // Cases shared by the parser specs: it("…") and describe() only appear in strings here.

@@ -21,9 +21,9 @@ from repogym.pipelines._harness.emit import VerifierInput, stage_verifier, updat
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner, environment_spec
 from repogym.sandbox import get_backend
+from repogym.shipped import infra, tamper
 from repogym.spec import GenerationInput
 from repogym.taskdir import load_task, set_content_hash
-from repogym.verify import infra, tamper
 from repogym.workflows import generate
 from tests.sources.conftest import GitRepo
 
@@ -241,7 +241,7 @@ def test_infra_rule_matches_infra_py(tmp_path: Path) -> None:
         "import(process.argv[2]).then(m => console.log(JSON.stringify("
         "JSON.parse(process.argv[3]).map(p => [m.isTestPath(p), m.isInfra(p)]))))"
     )
-    mjs = Path(__file__).parents[2] / "src/repogym/pipelines/_templates/verifier.mjs"
+    mjs = Path(__file__).parents[2] / "src/repogym/shipped/scripts/verifier.mjs"
     out = subprocess.run(
         [str(NODE), "-e", script, "-", str(mjs), json.dumps(paths)],
         capture_output=True,

@@ -14,9 +14,9 @@ import pytest
 
 from repogym.bootstrap import Recipe
 from repogym.pipelines._harness.emit import VerifierInput, stage_verifier, update_config
-from repogym.verify import infra, tamper
+from repogym.shipped import infra, tamper
 
-TEMPLATES = resources.files("repogym.pipelines").joinpath("_templates")
+TEMPLATES = resources.files("repogym.shipped").joinpath("scripts")
 
 HIDDEN_TESTS = """\
 import unittest

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from repogym.pipelines._harness.emit import template
 from repogym.pipelines._synthesis.equiv import (
     Target,
     _import_aliases,
@@ -29,6 +28,7 @@ from repogym.pipelines._synthesis.equiv import (
     value_type,
     verifier_module,
 )
+from repogym.shipped import read as template
 from repogym.spec import EquivalenceOptions, describe_error
 
 V = verifier_module()

@@ -17,10 +17,10 @@ from repogym.llm import LLM, LLMError
 from repogym.run.agents import CommandAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
+from repogym.shipped.diff_reward import judge_messages, score_diff
 from repogym.spec import GenerationInput
 from repogym.taskdir import load_task
 from repogym.taskdir.trust import HostLimits
-from repogym.verify.diff_reward import judge_messages, score_diff
 from repogym.verify.judge import JudgeError, judge_diff
 from tests.hostnet import routed_ipv4
 from tests.llm.stub_servers import error, openai_ok, openai_stub
@@ -170,7 +170,7 @@ def test_host_variables_not_passed_never_reach_the_verifier(task, runner, monkey
 
 
 def _diffs() -> tuple[str, str]:
-    from repogym.verify.diff_reward import file_diff
+    from repogym.shipped.diff_reward import file_diff
 
     old = "def add(a, b):\n    return a + b\n"
     gold = file_diff("calc.py", old, old + "\n\ndef mul(a, b):\n    return a * b\n")

@@ -14,10 +14,10 @@ from repogym.cli import app
 from repogym.run.agents import CommandAgent, NopAgent, OracleAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
+from repogym.shipped import diff_reward
 from repogym.spec import GenerationInput
 from repogym.taskdir import load_task
 from repogym.taskdir.validate import leaked_lines, validate_task
-from repogym.verify import diff_reward
 from repogym.workflows import generate
 from tests.pipelines_pr_diff.history import OPTS
 
@@ -181,6 +181,42 @@ def test_attacks_earn_nothing(generated) -> None:
     assert tamper.reward == 0.0
     assert "base snapshot modified" in " ".join(tamper.reading.details["notes"])
     assert not Path("/tests/oracle.patch").exists()
+
+
+# Code the interpreter runs at start-up, before the verifier's first line, left by the agent in
+# its own user-site folder: it puts a scorer of its own where the verifier's import would find
+# it first (sys.modules), one that pays 1.0 for anything.
+START_UP_SCORER = """\
+import sys, types
+fake = types.ModuleType("diff_reward")
+fake.tree_diff = lambda changes: ""
+fake.score_diff = lambda predicted, gold, judge=None: {
+    "reward": 1.0, "format_valid": False, "capped": False, "weights": {}, "notes": [],
+    "components": {"similarity": 1.0},
+}
+sys.modules["diff_reward"] = fake
+"""
+
+
+def test_start_up_code_cannot_stand_in_for_the_scorer(generated) -> None:
+    """Attack: the verifier loads its scorer (``tests/diff_reward.py``) from its own folder. In
+    place, an agent that cannot touch ``/tests`` can still leave ``usercustomize.py`` in its user
+    site folder (or a ``.pth`` in a site-packages it may write): the interpreter runs it before
+    the verifier, and a scorer it put in ``sys.modules`` was the one imported, paying 1.0 for
+    doing nothing. The verifier now runs isolated (no start-up code) and loads its siblings by
+    their file in its own folder."""
+    out, _ = generated
+    task = _task(out, 1)
+    plant = (
+        "d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p \"$d\""
+        " && cat > \"$d/usercustomize.py\" <<'EOF'\n" + START_UP_SCORER + "EOF\n"
+    )
+    in_place = TrialRunner(get_backend("local"), verification="in_place")
+    nop = in_place.run(task, NopAgent())
+    attack = in_place.run(task, CommandAgent(plant))
+    assert attack.result["agent_result"]["exit_code"] == 0, attack.result
+    assert nop.reward == 0.0
+    assert attack.reward == nop.reward, attack.reading
 
 
 def test_run_command_forwards_the_reward(generated, tmp_path) -> None:

@@ -13,14 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from repogym.cli import app
-from repogym.lang import testfiles
 from repogym.pipelines.pr_diff import filter_reason, is_doc_path, verifier_module
+from repogym.shipped import infra, testfiles
+from repogym.shipped.diff_reward import file_diff, parse_judge_score, score_diff, tree_diff
 from repogym.sources import FileChange, PullRequest
 from repogym.sources.patches import is_test_path
 from repogym.spec import PrDiffOptions
 from repogym.taskdir.trust import expand_env
-from repogym.verify import infra
-from repogym.verify.diff_reward import file_diff, parse_judge_score, score_diff, tree_diff
 
 PY38 = Path("/root/.pyenv/versions/3.8.18/bin/python3.8")
 

@@ -1,5 +1,5 @@
 """Procedural code edits (``pipelines/_synthesis/ops.py``) and the call tracer shipped into tasks
-(``pipelines/_templates/trace_calls.py``)."""
+(``shipped/scripts/trace_calls.py``)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from repogym.pipelines._synthesis.ops import (
     stub_function,
     trace_script,
 )
-from repogym.verify import infra
+from repogym.shipped import infra
 
-TRACER = Path(ops.__file__).parents[1] / "_templates" / ops.TRACE_SCRIPT
+TRACER = Path(infra.__file__).parent / "scripts" / ops.TRACE_SCRIPT
 OLD_PYTHONS = Path("/root/.pyenv/versions")
 
 SAMPLE = '''\

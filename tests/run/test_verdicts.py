@@ -63,3 +63,20 @@ def test_unknown_task_and_nothing_recorded_show_dashes(tmp_path: Path) -> None:
     payload = verify_payload(verdicts)
     assert payload["summary"] == {"tasks": 2, "verified": 1, "flaky": 0, "broken": 1}
     assert [t["task_id"] for t in payload["tasks"]] == ["gone", task.id]
+
+
+def test_recording_a_verdict_keeps_the_figures_it_did_not_measure(tmp_path: Path) -> None:
+    from repogym.run.gate import record
+
+    task = _task(
+        tmp_path,
+        {"status": "broken", "mutant_kill_rate": 0.5, "mutants": 2, "adversarial_floor": 0.0},
+    )
+    before = task.provenance.content_hash if task.provenance else None
+    record(task, Verdict(task.id, "verified", [1.0], 0.0), "local", 1)
+    prov = load_task(task.path).provenance
+    assert prov is not None and prov.content_hash == before
+    evaluation = prov.evaluation
+    assert evaluation["status"] == "verified" and evaluation["oracle_runs"] == 1
+    assert (evaluation["mutant_kill_rate"], evaluation["mutants"]) == (0.5, 2)
+    assert evaluation["adversarial_floor"] == 0.0

@@ -149,7 +149,7 @@ class Sizes:
     functions: dict[str, int] = field(default_factory=dict)  # module:qualname → lines
 
 
-SHIPPED = ("_templates", "verify/_shipped", "sandbox/_forkserver", "sandbox/_untar")
+SHIPPED = ("shipped/", "sandbox/_forkserver", "sandbox/_untar")
 
 
 def sizes() -> Sizes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repogym.verify import parsers
+from repogym.shipped import parsers
 
 LOGS = Path(__file__).resolve().parent / "logs"
 PARSERS_PY = Path(parsers.__file__).resolve()  # parsers/__init__.py: a task's parsers.py

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repogym.verify.diff_reward import (
+from repogym.shipped.diff_reward import (
     DEFAULT_WEIGHTS,
     score_diff,
     weights_from_env,
@@ -27,7 +27,7 @@ def _blank_context(text: str) -> str:
 
 
 DIFF_REWARD_PY = (
-    Path(__file__).resolve().parents[2] / "src" / "repogym" / "verify" / "diff_reward.py"
+    Path(__file__).resolve().parents[2] / "src" / "repogym" / "shipped" / "diff_reward.py"
 )
 
 GOLD = _blank_context("""\

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repogym.verify import parsers
-from repogym.verify.parsers import (
+from repogym.shipped import parsers
+from repogym.shipped.parsers import (
     PASSED,
     RUNNERS,
     ParseResult,
@@ -197,8 +197,8 @@ def test_file_is_self_contained(path: Path) -> None:
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0
             module = node.module or ""
-            sibling = module.removeprefix("repogym.verify.parsers.")
-            if sibling in shipped and module in (sibling, f"repogym.verify.parsers.{sibling}"):
+            sibling = module.removeprefix("repogym.shipped.parsers.")
+            if sibling in shipped and module in (sibling, f"repogym.shipped.parsers.{sibling}"):
                 continue
             imported.add(module.split(".")[0])
     # os: parsers.py puts its own folder on sys.path to load the modules beside it

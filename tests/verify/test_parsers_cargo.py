@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repogym.verify.parsers import FAILED, PASSED, SKIPPED, TRUNCATED, parse_log
+from repogym.shipped.parsers import FAILED, PASSED, SKIPPED, TRUNCATED, parse_log
 from tests.verify.logutil import parse, read
 
 # Genuine `cargo test --workspace` output: crates demo (lib, bin, integration test, doctests)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from repogym.verify.parsers import (
+from repogym.shipped.parsers import (
     ERROR,
     FAILED,
     PASSED,

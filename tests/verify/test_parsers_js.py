@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from repogym.verify.parsers import ERROR, FAILED, PASSED, SKIPPED, TRUNCATED, parse_log
+from repogym.shipped.parsers import ERROR, FAILED, PASSED, SKIPPED, TRUNCATED, parse_log
 from tests.verify.logutil import parse, read
 
 M = "__tests__/math.test.js > "

@@ -3,7 +3,7 @@ short by ``process.exit`` (captured from Node 20, jest 29 and mocha 10)."""
 
 from __future__ import annotations
 
-from repogym.verify.parsers import (
+from repogym.shipped.parsers import (
     CUT_SHORT,
     ERROR,
     FAILED,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repogym.verify.parsers import ERROR, FAILED, PASSED, SKIPPED, parse_log
+from repogym.shipped.parsers import ERROR, FAILED, PASSED, SKIPPED, parse_log
 from tests.verify.logutil import parse, read
 
 A = "tests/test_alpha.py::"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-import repogym.pipelines
-from repogym.verify import parsers
-from repogym.verify.reports import (
+import repogym.shipped
+from repogym.shipped import parsers
+from repogym.shipped.reports import (
     ERROR,
     FAILED,
     PASSED,
@@ -27,7 +27,7 @@ from repogym.verify.reports import (
     read_report,
 )
 
-TEMPLATES = Path(repogym.pipelines.__file__).resolve().parent / "_templates"
+TEMPLATES = Path(repogym.shipped.__file__).resolve().parent / "scripts"
 WRAPPER = TEMPLATES / "repogym_unittest.py"
 READER = Path(parsers.__file__).resolve().parent.parent / "reports.py"
 PYENV = Path("/root/.pyenv/versions")

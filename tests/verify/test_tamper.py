@@ -14,9 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repogym.lang import js_lex
-from repogym.verify import tamper
-from repogym.verify.tamper import baseline, language_of, new_hits, parse_ok, scan, signatures
+from repogym.shipped import js_lex, tamper
+from repogym.shipped.tamper import baseline, language_of, new_hits, parse_ok, scan, signatures
 
 TAMPER_PY = Path(tamper.__file__).resolve()
 JS_LEX_PY = Path(js_lex.__file__).resolve()
@@ -704,7 +703,7 @@ SIBLING_IMPORTS = {
     PARTS[2]: {"_tamper_strings", "js_lex"},
     JS_LEX_PY: set(),
 }
-PACKAGES = {"js_lex": "repogym.lang"}  # the others are in repogym.verify
+PACKAGE = "repogym.shipped"  # all of them, in the package
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
@@ -724,8 +723,7 @@ def test_file_is_self_contained(path: Path) -> None:
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0
             name = (node.module or "").rsplit(".", 1)[-1]
-            package = PACKAGES.get(name, "repogym.verify")
-            if name in SIBLING_IMPORTS[path] and node.module in (name, f"{package}.{name}"):
+            if name in SIBLING_IMPORTS[path] and node.module in (name, f"{PACKAGE}.{name}"):
                 siblings.add(node.module)
             else:
                 imported.add((node.module or "").split(".")[0])
@@ -734,7 +732,7 @@ def test_file_is_self_contained(path: Path) -> None:
             assert not node.posonlyargs
     assert imported <= STDLIB_IMPORTS
     wanted = SIBLING_IMPORTS[path]
-    assert siblings == wanted | {f"{PACKAGES.get(n, 'repogym.verify')}.{n}" for n in wanted}
+    assert siblings == wanted | {f"{PACKAGE}.{n}" for n in wanted}
     assert "from __future__" not in source
 
 
@@ -769,13 +767,13 @@ def test_host_code_false_positive_sanity() -> None:
     result-string (the log parsers' patterns and docs name PASSED/FAILED/XFAIL/XPASS and check
     marks), exit-call (the sandbox fork server forks, execs, kills and _exits, and sets signal
     handlers), trace-hook (ctypes in the sandbox), runner-import/runner-attr/runner-hook (the
-    pytest report plugin and unittest runner shipped in pipelines/_templates), dynamic-code
+    pytest report plugin and unittest runner in shipped/scripts), dynamic-code
     (compile() of task code in taskdir/validate.py) and sys-modules (pipelines/pr_diff.py
     registers a module it loads).  parsers.py's ``sys.exit(main())`` is under ``__main__``.
     """
     result = baseline(SRC)
     parsers_sigs = [
-        s for path, sigs in result.items() if path.startswith("verify/parsers/") for s in sigs
+        s for path, sigs in result.items() if path.startswith("shipped/parsers/") for s in sigs
     ]
     assert parsers_sigs, "parsers.py names PASSED/FAILED in strings"
     assert {s.split(":")[0] for s in parsers_sigs} <= {"result-string"}

@@ -73,7 +73,7 @@ class Recipe:
     def test_command_for(self, ids: list[str]) -> str:
         """The command running exactly ``ids`` (the whole suite when ``ids`` is empty).
 
-        Ids are in the form repogym's log parsers report them (see ``verify/parsers.py``).
+        Ids are in the form repogym's log parsers report them (see ``shipped/parsers/``).
         """
         if not ids:
             return self.test_command

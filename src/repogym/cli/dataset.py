@@ -83,7 +83,7 @@ def dataset_rehash(
     bad = 0
     for task_dir in task_dirs_or_exit(path):
         try:
-            if load_task(task_dir).repo2env is None and not add:
+            if load_task(task_dir).provenance is None and not add:
                 results[task_dir.name] = None
                 continue
             results[task_dir.name] = set_content_hash(task_dir)

@@ -170,19 +170,14 @@ def generate(
 
 def _render(result: Any, view: Any, json_out: bool) -> None:
     """The report as JSON, or the view's summary and the LLM's usage."""
+    from repogym.ui.generate import print_llm_usage
+
     if json_out:
-        sys.stdout.write(result.report.read_text())
+        sys.stdout.write(result.summary.to_text())
         return
     view.final(result.stats, result)
-    usage = json.loads(result.report.read_text()).get("llm")
-    if usage:
-        cost = "unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
-        out.print(
-            f"LLM {escape(usage['llm'])}: {usage['calls']} call(s), "
-            f"{usage['input_tokens']} input + {usage['output_tokens']} output tokens, "
-            f"cost {cost}; rewrites accepted {usage['accepted']}, rejected "
-            f"{usage['rejected']}, failed {usage['failed']}"
-        )
+    if result.summary.llm is not None:
+        print_llm_usage(result.summary.llm)
 
 
 def _executor(name: str, address: str | None, jobs: int, repos: list[str]) -> Any:

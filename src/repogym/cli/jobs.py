@@ -56,7 +56,7 @@ def jobs_list(jobs_dir: JobsDirOpt = Path("jobs"), json_out: JsonOpt = False) ->
     """Every job under --jobs-dir: agent, start, tasks, trials, mean reward, resolved, pass@1,
     errors, tokens, cost. A job whose files cannot be read is listed as broken with the reason;
     a job without job.json yet (running) is read from its finished trials."""
-    from repogym.run.records import JOB_FILE, list_jobs
+    from repogym.run.records import JOB_FILE, JobListing
 
     if not jobs_dir.is_dir():
         what = "is not a folder" if jobs_dir.exists() else "no such folder"
@@ -68,13 +68,13 @@ def jobs_list(jobs_dir: JobsDirOpt = Path("jobs"), json_out: JsonOpt = False) ->
             f"{jobs_dir}: is a job folder, not a folder of jobs (repogym jobs show {jobs_dir})"
         )
     try:
-        jobs = list_jobs(jobs_dir)
+        listing = JobListing.read(jobs_dir)
     except OSError as exc:
         raise bad_input(f"{jobs_dir}: {exc.strerror or exc}") from None
     if json_out:
-        _dump({"jobs_dir": str(jobs_dir), "jobs": [j.to_json() for j in jobs]})
+        _dump(listing.to_json())
         return
-    render_jobs(jobs_dir, jobs)
+    render_jobs(listing.jobs_dir, listing.jobs)
 
 
 @jobs_app.command("show")
@@ -147,7 +147,7 @@ def jobs_export(
     verification mode, start and finish times.
 
     Exit 1 when a file of a job is missing or corrupt (the readable trials are written)."""
-    from repogym.run.records import EXPORT_FORMATS, RecordError, export, require_pyarrow
+    from repogym.run.records import EXPORT_FORMATS, RecordError, export_jobs, require_pyarrow
 
     if fmt is None:
         fmt = "parquet" if out_file.suffix.lower() == ".parquet" else "jsonl"
@@ -162,20 +162,11 @@ def jobs_export(
             raise bad_input(str(exc)) from None
     records = [_read_or_exit(ref, jobs_dir) for ref in jobs]
     try:
-        rows = export(records, out_file, fmt)
+        written = export_jobs(records, out_file, fmt)
     except OSError as exc:
         raise bad_input(f"--out {out_file}: {exc.strerror or exc}") from None
-    broken = [r for r in records if r.problems]
     if json_out:
-        _dump(
-            {
-                "out": str(out_file),
-                "format": fmt,
-                "rows": rows,
-                "jobs": [r.name for r in records],
-                "problems": {r.name: r.problems for r in broken},
-            }
-        )
+        _dump(written.to_json())
     else:
-        render_export(records, rows, out_file)
-    raise typer.Exit(1 if broken else 0)
+        render_export(written.jobs, written.rows, written.out)
+    raise typer.Exit(1 if written.broken else 0)

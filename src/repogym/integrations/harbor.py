@@ -344,7 +344,7 @@ class RepogymEnvironment(BaseEnvironment):
         overrides and resolved environment variables."""
         try:
             require_runnable(task, backend=backend)
-            verification = read_verification(task.repo2env)
+            verification = read_verification(task.provenance)
         except (UnsupportedTask, ValueError) as exc:
             raise RepogymEnvironmentError(f"repogym cannot run {task.id}: {_line(exc)}") from None
         if self._public_agent and task.is_multi_step:

@@ -6,7 +6,7 @@ docstring and ``raise NotImplementedError`` (:func:`._synthesis.ops.stub_functio
 write an implementation that behaves like the original — the **reference** — on every input.
 
 Inputs, per function: the distinct argument tuples the suite itself passed while it ran
-(``_templates/equiv_record.py``, one recorded run of the suite for the whole revision: plain
+(``shipped/scripts/equiv_record.py``, one recorded run of the suite for the whole revision: plain
 builtins only, pickle round trip) and, when every required parameter has a builtin type hint,
 ``hypothesis_examples`` more drawn on the host with hypothesis (``st.from_type``, fixed seed).
 The reference runs on every input twice, in the shared build, through the task's own verifier
@@ -17,7 +17,7 @@ more than a quarter of ``call_timeout``, return something that is not plain buil
 (at most ``max_inputs``) are the hidden inputs. Fewer than ``min_inputs`` left, or the same
 outcome for all of them, drops the function.
 
-The verifier (``tests/verifier.py`` from ``_templates/equiv_verifier.py``, behind the runtime
+The verifier (``tests/verifier.py`` from ``shipped/scripts/equiv_verifier.py``, behind the runtime
 ``test.sh`` and its build-time integrity record) runs the agent's function in isolated child
 processes and pays the share of inputs whose outcome matches; the task is verified in a clean
 room. The reference exists only on the verifier side (``tests/expected.pkl``, ``tests/cases.json``,
@@ -35,13 +35,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from repogym import __version__
+from repogym import __version__, shipped
 from repogym.bootstrap import Recipe
 from repogym.pipelines._harness.emit import (
     change_hash,
     difficulty,
     provenance,
-    template,
     write_file,
 )
 from repogym.pipelines._harness.frame import RunFailed
@@ -152,7 +151,7 @@ class EquivalenceHarness(SynthHarness):
                 (TRACE_SCRIPT, TRACE_SCRIPT),
                 (VERIFIER_TEMPLATE, "equiv_verifier.py"),
             ):
-                session.write(f"{TOOLS_DIR}/{as_name}", template(name))
+                session.write(f"{TOOLS_DIR}/{as_name}", shipped.read(name))
             data, why = run_wrapped_suite(
                 session,
                 recipe,
@@ -255,8 +254,8 @@ class EquivalenceHarness(SynthHarness):
         """The reference's raw outcomes on every input, twice (separate processes), through
         the task's verifier in a session of the shared (original) build."""
         tests = work / "expect-tests"
-        write_file(tests / "test.sh", template("test.sh"), 0o755)
-        write_file(tests / "verifier.py", template(VERIFIER_TEMPLATE))
+        write_file(tests / "test.sh", shipped.read("test.sh"), 0o755)
+        write_file(tests / "verifier.py", shipped.read(VERIFIER_TEMPLATE))
         write_file(tests / "config.json", json.dumps(config, indent=1) + "\n")
         write_file(tests / "inputs.pkl", pickle.dumps(blobs, 2))
         shutil.copy(base.tests / "integrity.key", tests / "integrity.key")
@@ -384,8 +383,8 @@ class EquivalenceHarness(SynthHarness):
         staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
         shutil.rmtree(staging, ignore_errors=True)
         tests = staging / "tests"
-        write_file(tests / "test.sh", template("test.sh"), 0o755)
-        write_file(tests / "verifier.py", template(VERIFIER_TEMPLATE))
+        write_file(tests / "test.sh", shipped.read("test.sh"), 0o755)
+        write_file(tests / "verifier.py", shipped.read(VERIFIER_TEMPLATE))
         write_file(tests / "integrity.key", key + "\n")
         write_file(tests / "config.json", json.dumps(config, indent=1) + "\n")
         write_file(tests / "inputs.pkl", pickle.dumps([c["input"] for c in hidden], 2))
@@ -399,8 +398,8 @@ class EquivalenceHarness(SynthHarness):
         shutil.copytree(context, staging / "environment", symlinks=True)
         solution = staging / "solution"
         write_file(solution / "patch.diff", cand.source_patch.encode("utf-8", "surrogateescape"))
-        write_file(solution / "solve.sh", template("solve.sh"), 0o755)
-        write_file(solution / "apply_patch.py", template("apply_patch.py"))
+        write_file(solution / "solve.sh", shipped.read("solve.sh"), 0o755)
+        write_file(solution / "apply_patch.py", shipped.read("apply_patch.py"))
         write_file(solution / "edit.json", json.dumps(edit.to_json(), indent=1) + "\n")
 
         origins = [c["origin"] for c in hidden]

@@ -39,6 +39,7 @@ from repogym.pipelines.base import (
     YieldStats,
 )
 from repogym.pipelines.registry import describe_option_error, get_pipeline, options_model
+from repogym.pipelines.report import GenerateReport, LlmUsage, OutcomeRow
 from repogym.spec import GenerationInput
 from repogym.taskdir import discover, iter_task_dirs
 from repogym.taskdir.dataset import write_dataset_index
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from repogym.sources.resolve import RepoArg
 
 STATE_DIR = ".repogym"
+REPORT_FILE = "generate-report.json"
 
 
 class GenerateError(RepogymError, ValueError):
@@ -62,6 +64,9 @@ class GenerateResult:
     outcomes: list[Outcome]
     out: Path
     report: Path
+    """``generate-report.json`` (what :attr:`summary` says, as written)."""
+    summary: GenerateReport
+    """The run's report: what ``generate --json`` prints."""
 
 
 class _ResumeOutcomes:
@@ -269,8 +274,9 @@ class Setup:
     def source_access(self) -> str:
         return "local" if self.remote is None else str(self.remote.access)
 
-    def write_report(self) -> Path:
-        """``registry.json``, ``manifest.json`` and ``generate-report.json`` of the run so far."""
+    def write_report(self) -> GenerateReport:
+        """``registry.json``, ``manifest.json`` and ``generate-report.json`` of the run so far
+        (the report is returned too)."""
         name = f"{self.slug}-{self.inp.pipeline}"
         return _write_report(self.context, self.stats, self.outcomes, self.run, index_name=name)
 
@@ -442,7 +448,7 @@ def run_here(
         raise
     finally:
         report = s.write_report()
-    return GenerateResult(s.stats, s.outcomes, inp.out, report)
+    return GenerateResult(s.stats, s.outcomes, inp.out, inp.out / REPORT_FILE, report)
 
 
 @dataclass
@@ -635,9 +641,10 @@ def _run_candidates(
 
 def _write_report(
     ctx: _ReportContext, stats: YieldStats, outcomes: list[Outcome], run: _Run, *, index_name: str
-) -> Path:
+) -> GenerateReport:
     """Write ``registry.json``, ``manifest.json`` and ``generate-report.json`` for the tasks
-    published so far (also after an error or Ctrl-C: never raises on that path)."""
+    published so far (also after an error or Ctrl-C: never raises on that path); returns the
+    report written."""
     from repogym._secrets import redact_url
 
     inp, out, remote = ctx.inp, ctx.inp.out, ctx.remote
@@ -648,49 +655,27 @@ def _write_report(
         if run.error is None:
             raise
         log_error(ctx.errors, "dataset index", exc)
-    report = out / "generate-report.json"
     rewrites = ctx.harness.rewrites if ctx.harness is not None else ctx.rewrites
-    payload: dict[str, Any] = {
-        "repo": redact_url(inp.repo) if remote is not None else str(ctx.repo_path),
-        "repo_id": ctx.repo_id,
-        "source": remote.describe() if remote is not None else {"kind": "local"},
-        "source_access": "local" if remote is None else remote.access,
-        "pipeline": inp.pipeline,
-        "options": ctx.options.model_dump(),
-        "status": run.status,
-        "yield": stats.to_json(),
-        "overhead_ratio": round(stats.elapsed / stats.test_seconds, 3)
-        if stats.test_seconds
-        else None,
-        "outcomes": [
-            {
-                "key": o.candidate.key,
-                "task_id": o.candidate.task_id,
-                "kept": o.kept,
-                "reason": o.reason,
-                "detail": o.detail,
-                "seconds": round(o.seconds, 2),
-                "test_seconds": round(o.test_seconds, 2),
-                "f2p": o.f2p,
-                "p2p": o.p2p,
-                **(
-                    {"instruction_rewrite": rewrites[o.candidate.task_id]}
-                    if o.candidate.task_id in rewrites
-                    else {}
-                ),
-            }
-            for o in outcomes
-        ],
-    }
+    error = None
     if run.error is not None:
-        payload["error"] = (
+        error = (
             "KeyboardInterrupt" if isinstance(run.error, KeyboardInterrupt) else describe(run.error)
         )
-    if run.in_flight:
-        payload["in_flight"] = run.in_flight
-    if ctx.errors.count:
-        payload["errors_log"] = str(ctx.errors.path)
-    if ctx.rewriter is not None:
-        payload["llm"] = ctx.rewriter.summary()
-    atomic_write(report, json.dumps(payload, indent=2) + "\n")
+    report = GenerateReport(
+        repo=redact_url(inp.repo) if remote is not None else str(ctx.repo_path),
+        repo_id=ctx.repo_id,
+        source=remote.describe() if remote is not None else {"kind": "local"},
+        source_access="local" if remote is None else remote.access,
+        pipeline=inp.pipeline,
+        options=ctx.options.model_dump(),
+        status=run.status,
+        yield_counts=stats.to_json(),
+        overhead_ratio=GenerateReport.overhead(stats),
+        outcomes=[OutcomeRow.of(o, rewrites.get(o.candidate.task_id)) for o in outcomes],
+        error=error,
+        in_flight=run.in_flight or None,
+        errors_log=str(ctx.errors.path) if ctx.errors.count else None,
+        llm=LlmUsage.from_json(ctx.rewriter.summary()) if ctx.rewriter is not None else None,
+    )
+    atomic_write(out / REPORT_FILE, report.to_text())
     return report

@@ -4,7 +4,7 @@ Each merged PR that passes the filters becomes a task whose instruction is the P
 body (cleaned, checked for leaks) and whose environment is a thin image holding the repository
 at the PR's base — no dependency install, nothing is run to grade. The agent edits the files in
 ``/workspace``; the verifier rebuilds the diff of those edits against the base snapshot and
-scores it against the gold diff with :mod:`repogym.verify.diff_reward` (shipped as
+scores it against the gold diff with :mod:`repogym.shipped.diff_reward` (shipped as
 ``tests/diff_reward.py``), optionally with an LLM judge. The gold lives only in
 ``tests/oracle.patch`` and ``solution/patch.diff``.
 
@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from repogym.lang.testfiles import is_test_path
 from repogym.pipelines._harness.diff_task import (
     BASE_DIR,
     FOOTER,
@@ -37,6 +36,7 @@ from repogym.pipelines._harness.diff_task import (
 )
 from repogym.pipelines._mined.prs import merged_prs, pr_reference, pr_text
 from repogym.pipelines.base import Candidate, HarnessContext
+from repogym.shipped.testfiles import is_test_path
 from repogym.sources import FileChange, PullRequest, Source
 from repogym.sources.patches import split_patch
 from repogym.spec import PrDiffOptions

@@ -28,6 +28,7 @@ from repogym import __version__
 from repogym.run.agents import NopAgent, OracleAgent, PatchAgent
 from repogym.run.trial import TrialOutcome, TrialRunner, environment_spec
 from repogym.taskdir import Task, TaskConfig, load_task, update_task_toml
+from repogym.taskdir.provenance import Provenance
 from repogym.verify import canaries as canary_pool
 from repogym.verify.mutants import build_mutants, select_mutants
 from repogym.verify.redteam import build_candidates
@@ -398,7 +399,7 @@ def record(
 
     def change(config: TaskConfig) -> None:
         block = config.metadata.setdefault("repo2env", {})
-        previous = dict(block.get("evaluation") or {})
+        previous = Provenance.read(block).evaluation
         if mutants is not None:
             evaluation.update(mutants.to_toml())
         else:

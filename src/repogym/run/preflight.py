@@ -9,6 +9,9 @@ reasons it returns are added as they are.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from repogym import dockerfile
@@ -16,7 +19,7 @@ from repogym.run.plan import plan_task
 from repogym.sandbox import EnvironmentSpec, SandboxError
 from repogym.taskdir import Task
 from repogym.taskdir.runnable import environment_type_refusal, task_refusals
-from repogym.taskdir.trust import HostLimits, check_limits
+from repogym.taskdir.trust import HostLimits, check_limits, check_task
 
 
 class UnsupportedTask(SandboxError):
@@ -89,3 +92,74 @@ def load_backend(name: str) -> tuple[Any, str | None]:
         return get_backend(name), None
     except (SandboxError, ImportError) as exc:
         return None, f"sandbox {name!r} is not available here: {exc}"
+
+
+@dataclass(frozen=True)
+class RunnableRow:
+    """One task of ``validate --runnable``: would ``run`` take it, and if not, why."""
+
+    task_id: str
+    path: str
+    refusals: list[str]
+
+    @property
+    def runnable(self) -> bool:
+        return not self.refusals
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "path": self.path,
+            "runnable": self.runnable,
+            "refusals": self.refusals,
+        }
+
+
+@dataclass(frozen=True)
+class RunnableSummary:
+    """What ``run`` would refuse on a backend over every task under ``path``, and why."""
+
+    path: Path
+    sandbox: str
+    rows: list[RunnableRow]
+
+    @property
+    def refused(self) -> list[RunnableRow]:
+        return [r for r in self.rows if not r.runnable]
+
+    @property
+    def runnable(self) -> int:
+        return len(self.rows) - len(self.refused)
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``validate --runnable --json`` prints."""
+        summary = {"tasks": len(self.rows), "runnable": self.runnable, "refused": len(self.refused)}
+        return {
+            "path": str(self.path),
+            "sandbox": self.sandbox,
+            "summary": summary,
+            "tasks": [r.to_json() for r in self.rows],
+        }
+
+    def to_text(self) -> str:
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+
+def runnable_summary(
+    path: Path, task_dirs: list[Path], sandbox: str, limits: HostLimits
+) -> RunnableSummary:
+    """The preflight of ``sandbox`` (and the trust checks under ``limits``) over every task
+    folder, nothing built; a backend that cannot run here is every task's first refusal."""
+    backend, why = load_backend(sandbox)
+    rows: list[RunnableRow] = []
+    for d in task_dirs:
+        trust = check_task(d, limits)
+        reasons = list(trust.problems)
+        if trust.error is not None:
+            reasons.append(f"{trust.error.file}: {trust.error}")
+        if trust.task is not None and not reasons:
+            reasons = preflight(trust.task, backend=backend, limits=limits)
+        if why:
+            reasons.insert(0, why)
+        rows.append(RunnableRow(d.name, str(d), reasons))
+    return RunnableSummary(path, sandbox, rows)

@@ -500,6 +500,22 @@ def list_jobs(jobs_dir: Path) -> list[JobRecord]:
     return sorted(records, key=lambda r: (r.started_at or "", r.name))
 
 
+@dataclass(frozen=True)
+class JobListing:
+    """The jobs of a folder (:func:`list_jobs`): what ``repogym jobs list`` shows."""
+
+    jobs_dir: Path
+    jobs: list[JobRecord]
+
+    @classmethod
+    def read(cls, jobs_dir: Path) -> JobListing:
+        return cls(jobs_dir, list_jobs(jobs_dir))
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``jobs list --json`` prints."""
+        return {"jobs_dir": str(self.jobs_dir), "jobs": [j.to_json() for j in self.jobs]}
+
+
 def resolve_job(ref: str | Path, jobs_dir: Path) -> Path:
     """The folder a JOB argument names: a path to a folder, else a job name under
     ``jobs_dir``; :class:`RecordError` when neither exists."""
@@ -591,3 +607,33 @@ def export(jobs: Sequence[JobRecord], out: Path, fmt: str) -> int:
     rows = export_rows(jobs)
     atomic_write(out, parquet_bytes(rows) if fmt == "parquet" else jsonl_bytes(rows))
     return len(rows)
+
+
+@dataclass(frozen=True)
+class JobExport:
+    """What an export wrote (:func:`export_jobs`): where, in which format, how many rows, from
+    which jobs, and the problems of the jobs that could not be read whole."""
+
+    out: Path
+    format: str
+    rows: int
+    jobs: list[JobRecord]
+
+    @property
+    def broken(self) -> list[JobRecord]:
+        return [r for r in self.jobs if r.problems]
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``jobs export --json`` prints."""
+        return {
+            "out": str(self.out),
+            "format": self.format,
+            "rows": self.rows,
+            "jobs": [r.name for r in self.jobs],
+            "problems": {r.name: r.problems for r in self.broken},
+        }
+
+
+def export_jobs(jobs: Sequence[JobRecord], out: Path, fmt: str) -> JobExport:
+    """:func:`export`, and what it wrote."""
+    return JobExport(out, fmt, export(jobs, out, fmt), list(jobs))

@@ -112,13 +112,14 @@ def trial_work(
 def failed_result(task: Task, trial_name: str, agent: str, sandbox: str, done: Done) -> TrialResult:
     """The result of a trial whose unit did not come back with one."""
     lost = (done.error or "").startswith("worker lost")
+    prov = task.provenance
     return TrialResult(
         id=str(uuid.uuid4()),
         trial_name=trial_name,
         task_name=task.name,
         task_id=task.id,
         task_path=str(task.path),
-        task_checksum=(task.repo2env or {}).get("content_hash"),
+        task_checksum=prov.content_hash if prov is not None else None,
         agent_info=AgentInfo(name=agent, version=__version__),
         agent_result=AgentResult(),
         verifier_result=VerifierResult(

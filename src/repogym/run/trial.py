@@ -148,13 +148,14 @@ class _Progress:
     def record(self, task: Task, agent: Agent, backend: str) -> TrialResult:
         """The trial's ``result.json``."""
         reading, built = self.reading, self.built
+        prov = task.provenance
         record = TrialResult(
             id=str(uuid.uuid4()),
             trial_name=self.trial_name,
             task_name=task.name,
             task_id=task.id,
             task_path=str(task.path),
-            task_checksum=(task.repo2env or {}).get("content_hash"),
+            task_checksum=prov.content_hash if prov is not None else None,
             agent_info=AgentInfo(name=agent.name, version=__version__),
             agent_result=self.agent_result,
             verifier_result=VerifierResult(
@@ -481,7 +482,7 @@ def verify_after_agent(
             verifier_timeout=verifier_timeout,
         )
     try:
-        verification = read_verification(task.repo2env)
+        verification = read_verification(task.provenance)
     except ValueError as exc:
         raise SandboxError(f"{task.id}: {exc}") from None
     if (mode or verification.mode) != "clean_room":

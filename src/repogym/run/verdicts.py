@@ -66,13 +66,14 @@ def _facts(task: Task | None, verdict: Verdict) -> VerdictFacts:
         return VerdictFacts(verdict, verdict.status == VERIFIED, None, None, 0, None, None)
     mode: str
     try:
-        mode = read_verification(task.repo2env).mode
+        mode = read_verification(task.provenance).mode
     except ValueError:
         mode = "invalid"
-    try:
-        block = (load_task(task.path).repo2env or {}).get("evaluation") or {}
+    try:  # as recorded now (the gate may have just written it)
+        prov = load_task(task.path).provenance
     except Exception:  # noqa: BLE001 - a table cell, never a crash
-        block = {}
+        prov = None
+    block = prov.evaluation if prov is not None else {}
     if verdict.mutants is not None:
         rate: Any = verdict.mutants.kill_rate
         runs = len(verdict.mutants.results)

@@ -1,6 +1,6 @@
 """Unified diff helpers: parse a patch into per-file sections, split tests from source.
 
-Which files are tests is :func:`repogym.lang.testfiles.is_test_path` (re-exported here).
+Which files are tests is :func:`repogym.shipped.testfiles.is_test_path` (re-exported here).
 
 Patches are ``str`` decoded from git's bytes with UTF-8 + ``surrogateescape`` (see
 :func:`decode_patch` / :func:`encode_patch`), so content in any encoding round-trips exactly.
@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from repogym.lang.testfiles import is_test_path
+from repogym.shipped.testfiles import is_test_path
 
 __all__ = [
     "FilePatch",

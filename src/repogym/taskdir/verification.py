@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from repogym.lang.testfiles import TEST_PATH_GLOBS
+from repogym.shipped.testfiles import TEST_PATH_GLOBS
 
 VerificationMode = Literal["clean_room", "in_place"]
 MODES = ("clean_room", "in_place")
@@ -127,7 +127,7 @@ class Matcher:
 
 #: What our runtime tasks protect (relative to the working directory). Test infrastructure:
 #: test files and their data, by the same rule the pipelines split patches with
-#: (:data:`repogym.lang.testfiles.TEST_PATH_GLOBS`); runner configuration; interpreter start-up
+#: (:data:`repogym.shipped.testfiles.TEST_PATH_GLOBS`); runner configuration; interpreter start-up
 #: hooks; installed metadata, dependencies, caches and VCS data; modules that would shadow the
 #: test runner at the top of the tree.
 TEST_PATHS = TEST_PATH_GLOBS

@@ -149,3 +149,15 @@ class GenerateView:
             f"(overhead ratio {ratio}); tasks in {escape(str(result.out / 'tasks'))}, "
             f"report {escape(str(result.report))}"
         )
+
+
+def print_llm_usage(usage: Any) -> None:
+    """The ``--llm`` rewriter's calls, tokens, cost and verdicts
+    (:class:`repogym.pipelines.report.LlmUsage`)."""
+    cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+    out.print(
+        f"LLM {escape(usage.llm)}: {usage.calls} call(s), "
+        f"{usage.input_tokens} input + {usage.output_tokens} output tokens, "
+        f"cost {cost}; rewrites accepted {usage.accepted}, rejected "
+        f"{usage.rejected}, failed {usage.failed}"
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from repogym.lang.testfiles import is_test_path
+from repogym.shipped.testfiles import is_test_path
 
 #: Mutation operators, in the order candidates of one line are listed.
 KINDS = ("hunk_revert", "drop_statement", "negate_condition", "replace_return")

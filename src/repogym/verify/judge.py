@@ -1,8 +1,8 @@
 """The diff LLM judge on the host: the same prompt and answer parsing as a ``pr_diff`` task's
-verifier (both come from :mod:`repogym.verify.diff_reward`), over :class:`repogym.llm.LLM`.
+verifier (both come from :mod:`repogym.shipped.diff_reward`), over :class:`repogym.llm.LLM`.
 
     from repogym.llm import LLM
-    from repogym.verify.diff_reward import score_diff
+    from repogym.shipped.diff_reward import score_diff
     from repogym.verify.judge import judge_diff
 
     j = judge_diff(predicted, gold, instruction, LLM("openai/gpt-4o-mini"))
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from repogym.errors import RepogymError
-from repogym.verify.diff_reward import judge_messages, parse_judge_score
+from repogym.shipped.diff_reward import judge_messages, parse_judge_score
 
 if TYPE_CHECKING:
     from repogym.llm import LLM

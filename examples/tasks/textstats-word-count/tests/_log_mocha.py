@@ -13,7 +13,7 @@ from typing import List, Optional, Tuple  # noqa: F401
 
 TYPE_CHECKING = False
 if TYPE_CHECKING or __package__:  # in the repogym package
-    from repogym.verify.parsers._log_common import (
+    from repogym.shipped.parsers._log_common import (
         ERROR,
         FAILED,
         PASSED,
@@ -22,7 +22,7 @@ if TYPE_CHECKING or __package__:  # in the repogym package
         Out,
         indent_of,
     )
-    from repogym.verify.parsers._log_js import (
+    from repogym.shipped.parsers._log_js import (
         MOCHA_HOOK,
         cut_short,
         json_reports,

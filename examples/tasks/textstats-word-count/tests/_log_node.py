@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple  # noqa: F401
 
 TYPE_CHECKING = False
 if TYPE_CHECKING or __package__:  # in the repogym package
-    from repogym.verify.parsers._log_common import (
+    from repogym.shipped.parsers._log_common import (
         ERROR,
         FAILED,
         PASSED,
@@ -23,7 +23,7 @@ if TYPE_CHECKING or __package__:  # in the repogym package
         Out,
         worst,
     )
-    from repogym.verify.parsers._log_js import cut_short, looks_like_file
+    from repogym.shipped.parsers._log_js import cut_short, looks_like_file
 else:  # a task's copy: beside parsers.py, which put its folder on sys.path
     from _log_common import ERROR, FAILED, PASSED, SKIPPED, TRUNCATED, Out, worst
     from _log_js import cut_short, looks_like_file

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional  # noqa: F401
 
 TYPE_CHECKING = False
 if TYPE_CHECKING or __package__:  # in the repogym package
-    from repogym.verify.parsers._log_common import (
+    from repogym.shipped.parsers._log_common import (
         ERROR,
         FAILED,
         PASSED,

@@ -13,8 +13,8 @@ from typing import List, Optional
 
 TYPE_CHECKING = False
 if TYPE_CHECKING or __package__:  # in the repogym package
-    from repogym.lang.js_lex import js_lex
-    from repogym.verify._tamper_strings import Hit, make_hit, string_findings
+    from repogym.shipped._tamper_strings import Hit, make_hit, string_findings
+    from repogym.shipped.js_lex import js_lex
 else:  # a task's copy: the siblings beside it (tamper.py put its folder on sys.path)
     from _tamper_strings import Hit, make_hit, string_findings
     from js_lex import js_lex

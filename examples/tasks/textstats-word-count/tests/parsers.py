@@ -81,9 +81,9 @@ import sys
 from typing import Callable, Dict, List, Optional, Tuple, Union  # noqa: F401
 
 TYPE_CHECKING = False
-if TYPE_CHECKING or __package__:  # repogym.verify.parsers
-    from repogym.verify.parsers._log_cargo import parse_cargo
-    from repogym.verify.parsers._log_common import (
+if TYPE_CHECKING or __package__:  # repogym.shipped.parsers
+    from repogym.shipped.parsers._log_cargo import parse_cargo
+    from repogym.shipped.parsers._log_common import (
         CUT_SHORT,
         ERROR,
         FAILED,
@@ -98,14 +98,14 @@ if TYPE_CHECKING or __package__:  # repogym.verify.parsers
         clean_text,
         short_message,
     )
-    from repogym.verify.parsers._log_go import parse_go
-    from repogym.verify.parsers._log_jest import parse_jest
-    from repogym.verify.parsers._log_mocha import parse_mocha
-    from repogym.verify.parsers._log_nextest import parse_nextest
-    from repogym.verify.parsers._log_node import parse_node
-    from repogym.verify.parsers._log_pytest import parse_pytest
-    from repogym.verify.parsers._log_unittest import parse_unittest
-    from repogym.verify.parsers._log_vitest import parse_vitest
+    from repogym.shipped.parsers._log_go import parse_go
+    from repogym.shipped.parsers._log_jest import parse_jest
+    from repogym.shipped.parsers._log_mocha import parse_mocha
+    from repogym.shipped.parsers._log_nextest import parse_nextest
+    from repogym.shipped.parsers._log_node import parse_node
+    from repogym.shipped.parsers._log_pytest import parse_pytest
+    from repogym.shipped.parsers._log_unittest import parse_unittest
+    from repogym.shipped.parsers._log_vitest import parse_vitest
 else:  # a task's copy (imported as ``parsers`` or run as a script, -I too): the rest beside it
     _HERE = os.path.dirname(os.path.abspath(__file__))
     if sys.path[:1] != [_HERE]:

@@ -8,7 +8,7 @@ lines, kills the interpreter with ``os._exit(0)`` before the runner reports a fa
 reward file, and so on.  This module finds such constructs so that a grader can compare the
 agent's version of each changed source file with the original.
 
-This file and the JavaScript lexer it uses (``repogym/lang/js_lex.py``) are standard library only,
+This file and the JavaScript lexer it uses (``shipped/js_lex.py``) are standard library only,
 Python 3.6 to 3.13 syntax and AST: pipelines copy both into each generated task's ``tests/``
 folder, where they run under the repository's own Python (imported from there, this file finds
 ``js_lex.py`` beside it).  CLI::
@@ -120,10 +120,10 @@ from collections import Counter
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
 TYPE_CHECKING = False
-if TYPE_CHECKING or __package__:  # repogym.verify.tamper
-    from repogym.verify._tamper_js import scan_js
-    from repogym.verify._tamper_python import PyScan, parse_python
-    from repogym.verify._tamper_strings import Hit, make_hit
+if TYPE_CHECKING or __package__:  # repogym.shipped.tamper
+    from repogym.shipped._tamper_js import scan_js
+    from repogym.shipped._tamper_python import PyScan, parse_python
+    from repogym.shipped._tamper_strings import Hit, make_hit
 else:  # a task's copy (imported as ``tamper`` or run as a script, -I too): the rest beside it
     _HERE = os.path.dirname(os.path.abspath(__file__))
     if sys.path[:1] != [_HERE]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from repogym.bootstrap._files import SKIP_DIRS, read_text
 from repogym.bootstrap.model import COLLECT_MARK
 from repogym.bootstrap.node.testfiles import has_test_calls
-from repogym.lang.testfiles import JS_TEST_FILE
+from repogym.shipped.testfiles import JS_TEST_FILE
 
 MOCHA_LIST_LINES = (
     '"use strict";',

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from repogym.bootstrap._files import SKIP_DIRS, read_text
-from repogym.lang.testfiles import is_node_test_candidate
+from repogym.shipped.testfiles import is_node_test_candidate
 
 REPORTER_LINES = (
     "export default async function*(source){",

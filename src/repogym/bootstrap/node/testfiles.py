@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from repogym.lang.js_lex import js_lex
-from repogym.lang.testfiles import JS_TEST_FILE
+from repogym.shipped.js_lex import js_lex
+from repogym.shipped.testfiles import JS_TEST_FILE
 
 _CALL = re.compile(
     r"(?<![\w$.])(describe|context|suite|it|test|specify|bench|xit|xdescribe|fit|fdescribe)"

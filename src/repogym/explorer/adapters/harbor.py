@@ -34,6 +34,7 @@ from repogym.explorer.adapters._safefs import (
 )
 from repogym.explorer.adapters.base import AdapterError, stat_fingerprint
 from repogym.explorer.model import EnvDoc, FileDoc, Section, TaskDoc
+from repogym.taskdir.provenance import Provenance
 from repogym.taskdir.runnable import task_refusals
 from repogym.taskdir.trust import requested_env
 
@@ -351,7 +352,7 @@ class HarborReader:
         except TaskError as exc:
             raise AdapterError(f"{task_id}: {exc}") from None
         meta = cfg.metadata if isinstance(cfg.metadata, dict) else {}
-        block = cfg.repo2env or {}
+        prov = Provenance.read(cfg.repo2env)
         instruction, instruction_note = _read(path, "instruction.md")
         instruction = instruction or instruction_note or ""
         dockerfile, dockerfile_note = _read(path, "environment/Dockerfile")
@@ -362,15 +363,13 @@ class HarborReader:
         modes = network_modes(cfg)
         network = network_facet(modes)
         host_env = requested_env(cfg.verifier.env)
-        reward_kinds = [str(k) for k in block.get("reward_kinds") or [] if k]
+        reward_kinds = list(prov.reward_kinds or [])
         grading = _grading_kind(
             reward_kinds, test_sh is not None or bool(test_sh_note), test_sh or ""
         )
 
-        pipeline = block.get("pipeline")
-        sub = block.get(pipeline) if isinstance(pipeline, str) else None
-        sub = sub if isinstance(sub, dict) else {}
-        facets = _facets(meta, block, sub, pipeline, cfg.task.keywords)
+        sub = prov.pipeline_table or {}
+        facets = _facets(meta, prov, sub, cfg.task.keywords)
 
         title = (cfg.task.description or "").strip().splitlines()[0:1]
         title_text = title[0][:160] if title else (cfg.task.name or task_id)
@@ -407,13 +406,13 @@ class HarborReader:
             )
         if is_file_inside(path, "tests/test.patch"):
             g.append("- Hidden tests are restored before grading (the test patch is withheld)")
-        g += _verification_lines(block.get("evaluation"))
+        g += _verification_lines(prov.evaluation)
         sections.append(Section("grading", "How it is graded", "\n".join(g), "markdown"))
         sections += _file_section("grader", "tests/test.sh", test_sh, test_sh_note)
         sections.append(Section("config", "task.toml", toml_text, "code", "toml"))
-        prov = _provenance_lines(block)
-        if prov:
-            sections.append(Section("provenance", "Provenance", "\n".join(prov), "markdown"))
+        origin = _provenance_lines(prov)
+        if origin:
+            sections.append(Section("provenance", "Provenance", "\n".join(origin), "markdown"))
 
         return TaskDoc(
             id=task_id,
@@ -426,7 +425,7 @@ class HarborReader:
             runnable=dockerfile is not None and not task_refusals(cfg, path),
             sections=sections,
             files=self._files(path),
-            aliases=_aliases(block),
+            aliases=[prov.content_hash] if prov.content_hash else [],
             network_modes=modes,
             verifier_env=host_env,
         )
@@ -489,11 +488,9 @@ def _hosts(hosts: list[str] | None) -> str:
     return f" (allowed hosts: {', '.join(f'`{h}`' for h in hosts)})" if hosts else ""
 
 
-def _verification_lines(evaluation: object) -> list[str]:
+def _verification_lines(evaluation: dict[str, Any]) -> list[str]:
     """What ``repogym verify`` recorded: status, nop, mutant kill rate and the adversarial
     floor (the highest reward a generic wrong solution earned; above nop = gameable)."""
-    if not isinstance(evaluation, dict):
-        return []
     out = []
     if evaluation.get("status"):
         out.append(f"- Verified by repogym: **{_str(evaluation['status'])}**")
@@ -555,28 +552,29 @@ def _environment_kind(
 
 
 def _facets(
-    meta: dict[str, Any], block: dict[str, Any], sub: dict[str, Any], pipeline: Any, keywords: Any
+    meta: dict[str, Any], prov: Provenance, sub: dict[str, Any], keywords: Any
 ) -> dict[str, str]:
     """The task's facets (language, pipeline, difficulty, category, tags, source)."""
     facets: dict[str, str] = {}
+    extra = prov.extra  # keys the provenance model does not name (other tools' keys)
     language = meta.get("language") or sub.get("language")
     for holder in ("bootstrap", "recipe"):
-        h = block.get(holder) or sub.get(holder)
+        h = extra.get(holder) or sub.get(holder)
         if not language and isinstance(h, dict):
             language = h.get("language")
     if language:
         facets["language"] = str(language)
-    if pipeline:
-        facets["pipeline"] = str(pipeline)
+    if prov.pipeline:
+        facets["pipeline"] = prov.pipeline
     for key in ("difficulty", "category"):
-        value = meta.get(key) or block.get(key)
+        value = meta.get(key) or extra.get(key)
         if value:
             facets[key] = _str(value)
     tags = meta.get("tags") or keywords
     if tags:
         facets["tags"] = _str(tags)
-    if block.get("repo"):
-        facets["source"] = str(block["repo"])
+    if prov.repo:
+        facets["source"] = prov.repo
     return facets
 
 
@@ -608,35 +606,26 @@ def _environment_lines(
     return env_lines
 
 
-def _provenance_lines(block: dict[str, Any]) -> list[str]:
+def _provenance_lines(prov: Provenance) -> list[str]:
     """The Provenance section: where the task came from (its ``[repo2env]`` block)."""
-    prov = [
-        f"- {label}: {_str(block.get(key))}"
-        for key, label in (
-            ("repo", "Repository"),
-            ("ref", "Ref"),
-            ("reference", "Reference"),
-            ("pipeline", "Pipeline"),
-            ("pipeline_version", "Pipeline version"),
-            ("source_access", "Source access"),
-            ("built_at", "Built at"),
-            ("synthesis_llm", "Synthesis LLM"),
-            ("content_hash", "Content hash"),
+    lines = [
+        f"- {label}: {value}"
+        for value, label in (
+            (prov.repo, "Repository"),
+            (prov.ref, "Ref"),
+            (prov.reference, "Reference"),
+            (prov.pipeline, "Pipeline"),
+            (prov.pipeline_version, "Pipeline version"),
+            (prov.source_access, "Source access"),
+            (prov.built_at, "Built at"),
+            (prov.synthesis_llm, "Synthesis LLM"),
+            (prov.content_hash, "Content hash"),
         )
-        if block.get(key)
+        if value
     ]
-    repro = block.get("reproducibility")
-    if isinstance(repro, dict) and repro.get("mode"):
-        prov.append(f"- Reproducibility: {repro['mode']}")
-    return prov
-
-
-def _aliases(block: dict[str, Any]) -> list[str]:
-    """Other ids of the task: its content hash (``sha256:…``) when it has one."""
-    digest = block.get("content_hash")
-    if isinstance(digest, str) and digest:
-        return [digest if digest.startswith("sha256:") else f"sha256:{digest}"]
-    return []
+    if prov.reproducibility_mode:
+        lines.append(f"- Reproducibility: {prov.reproducibility_mode}")
+    return lines
 
 
 _LANGS = {"environment/Dockerfile": "dockerfile", "tests/test.sh": "bash"}

@@ -18,19 +18,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from repogym import __version__
+from repogym import __version__, shipped
 from repogym.pipelines._harness.emit import (
     category,
     difficulty,
     provenance,
-    template,
-    verify_module,
     write_file,
     write_infra_modules,
 )
 from repogym.pipelines._harness.frame import TaskHarness
 from repogym.pipelines._instructions.text import build_instruction
 from repogym.pipelines.base import Candidate, Outcome
+from repogym.shipped import diff_reward
 from repogym.sources.patches import encode_patch
 from repogym.spec import PrDiffOptions
 from repogym.taskdir import save_task_config
@@ -42,7 +41,6 @@ from repogym.taskdir.config import (
     new_task_config,
 )
 from repogym.taskdir.verification import ARTEFACTS
-from repogym.verify import diff_reward
 
 WORKDIR = "/workspace"
 BASE_DIR = "/opt/repogym/base"
@@ -81,9 +79,7 @@ def verifier_module() -> ModuleType:
     name = "repogym_pr_diff_verifier"
     if name in sys.modules:
         return sys.modules[name]
-    with resources.as_file(
-        resources.files("repogym.pipelines").joinpath("_templates", "pr_diff_verifier.py")
-    ) as path:
+    with resources.as_file(shipped.locate("pr_diff_verifier.py")) as path:
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
@@ -163,10 +159,10 @@ def write_task(
     shutil.copytree(context, dest / "environment", symlinks=True)
 
     tests = dest / "tests"
-    write_file(tests / "test.sh", template("pr_diff_test.sh"), 0o755)
-    write_file(tests / "verifier.py", template("pr_diff_verifier.py"))
+    write_file(tests / "test.sh", shipped.read("pr_diff_test.sh"), 0o755)
+    write_file(tests / "verifier.py", shipped.read("pr_diff_verifier.py"))
     write_infra_modules(tests)
-    write_file(tests / "diff_reward.py", verify_module("diff_reward.py"))
+    write_file(tests / "diff_reward.py", shipped.read("diff_reward.py"))
     # The de-facto pr_diff names (what other tools' checkers look for): the gold as
     # tests/oracle.patch, the instruction the judge reads as tests/instruction.md.
     write_file(tests / "oracle.patch", gold_diff)
@@ -177,8 +173,8 @@ def write_task(
 
     solution = dest / "solution"
     write_file(solution / "patch.diff", encode_patch(cand.source_patch))
-    write_file(solution / "solve.sh", template("solve.sh"), 0o755)
-    write_file(solution / "apply_patch.py", template("apply_patch.py"))
+    write_file(solution / "solve.sh", shipped.read("solve.sh"), 0o755)
+    write_file(solution / "apply_patch.py", shipped.read("apply_patch.py"))
 
     owner = repo.split("/")[0] if "/" in repo else "local"
     sub = _subtable(cand, gold_diff, files)

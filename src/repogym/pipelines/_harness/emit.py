@@ -13,11 +13,10 @@ import json
 import re
 import shutil
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from repogym import __version__
+from repogym import __version__, shipped
 from repogym.bootstrap import Recipe
 from repogym.pipelines.base import Candidate
 from repogym.spec import RuntimeOptions
@@ -32,7 +31,6 @@ from repogym.taskdir.config import (
 from repogym.taskdir.verification import RUNTIME_PROTECTED
 from repogym.verify import canaries
 from repogym.verify.file_kinds import is_release_notes
-from repogym.verify.parsers import PARSER_PARTS
 
 SPEC_VERSION = "0.2.0"
 RECORD_SCRIPT = "repogym_record.py"
@@ -41,27 +39,6 @@ RECORD_DIR = "/usr/lib/repogym"
 JS_RUNNERS = ("jest", "vitest", "mocha", "node")
 """Runners whose tasks also get the Node verifier (``verifier.mjs``) and recorder: an image
 without Python is then still recorded and graded (``test.sh`` picks the verifier)."""
-_VERIFY_MODULES = (
-    "parsers.py",
-    *(f"_log_{part}.py" for part in PARSER_PARTS),
-    "reports.py",
-    "tamper.py",
-    "_tamper_strings.py",
-    "_tamper_python.py",
-    "_tamper_js.py",
-    "infra.py",
-)
-_LANG_MODULES = ("js_lex.py", "testfiles.py")
-"""Modules of :mod:`repogym.lang` the shipped verify modules load from beside them
-(``tamper.py`` reads ``js_lex.py``, ``infra.py`` reads ``testfiles.py``)."""
-_RUNNER_TEMPLATES = (
-    "repogym_boot.py",
-    "repogym_pytest_report.py",
-    "repogym_unittest.py",
-    "repogym_report_file.py",
-    "repogym_node_boot.js",
-)
-
 BUILD_SEED_ENV = "REPOGYM_BUILD_SEED"
 """A secret that makes integrity keys reproducible (see :func:`integrity_key`)."""
 
@@ -95,39 +72,10 @@ def built_at() -> str:
     return when.replace(microsecond=0).isoformat()
 
 
-def template(name: str) -> bytes:
-    """A file of ``pipelines/_templates`` (shipped into tasks as is)."""
-    return resources.files("repogym.pipelines").joinpath("_templates", name).read_bytes()
-
-
-def verify_module(name: str) -> bytes:
-    """A stdlib-only module of :mod:`repogym.verify` shipped into tasks (``parsers.py``, …):
-    ``parsers.py`` is the ``parsers`` package's ``__init__.py``, ``_log_*.py`` its modules."""
-    where = resources.files("repogym.verify")
-    if name == "parsers.py":
-        return where.joinpath("parsers", "__init__.py").read_bytes()
-    if name.startswith("_log_"):
-        return where.joinpath("parsers", name).read_bytes()
-    return where.joinpath(name).read_bytes()
-
-
-def lang_module(name: str) -> bytes:
-    """A stdlib-only module of :mod:`repogym.lang` shipped into tasks (``js_lex.py``,
-    ``testfiles.py``)."""
-    return resources.files("repogym.lang").joinpath(name).read_bytes()
-
-
-def shipped_modules() -> dict[str, bytes]:
-    """The modules of repogym a graded task's ``tests/`` holds, by file name."""
-    out = {name: verify_module(name) for name in _VERIFY_MODULES}
-    out.update((name, lang_module(name)) for name in _LANG_MODULES)
-    return out
-
-
 def write_infra_modules(tests: Path) -> None:
     """Ship ``infra.py`` and the test-file rule it imports (``testfiles.py``) into ``tests``."""
-    write_file(tests / "infra.py", verify_module("infra.py"))
-    write_file(tests / "testfiles.py", lang_module("testfiles.py"))
+    for name in ("infra.py", "testfiles.py"):
+        write_file(tests / name, shipped.read(name))
 
 
 def write_file(path: Path, data: bytes | str, mode: int = 0o644) -> None:
@@ -142,7 +90,7 @@ def write_file(path: Path, data: bytes | str, mode: int = 0o644) -> None:
 
 def record_step(workdir: str, key: str, runner: str) -> str:
     """The Dockerfile lines that record, at build time, what the verifier checks (see
-    ``_templates/repogym_record.py``); they come last so they see the finished image."""
+    ``shipped/scripts/repogym_record.py``); they come last so they see the finished image."""
     head = (
         "\n# repogym: record the interpreter, standard library and test-runner files the\n"
         "# verifier checks before it trusts them (the key is known only to the hidden tests).\n"
@@ -166,9 +114,9 @@ def write_environment(
     record script."""
     text = (dockerfile or recipe.dockerfile).rstrip("\n") + "\n"
     write_file(context / "Dockerfile", text + record_step(recipe.workdir, key, recipe.runner))
-    write_file(context / RECORD_SCRIPT, template(RECORD_SCRIPT))
+    write_file(context / RECORD_SCRIPT, shipped.read(RECORD_SCRIPT))
     if recipe.runner in JS_RUNNERS:
-        write_file(context / NODE_RECORD_SCRIPT, template(NODE_RECORD_SCRIPT))
+        write_file(context / NODE_RECORD_SCRIPT, shipped.read(NODE_RECORD_SCRIPT))
 
 
 # ------------------------------------------------------------------------------ verifier
@@ -193,14 +141,12 @@ class VerifierInput:
 
 def stage_verifier(tests: Path, inp: VerifierInput) -> None:
     """Write the verifier folder ``tests`` (without f2p.json / p2p.json)."""
-    write_file(tests / "test.sh", template("test.sh"), 0o755)
-    write_file(tests / "verifier.py", template("verifier.py"))
+    write_file(tests / "test.sh", shipped.read("test.sh"), 0o755)
+    write_file(tests / "verifier.py", shipped.read("verifier.py"))
     if inp.recipe.runner in JS_RUNNERS:
-        write_file(tests / "verifier.mjs", template("verifier.mjs"))
-    for name, data in shipped_modules().items():
-        write_file(tests / name, data)
-    for name in _RUNNER_TEMPLATES:
-        write_file(tests / "runner" / name, template(name))
+        write_file(tests / "verifier.mjs", shipped.read("verifier.mjs"))
+    for rel in shipped.GRADED:
+        write_file(tests / rel, shipped.read(rel))
     for rel, data in inp.restore.items():
         write_file(tests / "files" / rel, data)
     write_file(tests / "infra.json", json.dumps(inp.infra, indent=0, sort_keys=True) + "\n")
@@ -326,8 +272,8 @@ def write_task(dest: Path, inp: EmitInput) -> None:
 
     solution = dest / "solution"
     write_file(solution / "patch.diff", cand.source_patch.encode("utf-8", "surrogateescape"))
-    write_file(solution / "solve.sh", template("solve.sh"), 0o755)
-    write_file(solution / "apply_patch.py", template("apply_patch.py"))
+    write_file(solution / "solve.sh", shipped.read("solve.sh"), 0o755)
+    write_file(solution / "apply_patch.py", shipped.read("apply_patch.py"))
 
     owner = inp.repo.split("/")[0] if "/" in inp.repo else "local"
     sub: dict[str, Any] = {

@@ -33,7 +33,6 @@ from repogym.bootstrap.pin import (
     constraints_from_freeze,
     pinned_dockerfile,
 )
-from repogym.lang.testfiles import JS_TEST_FILE, PY_TEST_FILE
 from repogym.pipelines._harness.emit import (
     EmitInput,
     VerifierInput,
@@ -63,10 +62,11 @@ from repogym.sandbox import (
     SandboxError,
     Session,
 )
+from repogym.shipped import infra, tamper
+from repogym.shipped.testfiles import JS_TEST_FILE, PY_TEST_FILE
 from repogym.sources.patches import parse_patch
 from repogym.spec import RuntimeOptions
 from repogym.taskdir.instruction_checks import underspecified
-from repogym.verify import infra, tamper
 
 PASSED = "PASSED"
 RESULTS = "/tmp/repogym-results.json"
@@ -507,6 +507,8 @@ class RuntimeHarness(TaskHarness):
             res = session.exec(
                 [
                     "python3",
+                    "-I",
+                    "-S",
                     "/tests/tamper.py",
                     "baseline",
                     recipe.workdir,

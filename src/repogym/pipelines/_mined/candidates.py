@@ -3,9 +3,9 @@ candidate before any sandbox work: tests and source both changed, not too large.
 
 from __future__ import annotations
 
-from repogym.lang.testfiles import is_test_path
 from repogym.pipelines._harness.emit import code_lines
 from repogym.pipelines.base import Candidate
+from repogym.shipped.testfiles import is_test_path
 from repogym.sources import Source
 from repogym.sources.patches import FilePatch, parse_patch, split_patch
 from repogym.spec import RuntimeOptions

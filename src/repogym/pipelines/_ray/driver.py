@@ -42,12 +42,14 @@ from repogym.pipelines._ray.worker import (
 )
 from repogym.pipelines.base import Candidate, GateFactory, Outcome, YieldStats
 from repogym.pipelines.generation import (
+    REPORT_FILE,
     GenerateError,
     GenerateResult,
     Setup,
     _known_changes,
     prepare,
 )
+from repogym.pipelines.report import GenerateReport
 from repogym.spec import GenerationInput
 from repogym.taskdir import publish_task_dir
 
@@ -117,7 +119,7 @@ def generate_remote(
         report = driver.end(ended)
     if driver.failure is not None:
         raise driver.failure
-    return GenerateResult(setup.stats, setup.outcomes, inp.out, report)
+    return GenerateResult(setup.stats, setup.outcomes, inp.out, inp.out / REPORT_FILE, report)
 
 
 def refuse_llm(inp: GenerationInput) -> None:
@@ -355,7 +357,7 @@ class RepoDriver:
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         self.s.errors.extend(f"=== {stamp} candidate {cand.key} ({cand.task_id})\n{text}\n")
 
-    def end(self, exc: BaseException | None = None) -> Path:
+    def end(self, exc: BaseException | None = None) -> GenerateReport:
         """Note how the run ended (``exc``: what interrupted it) and write its reports."""
         run = self.s.run
         ended = exc if exc is not None else self.failure

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from repogym.lang.testfiles import is_test_path
 from repogym.pipelines._selection.import_scan import (
     iter_strings,
     load_json,
@@ -33,6 +32,7 @@ from repogym.pipelines._selection.repo_index import (
     read_text_file_,
     walk_files,
 )
+from repogym.shipped.testfiles import is_test_path
 
 # --------------------------------------------------------------------------- resolver
 

@@ -1,6 +1,6 @@
 """The repository files test selection reads: the folders it skips, paths normalised and joined,
 and an index of the tree built once per selection (test-file patterns live in
-:mod:`repogym.lang.testfiles`)."""
+:mod:`repogym.shipped.testfiles`)."""
 
 from __future__ import annotations
 

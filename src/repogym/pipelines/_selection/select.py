@@ -50,7 +50,6 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from repogym.lang.testfiles import JS_TEST_FILE, PY_TEST_FILE
 from repogym.pipelines._selection.import_resolve import ImportResolver
 from repogym.pipelines._selection.repo_index import (
     JS_CODE_EXTS,
@@ -60,6 +59,7 @@ from repogym.pipelines._selection.repo_index import (
     language_of_,
     normalize_path,
 )
+from repogym.shipped.testfiles import JS_TEST_FILE, PY_TEST_FILE
 
 __all__ = ["find_test_files", "import_graph", "tests_exercising"]
 

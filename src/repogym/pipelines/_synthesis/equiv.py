@@ -24,6 +24,7 @@ from importlib import resources
 from types import ModuleType
 from typing import Any
 
+from repogym import shipped
 from repogym.pipelines._synthesis.ops import FunctionInfo, python_functions
 
 VERIFIER_TEMPLATE = "equiv_verifier.py"
@@ -498,9 +499,7 @@ def verifier_module() -> ModuleType:
     name = "repogym_equiv_verifier"
     if name in sys.modules:
         return sys.modules[name]
-    with resources.as_file(
-        resources.files("repogym.pipelines").joinpath("_templates", VERIFIER_TEMPLATE)
-    ) as path:
+    with resources.as_file(shipped.locate(VERIFIER_TEMPLATE)) as path:
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)

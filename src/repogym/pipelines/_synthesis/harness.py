@@ -4,7 +4,7 @@ editing the repository at one revision instead of mined from its history.
 Once per run (:meth:`SynthHarness._baseline`, shared by every candidate): the snapshot at the
 revision, its environment recipe and build, a verifier staged for the whole suite, the suite's
 stable results (``1 + reruns`` runs) and which functions the suite calls (one traced run,
-``_templates/trace_calls.py``). Per candidate — one edit of one file, carried in
+``shipped/scripts/trace_calls.py``). Per candidate — one edit of one file, carried in
 ``Candidate.extra`` (:class:`SynthEdit`): a function the suite never calls is dropped at once;
 otherwise the edit is written into a fresh session of the shared build and the suite runs
 through the verifier. The tests that passed before and fail now are the task's fail-to-pass
@@ -52,9 +52,9 @@ from repogym.pipelines._selection.select import find_test_files, tests_exercisin
 from repogym.pipelines._synthesis.ops import called_keys, trace_script
 from repogym.pipelines.base import Candidate, Outcome
 from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, SandboxError, Session
+from repogym.shipped import infra, tamper
 from repogym.taskdir import update_task_toml
 from repogym.taskdir.instruction_checks import underspecified
-from repogym.verify import infra, tamper
 
 WORKDIR = "/workspace"
 SURVIVED = "no test fails (the edit survives)"
@@ -445,9 +445,9 @@ def run_wrapped_suite(
     options: list[str],
     timeout_s: float,
 ) -> tuple[dict[str, Any] | None, str]:
-    """Run the suite in-process under a wrapping script of ``_templates`` (``python SCRIPT
-    --root WORKDIR --out OUT [OPTIONS] -- -m pytest|unittest …``) and read the JSON report it
-    writes: ``(report, "")``, or ``(None, why)`` when it timed out or wrote nothing usable."""
+    """Run the suite in-process under a wrapping script of ``shipped/scripts`` (``python
+    SCRIPT --root WORKDIR --out OUT [OPTIONS] -- -m pytest|unittest …``) and read the JSON report
+    it writes: ``(report, "")``, or ``(None, why)`` when it timed out or wrote nothing usable."""
     if recipe.runner == "pytest":
         suite = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
     else:
@@ -529,7 +529,7 @@ def python_sources(
     """``(path, text)`` of every Python source file at ``sha`` a synthesized edit may touch
     (no tests, no test infrastructure, within ``options.paths``), or ``(path, None, reason)``
     for a file that cannot be read as text."""
-    from repogym.lang.testfiles import is_test_path
+    from repogym.shipped.testfiles import is_test_path
 
     count = 0
     for rel in sorted(source.list_files(sha)):

@@ -3,7 +3,7 @@
 Pure functions over one Python source file (no sandbox, no I/O):
 
 * :func:`python_functions` lists every function and method (``ast``), keyed like the
-  tracer ``_templates/trace_calls.py`` reports calls: ``(path, line)`` where ``line`` is what
+  tracer ``shipped/scripts/trace_calls.py`` reports calls: ``(path, line)`` where ``line`` is what
   ``code.co_firstlineno`` says, i.e. the first decorator's line, else the ``def`` line.
 * the source positions and function listing :mod:`.mutants` builds its procedural
   mutants on (``bug_synth``);
@@ -24,10 +24,11 @@ import tokenize
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-#: The tracer shipped into tasks (``pipelines/_templates``): records the functions a command calls.
+from repogym import shipped
+
+#: The tracer shipped into sandboxes (``shipped/scripts``): records the functions a command calls.
 TRACE_SCRIPT = "trace_calls.py"
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -331,7 +332,7 @@ def python_functions(text: str, path: str) -> list[FunctionInfo]:
 
 def trace_script() -> bytes:
     """The tracer's source (:data:`TRACE_SCRIPT`), standard library only, Python 3.6+."""
-    return resources.files("repogym.pipelines").joinpath("_templates", TRACE_SCRIPT).read_bytes()
+    return shipped.read(TRACE_SCRIPT)
 
 
 def called_keys(report: Mapping[str, Any]) -> set[tuple[str, int]]:

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogym.lang.testfiles import is_test_source
 from repogym.pipelines._instructions.interface.model import KIND_ORDER, Required
 from repogym.pipelines._instructions.interface.snapshot import Snap
+from repogym.shipped.testfiles import is_test_source
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogym.lang.testfiles import is_test_source
 from repogym.pipelines._instructions.interface.model import (
     JS_EXTS,
     MAX_BYTES,
@@ -41,6 +40,7 @@ from repogym.pipelines._instructions.interface.strings import (
     python_strings,
     template_matches,
 )
+from repogym.shipped.testfiles import is_test_source
 
 _DYNAMIC_TEXT = re.compile(r"\bglobals\(\)|\bvars\(\)|sys\.modules\[__name__\]|\blazy\.attach\b")
 

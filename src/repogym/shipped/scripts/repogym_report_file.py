@@ -4,7 +4,7 @@
 
 One JSON object a line, each line a single unbuffered write, so a crash leaves whatever was
 written; only the process that opened the file writes (a forked child stays silent). The format
-and its reader are described in ``repogym/verify/reports.py``.
+and its reader are described in ``repogym/shipped/reports.py``.
 """
 
 import contextlib

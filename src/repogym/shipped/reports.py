@@ -6,8 +6,8 @@ This file is self-contained (standard library only, Python 3.6+ syntax, no repog
 ``parsers.py``: pipelines may copy it next to the verifier.  ``python reports.py REPORT`` prints
 the result as JSON.
 
-The writers are ``pipelines/_templates/repogym_pytest_report.py`` (``pytest -p
-repogym_pytest_report``) and ``pipelines/_templates/repogym_unittest.py`` (in place of ``python
+The writers are ``shipped/scripts/repogym_pytest_report.py`` (``pytest -p
+repogym_pytest_report``) and ``shipped/scripts/repogym_unittest.py`` (in place of ``python
 -m unittest``); both take the report's path from ``REPOGYM_REPORT``, remove it from the
 environment and append one JSON object a line:
 

@@ -13,7 +13,7 @@ from typing import List, Optional, Tuple  # noqa: F401
 
 TYPE_CHECKING = False
 if TYPE_CHECKING or __package__:  # in the repogym package
-    from repogym.verify.parsers._log_common import FAILED, PASSED, SKIPPED, TRUNCATED, Out, qualify
+    from repogym.shipped.parsers._log_common import FAILED, PASSED, SKIPPED, TRUNCATED, Out, qualify
 else:  # a task's copy: beside parsers.py, which put its folder on sys.path
     from _log_common import FAILED, PASSED, SKIPPED, TRUNCATED, Out, qualify
 

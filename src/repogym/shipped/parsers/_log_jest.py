@@ -14,8 +14,8 @@ from typing import List, Optional, Set, Tuple  # noqa: F401
 
 TYPE_CHECKING = False
 if TYPE_CHECKING or __package__:  # in the repogym package
-    from repogym.verify.parsers._log_common import ERROR, FAILED, PASSED, SKIPPED, TRUNCATED, Out
-    from repogym.verify.parsers._log_js import (
+    from repogym.shipped.parsers._log_common import ERROR, FAILED, PASSED, SKIPPED, TRUNCATED, Out
+    from repogym.shipped.parsers._log_js import (
         JS_EXTS,
         cut_short,
         jest_json,

@@ -15,7 +15,7 @@ from typing import Iterable, List, Optional, Tuple  # noqa: F401
 
 TYPE_CHECKING = False
 if TYPE_CHECKING or __package__:  # in the repogym package
-    from repogym.verify.parsers._log_common import (
+    from repogym.shipped.parsers._log_common import (
         CUT_SHORT,
         ERROR,
         FAILED,

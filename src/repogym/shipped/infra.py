@@ -6,7 +6,7 @@ One rule for both sides: the pipelines use it on the host to split patches and t
 manifests of a task, and the verifier (a copy of this file in the task's ``tests/``) uses it to
 reset what an agent did to the tests. Test infrastructure is:
 
-* test files and test data: :func:`repogym.lang.testfiles.is_test_path` (a folder named
+* test files and test data: :func:`repogym.shipped.testfiles.is_test_path` (a folder named
   ``test``, ``tests``, ``__tests__``, ``spec``, … anywhere in the path, or a file named like a
   test); in a task that module ships beside this one as ``testfiles.py``;
 * runner configuration: ``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``pyproject.toml``,
@@ -30,12 +30,13 @@ import sys
 from typing import Callable, Dict, Optional, Union
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if not os.path.isfile(os.path.join(_HERE, "testfiles.py")):  # repogym's package on the host
-    from repogym.lang.testfiles import is_test_path
+TYPE_CHECKING = False
+if TYPE_CHECKING or __package__:  # repogym.shipped.infra, on the host
+    from repogym.shipped.testfiles import is_test_path
 else:  # in a task: the copy shipped beside this file (never a repogym the agent could edit)
     if sys.path[:1] != [_HERE]:  # first, so no folder earlier on the path can shadow it
         sys.path.insert(0, _HERE)
-    from testfiles import is_test_path  # type: ignore[import-not-found,no-redef]
+    from testfiles import is_test_path
 
 CONFIG_NAMES = frozenset(
     {

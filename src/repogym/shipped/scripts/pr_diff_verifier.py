@@ -33,11 +33,36 @@ import urllib.request
 from typing import Dict, List, Optional, Tuple
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_siblings(*names):
+    """The modules ``names`` shipped beside this file, each run from its file here. Every
+    module named like a file of this folder is dropped from ``sys.modules`` first, so that
+    neither these nor the siblings they import by name (``infra.py`` puts this folder first on
+    ``sys.path``) can be one that code run before this verifier left there. (``test.sh`` runs
+    it as ``-I -S``: no such code runs; this holds however it is started.)"""
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    own = os.path.basename(__file__)
+    for entry in os.listdir(_HERE):
+        if entry.endswith(".py") and entry != own:
+            sys.modules.pop(entry[:-3], None)
+    loaded = []
+    for name in names:
+        spec = spec_from_file_location(name, os.path.join(_HERE, name + ".py"))
+        module = sys.modules[name] = module_from_spec(spec)
+        spec.loader.exec_module(module)
+        loaded.append(module)
+    return loaded
+
+
 if os.path.isfile(os.path.join(_HERE, "infra.py")):  # in a task: repogym's rule, copied beside
-    sys.path.insert(0, _HERE)
-    from infra import is_test_path  # noqa: E402
-else:  # imported by the pipeline on the host
-    from repogym.lang.testfiles import is_test_path  # noqa: E402
+    _infra, _scorer = _load_siblings("infra", "diff_reward")
+    is_test_path = _infra.is_test_path
+else:  # imported by the pipeline on the host (which scores with repogym.shipped.diff_reward)
+    from repogym.shipped.testfiles import is_test_path  # noqa: E402
+
+    _scorer = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = "/logs/verifier"
@@ -163,10 +188,7 @@ def collect_changes(
 
 
 def _load_scorer():
-    sys.path.insert(0, HERE)
-    import diff_reward  # noqa: PLC0415 - shipped beside this file
-
-    return diff_reward
+    return _scorer  # diff_reward.py, shipped beside this file
 
 
 # ----------------------------------------------------------------------------- judge

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple  # noqa: F401 - Dict, Tuple:
 
 TYPE_CHECKING = False
 if TYPE_CHECKING or __package__:  # in the repogym package
-    from repogym.verify._tamper_strings import Hit, make_hit, snippet, string_findings
+    from repogym.shipped._tamper_strings import Hit, make_hit, snippet, string_findings
 else:  # a task's copy: the siblings beside it (tamper.py put its folder on sys.path)
     from _tamper_strings import Hit, make_hit, snippet, string_findings
 

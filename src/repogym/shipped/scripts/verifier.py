@@ -102,12 +102,30 @@ WATCHED = [
     "unittest.runner:TextTestResult",
 ]
 """Objects of the runner whose attributes must be the same at the end of the run."""
-sys.path.insert(0, HERE)
 
-import infra  # noqa: E402  (copies of repogym's modules beside this file)
-import parsers  # noqa: E402
-import reports  # noqa: E402
-import tamper  # noqa: E402
+
+def load_siblings(*names):
+    """The modules ``names`` shipped beside this file (copies of repogym's modules), each run
+    from its file here. Every module named like a file of this folder is dropped from
+    ``sys.modules`` first, so that neither these nor the siblings they import by name (each
+    puts this folder first on ``sys.path``) can be one that code run before the judge left
+    there. (Run as ``-I -S``, no such code runs; this holds however the judge is started.)"""
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    own = os.path.basename(__file__)
+    for entry in os.listdir(HERE):
+        if entry.endswith(".py") and entry != own:
+            sys.modules.pop(entry[:-3], None)
+    loaded = []
+    for name in names:
+        spec = spec_from_file_location(name, os.path.join(HERE, name + ".py"))
+        module = sys.modules[name] = module_from_spec(spec)
+        spec.loader.exec_module(module)
+        loaded.append(module)
+    return loaded
+
+
+infra, parsers, reports, tamper = load_siblings("infra", "parsers", "reports", "tamper")
 
 
 def load(name, default=None):
@@ -755,6 +773,98 @@ class ChannelReader:
         self.thread.join(grace + 1.0)
 
 
+def open_channel(config, env, home):
+    """The judge's channel to the tests' boot (Python runners): a pipe the outcomes come back
+    through and one carrying the boot's secret, their numbers and the boot's configuration put
+    into ``env``. Returns (the judge's end, the ends the tests inherit, the secret)."""
+    chan_r, chan_w = os.pipe()
+    chan_w = _high_fd(chan_w)
+    # The boot's secret travels in a pipe of its own, read and closed by the boot before
+    # any other code runs (never in the environment, which /proc keeps a copy of).
+    proof = binascii.hexlify(os.urandom(16)).decode("ascii")
+    key_r, key_w = os.pipe()
+    os.write(key_w, proof.encode("ascii"))
+    os.close(key_w)
+    key_r = _high_fd(key_r)
+    env[CHANNEL_ENV] = str(chan_w)
+    env[PROOF_ENV] = str(key_r)
+    env[BOOT_ENV] = json.dumps(boot_config(config, home))
+    return chan_r, (chan_w, key_r), proof
+
+
+def channel_results(reader, proc, parsed, config):
+    """The run's outcomes as the boot streamed them through the channel (the log only tells
+    which PASSED lines were printed by the code under test: ``forged_lines``)."""
+    reader.finish()
+    rep = reader.chan.result(killed=proc.returncode < 0, exit_code=proc.returncode)
+    allowed = set(config.get("audit_allowed", []))
+    findings = [a for a in rep["audit"] if a.get("key") not in allowed]
+    out = dict(
+        source="channel",
+        tests=rep["tests"],
+        skips=rep["skips"],
+        failures=failures_of(rep["tests"], rep.get("failures", {})),
+        collected=rep["collected"],
+        finished=bool(rep["finished"]),
+        problems=rep["problems"],
+        channel_tamper=rep["tamper"],
+        audit=rep["audit"],
+        audit_keys=sorted(set(a.get("key") for a in rep["audit"] if a.get("key"))),
+        audit_findings=findings,
+    )
+    if rep["runner"] is None:
+        out["parse_status"] = "no report"
+    elif not rep["finished"]:
+        out["parse_status"] = "incomplete"
+    else:
+        out["parse_status"] = "ok" if rep["tests"] else "empty"
+    # What the log claims but the runner did not record: printed by code under test.
+    out["forged_lines"] = sorted(
+        t
+        for t, s in parsed.tests.items()
+        if s == "PASSED" and rep["tests"].get(t) not in (None, "PASSED")
+    )[:20]
+    return out
+
+
+def report_results(pipe, proc, config):
+    """The run's outcomes from the JSON report the runner's main process wrote, as it wrote it
+    (through the pipe); the log is for people only."""
+    runner = config.get("runner")
+    report, rewritten = pipe.report()
+    rep = parsers.parse_log(report or "", runner)
+    prefix = config["workdir"].rstrip("/") + "/"
+
+    def relative(t):
+        return t[len(prefix) :] if t.startswith(prefix) else t
+
+    tests = dict((relative(t), st) for t, st in rep.tests.items())
+    failures = dict((relative(t), m) for t, m in getattr(rep, "failures", {}).items())
+    if (
+        runner == "mocha"
+        and report is not None
+        and proc.returncode > 0
+        and tests
+        and not any(st in ("FAILED", "ERROR") for st in tests.values())
+    ):
+        # mocha exits with the number of failures it counted: a report without any, from
+        # a run that counted some, was changed on its way out of the tests' process.
+        rewritten = rewritten + [
+            "mocha exited %d but its report shows no failure" % proc.returncode
+        ]
+    return dict(
+        source="report",
+        tests=tests,
+        skips={},
+        failures=failures_of(tests, failures),
+        collected=None,
+        finished=report is not None,
+        parse_status="no report" if report is None else rep.status,
+        problems=list(rep.warnings),
+        channel_tamper=rewritten,
+    )
+
+
 def run_tests(config, recorded, report_path, canaries=False):
     """Run the tests as their own user, their outcomes streamed to this judge (Python
     runners) or read from the runner's JSON report (JavaScript ones); see the module doc."""
@@ -773,23 +883,10 @@ def run_tests(config, recorded, report_path, canaries=False):
     if ident is not None:
         lock_judge()
         grant_traversal(runnable_paths(config, env))
-    reader = None
+    reader = chan_r = proof = None
     pass_fds = ()
-    proof = None
     if runner in REPORT_RUNNERS:
-        chan_r, chan_w = os.pipe()
-        chan_w = _high_fd(chan_w)
-        # The boot's secret travels in a pipe of its own, read and closed by the boot before
-        # any other code runs (never in the environment, which /proc keeps a copy of).
-        proof = binascii.hexlify(os.urandom(16)).decode("ascii")
-        key_r, key_w = os.pipe()
-        os.write(key_w, proof.encode("ascii"))
-        os.close(key_w)
-        key_r = _high_fd(key_r)
-        pass_fds = (chan_w, key_r)
-        env[CHANNEL_ENV] = str(chan_w)
-        env[PROOF_ENV] = str(key_r)
-        env[BOOT_ENV] = json.dumps(boot_config(config, home))
+        chan_r, pass_fds, proof = open_channel(config, env, home)
     started = time.time()
     proc = subprocess.Popen(
         ["bash", "--noprofile", "--norc", "-c", hardened_command(config, json_path, canaries)],
@@ -801,8 +898,8 @@ def run_tests(config, recorded, report_path, canaries=False):
         preexec_fn=_become(ident) if ident is not None else os.setsid,
     )
     if pass_fds:
-        os.close(chan_w)
-        os.close(key_r)
+        for fd in pass_fds:
+            os.close(fd)
         params = runner_params(config)
         reader = ChannelReader(
             chan_r, ordered=not params["parallel"], reruns=params["reruns"], proof=proof
@@ -826,70 +923,9 @@ def run_tests(config, recorded, report_path, canaries=False):
         "judge_split": ident is not None,
     }
     if reader is not None:
-        reader.finish()
-        rep = reader.chan.result(killed=proc.returncode < 0, exit_code=proc.returncode)
-        allowed = set(config.get("audit_allowed", []))
-        findings = [a for a in rep["audit"] if a.get("key") not in allowed]
-        out.update(
-            source="channel",
-            tests=rep["tests"],
-            skips=rep["skips"],
-            failures=failures_of(rep["tests"], rep.get("failures", {})),
-            collected=rep["collected"],
-            finished=bool(rep["finished"]),
-            problems=rep["problems"],
-            channel_tamper=rep["tamper"],
-            audit=rep["audit"],
-            audit_keys=sorted(set(a.get("key") for a in rep["audit"] if a.get("key"))),
-            audit_findings=findings,
-        )
-        if rep["runner"] is None:
-            out["parse_status"] = "no report"
-        elif not rep["finished"]:
-            out["parse_status"] = "incomplete"
-        else:
-            out["parse_status"] = "ok" if rep["tests"] else "empty"
-        # What the log claims but the runner did not record: printed by code under test.
-        out["forged_lines"] = sorted(
-            t
-            for t, s in parsed.tests.items()
-            if s == "PASSED" and rep["tests"].get(t) not in (None, "PASSED")
-        )[:20]
+        out.update(channel_results(reader, proc, parsed, config))
     elif json_report(config):
-        # The JSON report the runner's main process wrote, as it wrote it (through the pipe);
-        # the log is for people only.
-        report, rewritten = pipe.report()
-        rep = parsers.parse_log(report or "", runner)
-        prefix = config["workdir"].rstrip("/") + "/"
-
-        def relative(t):
-            return t[len(prefix) :] if t.startswith(prefix) else t
-
-        tests = dict((relative(t), st) for t, st in rep.tests.items())
-        failures = dict((relative(t), m) for t, m in getattr(rep, "failures", {}).items())
-        if (
-            runner == "mocha"
-            and report is not None
-            and proc.returncode > 0
-            and tests
-            and not any(st in ("FAILED", "ERROR") for st in tests.values())
-        ):
-            # mocha exits with the number of failures it counted: a report without any, from
-            # a run that counted some, was changed on its way out of the tests' process.
-            rewritten = rewritten + [
-                "mocha exited %d but its report shows no failure" % proc.returncode
-            ]
-        out.update(
-            source="report",
-            tests=tests,
-            skips={},
-            failures=failures_of(tests, failures),
-            collected=None,
-            finished=report is not None,
-            parse_status="no report" if report is None else rep.status,
-            problems=list(rep.warnings),
-            channel_tamper=rewritten,
-        )
+        out.update(report_results(pipe, proc, config))
     else:
         out.update(
             source="stdout",
@@ -1113,24 +1149,8 @@ def judge_run(argv, report_path):
         return 0
     f2p, p2p = load("f2p.json"), load("p2p.json")
     details.update(f2p_total=len(f2p), p2p_total=len(p2p))
-
-    def deny(reasons, **more):
-        """Reward 0 for a tamper, with the reasons in the details."""
-        details.update(
-            tampered=True,
-            tamper=reasons,
-            resolved=False,
-            reward=0.0,
-            reward_mode=config.get("reward_mode", "graded"),
-            **more,
-        )
-        write("reward-details.json", json.dumps(details, indent=2))
-        write("reward.txt", "0\n")
-        sys.stdout.write("verifier: tampering detected, reward 0:\n  %s\n" % "\n  ".join(reasons))
-        return 0
-
     if tampered:
-        return deny(tampered)
+        return deny(details, config, tampered)
     known = set(f2p + p2p)
     canaries = plant_canaries(config, known)
     result = run_tests(config, recorded, report_path, canaries is not None)
@@ -1141,7 +1161,35 @@ def judge_run(argv, report_path):
     during = run_tamper(result) + canary_tamper
     if during:
         # The run itself broke the judge's rules: nothing it reported counts.
-        return deny(during, exit_code=result["exit_code"], judge_split=result.get("judge_split"))
+        return deny(
+            details,
+            config,
+            during,
+            exit_code=result["exit_code"],
+            judge_split=result.get("judge_split"),
+        )
+    return reward_run(details, config, result, f2p, p2p)
+
+
+def deny(details, config, reasons, **more):
+    """Reward 0 for a tamper, with the reasons in the details."""
+    details.update(
+        tampered=True,
+        tamper=reasons,
+        resolved=False,
+        reward=0.0,
+        reward_mode=config.get("reward_mode", "graded"),
+        **more,
+    )
+    write("reward-details.json", json.dumps(details, indent=2))
+    write("reward.txt", "0\n")
+    sys.stdout.write("verifier: tampering detected, reward 0:\n  %s\n" % "\n  ".join(reasons))
+    return 0
+
+
+def reward_run(details, config, result, f2p, p2p):
+    """Grade a run that broke no rule: write its reward and details (no reward when no parser
+    understood the log); the exit status of :func:`main`."""
     details.update(
         exit_code=result["exit_code"],
         parse_status=result["parse_status"],
