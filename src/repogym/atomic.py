@@ -9,9 +9,13 @@ ordinary ``open()`` / ``mkdir()`` would (0666 / 0777 less the process umask) bef
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import re
 import shutil
+import socket
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -121,3 +125,62 @@ def prepare_output_folder(path: Path, *, min_free: int = MIN_FREE_BYTES) -> None
             except OSError:
                 break
         raise naming(exc, path) from None
+
+
+_STAGING = re.compile(
+    r"^\.(?P<label>.*)\.repogym-(?P<kind>[a-z]+)-(?P<host>[0-9a-f]{6})-(?P<pid>\d+)-"
+)
+STALE_ELSEWHERE_S = 24 * 3600
+"""Age after which a staging folder another machine left is swept too."""
+
+
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def staging_dir(parent: Path | str, kind: str, label: str = "") -> Path:
+    """A new work folder in ``parent``, named ``.<label>.repogym-<kind>-<host>-<pid>-…`` (mode
+    as ``mkdir()`` gives), after sweeping the folders of the same ``kind`` a killed run left
+    there (:func:`sweep_staging`)."""
+    sweep_staging(parent, kind)
+    host = _host_tag()
+    return make_temp_dir(parent, prefix=f".{label}.repogym-{kind}-{host}-{os.getpid()}-", suffix="")
+
+
+def sweep_staging(parent: Path | str, kind: str) -> list[Path]:
+    """Remove the staging folders of ``kind`` in ``parent`` whose process is gone (same
+    machine), or that another machine left more than a day ago; the removed paths."""
+    removed: list[Path] = []
+    host, now = _host_tag(), time.time()
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        found = _STAGING.match(entry.name)
+        if found is None or found["kind"] != kind:
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if found["host"] == host:
+            stale = int(found["pid"]) != os.getpid() and not _alive(int(found["pid"]))
+        else:
+            stale = age > STALE_ELSEWHERE_S
+        if stale:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from repogym.atomic import make_temp_dir, naming
+from repogym.atomic import naming, staging_dir
 from repogym.errors import RepogymError
 
 _ENV = {
@@ -127,7 +127,7 @@ def build_example_repo(dest: Path) -> Path:
     parent = dest.absolute().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        tmp = make_temp_dir(parent, prefix=f".{dest.name}.repogym-example-")
+        tmp = staging_dir(parent, "example", dest.name)
     except OSError as exc:
         raise naming(exc, dest) from exc
     try:

@@ -23,10 +23,11 @@ import errno
 import os
 import shutil
 import stat
-import tempfile
 from collections import defaultdict
 from pathlib import Path, PureWindowsPath
 from types import TracebackType
+
+from repogym.atomic import staging_dir
 
 
 class RegistryError(ValueError):
@@ -324,7 +325,7 @@ class PullStage:
         if dest.is_dir() and os.stat(dest).st_dev != os.stat(where).st_dev:
             where = dest  # a mount point: a rename from beside it would cross file systems
         try:
-            self.tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.repogym-pull-", dir=where))
+            self.tmp = staging_dir(where, "pull", dest.name)
         except OSError as exc:
             self._remove_created()
             raise RegistryError(f"cannot write beside {dest} ({exc.strerror})") from None

@@ -29,7 +29,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from repogym.atomic import make_temp_dir
+from repogym.atomic import staging_dir
 from repogym.hub._safety import (
     DIR_FLAGS,
     FILE_FLAGS,
@@ -177,7 +177,7 @@ class FileRegistry:
             made = _missing_parents(target.parent)
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                staging = make_temp_dir(target.parent, prefix=f".{rev}.", suffix="")
+                staging = staging_dir(target.parent, "push", rev)
             except OSError as exc:
                 _remove_empty(made)
                 raise RegistryError(f"cannot write {target.parent} ({exc.strerror})") from None

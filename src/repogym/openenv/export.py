@@ -28,7 +28,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from repogym import __version__
-from repogym.atomic import make_temp_dir, publish_dir
+from repogym.atomic import publish_dir, staging_dir
 from repogym.openenv import _wheel
 from repogym.openenv.tasks import is_text_only
 from repogym.taskdir import iter_task_dirs, load_task
@@ -203,7 +203,7 @@ def export_openenv(
     name = _slug(name or path.resolve().name)
     out.parent.mkdir(parents=True, exist_ok=True)
     # Written beside ``out`` and renamed into place: a failure leaves no half package.
-    staging = make_temp_dir(out.parent, prefix=f".{out.name}.", suffix=".export")
+    staging = staging_dir(out.parent, "export", out.name)
     try:
         shipped = resolve_requirement(requirement, staging / WHEELS)
         if shipped.wheel is not None and shipped.wheel.parent != staging / WHEELS:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import json
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -349,6 +350,8 @@ def prepare(inp: GenerationInput, *, gate: GateFactory, local: bool = True) -> S
         reason = "no space left on the device" if exc.errno == errno.ENOSPC else exc.strerror
         raise GenerateError(f"--out {out}: cannot write there ({reason})") from None
     (out / "tasks").mkdir(parents=True, exist_ok=True)
+    for leftover in (out / "tasks").glob(".*.staging"):  # a killed run's task in flight
+        shutil.rmtree(leftover, ignore_errors=True)
     errors = ErrorLog(out / STATE_DIR / f"{inp.pipeline}-errors.log")
     return Setup(
         inp=inp,
@@ -492,8 +495,6 @@ class _ReportContext:
 
 def _crashed(cand: Candidate, exc: BaseException, out: Path, errors: ErrorLog) -> Outcome:
     """The outcome of a candidate whose evaluation raised out of the harness itself."""
-    import shutil
-
     log_error(errors, f"candidate {cand.key} ({cand.task_id})", exc)
     shutil.rmtree(out / "tasks" / f".{cand.task_id}.staging", ignore_errors=True)
     return Outcome(cand, kept=False, reason=INTERNAL_ERROR, detail=describe(exc))

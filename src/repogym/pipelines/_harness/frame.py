@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from repogym.atomic import staging_dir
 from repogym.pipelines._harness.errors import INTERNAL_ERROR, describe, log_error
 from repogym.pipelines._instructions.text import Rewrite
 from repogym.pipelines.base import Candidate, GateResult, HarnessContext, Outcome, Progress
@@ -59,7 +60,7 @@ class TaskHarness:
         drop reason ``internal error`` (traceback in :attr:`error_log`), and neither its
         temporary folder nor its staging folder survives."""
         start = time.monotonic()
-        work = Path(tempfile.mkdtemp(prefix=f"repogym-{cand.task_id}-"))
+        work = staging_dir(tempfile.gettempdir(), "candidate", cand.task_id)
         outcome = Outcome(cand, kept=False)
         try:
             self._progress(cand, "started")
