@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter
@@ -203,6 +204,29 @@ class HarnessContext:
     on_progress: Callable[[Progress], None] | None = None
     """Told each step of each candidate's evaluation (:class:`Progress`), from the worker
     thread; an exception it raises costs that candidate (``internal error``)."""
+    stop: StopSignal = field(default_factory=lambda: StopSignal())
+    """Stopped when the run is interrupted: a harness publishes no task after that (the
+    dataset's index files are written next, and must list every task under ``tasks/``)."""
+
+
+class StopSignal:
+    """Whether a run still publishes tasks. Publishing happens inside :meth:`unless_stopped`
+    and :meth:`stop` takes the same lock, so once :meth:`stop` returns no task is being
+    published or will be."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+
+    @contextlib.contextmanager
+    def unless_stopped(self) -> Iterator[bool]:
+        """Yields True (publish now, under the lock) unless the run was stopped."""
+        with self._lock:
+            yield not self._stopped
 
 
 @runtime_checkable

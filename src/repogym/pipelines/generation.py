@@ -37,6 +37,7 @@ from repogym.pipelines.base import (
     Outcome,
     Pipeline,
     Progress,
+    StopSignal,
     YieldStats,
 )
 from repogym.pipelines.registry import describe_option_error, get_pipeline, options_model
@@ -270,6 +271,7 @@ class Setup:
     stats: YieldStats = field(default_factory=YieldStats)
     outcomes: list[Outcome] = field(default_factory=list)
     run: _Run = field(default_factory=lambda: _Run())
+    stop: StopSignal = field(default_factory=StopSignal)
 
     @property
     def source_access(self) -> str:
@@ -429,6 +431,7 @@ def run_here(
                 rewriter=s.context.rewriter,
                 error_log=s.errors,
                 on_progress=on_progress,
+                stop=s.stop,
             )
         )
         s.context.harness = harness
@@ -445,6 +448,7 @@ def run_here(
             errors=s.errors,
             on_outcome=on_outcome,
             on_drop=on_drop,
+            stop=s.stop,
         )
     except BaseException as exc:
         s.run.ended_by(exc, s.errors)
@@ -557,6 +561,7 @@ def _run_candidates(
     errors: ErrorLog,
     on_outcome: Callable[[Outcome, YieldStats], None] | None,
     on_drop: Callable[[str, str, YieldStats], None] | None,
+    stop: StopSignal | None = None,
 ) -> None:
     """Walk the candidates, evaluate them ``inp.jobs`` at a time and record every outcome.
 
@@ -627,6 +632,8 @@ def _run_candidates(
             finished(fut)
         clean = True
     finally:
+        if not clean and stop is not None:
+            stop.stop()  # no task in flight publishes after this: the index is written next
         pool.shutdown(wait=clean, cancel_futures=True)
         if not clean:
             # Record what finished meanwhile (quietly: the run is ending), list the rest.

@@ -25,6 +25,7 @@ from repogym.taskdir import TaskConfig, publish_task_dir, update_task_toml
 
 WEAK_TESTS = "tests too weak (mutants survive)"
 GAMEABLE = "gameable (a generic wrong solution earns the full reward)"
+INTERRUPTED_DROP = "interrupted"
 
 
 class RunFailed(Exception):
@@ -52,6 +53,7 @@ class TaskHarness:
         self.error_log = ctx.error_log
         self.on_progress = ctx.on_progress
         self.gate = ctx.gate
+        self.stop = ctx.stop
         self.rewrites: dict[str, dict[str, Any]] = {}
         """task id → what the rewrite came to (for the report)."""
 
@@ -145,7 +147,11 @@ class TaskHarness:
                 )
                 self._drop(outcome, WEAK_TESTS, detail[:300])
                 return False
-            publish_task_dir(staging, self.out_dir / "tasks" / cand.task_id)
+            with self.stop.unless_stopped() as go:
+                if not go:  # interrupted: the run's index is written without this task
+                    self._drop(outcome, INTERRUPTED_DROP, "the run was interrupted")
+                    return False
+                publish_task_dir(staging, self.out_dir / "tasks" / cand.task_id)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         outcome.kept = True
