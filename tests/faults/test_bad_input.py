@@ -168,3 +168,32 @@ def test_a_task_folder_that_cannot_be_read_is_not_left_out(tmp_path: Path, argv:
     assert "hello-file" in res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     assert not (data / "registry.json").exists()
+
+
+def test_explore_runs_dir_that_is_a_file_stops_before_the_url(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.write_text("a file\n")
+    res = cli.invoke(
+        app, ["explore", str(EXAMPLES), "--runs-dir", str(runs), "--port", free_port()]
+    )
+    one_line(res, 2, "--runs-dir")
+    assert "open http" not in res.output
+
+
+def test_a_damaged_snapshot_is_not_served_as_an_empty_one(tmp_path: Path) -> None:
+    snap = tmp_path / "snap"
+    assert cli.invoke(app, ["explore", "index", str(EXAMPLES), "--out", str(snap)]).exit_code == 0
+    pack = snap / "pack.sqlite"
+    data = bytearray(pack.read_bytes())
+    data[2048:6144] = os.urandom(4096)
+    pack.write_bytes(bytes(data))
+    res = cli.invoke(app, ["explore", "--snapshot", str(snap), "--port", free_port()])
+    one_line(res, 2, "malformed")
+
+
+def free_port() -> str:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])

@@ -21,6 +21,7 @@ from repogym.cli.common import (
     SandboxOpt,
     bad_input,
     leave_nothing_on_failure,
+    output_folder_or_exit,
     port_free_or_exit,
     sandbox_or_exit,
     trusted_or_exit,
@@ -191,6 +192,8 @@ def explore_serve(
     if out_dir is not None:
         raise bad_input("--out belongs to 'repogym explore index PATH... --out DIR'")
     paths = _serve_paths(list(paths or []), hub, list(openenv or []), snapshot, workers, limit)
+    if runs and workers == 1:  # before anything is announced: the records' folder works
+        output_folder_or_exit(runs_dir or er.default_runs_dir(), "--runs-dir")
     store, t0 = _open_or_exit(paths, snapshot, hub, list(openenv or []), host, port)
     from repogym.explorer.web import create_app
     from repogym.explorer.web import serve as web

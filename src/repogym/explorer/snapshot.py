@@ -16,10 +16,12 @@ keeps the current one when the new one is missing, corrupt, truncated or mismatc
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
 import logging
+import shutil
 import sqlite3
 import tempfile
 import threading
@@ -196,7 +198,9 @@ def empty_handle() -> Handle:
     """An empty database with the snapshot schema (no snapshot published yet)."""
     from repogym.explorer.snapshot_write import SnapshotWriter  # the writer imports this module
 
-    tmp = Path(tempfile.mkdtemp(prefix="repogym-explore-empty-")) / "empty.sqlite"
+    folder = Path(tempfile.mkdtemp(prefix="repogym-explore-empty-"))
+    atexit.register(shutil.rmtree, folder, True)  # nothing left behind when the server stops
+    tmp = folder / "empty.sqlite"
     SnapshotWriter(tmp).finish()
     return Handle(tmp, "empty", _db_facts(tmp))
 
@@ -234,6 +238,10 @@ class SnapshotReader:
         self.on_new: Callable[[Handle], None] | None = None
         self.rejected: list[str] = []
         self._check(force=True)
+        if self._handle is None and self.rejected:
+            # A pointer names a snapshot that does not check out: a damaged folder, not one
+            # still waiting for its first publication; serving it empty would hide that.
+            raise SnapshotError(f"{self.out_dir}: {self.rejected[-1]}")
         if self._handle is None:
             log.warning("no valid explorer snapshot in %s yet: serving an empty one", self.out_dir)
             self._handle = empty_handle()
@@ -327,7 +335,8 @@ class SnapshotReader:
             facts = validate(path, pointer)
         except SnapshotError as exc:
             self.rejected.append(str(exc))
-            log.warning("explorer snapshot rejected, keeping the current one: %s", exc)
+            if self._handle is not None:  # at start-up the caller reports it (and stops)
+                log.warning("explorer snapshot rejected, keeping the current one: %s", exc)
             return
         new = Handle(path, str(pointer["sha256"]), facts)
         if self.on_new is not None:
