@@ -197,3 +197,15 @@ def free_port() -> str:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return str(sock.getsockname()[1])
+
+
+def test_a_task_folder_named_with_a_newline_stays_on_one_line(tmp_path: Path) -> None:
+    task = tmp_path / "data" / "bad\nname"
+    task.mkdir(parents=True)
+    (task / "task.toml").write_text("[verifier\n")
+    res = cli.invoke(app, ["validate", str(tmp_path / "data")])
+    problems = [line for line in res.output.splitlines() if line.startswith(("ERROR", "warn"))]
+    assert problems and all("bad\\nname" in line for line in problems), res.output
+    res = cli.invoke(app, ["run", str(tmp_path / "data"), "--agent", "nop"])
+    assert res.exit_code == 2 and "bad\\nname" in res.output
+    assert not any(line.startswith("name") for line in res.output.splitlines())

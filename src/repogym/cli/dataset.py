@@ -17,7 +17,7 @@ from repogym.cli.common import (
     task_dirs_or_exit,
     trusted_or_exit,
 )
-from repogym.ui import escape, fail, out
+from repogym.ui import escape, escape_name, fail, out
 
 dataset_app = new_group(help="Dataset-level files: registry.json, manifest.json, content hashes.")
 app.add_typer(dataset_app, name="dataset")
@@ -95,5 +95,5 @@ def dataset_rehash(
     else:
         for task_id, digest in results.items():
             shown = digest or "skipped (foreign task: no [metadata.repo2env]; use --add)"
-            out.print(f"{escape(task_id)}  {escape(shown)}")
+            out.print(f"{escape_name(task_id)}  {escape(shown)}")
     raise typer.Exit(1 if bad else 0)

@@ -11,7 +11,7 @@ import typer
 
 from repogym.cli.app import app
 from repogym.cli.common import MAX_ATTEMPTS, JobsOpt, JsonOpt, bad_input, not_a_file_or_exit
-from repogym.ui import err, escape, fmt_reward, out
+from repogym.ui import err, escape, escape_name, fmt_reward, out
 
 
 @app.command()
@@ -82,7 +82,7 @@ def rollout(
             mark = f"reward {fmt_reward(r.reward)}"
             if r.error:
                 mark += f" [red]({escape(r.error[:160])})[/]"
-            err.print(f"  {escape(r.trial_name)}: {mark}")
+            err.print(f"  {escape_name(r.trial_name)}: {mark}")
 
     rollouts, job, job_path = run_rollouts(
         url, agent, options, ids, attempts=attempts, jobs=jobs, token=token, out_dir=out_dir,

@@ -31,6 +31,12 @@ def escape(text: str) -> str:
     return _escape_markup(safe_text(text))
 
 
+def escape_name(text: str) -> str:
+    """:func:`escape` for a name (task id, trial, path) on one line: newlines and tabs shown
+    as ``\\n`` and ``\\t`` too, so a folder named with them cannot split an output line."""
+    return escape(text.replace("\n", "\\n").replace("\t", "\\t"))
+
+
 def fail(message: str) -> None:
     """Print a one-line error to stderr (a newline in it is shown as ``\\n``)."""
     err.print(f"[bold red]error:[/] {escape(message.replace(chr(10), chr(92) + 'n'))}")

@@ -9,7 +9,7 @@ from typing import Any
 from rich.live import Live
 from rich.table import Table
 
-from repogym.ui import err, escape, out
+from repogym.ui import err, escape, escape_name, out
 
 HEADER_AFTER_S = 2.0
 """Silence after which a non-terminal run says what it is waiting for."""
@@ -127,9 +127,11 @@ class GenerateView:
         self._refresh(stats)
         if self.enabled and self.live is None:
             what = "[green]kept[/]" if outcome.kept else f"dropped: {escape(outcome.reason or '')}"
-            err.print(f"  {escape(outcome.candidate.task_id)}: {what} ({outcome.seconds:.1f} s)")
+            err.print(
+                f"  {escape_name(outcome.candidate.task_id)}: {what} ({outcome.seconds:.1f} s)"
+            )
         elif self.live is not None and outcome.kept:
-            self.live.console.print(f"  [green]+[/] {escape(outcome.candidate.task_id)}")
+            self.live.console.print(f"  [green]+[/] {escape_name(outcome.candidate.task_id)}")
 
     def drop(self, key: str, reason: str, stats: Any) -> None:
         self._refresh(stats)

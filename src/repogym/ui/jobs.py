@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from rich import box
 from rich.table import Table
 
-from repogym.ui import err, escape, fmt_reward, out, warn
+from repogym.ui import err, escape, escape_name, fmt_reward, out, warn
 
 NONE = "—"
 
@@ -283,7 +283,7 @@ def render_job(record: JobView, tasks: Mapping[str, TaskStatsView]) -> None:
     for t in tasks.values():
         first = t.errors[0][:160] if t.errors else ""
         table.add_row(
-            escape(t.task_id),
+            escape_name(t.task_id),
             fmt_reward(t.reward),
             f"{t.resolved}/{t.attempts}",
             fmt_reward(t.pass_at_1),
@@ -359,7 +359,7 @@ def render_comparison(a: JobView, b: JobView, cmp: ComparisonView) -> None:
     for p in cmp.pairs:
         flip = {"b": "[green]B only[/]", "a": "[red]A only[/]"}.get(p.flip or "", "")
         table.add_row(
-            escape(p.task_id),
+            escape_name(p.task_id),
             fmt_reward(p.a.reward),
             fmt_reward(p.b.reward),
             fmt_signed(p.diff),

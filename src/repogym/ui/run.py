@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from repogym.ui import err, escape, fmt_reward, out
+from repogym.ui import err, escape, escape_name, fmt_reward, out
 
 
 def print_trial(outcome: Any) -> None:
@@ -20,7 +20,7 @@ def print_trial(outcome: Any) -> None:
             f" [dim](clean room: {v.applied_count or 0} applied, "
             f"{v.deleted_count or 0} deleted, {v.dropped_count or 0} dropped)[/]"
         )
-    err.print(f"  {escape(outcome.record.trial_name or '')}: {mark}")
+    err.print(f"  {escape_name(outcome.record.trial_name or '')}: {mark}")
     if outcome.error:
         err.print(f"    [dim]{escape(outcome.error.splitlines()[0][:200])}[/]")
 
@@ -78,7 +78,7 @@ def model_usage(outcomes: list[Any]) -> str | None:
 def print_verdict_line(task_id: str, status: str, *, verified: bool) -> None:
     """One line per task as the gate finishes it."""
     colour = "green" if verified else "red"
-    err.print(f"  {escape(task_id)}: [{colour}]{status}[/]")
+    err.print(f"  {escape_name(task_id)}: [{colour}]{status}[/]")
 
 
 def print_verdicts(rows: list[Any], path: Path) -> None:
@@ -91,7 +91,7 @@ def print_verdicts(rows: list[Any], path: Path) -> None:
         v = row.verdict
         colour = "green" if row.verified else "red"
         table.add_row(
-            escape(v.task_id),
+            escape_name(v.task_id),
             f"[{colour}]{v.status}[/]",
             *_fact_cells(row),
             escape("; ".join(v.reasons)[:300]),

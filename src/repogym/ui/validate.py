@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from repogym.ui import escape, out
+from repogym.ui import escape, escape_name, out
 
 
 def print_validation(summary: Any, *, deep: bool) -> None:
@@ -18,7 +18,7 @@ def print_validation(summary: Any, *, deep: bool) -> None:
         for p in report.problems:
             colour = "red" if p.severity == "error" else "yellow"
             label = "ERROR" if p.severity == "error" else "warn "
-            where = f"{escape(report.task_id)}: {escape(p.file)}"
+            where = f"{escape_name(report.task_id)}: {escape_name(p.file)}"
             out.print(f"[{colour}]{label}[/] {where}: {escape(p.message)}")
     measured = summary.measured
     if deep and measured:
@@ -58,7 +58,7 @@ def _floors(measured: list[Any]) -> Table:
         gap = fig.get("gameability_gap", 0)
         colour = "red" if isinstance(gap, int | float) and gap > 0 else "green"
         floors.add_row(
-            escape(r.task_id),
+            escape_name(r.task_id),
             f"[{colour}]{fig.get('adversarial_floor')}[/]",
             str(gap),
             str(fig.get("adversarial_candidates", 0)),
@@ -70,5 +70,5 @@ def print_runnable(summary: Any) -> None:
     """``validate --runnable``: one line per refusal, then how many tasks would run."""
     for row in summary.refused:
         for reason in row.refusals:
-            out.print(f"[red]refused[/] {escape(row.task_id)}: {escape(reason)}")
+            out.print(f"[red]refused[/] {escape_name(row.task_id)}: {escape(reason)}")
     out.print(f"{summary.runnable} of {len(summary.rows)} task(s) would run on {summary.sandbox}")
