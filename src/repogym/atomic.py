@@ -8,6 +8,7 @@ ordinary ``open()`` / ``mkdir()`` would (0666 / 0777 less the process umask) bef
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -157,9 +158,20 @@ def staging_dir(parent: Path | str, kind: str, label: str = "") -> Path:
     return make_temp_dir(parent, prefix=f".{label}.repogym-{kind}-{host}-{os.getpid()}-", suffix="")
 
 
+def staging_file(parent: Path | str, kind: str, label: str = "", suffix: str = "") -> Path:
+    """A fresh path (nothing there yet) for a work file in ``parent``, named like
+    :func:`staging_dir`'s folders, after sweeping the files of ``kind`` a killed run left."""
+    sweep_staging(parent, kind)
+    prefix = f".{label}.repogym-{kind}-{_host_tag()}-{os.getpid()}-"
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=parent)
+    os.close(fd)
+    os.unlink(name)
+    return Path(name)
+
+
 def sweep_staging(parent: Path | str, kind: str) -> list[Path]:
-    """Remove the staging folders of ``kind`` in ``parent`` whose process is gone (same
-    machine), or that another machine left more than a day ago; the removed paths."""
+    """Remove the staging folders (and files) of ``kind`` in ``parent`` whose process is gone
+    (same machine), or that another machine left more than a day ago; the removed paths."""
     removed: list[Path] = []
     host, now = _host_tag(), time.time()
     try:
@@ -171,8 +183,7 @@ def sweep_staging(parent: Path | str, kind: str) -> list[Path]:
         if found is None or found["kind"] != kind:
             continue
         try:
-            if not entry.is_dir(follow_symlinks=False):
-                continue
+            folder = entry.is_dir(follow_symlinks=False)
             age = now - entry.stat(follow_symlinks=False).st_mtime
         except OSError:
             continue
@@ -181,6 +192,10 @@ def sweep_staging(parent: Path | str, kind: str) -> list[Path]:
         else:
             stale = age > STALE_ELSEWHERE_S
         if stale:
-            shutil.rmtree(entry.path, ignore_errors=True)
+            if folder:
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
             removed.append(Path(entry.path))
     return removed

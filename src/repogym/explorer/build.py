@@ -9,15 +9,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import os
 import sqlite3
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from repogym.atomic import staging_file
 from repogym.explorer.adapters.base import AdapterError, EnvReader, open_location
 from repogym.explorer.index import index_row, walk
 from repogym.explorer.model import EnvDoc, TaskDoc
@@ -186,10 +185,8 @@ def _no_gc() -> Iterator[None]:
 
 
 def _temp_file(folder: Path) -> Path:
-    fd, name = tempfile.mkstemp(prefix=".build-", suffix=".sqlite", dir=folder)
-    os.close(fd)
-    Path(name).unlink()
-    return Path(name)
+    """Where a snapshot is built (swept by the next build when a killed one left it)."""
+    return staging_file(folder, "snapshot", "build", ".sqlite")
 
 
 def _publish(
