@@ -603,7 +603,8 @@ def open_store(
             build_snapshot(paths, tmp, hub=hub, openenv=openenv, progress=progress, early=True)
         except BaseException as exc:  # reported to the caller or kept on the store
             failure.append(exc)
-            log.warning("explorer index build failed: %s", str(exc).splitlines()[0])
+            if listed.is_set():  # the caller has returned: nobody else reports it
+                log.warning("explorer index build failed: %s", str(exc).splitlines()[0])
         finally:
             done.set()
             listed.set()

@@ -49,7 +49,7 @@ def print_job(outcomes: list[Any], summary: Any, job_path: Path, out_dir: Path) 
     usage = model_usage(outcomes)
     if usage:
         out.print(usage)
-    out.print(f"results: {escape(str(job_path))}")
+    out.print(f"results: {escape_name(str(job_path))}")
 
 
 def model_usage(outcomes: list[Any]) -> str | None:
