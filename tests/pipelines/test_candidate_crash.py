@@ -232,13 +232,13 @@ def test_crash_inside_the_harness_keeps_the_others(
 @pytest.mark.slow
 def test_crash_in_pr_diff_keeps_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same for the text-only pipeline (its own task writer)."""
-    from repogym.pipelines import pr_diff
+    from repogym.pipelines._harness import diff_task
     from tests.pipelines_pr_diff.history import OPTS, build_repo
     from tests.sources.conftest import GitRepo
 
     repo = GitRepo(tmp_path / "calc")
     build_repo(repo)
-    real = pr_diff.write_task
+    real = diff_task.write_task
     crashed: list[str] = []
 
     def write_task(dest: Path, cand: Candidate, **kwargs: Any) -> None:
@@ -247,7 +247,7 @@ def test_crash_in_pr_diff_keeps_the_others(tmp_path: Path, monkeypatch: pytest.M
             crashed.append(cand.task_id)
             raise KeyError("runner")
 
-    monkeypatch.setattr(pr_diff, "write_task", write_task)
+    monkeypatch.setattr(diff_task, "write_task", write_task)
     out = tmp_path / "out"
     generate(GenerationInput(repo=str(repo.path), pipeline="pr_diff", out=out, options=OPTS))
     report = _report(out)

@@ -36,10 +36,10 @@ BODY = (
 )
 
 
-class BugSynthHarness(SynthHarness):
-    def compose_instruction(self, cand: Candidate, edit: SynthEdit, evidence: Evidence) -> Composed:
-        head = f"Fix {evidence.groups[0].name}" if evidence.groups else "Fix the failing tests"
-        return compose_synthesized(head, BODY, evidence, WORKDIR)
+def compose_instruction(cand: Candidate, edit: SynthEdit, evidence: Evidence) -> Composed:
+    """The instruction of a kept bug: the failing behaviour (never the mutation)."""
+    head = f"Fix {evidence.groups[0].name}" if evidence.groups else "Fix the failing tests"
+    return compose_synthesized(head, BODY, evidence, WORKDIR)
 
 
 class BugSynth(SynthPipeline):
@@ -90,8 +90,8 @@ class BugSynth(SynthPipeline):
             per_function.extend(groups.values())
         yield from round_robin(per_function)
 
-    def harness(self, ctx: HarnessContext) -> BugSynthHarness:
-        return BugSynthHarness(ctx)
+    def harness(self, ctx: HarnessContext) -> SynthHarness:
+        return SynthHarness(ctx, compose_instruction)
 
 
 PIPELINE = BugSynth()

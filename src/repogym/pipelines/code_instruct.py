@@ -31,20 +31,21 @@ from repogym.sources import Source
 from repogym.spec import CodeInstructOptions
 
 
-class CodeInstructHarness(SynthHarness):
-    def compose_instruction(self, cand: Candidate, edit: SynthEdit, evidence: Evidence) -> Composed:
-        doc = str(cand.extra.get("docstring") or "").strip()
-        body = [
-            f"The body of `{edit.function}` in `{edit.path}` is missing: it raises "
-            "`NotImplementedError`. Implement it so that it does what its signature and "
-            "docstring describe, and so that the rest of the project works with it again. Keep "
-            "its signature as it is.",
-        ]
-        if doc:
-            quoted = "\n".join(f"> {line}".rstrip() for line in doc.splitlines())
-            body += ["", "Its docstring:", "", quoted]
-        head = f"Implement `{edit.function}`"
-        return compose_synthesized(head, "\n".join(body), evidence, WORKDIR)
+def compose_instruction(cand: Candidate, edit: SynthEdit, evidence: Evidence) -> Composed:
+    """The instruction of a kept stub: the function, its file and docstring, and the behaviour
+    the failing tests check."""
+    doc = str(cand.extra.get("docstring") or "").strip()
+    body = [
+        f"The body of `{edit.function}` in `{edit.path}` is missing: it raises "
+        "`NotImplementedError`. Implement it so that it does what its signature and "
+        "docstring describe, and so that the rest of the project works with it again. Keep "
+        "its signature as it is.",
+    ]
+    if doc:
+        quoted = "\n".join(f"> {line}".rstrip() for line in doc.splitlines())
+        body += ["", "Its docstring:", "", quoted]
+    head = f"Implement `{edit.function}`"
+    return compose_synthesized(head, "\n".join(body), evidence, WORKDIR)
 
 
 class CodeInstruct(SynthPipeline):
@@ -105,8 +106,8 @@ class CodeInstruct(SynthPipeline):
             per_file.append(found)
         yield from round_robin(per_file)
 
-    def harness(self, ctx: HarnessContext) -> CodeInstructHarness:
-        return CodeInstructHarness(ctx)
+    def harness(self, ctx: HarnessContext) -> SynthHarness:
+        return SynthHarness(ctx, compose_instruction)
 
 
 def _not_a_candidate(fn: FunctionInfo) -> str | None:

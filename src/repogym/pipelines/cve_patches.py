@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
+import functools
 import json
 import logging
 import re
@@ -34,7 +35,6 @@ from typing import Any
 from repogym.pipelines._harness.diff_task import DiffTaskHarness
 from repogym.pipelines._harness.runtime import RuntimeHarness
 from repogym.pipelines._instructions.advisory import advisory_text
-from repogym.pipelines._instructions.text import Rewrite
 from repogym.pipelines._mined.candidates import candidate_from_change, split_sized
 from repogym.pipelines._mined.osv import (
     Advisory,
@@ -372,26 +372,6 @@ def stamp_advisory(task_dir: Path, cand: Candidate, pipeline: str) -> None:
     update_task_toml(task_dir, change)
 
 
-class _GradedHarness(RuntimeHarness):
-    """The runtime harness, with the advisory stamped on the staged task before the gate."""
-
-    def _gate_and_publish(
-        self, staging: Path, cand: Candidate, outcome: Outcome, rewrite: Rewrite | None
-    ) -> bool:
-        stamp_advisory(staging, cand, self.pipeline)
-        return super()._gate_and_publish(staging, cand, outcome, rewrite)
-
-
-class _TextOnlyHarness(DiffTaskHarness):
-    """The diff-task harness, with the advisory stamped on the staged task before the gate."""
-
-    def _gate_and_publish(
-        self, staging: Path, cand: Candidate, outcome: Outcome, rewrite: Rewrite | None
-    ) -> bool:
-        stamp_advisory(staging, cand, self.pipeline)
-        return super()._gate_and_publish(staging, cand, outcome, rewrite)
-
-
 def diff_options(options: CvePatchesOptions) -> PrDiffOptions:
     """The text-only tasks' options, from ``cve_patches``'s (no mutants: nothing is run)."""
     return PrDiffOptions.model_validate(
@@ -410,12 +390,14 @@ def diff_options(options: CvePatchesOptions) -> PrDiffOptions:
 
 
 class CveHarness:
-    """Sends each candidate to the graded (runtime) or the text-only (diff) harness."""
+    """Sends each candidate to the graded (runtime) or the text-only (diff) harness; both
+    stamp the advisory on the staged task before the gate (:func:`stamp_advisory`)."""
 
     def __init__(self, ctx: HarnessContext) -> None:
-        self.graded = _GradedHarness(ctx)
-        self.text_only = _TextOnlyHarness(
-            dataclasses.replace(ctx, options=diff_options(ctx.options))
+        stamp = functools.partial(stamp_advisory, pipeline=ctx.pipeline)
+        self.graded = RuntimeHarness(ctx, annotate=stamp)
+        self.text_only = DiffTaskHarness(
+            dataclasses.replace(ctx, options=diff_options(ctx.options)), annotate=stamp
         )
 
     @property

@@ -43,7 +43,7 @@ from repogym.pipelines._harness.emit import (
     provenance,
     write_file,
 )
-from repogym.pipelines._harness.frame import RunFailed
+from repogym.pipelines._harness.frame import RunFailed, TaskHarness
 from repogym.pipelines._synthesis.equiv import (
     RECORD_TEMPLATE,
     VERIFIER_TEMPLATE,
@@ -57,9 +57,10 @@ from repogym.pipelines._synthesis.equiv import (
 from repogym.pipelines._synthesis.harness import (
     WORKDIR,
     Baseline,
+    SharedBaseline,
     SynthEdit,
-    SynthHarness,
     SynthPipeline,
+    edited_context,
     python_sources,
     round_robin,
     run_wrapped_suite,
@@ -128,24 +129,23 @@ def _subtable(
     return sub
 
 
-class EquivalenceHarness(SynthHarness):
-    """Evaluates equivalence candidates of one revision (thread-safe)."""
+class CallRecorder:
+    """The baseline's traced run for ``equivalence_tests``: one run of the suite that records
+    both which functions it calls and the arguments of the module-level ones (in place of the
+    plain tracer run, :meth:`SharedBaseline.trace_calls`)."""
 
-    options: EquivalenceOptions
+    def __init__(self, ctx: HarnessContext) -> None:
+        self.ctx = ctx
+        self.records: dict[tuple[str, int], dict[str, Any]] = {}
+        """(file, line) of a module-level function → its recorded calls."""
+        self.error: str | None = None
+        """Why the recording run failed (None: it did not)."""
 
-    def __init__(self, ctx: Any) -> None:
-        super().__init__(ctx)
-        self._records: dict[tuple[str, int], dict[str, Any]] = {}
-        self._record_error: str | None = None
-
-    # ------------------------------------------------------------------ recording (baseline)
-
-    def _trace(
+    def __call__(
         self, built: BuiltEnvironment, spec: EnvironmentSpec, recipe: Recipe
     ) -> set[tuple[str, int]] | None:
-        """One run of the suite that records both which functions it calls and the arguments
-        of the module-level ones (replaces the plain tracer run of the baseline)."""
-        with self.backend.start(built, spec) as session:
+        options: EquivalenceOptions = self.ctx.options
+        with self.ctx.backend.start(built, spec) as session:
             for name, as_name in (
                 (RECORD_TEMPLATE, RECORD_TEMPLATE),
                 (TRACE_SCRIPT, TRACE_SCRIPT),
@@ -157,18 +157,31 @@ class EquivalenceHarness(SynthHarness):
                 recipe,
                 f"{TOOLS_DIR}/{RECORD_TEMPLATE}",
                 RECORD_OUT,
-                ["--max", str(self.options.max_recorded)],
-                self.options.test_timeout,
+                ["--max", str(options.max_recorded)],
+                options.test_timeout,
             )
         if data is None:
-            self._record_error = why
+            self.error = why
             return None
-        self._records = {
+        self.records = {
             (str(f["path"]), int(f["line"])): f
             for f in data.get("functions", [])
             if isinstance(f, dict)
         }
         return {(str(e[0]), int(e[1])) for e in data.get("called", []) if len(e) >= 2}
+
+
+class EquivalenceHarness(TaskHarness):
+    """Evaluates equivalence candidates of one revision (thread-safe): the shared baseline
+    (:class:`SharedBaseline`, traced by a :class:`CallRecorder`), the reference's outcomes on
+    the recorded and drawn inputs, then the task."""
+
+    options: EquivalenceOptions
+
+    def __init__(self, ctx: HarnessContext) -> None:
+        super().__init__(ctx)
+        self.recorder = CallRecorder(ctx)
+        self.baseline = SharedBaseline(ctx, trace=self.recorder)
 
     # ------------------------------------------------------------------------------ evaluate
 
@@ -176,12 +189,12 @@ class EquivalenceHarness(SynthHarness):
         edit: SynthEdit = cand.extra["edit"]
         target: Target = cand.extra["target"]
         opts = self.options
-        base = self._baseline(cand.head)
+        base = self.baseline.get(cand.head)
         if base.called is None:
-            raise RunFailed("recording the tests' calls failed", self._record_error)
+            raise RunFailed("recording the tests' calls failed", self.recorder.error)
         if (edit.path, edit.line) not in base.called:
             return self._drop(outcome, NOT_CALLED)
-        record = self._records.get((edit.path, edit.line))
+        record = self.recorder.records.get((edit.path, edit.line))
         if record is None:
             return self._drop(outcome, "not a module attribute when called")
         root = import_root(edit.path, record.get("module"))
@@ -209,7 +222,7 @@ class EquivalenceHarness(SynthHarness):
             target,
             opts.hypothesis_examples,
             opts.seed,
-            home=self._shared / "hypothesis",
+            home=self.baseline.folder / "hypothesis",
             inferred=inferred,
         )
         for args, kwargs in drawn:
@@ -378,10 +391,9 @@ class EquivalenceHarness(SynthHarness):
         opts, recipe = self.options, base.recipe
         examples = [c for c in cases if c.get("example")]
         hidden = [c for c in cases if not c.get("example")]
-        context, key = self._edited_context(cand, edit, base, work)
+        context, key = edited_context(cand, edit, base, work)
 
-        staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
-        shutil.rmtree(staging, ignore_errors=True)
+        staging = self._staging(cand)
         tests = staging / "tests"
         write_file(tests / "test.sh", shipped.read("test.sh"), 0o755)
         write_file(tests / "verifier.py", shipped.read(VERIFIER_TEMPLATE))

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 from repogym.pipelines._harness.diff_task import (
     BASE_DIR,
@@ -48,7 +46,6 @@ __all__ = [
     "PIPELINE",
     "WORKDIR",
     "PrDiff",
-    "PrDiffHarness",
     "candidates",
     "dockerfile",
     "filter_reason",
@@ -156,13 +153,6 @@ def candidates(
         )
 
 
-class PrDiffHarness(DiffTaskHarness):
-    """The shared diff-task harness, writing through this module's :func:`write_task`."""
-
-    def write(self, dest: Path, cand: Candidate, **kwargs: Any) -> None:
-        write_task(dest, cand, **kwargs)
-
-
 class PrDiff:
     """Text-only tasks from merged pull requests of local clones, GitHub or GitLab."""
 
@@ -180,8 +170,8 @@ class PrDiff:
     ) -> Iterator[Candidate | tuple[str, str]]:
         return candidates(source, options, slug, rev)
 
-    def harness(self, ctx: HarnessContext) -> PrDiffHarness:
-        return PrDiffHarness(ctx)
+    def harness(self, ctx: HarnessContext) -> DiffTaskHarness:
+        return DiffTaskHarness(ctx)
 
 
 PIPELINE = PrDiff()

@@ -231,7 +231,8 @@ def write_task(
 
 
 class DiffTaskHarness(TaskHarness):
-    """Builds, verifies (oracle ×(1 + verify_reruns), nop) and publishes diff-scored tasks.
+    """Builds, verifies (oracle ×(1 + verify_reruns), nop) and publishes diff-scored tasks
+    (``pr_diff``; ``cve_patches``' fixes without a test change).
 
     Reuses the shared evaluate() frame (temp folder, sandbox errors, timing) and verify gate;
     only the task content differs. ``options`` is a :class:`~repogym.spec.PrDiffOptions`
@@ -239,10 +240,6 @@ class DiffTaskHarness(TaskHarness):
     """
 
     options: PrDiffOptions
-
-    def write(self, dest: Path, cand: Candidate, **kwargs: Any) -> None:
-        """Write the staged task folder (:func:`write_task`; a subclass may wrap it)."""
-        write_task(dest, cand, **kwargs)
 
     def _evaluate(self, cand: Candidate, work: Path, outcome: Outcome) -> None:
         opts = self.options
@@ -277,9 +274,8 @@ class DiffTaskHarness(TaskHarness):
         )
         (context / "Dockerfile").write_text(dockerfile(opts.base_image))
 
-        staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
-        shutil.rmtree(staging, ignore_errors=True)
-        self.write(
+        staging = self._staging(cand)
+        write_task(
             staging,
             cand,
             instruction=instruction,

@@ -3,7 +3,9 @@ turned into drop reasons, the optional LLM rewrite of the instruction, and the v
 stands between a staged task and the dataset.
 
 A harness subclasses :class:`TaskHarness` and implements :meth:`TaskHarness._evaluate`: stage
-the task under ``<out>/tasks/.<id>.staging`` and hand it to :meth:`TaskHarness._gate_and_publish`.
+the task under :meth:`TaskHarness._staging` and hand it to :meth:`TaskHarness._gate_and_publish`.
+What a pipeline adds to every staged task's ``task.toml`` (``cve_patches``: the advisory) is a
+function given as ``annotate``, not a subclass.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from repogym.atomic import staging_dir
 from repogym.pipelines._harness.errors import INTERNAL_ERROR, describe, log_error
 from repogym.pipelines._instructions.text import Rewrite
-from repogym.pipelines.base import Candidate, GateResult, HarnessContext, Outcome, Progress
+from repogym.pipelines.base import Candidate, HarnessContext, Outcome, Progress
 from repogym.sandbox import BuildError, SandboxError
 from repogym.taskdir import TaskConfig, publish_task_dir, update_task_toml
 
@@ -39,8 +41,13 @@ class RunFailed(Exception):
 class TaskHarness:
     """Evaluates candidates of one repository into verified tasks (thread-safe; one per job)."""
 
-    def __init__(self, ctx: HarnessContext) -> None:
+    def __init__(
+        self, ctx: HarnessContext, *, annotate: Callable[[Path, Candidate], None] | None = None
+    ) -> None:
         self.ctx = ctx
+        self.annotate = annotate
+        """Called with each staged task folder and its candidate before provenance is stamped
+        and the gate runs (e.g. to merge a pipeline's own facts into ``task.toml``)."""
         self.source = ctx.source
         self.backend = ctx.backend
         self.options: Any = ctx.options
@@ -95,6 +102,13 @@ class TaskHarness:
         """Stage one candidate's task in ``work`` and publish it (or set the drop reason)."""
         raise NotImplementedError
 
+    def _staging(self, cand: Candidate) -> Path:
+        """``<out>/tasks/.<id>.staging``, emptied: where the candidate's task is written before
+        the gate (:meth:`evaluate` removes it whatever happens)."""
+        staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
+        shutil.rmtree(staging, ignore_errors=True)
+        return staging
+
     def _rewrite(
         self,
         cand: Candidate,
@@ -126,12 +140,20 @@ class TaskHarness:
     def _gate_and_publish(
         self, staging: Path, cand: Candidate, outcome: Outcome, rewrite: Rewrite | None
     ) -> bool:
-        """Stamp provenance, run the verify gate on the staged task and publish it atomically
-        under ``<out>/tasks/<id>`` when verified; the staging folder never survives."""
+        """Stamp provenance (after :attr:`annotate`), run the verify gate on the staged task as
+        the pipeline's options ask for it and publish it atomically under
+        ``<out>/tasks/<id>`` when verified; the staging folder never survives."""
         try:
+            if self.annotate is not None:
+                self.annotate(staging, cand)
             stamp_provenance(staging, source_access=self.source_access, rewrite=rewrite)
             self._progress(cand, "verify")
-            result = self._verify(staging)
+            result = self.gate(
+                staging,
+                reruns=self.options.verify_reruns,
+                mutants=getattr(self.options, "mutants", 0),
+                adversarial=getattr(self.options, "adversarial", False),
+            )
             outcome.test_seconds += result.seconds
             if result.winners:
                 self._drop(outcome, GAMEABLE, "; ".join(result.winners)[:300])
@@ -157,15 +179,6 @@ class TaskHarness:
         outcome.kept = True
         outcome.task_dir = self.out_dir / "tasks" / cand.task_id
         return True
-
-    def _verify(self, task_dir: Path) -> GateResult:
-        """The verify gate on the staged task, as the pipeline's options ask for it."""
-        return self.gate(
-            task_dir,
-            reruns=self.options.verify_reruns,
-            mutants=getattr(self.options, "mutants", 0),
-            adversarial=getattr(self.options, "adversarial", False),
-        )
 
 
 def stamp_provenance(task_dir: Path, *, source_access: str, rewrite: Rewrite | None) -> None:

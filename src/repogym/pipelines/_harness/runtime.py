@@ -16,23 +16,14 @@ A candidate with at least one F2P test becomes a task, which must then pass the 
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap, cache_root
+from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap
 from repogym.bootstrap.commit import read_commit
 from repogym.bootstrap.node.testfiles import computed_f2p
-from repogym.bootstrap.pin import (
-    CONSTRAINTS_NAME,
-    FREEZE,
-    LockStore,
-    constraints_from_freeze,
-    pinned_dockerfile,
-)
 from repogym.pipelines._harness.emit import (
     EmitInput,
     VerifierInput,
@@ -40,28 +31,28 @@ from repogym.pipelines._harness.emit import (
     integrity_key,
     stage_verifier,
     update_config,
-    write_environment,
     write_task,
 )
-from repogym.pipelines._harness.frame import RunFailed, TaskHarness
+from repogym.pipelines._harness.frame import TaskHarness
+from repogym.pipelines._harness.verifier_runs import (
+    build_pinned,
+    probe,
+    verifier_result,
+    verifier_runs,
+)
 from repogym.pipelines._instructions.evidence import group_tests
 from repogym.pipelines._instructions.interface import render_interface, required_interface
 from repogym.pipelines._instructions.text import (
     Composed,
     Evidence,
+    Rewrite,
     build_instruction,
     compose,
     repair,
 )
 from repogym.pipelines._selection.select import find_test_files, tests_exercising
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
-from repogym.sandbox import (
-    BuildError,
-    BuiltEnvironment,
-    EnvironmentSpec,
-    SandboxError,
-    Session,
-)
+from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, Session
 from repogym.shipped import infra, tamper
 from repogym.shipped.testfiles import JS_TEST_FILE, PY_TEST_FILE
 from repogym.sources.patches import parse_patch
@@ -69,8 +60,6 @@ from repogym.spec import RuntimeOptions
 from repogym.taskdir.instruction_checks import underspecified
 
 PASSED = "PASSED"
-RESULTS = "/tmp/repogym-results.json"
-WEAK_TESTS = "tests too weak (mutants survive)"
 
 
 def target_ids(runner: str, test_files: list[str]) -> list[str] | None:
@@ -182,6 +171,22 @@ def classify(
     return f2p, p2p, flaky, any(s == PASSED for s in a.values())
 
 
+def record_runs(tests: Path, runs: _Runs) -> None:
+    """Record what the reference runs saw in the staged verifier's config: the command they
+    ran, the tamper signatures the fix itself shows, the collected count, and what the judge's
+    audit may see."""
+    first = runs.after[0]
+    update_config(
+        tests,
+        command=runs.command,
+        tamper_waived=sorted({s for r in runs.after for s in r.get("tamper_sigs", [])}),
+        collected=first.get("collected"),
+        # What the reference runs (before and after the fix) did that the judge's audit
+        # reports: allowed; anything else a run does is a tamper.
+        audit_allowed=audit_keys(runs.before + runs.after),
+    )
+
+
 class RuntimeHarness(TaskHarness):
     """Turns candidates of one repository into verified runtime tasks (thread-safe; one per
     job): the runtime evaluation inside :class:`TaskHarness`'s frame and gate."""
@@ -189,6 +194,8 @@ class RuntimeHarness(TaskHarness):
     # -------------------------------------------------------------------------------- evaluate
 
     def _evaluate(self, cand: Candidate, work: Path, outcome: Outcome) -> None:
+        """The steps of one runtime task, in order; each drop ends it with its reason."""
+        # 1. the change: base snapshot, recipe, the test and source files it touches
         change = self._change(cand, work, outcome)
         if change is None:
             return
@@ -200,13 +207,16 @@ class RuntimeHarness(TaskHarness):
             memory_mb=4096,
             storage_mb=4096,
         )
+        # 2. the environment, dependencies pinned
         self._progress(cand, "build_started")
         try:
-            built = self._build_pinned(recipe, change.context, spec, key, work / "build.log")
+            built = build_pinned(
+                self.backend, recipe, change.context, spec, key, work / "build.log"
+            )
         except BuildError as exc:
             return self._drop(outcome, "environment build failed", str(exc).splitlines()[0][:300])
         self._progress(cand, "build_finished")
-
+        # 3. the task's verifier, staged: the reference runs go through it
         tests = work / "tests"
         restore = {p: self.source.read_file(cand.head, p) for p in change.hidden}
         known = infra.manifest(change.base, infra.is_infra)
@@ -225,6 +235,7 @@ class RuntimeHarness(TaskHarness):
                 reward_mode=self.options.reward,
             ),
         )
+        # 4. the tests after and before the fix; 5. F2P and P2P from them
         runs = self._fix_runs(change, built, spec, tests)
         outcome.test_seconds += runs.seconds
         f2p, p2p, flaky, passing = classify(recipe, runs.before, runs.after, restore)
@@ -233,7 +244,18 @@ class RuntimeHarness(TaskHarness):
         if not f2p:
             reason = "only flaky fail-to-pass tests" if flaky else "no fail-to-pass test"
             return self._drop(outcome, reason)
-        self._emit_runtime(change, outcome, tests, restore, runs, f2p, p2p, flaky)
+        record_runs(tests, runs)
+        # 6. the instruction (what must hold, through the solvability gate; --llm rewrite)
+        said = self._instruction(change, f2p, restore, runs.before, outcome)
+        if said is None:
+            return
+        instruction, rewrite, record = said
+        # 7. the task folder, staged; 8. the verify gate, then publish
+        staging = self._staging(cand)
+        facts = self._emit_input(change, tests, runs, instruction, record, (f2p, p2p, flaky))
+        write_task(staging, facts)
+        if self._gate_and_publish(staging, cand, outcome, rewrite):
+            outcome.f2p, outcome.p2p = len(f2p), len(p2p)
 
     def _change(self, cand: Candidate, work: Path, outcome: Outcome) -> _Change | None:
         """The candidate's change read from the source: the base snapshot and its recipe, the
@@ -303,7 +325,7 @@ class RuntimeHarness(TaskHarness):
         cand, recipe = change.cand, change.recipe
         with self.backend.start(built, spec) as before:
             before.mount(tests, "/tests")
-            self._probe(before, recipe, tests, change.base)
+            probe(before, recipe, tests, change.base)
             with self.backend.start(built, spec) as after:
                 after.mount(tests, "/tests")
                 self._apply(
@@ -315,47 +337,35 @@ class RuntimeHarness(TaskHarness):
                 )
             command = recipe.test_command if scope == "suite" else change.targeted()
             self._progress(cand, "tests_before")
-            before_results, t1 = self._runs(
-                before, recipe, tests, 1 + self.options.reruns, "before the fix"
+            before_results, t1 = verifier_runs(
+                before,
+                recipe,
+                tests,
+                1 + self.options.reruns,
+                "before the fix",
+                self.options.test_timeout,
             )
         return _Runs(scope, command, before_results, after_results, t1 + t2)
 
-    def _emit_runtime(
+    def _instruction(
         self,
         change: _Change,
-        outcome: Outcome,
-        tests: Path,
-        restore: dict[str, bytes],
-        runs: _Runs,
         f2p: list[str],
-        p2p: list[str],
-        flaky: set[str],
-    ) -> None:
-        """Record what the reference runs saw in the verifier's config, compose the
-        instruction, write the task and pass it through the gate."""
-        cand, recipe = change.cand, change.recipe
-        first = runs.after[0]
-        skipped = [t for t, s in first["tests"].items() if s == "SKIPPED"]
-        reasons: dict[str, int] = {}
-        for t in skipped:
-            why = (first.get("skips") or {}).get(t) or "(no reason)"
-            reasons[why] = reasons.get(why, 0) + 1
-        update_config(
-            tests,
-            command=runs.command,
-            tamper_waived=sorted({s for r in runs.after for s in r.get("tamper_sigs", [])}),
-            collected=first.get("collected"),
-            # What the reference runs (before and after the fix) did that the judge's audit
-            # reports: allowed; anything else a run does is a tamper.
-            audit_allowed=audit_keys(runs.before + runs.after),
-        )
-
+        restore: dict[str, bytes],
+        before: list[dict[str, Any]],
+        outcome: Outcome,
+    ) -> tuple[str, Rewrite | None, dict[str, Any]] | None:
+        """The instruction from the evidence (the F2P tests, their failures before the fix,
+        the names they need), the LLM rewrite's outcome and the instruction record; None (the
+        drop reason set) when it stays underspecified."""
+        cand = change.cand
         evidence = self._evidence(
-            change.base, change.head_snapshot(), change.test_files, f2p, restore, runs.before
+            change.base, change.head_snapshot(), change.test_files, f2p, restore, before
         )
         composed, why = self._instruct(cand, evidence)
         if composed is None:
-            return self._drop(outcome, "underspecified", why)
+            self._drop(outcome, "underspecified", why)
+            return None
         instruction, rewrite = self._rewrite(
             cand,
             composed.text,
@@ -367,36 +377,48 @@ class RuntimeHarness(TaskHarness):
         record = composed.record(evidence.required)
         if rewrite is not None and rewrite.instruction is not None:
             record["mode"] = "llm"
+        return instruction, rewrite, record
 
-        staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
-        shutil.rmtree(staging, ignore_errors=True)
-        write_task(
-            staging,
-            EmitInput(
-                candidate=cand,
-                instruction=instruction,
-                recipe=recipe,
-                context=change.context,
-                tests=tests,
-                f2p=f2p,
-                p2p=p2p,
-                command=runs.command,
-                test_files=change.test_files,
-                pipeline=self.pipeline,
-                pipeline_version=self.pipeline_version,
-                repo=self.repo_label,
-                options=self.options,
-                flaky=sorted(flaky),
-                scope=runs.scope,
-                selected=change.selected,
-                skipped=len(skipped),
-                skip_reasons=dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:10]),
-                collected=first.get("collected"),
-                instruction_record=record,
-            ),
+    def _emit_input(
+        self,
+        change: _Change,
+        tests: Path,
+        runs: _Runs,
+        instruction: str,
+        record: dict[str, Any],
+        graded: tuple[list[str], list[str], set[str]],
+    ) -> EmitInput:
+        """What :func:`~.emit.write_task` writes the runtime task from (``graded``: F2P, P2P
+        and flaky ids)."""
+        f2p, p2p, flaky = graded
+        first = runs.after[0]
+        skipped = [t for t, s in first["tests"].items() if s == "SKIPPED"]
+        reasons: dict[str, int] = {}
+        for t in skipped:
+            why = (first.get("skips") or {}).get(t) or "(no reason)"
+            reasons[why] = reasons.get(why, 0) + 1
+        return EmitInput(
+            candidate=change.cand,
+            instruction=instruction,
+            recipe=change.recipe,
+            context=change.context,
+            tests=tests,
+            f2p=f2p,
+            p2p=p2p,
+            command=runs.command,
+            test_files=change.test_files,
+            pipeline=self.pipeline,
+            pipeline_version=self.pipeline_version,
+            repo=self.repo_label,
+            options=self.options,
+            flaky=sorted(flaky),
+            scope=runs.scope,
+            selected=change.selected,
+            skipped=len(skipped),
+            skip_reasons=dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:10]),
+            collected=first.get("collected"),
+            instruction_record=record,
         )
-        if self._gate_and_publish(staging, cand, outcome, rewrite):
-            outcome.f2p, outcome.p2p = len(f2p), len(p2p)
 
     # -------------------------------------------------------------------------------- helpers
 
@@ -458,141 +480,6 @@ class RuntimeHarness(TaskHarness):
         for path in deleted:
             session.remove(f"{recipe.workdir}/{path}")
 
-    def _build_pinned(
-        self, recipe: Recipe, context: Path, spec: EnvironmentSpec, key: str, log: Path
-    ) -> BuiltEnvironment:
-        """Build the task's environment with the dependency versions pinned (Python: a
-        constraints file from the first build's ``pip freeze``, cached per recipe)."""
-        locks = LockStore(cache_root() / "locks") if recipe.language == "python" else None
-        constraints = locks.get(recipe.hash) if locks else None
-        if constraints:
-            (context / CONSTRAINTS_NAME).write_text(constraints)
-            write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
-            return self.backend.build(spec, log=log)
-        write_environment(context, recipe, key)
-        built = self.backend.build(spec, log=log)
-        if locks is None:
-            return built
-        with self.backend.start(built, spec) as session:
-            res = session.exec(FREEZE, cwd=recipe.workdir, timeout_s=300, network=False)
-        constraints = constraints_from_freeze(res.stdout) if res.exit_code == 0 else ""
-        if not constraints:
-            return built
-        locks.put(recipe.hash, constraints)
-        (context / CONSTRAINTS_NAME).write_text(constraints)
-        write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
-        return self.backend.build(spec, log=log)
-
-    def _probe(self, session: Session, recipe: Recipe, tests: Path, snapshot: Path) -> None:
-        """In a pristine session: the pytest plugins the verifier must load explicitly, and the
-        base's tamper-rule hits (which the agent's change is compared with)."""
-        fields: dict[str, Any] = {}
-        if recipe.runner == "pytest":
-            res = session.exec(
-                ["python3", "/usr/lib/repogym/record.py", "--plugins"],
-                timeout_s=120,
-                cwd=recipe.workdir,
-                network=False,
-            )
-            try:
-                fields["pytest_plugins"] = json.loads(res.stdout or "[]")
-            except json.JSONDecodeError:
-                raise RunFailed(
-                    "verifier self-check failed", f"plugin probe: {res.stderr.strip()[:200]}"
-                ) from None
-        # Only the non-test source files are ever scanned (tests are reset, not scanned).
-        sources = sorted(json.loads((tests / "sources.json").read_text()))
-        if recipe.language == "python" or _on_path(session, "python3"):
-            session.write("/tmp/repogym-sources.txt", "\n".join(sources) + "\n")
-            res = session.exec(
-                [
-                    "python3",
-                    "-I",
-                    "-S",
-                    "/tests/tamper.py",
-                    "baseline",
-                    recipe.workdir,
-                    "--files",
-                    "/tmp/repogym-sources.txt",
-                ],
-                timeout_s=1800,
-                network=False,
-            )
-            try:
-                baseline = json.loads(res.stdout)
-            except json.JSONDecodeError:
-                raise RunFailed(
-                    "verifier self-check failed", f"tamper baseline: {res.stderr.strip()[:200]}"
-                ) from None
-        else:
-            # An image without Python (node:*-slim): the same scan (tamper.py is plain Python)
-            # over the snapshot the image was built from.
-            baseline = tamper.baseline(str(snapshot), sources)
-        (tests / "tamper_baseline.json").write_text(json.dumps(baseline, sort_keys=True) + "\n")
-        ancestors = []
-        parent = recipe.workdir.rstrip("/").rsplit("/", 1)[0] or "/"
-        while True:
-            for name in ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg"):
-                path = f"{parent.rstrip('/')}/{name}"
-                if _exists(session, path):
-                    ancestors.append(path)
-            if parent == "/":
-                break
-            parent = parent.rsplit("/", 1)[0] or "/"
-        fields["ancestors"] = ancestors
-        if recipe.runner in ("jest", "mocha"):
-            fields["json_report"] = True  # until a run shows this version cannot write one
-        update_config(tests, **fields)
-
-    def _result(
-        self, session: Session, recipe: Recipe, tests: Path, timeout: float
-    ) -> dict[str, Any] | None:
-        """One run through the staged verifier (``test.sh --results``); None on timeout."""
-        res = session.exec(
-            ["bash", "/tests/test.sh", "--results", RESULTS],
-            timeout_s=timeout,
-            cwd=recipe.workdir,
-            network=False,
-        )
-        if res.timed_out:
-            return None
-        try:
-            result = json.loads(session.read(RESULTS))
-        except (FileNotFoundError, json.JSONDecodeError, SandboxError):
-            tail = (res.stdout + res.stderr).strip().splitlines()[-1:] or [""]
-            raise RunFailed("verifier self-check failed", tail[0][:300]) from None
-        result["seconds"] = res.duration_s
-        config = json.loads((tests / "config.json").read_text())
-        if result.get("parse_status") == "no report" and config.get("json_report"):
-            # This runner's version writes no JSON report file: grade from its log instead.
-            update_config(tests, json_report=False)
-            return self._result(session, recipe, tests, timeout)
-        problems = result.get("integrity", []) + result.get("infra_problems", [])
-        if problems:
-            raise RunFailed("verifier self-check failed", "; ".join(problems)[:300])
-        return result
-
-    def _runs(
-        self,
-        session: Session,
-        recipe: Recipe,
-        tests: Path,
-        count: int,
-        state: str,
-        timeout: float | None = None,
-    ) -> tuple[list[dict[str, Any]], float]:
-        runs: list[dict[str, Any]] = []
-        spent = 0.0
-        for _ in range(count):
-            result = self._result(session, recipe, tests, timeout or self.options.test_timeout)
-            if result is None:
-                raise RunFailed(f"tests time out ({state})")
-            spent += result["seconds"]
-            if result["parse_status"] not in ("ok", "empty"):
-                raise RunFailed(f"test log not understood ({state})", str(result["parse_status"]))
-            runs.append(result)
-        return runs, spent
-
     def _after_runs(
         self,
         session: Session,
@@ -603,21 +490,23 @@ class RuntimeHarness(TaskHarness):
         """Runs with the fix: the whole suite when it finishes within ``suite_budget`` (or the
         runner cannot select files: ``targeted`` is None), else the command ``targeted()``
         gives. Returns (scope, results, seconds)."""
-        total = 1 + self.options.reruns
+        total, timeout = 1 + self.options.reruns, self.options.test_timeout
         if targeted is None:
-            runs, spent = self._runs(session, recipe, tests, total, "after the fix")
+            runs, spent = verifier_runs(session, recipe, tests, total, "after the fix", timeout)
             return "suite", runs, spent
         spent = 0.0
         budget = self.options.suite_budget
         if budget > 0:
             update_config(tests, command=recipe.test_command)
-            first = self._result(session, recipe, tests, budget)
+            first = verifier_result(session, recipe, tests, budget)
             if first is not None and first["parse_status"] == "ok" and first.get("finished"):
-                runs, more = self._runs(session, recipe, tests, total - 1, "after the fix")
+                runs, more = verifier_runs(
+                    session, recipe, tests, total - 1, "after the fix", timeout
+                )
                 return "suite", [first, *runs], first["seconds"] + more
             spent = budget if first is None else first["seconds"]
         update_config(tests, command=targeted())
-        runs, more = self._runs(session, recipe, tests, total, "after the fix")
+        runs, more = verifier_runs(session, recipe, tests, total, "after the fix", timeout)
         return "targeted", runs, spent + more
 
 
@@ -639,16 +528,6 @@ def source_manifest(root: Path) -> dict[str, str]:
         return not infra.is_infra(rel) and infra.is_native(str(root / rel))
 
     return infra.manifest(root, keep)
-
-
-def _exists(session: Session, path: str) -> bool:
-    res = session.exec(["test", "-e", path], timeout_s=30, network=False)
-    return res.exit_code == 0
-
-
-def _on_path(session: Session, program: str) -> bool:
-    res = session.exec(["sh", "-c", f"command -v {program}"], timeout_s=30, network=False)
-    return res.exit_code == 0
 
 
 class RuntimePipeline:

@@ -1,20 +1,20 @@
 """The harness of the synthesized-task pipelines (``bug_synth``, ``code_instruct``): tasks made by
 editing the repository at one revision instead of mined from its history.
 
-Once per run (:meth:`SynthHarness._baseline`, shared by every candidate): the snapshot at the
-revision, its environment recipe and build, a verifier staged for the whole suite, the suite's
-stable results (``1 + reruns`` runs) and which functions the suite calls (one traced run,
-``shipped/scripts/trace_calls.py``). Per candidate — one edit of one file, carried in
-``Candidate.extra`` (:class:`SynthEdit`): a function the suite never calls is dropped at once;
-otherwise the edit is written into a fresh session of the shared build and the suite runs
-through the verifier. The tests that passed before and fail now are the task's fail-to-pass
-tests; the others that still pass are its pass-to-pass tests (the whole suite, or, when the
-suite is slower than ``suite_budget``, every test file whose imports reach the edited file).
-An edit that breaks no test, or more than ``max_break_share`` of them, or exactly the tests
-another edit of the same function broke, is dropped. A kept edit becomes a task: the edited
-snapshot is the environment, the reverse edit is the gold patch, the test files are restored
-by the verifier, and the instruction comes from the evidence (the failing tests and their
-messages) — never from the edit. Then the verify gate, as for mined tasks.
+Once per run (:class:`SharedBaseline`, shared by every candidate; ``equivalence_tests`` uses it
+too, with its own traced run): the snapshot at the revision, its environment recipe and build, a
+verifier staged for the whole suite, the suite's stable results (``1 + reruns`` runs) and which
+functions the suite calls (one traced run, ``shipped/scripts/trace_calls.py``). Per candidate — one
+edit of one file, carried in ``Candidate.extra`` (:class:`SynthEdit`): a function the suite
+never calls is dropped at once; otherwise the edit is written into a fresh session of the shared
+build and the suite runs through the verifier. The tests that passed before and fail now are the
+task's fail-to-pass tests; the others that still pass are its pass-to-pass tests (the whole
+suite, or, when the suite is slower than ``suite_budget``, every test file whose imports reach
+the edited file). An edit that breaks no test, or more than ``max_break_share`` of them, or
+exactly the tests another edit of the same function broke, is dropped. A kept edit becomes a
+task: the edited snapshot is the environment, the reverse edit is the gold patch, the test files
+are restored by the verifier, and the instruction comes from the evidence (the failing tests and
+their messages) — never from the edit. Then the verify gate, as for mined tasks.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,13 +44,14 @@ from repogym.pipelines._harness.emit import (
     write_file,
     write_task,
 )
-from repogym.pipelines._harness.frame import RunFailed
-from repogym.pipelines._harness.runtime import PASSED, RuntimeHarness, source_manifest, target_ids
+from repogym.pipelines._harness.frame import RunFailed, TaskHarness
+from repogym.pipelines._harness.runtime import PASSED, source_manifest, target_ids
+from repogym.pipelines._harness.verifier_runs import build_pinned, probe, verifier_runs
 from repogym.pipelines._instructions.evidence import group_tests
 from repogym.pipelines._instructions.text import Composed, Evidence
 from repogym.pipelines._selection.select import find_test_files, tests_exercising
 from repogym.pipelines._synthesis.ops import called_keys, trace_script
-from repogym.pipelines.base import Candidate, Outcome
+from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, SandboxError, Session
 from repogym.shipped import infra, tamper
 from repogym.taskdir import update_task_toml
@@ -121,29 +122,38 @@ class Baseline:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class SynthHarness(RuntimeHarness):
-    """Evaluates synthesized candidates of one repository revision (thread-safe)."""
+ComposeInstruction = Callable[[Candidate, SynthEdit, Evidence], Composed]
+"""How a pipeline words the instruction of a kept candidate (``bug_synth``, ``code_instruct``)."""
+TraceCalls = Callable[[BuiltEnvironment, EnvironmentSpec, Recipe], set[tuple[str, int]] | None]
+"""One traced run of the suite in the shared build: (file, line) of the functions it called,
+or None when the traced run failed."""
 
-    def __init__(self, ctx: Any) -> None:
-        super().__init__(ctx)
+
+class SharedBaseline:
+    """The revision every candidate of a run edits, computed once on first use and shared by
+    them (thread-safe): its snapshot, recipe and build, a verifier staged for the whole suite,
+    the suite's stable results and the functions it calls (:class:`Baseline`).
+
+    A failure (no recipe, no passing test, a sandbox error) is kept and raised again for
+    every later candidate: they all share the one build."""
+
+    def __init__(self, ctx: HarnessContext, trace: TraceCalls | None = None) -> None:
+        self.ctx = ctx
+        self.trace = trace
+        """The traced run (None: :meth:`trace_calls`; ``equivalence_tests`` records the calls'
+        arguments in the same run)."""
+        self.folder = Path(tempfile.mkdtemp(prefix="repogym-synth-"))
+        """Scratch space of the run (the shared build context and verifier)."""
+        weakref.finalize(self, shutil.rmtree, str(self.folder), True)
         self._lock = threading.Lock()
         self._base: Baseline | RunFailed | None = None
-        self._shared = Path(tempfile.mkdtemp(prefix="repogym-synth-"))
-        weakref.finalize(self, shutil.rmtree, str(self._shared), True)
 
-    # ------------------------------------------------------------------ what a pipeline adds
-
-    def compose_instruction(self, cand: Candidate, edit: SynthEdit, evidence: Evidence) -> Composed:
-        """The instruction of a kept candidate (a pipeline overrides it)."""
-        raise NotImplementedError
-
-    # ------------------------------------------------------------------------------ baseline
-
-    def _baseline(self, rev: str) -> Baseline:
+    def get(self, rev: str) -> Baseline:
+        """The baseline at ``rev`` (computed by the first caller); RunFailed when it failed."""
         with self._lock:
             if self._base is None:
                 try:
-                    self._base = self._compute_baseline(rev)
+                    self._base = self._compute(rev)
                 except RunFailed as exc:
                     self._base = exc
                 except (BuildError, SandboxError) as exc:
@@ -155,25 +165,25 @@ class SynthHarness(RuntimeHarness):
                 raise RunFailed(self._base.reason, self._base.detail)
             return self._base
 
-    def _compute_baseline(self, rev: str) -> Baseline:
-        opts = self.options
-        context = self._shared / "environment"
+    def _compute(self, rev: str) -> Baseline:
+        ctx, opts = self.ctx, self.ctx.options
+        context = self.folder / "environment"
         snapshot = context / "repo"
-        self.source.export_snapshot(rev, snapshot)
-        commit = read_commit(self.source.path, rev, snapshot)
+        ctx.source.export_snapshot(rev, snapshot)
+        commit = read_commit(ctx.source.path, rev, snapshot)
         try:
             recipe = bootstrap(
-                snapshot, repo_id=self.repo_label, ref=rev, check=False, commit=commit
+                snapshot, repo_id=ctx.repo_label, ref=rev, check=False, commit=commit
             ).recipe
         except UnsupportedRepo as exc:
             raise RunFailed("unsupported repository", str(exc)) from None
         if recipe.runner not in ("pytest", "unittest"):
             raise RunFailed(
                 "unsupported repository",
-                f"{self.pipeline} needs a Python repository tested with pytest or unittest "
+                f"{ctx.pipeline} needs a Python repository tested with pytest or unittest "
                 f"(this one: {recipe.language}, {recipe.runner})",
             )
-        key = integrity_key(f"baseline:{self.repo_label}@{rev}")
+        key = integrity_key(f"baseline:{ctx.repo_label}@{rev}")
         spec = EnvironmentSpec(
             context_dir=context,
             workdir=recipe.workdir,
@@ -181,14 +191,14 @@ class SynthHarness(RuntimeHarness):
             memory_mb=4096,
             storage_mb=4096,
         )
-        built = self._build_pinned(recipe, context, spec, key, self._shared / "build.log")
+        built = build_pinned(ctx.backend, recipe, context, spec, key, self.folder / "build.log")
         constraints_file = context / CONSTRAINTS_NAME
         constraints = constraints_file.read_text() if constraints_file.is_file() else None
         test_files = find_test_files(snapshot, recipe.runner)
         if not test_files:
             raise RunFailed("no test files", f"no {recipe.runner} test files found")
         restore = {rel: (snapshot / rel).read_bytes() for rel in test_files}
-        tests = self._shared / "tests"
+        tests = self.folder / "tests"
         stage_verifier(
             tests,
             VerifierInput(
@@ -202,16 +212,19 @@ class SynthHarness(RuntimeHarness):
                 reward_mode=opts.reward,
             ),
         )
-        with self.backend.start(built, spec) as session:
+        with ctx.backend.start(built, spec) as session:
             session.mount(tests, "/tests")
-            self._probe(session, recipe, tests, snapshot)
-            runs, seconds = self._runs(session, recipe, tests, 1 + opts.reruns, "baseline")
+            probe(session, recipe, tests, snapshot)
+            runs, seconds = verifier_runs(
+                session, recipe, tests, 1 + opts.reruns, "baseline", opts.test_timeout
+            )
         stable = _stable([r["tests"] for r in runs])
         passing = {t for t, s in stable.items() if s == PASSED}
         if not passing:
             raise RunFailed("no test passes at the revision")
         update_config(tests, collected=runs[0].get("collected"), audit_allowed=audit_keys(runs))
-        called = self._trace(built, spec, recipe)
+        trace = self.trace or self.trace_calls
+        called = trace(built, spec, recipe)
         return Baseline(
             snapshot=snapshot,
             recipe=recipe,
@@ -226,22 +239,57 @@ class SynthHarness(RuntimeHarness):
             suite_seconds=seconds / max(1, len(runs)),
         )
 
-    def _trace(
+    def trace_calls(
         self, built: BuiltEnvironment, spec: EnvironmentSpec, recipe: Recipe
     ) -> set[tuple[str, int]] | None:
         """The functions one run of the suite calls, or None when the traced run fails."""
-        with self.backend.start(built, spec) as session:
+        with self.ctx.backend.start(built, spec) as session:
             session.write("/tmp/repogym-trace.py", trace_script())
             data, _ = run_wrapped_suite(
-                session, recipe, "/tmp/repogym-trace.py", TRACE_OUT, [], self.options.test_timeout
+                session,
+                recipe,
+                "/tmp/repogym-trace.py",
+                TRACE_OUT,
+                [],
+                self.ctx.options.test_timeout,
             )
         return None if data is None else called_keys(data)
+
+
+def edited_context(
+    cand: Candidate, edit: SynthEdit, base: Baseline, work: Path
+) -> tuple[Path, str]:
+    """``work/environment``: the baseline's snapshot with ``edit`` applied and its
+    Dockerfile (pinned when the baseline has constraints); and the task's integrity key."""
+    recipe = base.recipe
+    context = work / "environment"
+    repo = context / "repo"
+    shutil.copytree(base.snapshot, repo, symlinks=True)
+    (repo / edit.path).write_text(edit.new_text, encoding="utf-8")
+    key = integrity_key(cand.task_id)
+    if base.constraints is not None:
+        write_file(context / CONSTRAINTS_NAME, base.constraints)
+        write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
+    else:
+        write_environment(context, recipe, key)
+    return context, key
+
+
+class SynthHarness(TaskHarness):
+    """Evaluates the candidates of ``bug_synth`` and ``code_instruct`` (one edit each) against
+    the shared baseline (thread-safe): the suite with the edit applied; the tests it breaks
+    are the task's fail-to-pass tests. ``compose_instruction`` is the pipeline's wording."""
+
+    def __init__(self, ctx: HarnessContext, compose_instruction: ComposeInstruction) -> None:
+        super().__init__(ctx)
+        self.baseline = SharedBaseline(ctx)
+        self.compose_instruction = compose_instruction
 
     # ----------------------------------------------------------------------------- evaluate
 
     def _evaluate(self, cand: Candidate, work: Path, outcome: Outcome) -> None:
         edit: SynthEdit = cand.extra["edit"]
-        base = self._baseline(cand.head)
+        base = self.baseline.get(cand.head)
         if base.called is not None and (edit.path, edit.line) not in base.called:
             return self._drop(outcome, "function not called by the tests")
         recipe, opts = base.recipe, self.options
@@ -261,7 +309,7 @@ class SynthHarness(RuntimeHarness):
         with self.backend.start(base.built, base.spec) as session:
             session.mount(eval_tests, "/tests")
             session.write(f"{recipe.workdir}/{edit.path}", edit.new_text)
-            runs, seconds = self._runs(
+            runs, seconds = verifier_runs(
                 session, recipe, eval_tests, 1 + opts.reruns, "edited", self._edit_timeout(base)
             )
         outcome.test_seconds += seconds
@@ -308,24 +356,6 @@ class SynthHarness(RuntimeHarness):
         least a minute), not the whole ``test_timeout``."""
         return min(self.options.test_timeout, max(60.0, 10 * base.suite_seconds))
 
-    def _edited_context(
-        self, cand: Candidate, edit: SynthEdit, base: Baseline, work: Path
-    ) -> tuple[Path, str]:
-        """``work/environment``: the baseline's snapshot with ``edit`` applied and its
-        Dockerfile (pinned when the baseline has constraints); and the task's integrity key."""
-        recipe = base.recipe
-        context = work / "environment"
-        repo = context / "repo"
-        shutil.copytree(base.snapshot, repo, symlinks=True)
-        (repo / edit.path).write_text(edit.new_text, encoding="utf-8")
-        key = integrity_key(cand.task_id)
-        if base.constraints is not None:
-            write_file(context / CONSTRAINTS_NAME, base.constraints)
-            write_environment(context, recipe, key, pinned_dockerfile(recipe.dockerfile))
-        else:
-            write_environment(context, recipe, key)
-        return context, key
-
     def _stage(
         self,
         cand: Candidate,
@@ -338,7 +368,7 @@ class SynthHarness(RuntimeHarness):
         """The edited repository's build context and its verifier folder (``work/environment``,
         ``work/tests``), and the baseline's verifier config they share."""
         recipe = base.recipe
-        context, key = self._edited_context(cand, edit, base, work)
+        context, key = edited_context(cand, edit, base, work)
         repo = context / "repo"
         tests = work / "tests"
         sources = source_manifest(repo)
@@ -400,8 +430,7 @@ class SynthHarness(RuntimeHarness):
         instruction, rewrite = self._rewrite(
             cand, composed.text, gold_patch=cand.source_patch, workdir=WORKDIR, visible=text
         )
-        staging = self.out_dir / "tasks" / f".{cand.task_id}.staging"
-        shutil.rmtree(staging, ignore_errors=True)
+        staging = self._staging(cand)
         write_task(
             staging,
             EmitInput(
