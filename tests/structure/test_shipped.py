@@ -70,3 +70,29 @@ def test_modules_import_only_the_standard_library_and_each_other(path: Path) -> 
                 assert top in sys.stdlib_module_names or top in siblings, (
                     f"{path.name} imports {name}"
                 )
+
+
+def _body(path: Path, name: str) -> str:
+    """A shipped script's function, without its docstring, as source (module-level names
+    that differ only by a leading underscore made alike)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    node = next(
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.lstrip("_") == name
+    )
+    body = node.body[1:] if isinstance(node.body[0], ast.Expr) else node.body
+    return "\n".join(ast.unparse(stmt) for stmt in body).replace("_HERE", "HERE")
+
+
+@pytest.mark.parametrize(
+    ("name", "scripts"),
+    [
+        ("load_siblings", ["verifier.py", "pr_diff_verifier.py"]),
+        ("read_record", ["verifier.py", "equiv_verifier.py"]),
+    ],
+)
+def test_standalone_copies_stay_one_rule(name: str, scripts: list[str]) -> None:
+    """Shipped scripts run alone inside tasks, so a few helpers are written in each; the
+    copies must stay the same code (one rule, pinned here)."""
+    first, *others = (_body(HOME / "scripts" / s, name) for s in scripts)
+    for other in others:
+        assert other == first
