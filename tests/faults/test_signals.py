@@ -63,3 +63,42 @@ def test_verify_interrupted_leaves_every_task_toml_whole(tmp_path: Path) -> None
         if code == 143:
             new = (task_dir / "task.toml").read_bytes()
             assert new == old or b"[metadata.repo2env.evaluation]" in new
+
+
+@pytest.mark.parametrize("seconds", [0.5, 0.9, 1.4])
+def test_push_and_pull_killed_leave_old_or_new_and_the_next_run_sweeps(
+    tmp_path: Path, seconds: float
+) -> None:
+    reg = f"file://{tmp_path / 'reg'}"
+    killed_after(["push", str(EXAMPLES), "acme/ds", "--registry", reg], seconds, signal.SIGKILL)
+    revisions = tmp_path / "reg" / "acme" / "ds" / "revisions"
+    published = (
+        [p for p in revisions.iterdir() if not p.name.startswith(".")] if revisions.is_dir() else []
+    )
+    for rev in published:  # a revision folder, when there is one, is whole
+        assert {p.name for p in (rev / "tasks").iterdir()} == {"hello-file", "textstats-word-count"}
+    res = subprocess.run(
+        [*CLI, "push", str(EXAMPLES), "acme/ds", "--registry", reg],
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    assert [p.name for p in revisions.iterdir() if p.name.startswith(".")] == []
+
+    dest = tmp_path / "got"
+    killed_after(["pull", "acme/ds", str(dest), "--registry", reg], seconds, signal.SIGKILL)
+    if dest.exists():  # renamed into place whole, or not at all
+        assert {p.name for p in (dest / "tasks").iterdir()} == {
+            "hello-file",
+            "textstats-word-count",
+        }
+        shutil.rmtree(dest)
+    res = subprocess.run(
+        [*CLI, "pull", "acme/ds", str(dest), "--registry", reg],
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["got", "reg"]
