@@ -41,14 +41,19 @@ class Listener:
                 conn, _ = sock.accept()
             except OSError:
                 return
-            with conn:
-                conn.settimeout(5)
-                with self._lock:
-                    self.connections += 1
-                with contextlib.suppress(OSError):
-                    while chunk := conn.recv(65536):
-                        with self._lock:
-                            self.received += chunk
+            # One thread per connection: a connection an attack leaves open cannot hold up
+            # what later ones send.
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            with self._lock:
+                self.connections += 1
+            with contextlib.suppress(OSError):
+                while chunk := conn.recv(65536):
+                    with self._lock:
+                        self.received += chunk
 
     def close(self) -> None:
         for sock in (self.tcp, self.unix):

@@ -61,8 +61,8 @@ def test_control_listener_records_what_reaches_it(listener: Listener) -> None:
     s2.close()
     import time
 
-    for _ in range(50):
-        if b"control-abstract" in listener.received:
+    for _ in range(200):
+        if b"control-abstract" in listener.received and b"control-bytes" in listener.received:
             break
         time.sleep(0.05)
     assert b"control-bytes" in listener.received[:before] + listener.received
