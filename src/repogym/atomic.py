@@ -104,11 +104,7 @@ def prepare_output_folder(path: Path, *, min_free: int = MIN_FREE_BYTES) -> None
     to spare, so a read-only or full disk stops a command before its work starts. On failure
     the folders made here are removed again and an :class:`OSError` naming ``path`` is
     raised (``ENOSPC`` for too little space)."""
-    missing = []
-    probe_at = Path(path)
-    while not os.path.lexists(probe_at) and probe_at.parent != probe_at:
-        missing.append(probe_at)
-        probe_at = probe_at.parent
+    missing = missing_parents(Path(path))
     try:
         Path(path).mkdir(parents=True, exist_ok=True)
         probe = Path(path) / f".repogym-probe-{os.getpid()}"
@@ -116,16 +112,37 @@ def prepare_output_folder(path: Path, *, min_free: int = MIN_FREE_BYTES) -> None
             probe.write_bytes(b"repogym")
         finally:
             probe.unlink(missing_ok=True)
-        st = os.statvfs(path)
-        if st.f_bavail * st.f_frsize < min_free:
+        if free_bytes(path) < min_free:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
     except OSError as exc:
-        for folder in missing:  # deepest first
-            try:
-                folder.rmdir()
-            except OSError:
-                break
+        remove_empty(missing)
         raise naming(exc, path) from None
+
+
+def free_bytes(path: Path | str) -> int:
+    """Bytes an unprivileged writer may still use on ``path``'s file system (``OSError`` when
+    it cannot be asked)."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def missing_parents(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first (what a
+    ``mkdir(parents=True)`` would create, so a failure can remove them again)."""
+    missing = []
+    while not os.path.lexists(folder) and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty: what a failed write created."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 _STAGING = re.compile(

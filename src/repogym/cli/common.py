@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from repogym.atomic import MIN_FREE_BYTES
+from repogym.atomic import MIN_FREE_BYTES, free_bytes
 from repogym.ui import err, escape, fail
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
@@ -97,10 +97,9 @@ def writable_tasks_or_exit(tasks: list[Any], why: str) -> None:
 
 def _free_bytes(path: Path) -> int:
     try:
-        st = os.statvfs(path)
+        return free_bytes(path)
     except OSError:
         return MIN_FREE_BYTES  # unknown: let the write itself report
-    return st.f_bavail * st.f_frsize
 
 
 def _read_only(path: Path) -> bool:

@@ -29,7 +29,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from repogym.atomic import staging_dir
+from repogym.atomic import missing_parents, remove_empty, staging_dir
 from repogym.hub._safety import (
     DIR_FLAGS,
     FILE_FLAGS,
@@ -174,12 +174,12 @@ class FileRegistry:
         target = self._dataset(name) / "revisions" / rev
         unchanged = target.is_dir()
         if not unchanged:
-            made = _missing_parents(target.parent)
+            made = missing_parents(target.parent)
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 staging = staging_dir(target.parent, "push", rev)
             except OSError as exc:
-                _remove_empty(made)
+                remove_empty(made)
                 raise RegistryError(f"cannot write {target.parent} ({exc.strerror})") from None
             try:
                 copied = stage_tasks(tasks, staging)
@@ -195,7 +195,7 @@ class FileRegistry:
                 os.replace(staging, target)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
-                _remove_empty(made)
+                remove_empty(made)
                 raise
         atomic_write(self._dataset(name) / "refs" / "main", rev + "\n")
         return PushResult(name, rev, len(tasks), target, unchanged)
@@ -287,21 +287,3 @@ class FileRegistry:
                 "push); refused"
             )
         return listed
-
-
-def _missing_parents(folder: Path) -> list[Path]:
-    """``folder`` and those of its parents that do not exist yet, deepest first."""
-    missing = []
-    while not os.path.lexists(folder) and folder.parent != folder:
-        missing.append(folder)
-        folder = folder.parent
-    return missing
-
-
-def _remove_empty(folders: list[Path]) -> None:
-    """Remove folders a failed push created (deepest first), where they are still empty."""
-    for folder in folders:
-        try:
-            folder.rmdir()
-        except OSError:
-            return

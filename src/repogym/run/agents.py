@@ -8,6 +8,7 @@ solution, so it runs with ``/solution`` mounted (and removed again before the ve
 
 from __future__ import annotations
 
+import functools
 import shlex
 import shutil
 import subprocess
@@ -77,6 +78,7 @@ class NopAgent:
         return AgentOutcome(exit_code=0)
 
 
+@functools.lru_cache(maxsize=64)
 def shell_syntax_error(command: str) -> str | None:
     """bash's complaint about ``command``'s syntax (read, never run: ``bash -n``), or None; None
     too where the host has no bash (the sandbox then reports it)."""
