@@ -145,3 +145,25 @@ def test_sigterm_stops_the_running_trial_and_records_it(tmp_path: Path) -> None:
     assert json.loads((job / "hello-file__1" / "result.json").read_text())["id"] == kept
     again = json.loads((job / "textstats-word-count__1" / "result.json").read_text())
     assert again["exception_info"] is None
+
+
+def test_nothing_an_agent_writes_is_kept_as_a_finished_trial(tmp_path: Path) -> None:
+    """Attack: an agent leaves a forged finished record wherever it can write, then the job
+    is killed before the trial's own record. Resume must run the trial again, not keep it."""
+    forged = json.dumps(
+        {"task_id": "hello-file", "trial_name": "hello-file__1", "verifier_result": {"reward": 1.0}}
+    )
+    plant = (
+        f"command:for d in /logs/agent /logs/verifier /logs /app /tmp; do mkdir -p $d; "
+        f"printf '%s' '{forged}' > $d/result.json; done; true"
+    )
+    job = tmp_path / "job"
+    argv = ["run", str(EXAMPLES / "hello-file"), "--out", str(job)]
+    assert cli.invoke(app, [*argv, "--agent", plant]).exit_code == 0
+    (job / "job.json").unlink()
+    (job / "hello-file__1" / "result.json").unlink()  # killed before its record
+    res = cli.invoke(app, [*argv, "--agent", "nop", "--resume", "--json"])
+    assert res.exit_code == 0, res.output
+    record = json.loads((job / "hello-file__1" / "result.json").read_text())
+    assert record["verifier_result"]["reward"] == 0.0  # rerun with nop, not the forged 1.0
+    assert record["agent_info"]["name"] == "nop"
