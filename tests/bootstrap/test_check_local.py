@@ -200,3 +200,32 @@ def test_rust_crate_without_dependencies(make_repo: MakeRepo) -> None:
     result = check_recipe(repo, make_recipe(repo, detect(repo)))
     assert result.ok, (result.failed_step, result.reason, result.log_tail)
     assert result.tests_collected == 1 and result.sample_ids == ["tests::adds"]
+
+
+@pytest.mark.skipif(rust.host_cargo() is None, reason="no Rust toolchain on this host")
+def test_rust_toolchain_file_is_stood_for_by_the_host(
+    make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pinned older release with a component rustup would have to install, and rustup's
+    server out of reach: the host's toolchain runs the tests instead (rustup never tries)."""
+    monkeypatch.setattr(rust, "reachable", lambda host, port=443, timeout=3.0: False)
+    repo = make_repo(
+        {
+            "Cargo.toml": '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n',
+            "rust-toolchain.toml": '[toolchain]\nchannel = "1.70.0"\ncomponents = ["rust-src"]\n',
+            "src/lib.rs": """
+                pub fn add(a: i32, b: i32) -> i32 { a + b }
+
+                #[cfg(test)]
+                mod tests {
+                    #[test]
+                    fn adds() { assert_eq!(super::add(1, 2), 3); }
+                }
+            """,
+        }
+    )
+    recipe = make_recipe(repo, detect(repo))
+    assert recipe.env["RUSTUP_TOOLCHAIN"] == rust.host_cargo()[1]  # type: ignore[index]
+    result = check_recipe(repo, recipe)
+    assert result.ok, (result.failed_step, result.reason, result.log_tail)
+    assert result.sample_ids == ["tests::adds"]

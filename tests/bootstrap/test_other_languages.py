@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from repogym.bootstrap import UnsupportedRepo, detect, guess_language, make_recipe
+from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.native import go, rust
 from repogym.bootstrap.node import project as node
 
@@ -206,6 +208,103 @@ def test_rust_vendored_is_supported(make_repo: MakeRepo) -> None:
     assert detect(repo).supported
 
 
+@pytest.mark.parametrize(
+    ("files", "problem", "note"),
+    [
+        (  # an older pinned release with a component: the host's stands for it
+            {
+                "rust-toolchain.toml": '[toolchain]\nchannel = "1.70.0"\n'
+                'components = ["rust-src", "clippy"]\n'
+            },
+            "",
+            "rust-toolchain.toml asks for Rust 1.70.0 with rust-src: the host's Rust 1.80.1",
+        ),
+        ({"rust-toolchain": "1.85.0\n"}, "rust-toolchain asks for Rust 1.85.0; the host", ""),
+        (  # nightly without unstable features builds on stable
+            {"rust-toolchain": "nightly-2023-01-01\n", "src/lib.rs": "pub fn f() {}\n"},
+            "",
+            "asks for Rust nightly-2023-01-01",
+        ),
+        (
+            {
+                "rust-toolchain.toml": '[toolchain]\nchannel = "nightly"\n',
+                "src/lib.rs": "#![feature(test)]\npub fn f() {}\n",
+            },
+            "src/lib.rs enables unstable features",
+            "",
+        ),
+    ],
+)
+def test_rust_toolchain_file(
+    make_repo: MakeRepo, files: dict[str, str], problem: str, note: str
+) -> None:
+    repo = make_repo({"Cargo.toml": CARGO, **files})
+    d = detect(repo)
+    assert problem in d.reason and d.supported == (not problem)
+    if note:
+        assert any(note in n for n in d.notes), d.notes
+        recipe = make_recipe(repo, d)
+        assert recipe.env["RUSTUP_TOOLCHAIN"] == "1.80.1"
+
+
+@pytest.mark.parametrize(
+    ("channel", "installed"),
+    [
+        ("1.70.0", "1.70.0"),
+        ("nightly-2023-01-01", "nightly-2023-01-01"),
+        ("nightly", "nightly-2023-05-01"),  # floating nightly: as of the commit's day
+        ("stable", None),
+    ],
+)
+def test_rust_toolchain_installed_when_rustup_is_reachable(
+    make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch, channel: str, installed: str | None
+) -> None:
+    monkeypatch.setattr(
+        rust, "reachable", lambda host, port=443, timeout=3.0: host == rust.RUSTUP_HOST
+    )
+    toolchain = f'[toolchain]\nchannel = "{channel}"\ncomponents = ["rust-src"]\n'
+    repo = make_repo({"Cargo.toml": CARGO, "rust-toolchain.toml": toolchain})
+    d = detect(repo, commit=CommitInfo("2023-05-01T10:00:00Z"))
+    assert d.supported, d.reason
+    recipe = make_recipe(repo, d)
+    if installed is None:
+        assert recipe.env["RUSTUP_TOOLCHAIN"] == "1.80.1" and "rustup" not in recipe.dockerfile
+        return
+    assert recipe.env["RUSTUP_TOOLCHAIN"] == installed
+    lines = recipe.dockerfile.splitlines()
+    install = next(i for i, ln in enumerate(lines) if ln.startswith("RUN rustup toolchain"))
+    assert f"install {installed} --profile minimal --component rust-src" in " ".join(
+        lines[install : install + 2]
+    )
+    assert install < lines.index("COPY repo/ /workspace/")
+
+
+def test_rust_version_above_host(make_repo: MakeRepo) -> None:
+    d = detect(make_repo({"Cargo.toml": CARGO + 'rust-version = "1.82"\n'}))
+    assert not d.supported and "needs Rust 1.82 (rust-version)" in d.reason
+
+
+def test_rust_without_lockfile_resolves_as_of_the_commit(
+    make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rust, "reachable", lambda host, port=443, timeout=3.0: True)
+    repo = make_repo({"Cargo.toml": CARGO + '\n[dependencies]\nitoa = "1"\n', "src/lib.rs": ""})
+    date = "2023-05-01T10:00:00Z"
+    d = detect(repo, commit=CommitInfo(date))
+    recipe = make_recipe(repo, d)
+    lines = recipe.dockerfile.splitlines()
+    pin = next(i for i, ln in enumerate(lines) if "generate-lockfile" in ln)
+    assert re.search(rf"--publish-time \\\s+{date}$", "\n".join(lines[pin : pin + 2]))
+    assert pin < next(i for i, ln in enumerate(lines) if ln == "RUN cargo fetch")
+    with_lock = make_repo(
+        {"Cargo.toml": CARGO + '\n[dependencies]\nitoa = "1"\n', "Cargo.lock": "", "src/lib.rs": ""}
+    )
+    assert (
+        "generate-lockfile"
+        not in make_recipe(with_lock, detect(with_lock, commit=CommitInfo(date))).dockerfile
+    )
+
+
 def test_rust_toolchain_missing(make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rust, "host_cargo", lambda: None)
     d = detect(make_repo({"Cargo.toml": CARGO}))
@@ -220,10 +319,30 @@ def test_go_stdlib_only(make_repo: MakeRepo) -> None:
     d = detect(repo)
     assert (d.language, d.runner, d.base_image, d.supported) == ("go", "go", "golang:1.19", True)
     recipe = make_recipe(repo, d)
-    assert recipe.test_command == f"{go.GO} test -v ./..."
+    assert recipe.test_command == f"{go.GO} test -json -vet=off ./..."
     assert recipe.env["GOPROXY"] == "off"
     assert recipe.test_command_for(["TestA/sub", "example.com/demo/x::TestB"]) == (
-        f"{go.GO} test -v -run '^(TestA|TestB)$' ./..."
+        f"{go.GO} test -json -vet=off -run '^(TestA|TestB)$' ./..."
+    )
+
+
+def test_go_ci_tags_and_toolchain_line(make_repo: MakeRepo) -> None:
+    workflow = (
+        "jobs:\n  test:\n    steps:\n      - run: go test -race -tags=integration,slow ./...\n"
+    )
+    repo = make_repo(
+        {
+            "go.mod": GOMOD + "\ntoolchain go1.21.4\n",
+            ".github/workflows/ci.yml": workflow,
+        }
+    )
+    d = detect(repo)
+    assert d.supported and d.native is not None and d.native.tags == "integration,slow"
+    assert any("toolchain go1.21.4" in n and "GOTOOLCHAIN=local" in n for n in d.notes)
+    recipe = make_recipe(repo, d)
+    assert recipe.test_command == f"{go.GO} test -json -vet=off -tags=integration,slow ./..."
+    assert "RUN go test -count=1 -vet=off -tags=integration,slow -run '^$' ./..." in (
+        recipe.dockerfile
     )
 
 

@@ -175,7 +175,8 @@ def _detect_native(
     commit: CommitInfo | None,
     notes: list[str],
 ) -> Detection:
-    native = detect_rust(repo_dir) if language == "rust" else detect_go(repo_dir)
+    date = commit.date if commit else None
+    native = (detect_rust if language == "rust" else detect_go)(repo_dir, date)
     minor = ".".join((native.toolchain_version or "").split(".")[:2])
     image = None
     if minor:

@@ -637,6 +637,12 @@ def _rust(image: str, tag: str, host: str) -> BaseImage:
             f'version = "12"\ndefault_toolchain = "{toolchain}"\nprofile = "default"\n'
         )
         link.tree(tc_dir, ru / "toolchains" / str(toolchain))
+        # The official image names its toolchain by version: RUSTUP_TOOLCHAIN=<version> (how
+        # recipes override a repository's rust-toolchain file) must find it here too.
+        triple = str(toolchain).split("-", 1)[1] if "-" in str(toolchain) else ""
+        by_version = ru / "toolchains" / (f"{version}-{triple}" if triple else version)
+        if not by_version.exists():
+            by_version.symlink_to(str(toolchain))
         for d in (local / "cargo", ru):
             for p in [d, *d.rglob("*")]:
                 if p.is_dir() and not p.is_symlink():
@@ -652,6 +658,8 @@ def _rust(image: str, tag: str, host: str) -> BaseImage:
             "PATH": "/usr/local/cargo/bin:" + DEFAULT_PATH,
             "RUST_VERSION": version,
         },
-        fingerprint=_fingerprint("rust", str(tc_dir), version, st.st_size, st.st_mtime_ns, host),
+        fingerprint=_fingerprint(
+            "rust", str(tc_dir), version, st.st_size, st.st_mtime_ns, host, "by-version"
+        ),
         populate=populate,
     )

@@ -54,6 +54,17 @@ class NativeProject:
     fetch: bool = False
     """Dependencies are downloaded in the dependency layer (registry reachable)."""
     manifests: list[str] = field(default_factory=list)
+    override: bool = False
+    """The repository pins a toolchain (``rust-toolchain(.toml)``, go.mod ``toolchain``) that the
+    host's stands for."""
+    install: str | None = None
+    """A toolchain installed at build time (rustup channel) instead of the host's."""
+    components: list[str] = field(default_factory=list)
+    """Toolchain components installed with it (``rust-src`` …)."""
+    tags: str | None = None
+    """Go build tags the CI's ``go test`` passes."""
+    lock_date: str | None = None
+    """Resolve unpinned dependencies as published by this date (RFC 3339; None: not needed)."""
     notes: list[str] = field(default_factory=list)
     problem: str = ""
 

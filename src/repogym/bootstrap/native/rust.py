@@ -11,9 +11,15 @@ from typing import Any
 
 from repogym.bootstrap._files import read_text, read_toml
 from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
-from repogym.bootstrap.native.project import NativeProject, reachable, tool_version
+from repogym.bootstrap.native.project import (
+    NativeProject,
+    reachable,
+    tool_version,
+    version_tuple,
+)
 
 CRATES_HOST = "index.crates.io"
+RUSTUP_HOST = "static.rust-lang.org"
 # Commands run through `bash -lc`, and a login shell resets PATH (Debian's /etc/profile), which
 # drops the images' ENV PATH entries for the toolchains: name their folders explicitly.
 CARGO = 'PATH="${CARGO_HOME:-/usr/local/cargo}/bin:$PATH" cargo'
@@ -65,7 +71,103 @@ def _cargo_external(repo: Path) -> list[str]:
     return sorted(external)
 
 
-def detect_rust(repo: Path) -> NativeProject:
+def _toolchain_file(repo: Path) -> tuple[str, str, list[str]] | None:
+    """``(file, channel, components)`` of a ``rust-toolchain(.toml)`` override file."""
+    for name in ("rust-toolchain.toml", "rust-toolchain"):
+        text = read_text(repo / name)
+        if text is None:
+            continue
+        data, _ = read_toml(repo / name)
+        table = (data or {}).get("toolchain")
+        if isinstance(table, dict):
+            components = table.get("components")
+            return (
+                name,
+                str(table.get("channel") or ""),
+                [str(c) for c in components] if isinstance(components, list) else [],
+            )
+        return name, text.strip().splitlines()[0].strip() if text.strip() else "", []
+    return None
+
+
+def _rust_version(repo: Path) -> str | None:
+    """The minimum Rust a package or workspace declares (``rust-version``)."""
+    data, _ = read_toml(repo / "Cargo.toml")
+    for table in ((data or {}).get("package"), (data or {}).get("workspace", {}).get("package")):
+        if isinstance(table, dict) and isinstance(table.get("rust-version"), str):
+            return str(table["rust-version"])
+    return None
+
+
+def _nightly_features(repo: Path) -> str | None:
+    """The first crate root that enables unstable features (``#![feature(…)]``)."""
+    roots = [repo / "src" / "lib.rs", repo / "src" / "main.rs"]
+    roots += sorted(repo.glob("*/src/lib.rs"))[:50]
+    for root in roots:
+        if re.search(r"^\s*#!\[feature\(", read_text(root) or "", re.M):
+            return str(root.relative_to(repo))
+    return None
+
+
+def _pinned_channel(channel: str, commit_date: str | None) -> str | None:
+    """The exact toolchain a ``rust-toolchain`` channel names (``1.70.0``, ``1.70``,
+    ``nightly-2023-01-01``; floating ``nightly`` as of the commit's day); None for ``stable``,
+    ``beta`` and whatever else does not name one."""
+    if re.fullmatch(r"\d+\.\d+(\.\d+)?|nightly-\d{4}-\d{2}-\d{2}", channel):
+        return channel
+    if channel == "nightly" and commit_date:
+        return f"nightly-{commit_date[:10]}"
+    return None
+
+
+def _toolchain_problem(repo: Path, project: NativeProject, commit_date: str | None) -> str:
+    """Why no toolchain can stand for the one the repository asks for ("" when one can).
+
+    A ``rust-toolchain(.toml)`` that pins a release or a nightly (a floating ``nightly`` is
+    taken as of the commit's day) is installed with rustup at build time when rustup's
+    server is reachable; otherwise the host's toolchain stands for it. Either way the
+    recipe names the toolchain in ``RUSTUP_TOOLCHAIN`` and the choice is noted."""
+    host = project.toolchain_version or "0"
+    override = _toolchain_file(repo)
+    name, channel, components = override or ("", "", [])
+    pinned = _pinned_channel(channel, commit_date) if override else None
+    if pinned and reachable(RUSTUP_HOST):
+        project.override = True
+        project.install = pinned
+        project.components = [c for c in components if re.fullmatch(r"[\w-]+", c)]
+        project.notes.append(
+            f"{name} asks for Rust {channel}: toolchain {pinned} installed with rustup at build"
+            " time" + (f" (with {', '.join(project.components)})" if project.components else "")
+        )
+        return ""
+    wanted = _rust_version(repo)
+    if wanted and version_tuple(wanted) > version_tuple(host):
+        return f"Cargo.toml needs Rust {wanted} (rust-version); the host has Rust {host}"
+    if override is None:
+        return ""
+    project.override = True
+    if channel.startswith("nightly") or channel == "beta":
+        unstable = _nightly_features(repo)
+        if unstable:
+            return (
+                f"{name} asks for Rust {channel} and {unstable} enables unstable features"
+                f" (#![feature]); the host has stable Rust {host} and rustup's server is not"
+                " reachable"
+            )
+    elif re.match(r"^\d+\.\d+", channel) and version_tuple(channel) > version_tuple(host):
+        return f"{name} asks for Rust {channel}; the host has Rust {host}"
+    extra = [c for c in components if c not in ("rustfmt", "clippy")]
+    project.notes.append(
+        f"{name} asks for Rust {channel or '(unnamed)'}"
+        + (f" with {', '.join(extra)}" if extra else "")
+        + f": the host's Rust {host} is used instead (RUSTUP_TOOLCHAIN)"
+    )
+    return ""
+
+
+def detect_rust(repo: Path, commit_date: str | None = None) -> NativeProject:
+    """A Cargo package or workspace; ``commit_date`` caps the crates a build without
+    ``Cargo.lock`` resolves to those published by then."""
     project = NativeProject("rust", manifests=["Cargo.toml"])
     if (repo / "Cargo.lock").is_file():
         project.manifests.append("Cargo.lock")
@@ -74,6 +176,9 @@ def detect_rust(repo: Path) -> NativeProject:
         project.problem = "Rust project, but no cargo/rustc on this host"
         return project
     project.toolchain, project.toolchain_version = tool
+    project.problem = _toolchain_problem(repo, project, commit_date)
+    if project.problem:
+        return project
     project.external = _cargo_external(repo)
     config = (read_text(repo / ".cargo/config.toml") or "") + (
         read_text(repo / ".cargo/config") or ""
@@ -88,6 +193,12 @@ def detect_rust(repo: Path) -> NativeProject:
     elif reachable(CRATES_HOST):
         project.fetch = True
         project.notes.append(f"{len(project.external)} crates fetched from crates.io at build time")
+        if "Cargo.lock" not in project.manifests and commit_date:
+            project.lock_date = commit_date
+            project.notes.append(
+                f"no Cargo.lock: crates resolved as published by {commit_date}"
+                " (cargo generate-lockfile --publish-time)"
+            )
     else:
         shown = ", ".join(project.external[:5]) + (" …" if len(project.external) > 5 else "")
         project.problem = (
@@ -103,6 +214,8 @@ def rust_recipe(project: NativeProject) -> Recipe:
     minor = ".".join((project.toolchain_version or "1").split(".")[:2])
     image = f"rust:{minor}-slim"
     env = {"CARGO_TERM_COLOR": "never", "CARGO_INCREMENTAL": "0"}
+    if project.override:
+        env["RUSTUP_TOOLCHAIN"] = project.install or project.toolchain_version or "stable"
     df = DockerfileWriter(
         f"repogym bootstrap recipe: rust {minor}, cargo test.\n"
         "Cargo needs the sources to resolve a workspace, so dependencies are fetched after them."
@@ -110,7 +223,17 @@ def rust_recipe(project: NativeProject) -> Recipe:
     df.from_(image)
     df.workdir(WORKDIR)
     df.env(env)
+    if project.install:
+        words = ["rustup", "toolchain", "install", project.install, "--profile", "minimal"]
+        words += [w for c in project.components for w in ("--component", c)]
+        df.run([*words, "--no-self-update"])
     df.copy(["repo/"], f"{WORKDIR}/")
+    if project.lock_date:
+        # --publish-time is unstable in cargo: RUSTC_BOOTSTRAP lets a stable cargo use it.
+        df.run(
+            ["env", "RUSTC_BOOTSTRAP=1", "cargo", "generate-lockfile", "-Zunstable-options"]
+            + ["--publish-time", project.lock_date]
+        )
     if project.fetch:
         df.run(["cargo", "fetch"])
     df.run(["cargo", "test", "--offline", "--no-run"])
