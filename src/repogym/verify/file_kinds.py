@@ -10,7 +10,10 @@ from repogym.shipped.testfiles import is_test_path
 #: Mutation operators, in the order candidates of one line are listed.
 KINDS = ("hunk_revert", "drop_statement", "negate_condition", "replace_return")
 #: Extensions of the files :func:`default_is_code` accepts.
-CODE_EXTENSIONS = (".py", ".js", ".cjs", ".mjs", ".jsx", ".ts", ".tsx", ".mts", ".cts")
+CODE_EXTENSIONS = (
+    *(".py", ".js", ".cjs", ".mjs", ".jsx", ".ts", ".tsx", ".mts", ".cts"),
+    *(".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"),
+)
 PY_EXT = (".py", ".pyi")
 JS_EXT = (".js", ".cjs", ".mjs")
 NODE_TIMEOUT = 60.0

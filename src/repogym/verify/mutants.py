@@ -49,7 +49,9 @@ must ``compile()`` on the host — checked only when the gold post-image itself 
 file) — and a ``.js``/``.cjs``/``.mjs`` mutant must pass ``node --check`` in the module
 system under which the gold passes (no check without ``node`` on PATH; when the gold passes in
 neither, the file is not plain JavaScript — JSX, Flow — and gets ``hunk_revert`` only).
-TypeScript and JSX files (``.ts .tsx .jsx .mts .cts``) get ``hunk_revert`` only.
+TypeScript and JSX files (``.ts .tsx .jsx .mts .cts``) get ``hunk_revert`` only. Go, Rust,
+Java and C/C++ files get ``hunk_revert`` and the ``negate_condition`` of
+:mod:`.mutation_braced`, which compiles by construction (no host compiler is asked).
 
 Odd input never raises: binary sections, renames without edits, mode-only changes, deleted
 files, files whose base cannot be read or does not match the gold's context are kept verbatim
@@ -89,6 +91,7 @@ from repogym.verify.hunks import (
     render_file,
     renumber,
 )
+from repogym.verify.mutation_braced import BRACED_EXT, braced_candidates
 from repogym.verify.mutation_sites import Site, js_candidates, line_contents, py_candidates, snippet
 
 __all__ = [
@@ -207,6 +210,8 @@ def _syntax_filter(
                 continue
             for i, ok_i in zip(todo, checked, strict=True):
                 keep[i] = keep[i] and ok_i
+        elif lang == "braced":
+            continue  # negate_condition compiles wherever the gold does (see mutation_braced)
         else:
             for i in line_ops:
                 keep[i] = False
@@ -222,6 +227,8 @@ def _lang(path: str) -> str:
         return "py"
     if low.endswith(JS_EXT):
         return "js"
+    if low.endswith(BRACED_EXT):
+        return "braced"
     return ""
 
 
@@ -273,6 +280,8 @@ def _candidates(f: PatchedFile, revert_ok: bool, *, lines: bool = True) -> list[
         line_cands = py_candidates(line_contents(f.gold), added)
     elif lang == "js":
         line_cands = js_candidates(line_contents(f.gold), added)
+    elif lang == "braced":
+        line_cands = braced_candidates(line_contents(f.gold), added, f.fp.path)
     order = {k: i for i, k in enumerate(KINDS)}
     line_cands.sort(key=lambda c: (c.line, order.get(c.kind, len(order))))
     for c in line_cands:
