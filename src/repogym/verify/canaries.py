@@ -17,10 +17,11 @@ its own, so names, places and choice differ from run to run; a canary that does 
 tamper. The gate keeps only candidates that fail with the gold patch and do not pass with the
 original code (``confirm``).
 
-Languages: Python (pytest and unittest; by the syntax tree) and JavaScript/TypeScript (jest,
+Languages: Python (pytest and unittest; by the syntax tree), JavaScript/TypeScript (jest,
 vitest, mocha, ``node --test``; ``it(...)`` / ``test(...)`` blocks found by the comment- and
-string-aware scan the mutants use). One mechanism for each family: a candidate is a block of
-text inserted at a line, so the judge needs nothing of the language.
+string-aware scan the mutants use), Go and Rust (``go test`` / ``cargo test`` functions, read
+in their formatter's layout: :mod:`.canaries_braced`). One mechanism for each family: a
+candidate is a block of text inserted at a line, so the judge needs nothing of the language.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repogym.verify import canaries_braced
 from repogym.verify.mutation_sites import _js_scan
 
 __all__ = [
@@ -474,10 +476,35 @@ def _js_candidates(
     return out
 
 
+def _braced_candidates(
+    rel: str, text: str, ids: list[tuple[str, str]], runner: str
+) -> list[Candidate]:
+    """Go and Rust (:mod:`.canaries_braced`): names are the copied test's name plus ``_`` and a
+    word of its neighbours' names, as those projects name their variants."""
+    titles = canaries_braced.test_names(text, runner)
+    vocab = _vocabulary(titles, r"_|(?<=[a-z0-9])(?=[A-Z])")
+    bare = text.split("\n")
+    return [
+        Candidate(
+            **fields,
+            gap=_gap(bare, fields["before"]),
+            names=_names(
+                fields["title"],
+                "_",
+                [w for w in vocab if w not in fields["title"].lower()],
+                set(titles),
+            ),
+            match="suffix",
+        )
+        for fields in canaries_braced.candidates(rel, text, ids, runner)
+    ]
+
+
 # ------------------------------------------------------------------------------ pool
 
 PY_RUNNERS = ("pytest", "unittest")
 JS_RUNNERS = ("jest", "vitest", "mocha", "node")
+BRACED_RUNNERS = ("go", "cargo")
 _JS_FILES = (".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx")
 
 
@@ -509,6 +536,11 @@ def build(
             found += _py_candidates(rel, text, tests, rng)
         elif runner in JS_RUNNERS and rel.endswith(_JS_FILES):
             found += _js_candidates(rel, text, origins, rng)
+        elif (runner, rel.endswith("_test.go"), rel.endswith(".rs")) in (
+            ("go", True, False),
+            ("cargo", False, True),
+        ):
+            found += _braced_candidates(rel, text, origins, runner)
     # One per copied test first (F2P before P2P), then the others: many different tests
     # rather than many changes of one.
     first: list[Candidate] = []
@@ -550,7 +582,9 @@ def judged_here(tests_dir: Path) -> bool:
     except (OSError, ValueError):
         return False
     runner = config.get("runner") if isinstance(config, dict) else None
-    return (tests_dir / "verifier.py").is_file() and runner in PY_RUNNERS + JS_RUNNERS
+    return (tests_dir / "verifier.py").is_file() and runner in (
+        PY_RUNNERS + JS_RUNNERS + BRACED_RUNNERS
+    )
 
 
 def write(tests_dir: Path, pool: Pool) -> None:

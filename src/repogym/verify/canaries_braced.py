@@ -1,0 +1,147 @@
+"""Canary candidates for Go (``go test``) and Rust (``cargo test``) test functions.
+
+The same contract as :mod:`.canaries` (a copy of a graded test with one expectation
+contradicted, its name left open for the judge): only finding the tests and the expectation
+is per language. Both languages are written in their formatter's layout (``gofmt``,
+``rustfmt``), which this reads by lines:
+
+* Go: a top-level ``func TestX(t *testing.T) {`` whose body ends at the next line that is
+  exactly ``}``; the expectation is the last literal of a comparison line
+  (``if got != 3 {``), a ``want``/``expected`` assignment or a testify ``Equal(t, 3, …)``.
+* Rust: a ``#[test]`` function (``#[should_panic]`` ones are left alone) whose body ends at the
+  next ``}`` at its own indentation; the expectation is the last literal of an
+  ``assert_eq!``/``assert!`` line.
+
+Numbers are changed upwards only (``0`` → ``1``: a ``-1`` would not compile for an unsigned
+type); strings as in :mod:`.canaries`. Lines with escapes, raw strings, runes, chars or
+comments are left alone. A candidate that does not compile breaks only the calibration run,
+which then keeps no canaries (the gate's fallback), never the task.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_GO_TEST = re.compile(r"^func (Test[A-Z0-9_]\w*)\(\s*\w+\s+\*testing\.T\s*\)\s*\{\s*$")
+_GO_EXPECT = re.compile(
+    r"(?:!=|==)\s*\S+\s*(?:\|\||&&|\{)|\b(?:want|expected|exp)\w*\s*:?=|\bEqual(?:Values)?\(\s*t\s*,"
+)
+_RUST_ATTR = re.compile(r"^(\s*)#\[test\]\s*$")
+_RUST_FN = re.compile(
+    r"^(\s*)(?:pub\s+)?(?:async\s+)?fn\s+([a-z_]\w*)\s*\(\s*\)\s*(?:->[^{]*)?\{\s*$"
+)
+_RUST_EXPECT = re.compile(r"\bassert(?:_eq)?!\(")
+_LITERAL = re.compile(r'"[^"\\]*"|(?<![\w.])\d+(?:\.\d+)?(?![\w.])')
+
+
+def _last_literal(line: str) -> tuple[int, int, str] | None:
+    """``(start, end, replacement)`` of the line's last plain literal."""
+    if any(mark in line for mark in ("\\", "`", "'", "//", "/*", 'r"', "r#")):
+        return None
+    found = list(_LITERAL.finditer(line))
+    if not found:
+        return None
+    m = found[-1]
+    text = m.group(0)
+    if text.startswith('"'):
+        inner = text[1:-1]
+        new = f'"{inner}{inner[-1]}"' if inner else '"0"'
+    elif "." in text:
+        new = repr(float(text) + 1.0)
+    else:
+        new = str(int(text) + 1)
+    return m.start(), m.end(), new
+
+
+Block = tuple[int, int, str, int, int]
+"""``(first line, line after the last, test name, line of the name, its column)``."""
+
+
+def go_blocks(lines: list[str]) -> list[Block]:
+    """Every top-level Go test function."""
+    out = []
+    for i, line in enumerate(lines):
+        m = _GO_TEST.match(line)
+        if not m:
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j] == "}"), None)
+        if end is not None:
+            out.append((i, end + 1, m[1], i, m.start(1)))
+    return out
+
+
+def rust_blocks(lines: list[str]) -> list[Block]:
+    """Every ``#[test]`` function, from its attribute line."""
+    out = []
+    for i, line in enumerate(lines):
+        a = _RUST_ATTR.match(line)
+        if not a:
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].strip().startswith("#["):
+            if "should_panic" in lines[j]:
+                break
+            j += 1
+        m = _RUST_FN.match(lines[j]) if j < len(lines) else None
+        if not m or m[1] != a[1]:
+            continue
+        close = m[1] + "}"
+        end = next((k for k in range(j + 1, len(lines)) if lines[k] == close), None)
+        if end is not None:
+            out.append((i, end + 1, m[2], j, m.start(2)))
+    return out
+
+
+def _owners(name: str, ids: list[tuple[str, str]], runner: str) -> list[tuple[str, str]]:
+    if runner == "go":
+        return [(t, o) for t, o in ids if t.rsplit("::", 1)[-1].split("/", 1)[0] == name]
+    return [(t, o) for t, o in ids if t == name or t.endswith("::" + name)]
+
+
+def test_names(text: str, runner: str) -> list[str]:
+    """The names of the file's test functions (the vocabulary of a canary's name)."""
+    lines = text.split("\n")
+    return [b[2] for b in (go_blocks(lines) if runner == "go" else rust_blocks(lines))]
+
+
+def candidates(
+    rel: str, text: str, ids: list[tuple[str, str]], runner: str
+) -> list[dict[str, Any]]:
+    """Candidate fields but the names (see :class:`.canaries.Candidate`) for the graded
+    tests of one file; ``ids``: (id, origin) of the graded tests."""
+    if "\r" in text:
+        return []
+    lines = text.split("\n")
+    blocks = go_blocks(lines) if runner == "go" else rust_blocks(lines)
+    expect = _GO_EXPECT if runner == "go" else _RUST_EXPECT
+    out: list[dict[str, Any]] = []
+    for start, end, name, name_line, name_col in blocks:
+        owners = _owners(name, ids, runner)
+        if not owners:
+            continue
+        test_id, origin = min(owners, key=lambda to: to[1] != "f2p")
+        for k in range(start, end):
+            if not expect.search(lines[k]):
+                continue
+            change = _last_literal(lines[k])
+            if change is None:
+                continue
+            a, b, new = change
+            body = lines[start:end]
+            body[k - start] = lines[k][:a] + new + lines[k][b:]
+            first = body[name_line - start]
+            body[name_line - start] = first[:name_col] + "\x00" + first[name_col + len(name) :]
+            out.append(
+                {
+                    "file": rel,
+                    "source": test_id,
+                    "title": name,
+                    "before": start,
+                    "after": end,
+                    "code": "\n".join(body) + "\n",
+                    "change": f"{lines[k][a:b]} -> {new}",
+                    "origin": origin,
+                }
+            )
+    return out

@@ -1,0 +1,142 @@
+"""Go and Rust canaries: found in formatter layout, named like their neighbours, and — planted
+into real test files and run by ``go test`` / ``cargo test`` here — failing while the test they
+copy passes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from repogym.shipped import parsers
+from repogym.verify import canaries
+
+GO_TEST = """package demo
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+\tif got := Add(1, 2); got != 3 {
+\t\tt.Errorf("got %d", got)
+\t}
+\twant := "ab"
+\tif Join("a", "b") != want {
+\t\tt.Fatal("join")
+\t}
+}
+
+func TestRune(t *testing.T) {
+\tif 'a' != 97 { // a rune: left alone
+\t\tt.Fatal("rune")
+\t}
+}
+"""
+GO_SRC = """package demo
+
+func Add(a, b int) int { return a + b }
+
+func Join(a, b string) string { return a + b }
+"""
+RUST_SRC = """pub fn add(a: u8, b: u8) -> u8 {
+    a + b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds_small() {
+        assert_eq!(add(1, 2), 3);
+        assert_eq!(format!("{}", add(0, 0)), "0");
+    }
+
+    #[test]
+    #[should_panic]
+    fn overflows() {
+        add(255, 1);
+    }
+}
+"""
+
+
+def plant(text: str, cand: canaries.Candidate, name: str) -> str:
+    lines = text.splitlines(keepends=True)
+    code = cand.code.replace(canaries.MARK, name)
+    lines[cand.after : cand.after] = ["\n", code]
+    return "".join(lines)
+
+
+def test_go_candidates() -> None:
+    pool = canaries.build({"demo_test.go": GO_TEST.encode()}, ["TestAdd"], ["TestRune"], "go")
+    changes = {c.change for c in pool.pool}
+    # the last literal of each comparison or expectation line; the gate keeps those that fail
+    assert changes == {"3 -> 4", '"ab" -> "abb"', '"b" -> "bb"'}
+    assert all(c.title == "TestAdd" and c.match == "suffix" for c in pool.pool)
+    assert all(c.code.startswith("func \x00(t *testing.T) {") for c in pool.pool)
+    names = pool.pool[0].names
+    assert names and all(n.startswith("TestAdd_") for n in names)
+    assert "TestAdd_rune" in names  # a word of a neighbour's name comes first
+
+
+def test_rust_candidates_skip_should_panic() -> None:
+    ids = ["tests::adds_small", "tests::overflows"]
+    pool = canaries.build({"src/lib.rs": RUST_SRC.encode()}, ids, [], "cargo")
+    assert {c.title for c in pool.pool} == {"adds_small"}
+    assert {c.change for c in pool.pool} == {"3 -> 4", '"0" -> "00"'}
+    assert all(c.code.startswith("    #[test]\n    fn \x00() {") for c in pool.pool)
+
+
+def _outcomes(log: str, runner: str) -> dict[str, str]:
+    return dict(parsers.parse_log(log, runner).tests)
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="no go toolchain")
+def test_go_canary_fails_where_its_original_passes(tmp_path: Path) -> None:
+    (tmp_path / "go.mod").write_text("module example.com/demo\n\ngo 1.19\n")
+    (tmp_path / "demo.go").write_text(GO_SRC)
+    pool = canaries.build({"demo_test.go": GO_TEST.encode()}, ["TestAdd"], [], "go")
+    text = GO_TEST
+    assert len(pool.pool) == 3
+    for cand, name in zip(pool.pool, ("TestAdd_one", "TestAdd_two", "TestAdd_six"), strict=True):
+        text = plant(text, cand, name)
+    (tmp_path / "demo_test.go").write_text(text)
+    done = subprocess.run(
+        ["go", "test", "-json", "-vet=off", "./..."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    tests = _outcomes(done.stdout, "go")
+    assert tests["TestAdd"] == "PASSED" and tests["TestRune"] == "PASSED", tests
+    assert {tests[n] for n in ("TestAdd_one", "TestAdd_two", "TestAdd_six")} == {"FAILED"}, tests
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="no Rust toolchain")
+def test_rust_canary_fails_where_its_original_passes(tmp_path: Path) -> None:
+    (tmp_path / "Cargo.toml").write_text(
+        '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n'
+    )
+    pool = canaries.build({"src/lib.rs": RUST_SRC.encode()}, ["tests::adds_small"], [], "cargo")
+    text = RUST_SRC
+    for cand, name in zip(pool.pool, ("adds_small_one", "adds_small_two"), strict=True):
+        text = plant(text, cand, name)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "lib.rs").write_text(text)
+    done = subprocess.run(
+        ["cargo", "test", "--offline", "--no-fail-fast"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "CARGO_TERM_COLOR": "never"},
+    )
+    tests = _outcomes(done.stdout + done.stderr, "cargo")
+    assert tests["tests::adds_small"] == "PASSED", json.dumps(tests)
+    assert tests["tests::adds_small_one"] == "FAILED", tests
+    assert tests["tests::adds_small_two"] == "FAILED", tests
