@@ -319,10 +319,11 @@ def test_go_stdlib_only(make_repo: MakeRepo) -> None:
     d = detect(repo)
     assert (d.language, d.runner, d.base_image, d.supported) == ("go", "go", "golang:1.19", True)
     recipe = make_recipe(repo, d)
-    assert recipe.test_command == f"{go.GO} test -json -vet=off ./..."
+    assert recipe.test_command == f"{go.GO} test -json -count=1 -vet=off ./..."
+    assert recipe.env["GOCACHE"] == go.GOCACHE
     assert recipe.env["GOPROXY"] == "off"
     assert recipe.test_command_for(["TestA/sub", "example.com/demo/x::TestB"]) == (
-        f"{go.GO} test -json -vet=off -run '^(TestA|TestB)$' ./..."
+        f"{go.GO} test -json -count=1 -vet=off -run '^(TestA|TestB)$' ./..."
     )
 
 
@@ -340,8 +341,10 @@ def test_go_ci_tags_and_toolchain_line(make_repo: MakeRepo) -> None:
     assert d.supported and d.native is not None and d.native.tags == "integration,slow"
     assert any("toolchain go1.21.4" in n and "GOTOOLCHAIN=local" in n for n in d.notes)
     recipe = make_recipe(repo, d)
-    assert recipe.test_command == f"{go.GO} test -json -vet=off -tags=integration,slow ./..."
-    assert "RUN go test -count=1 -vet=off -tags=integration,slow -run '^$' ./..." in (
+    assert recipe.test_command == (
+        f"{go.GO} test -json -count=1 -vet=off -tags=integration,slow ./..."
+    )
+    assert "RUN go test -vet=off -tags=integration,slow -count=1 -run '^$' ./..." in (
         recipe.dockerfile
     )
 

@@ -12,6 +12,8 @@ from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
 from repogym.bootstrap.native.project import NativeProject, reachable, tool_version, version_tuple
 
 GOPROXY_HOST = "proxy.golang.org"
+GOCACHE = "/go/cache"
+"""The build cache, under the image's ``GOPATH`` (``/go``, open to every user)."""
 # Commands run through `bash -lc`, and a login shell resets PATH (Debian's /etc/profile), which
 # drops the images' ENV PATH entries for the toolchains: name their folders explicitly.
 GO = 'PATH="/usr/local/go/bin:$PATH" go'
@@ -113,7 +115,11 @@ def go_recipe(project: NativeProject) -> Recipe:
         raise ValueError(project.problem)
     minor = ".".join((project.toolchain_version or "1").split(".")[:2])
     image = f"golang:{minor}"
-    env = {"GOTOOLCHAIN": "local", "GOFLAGS": "-mod=vendor" if project.vendored else "-mod=mod"}
+    env = {
+        "GOTOOLCHAIN": "local",
+        "GOFLAGS": "-mod=vendor" if project.vendored else "-mod=mod",
+        "GOCACHE": GOCACHE,
+    }
     if not project.fetch:
         env["GOPROXY"] = "off"
     df = DockerfileWriter(
@@ -130,7 +136,13 @@ def go_recipe(project: NativeProject) -> Recipe:
     # Vet is off: each Go release's vet rejects test code older ones accepted (a commit's tests
     # are judged by the compiler and the tests, not by today's vet).
     flags = ["-vet=off"] + ([f"-tags={project.tags}"] if project.tags else [])
-    df.run(["go", "test", "-count=1", *flags, "-run", "'^$'", "./..."])
+    # The build cache is warmed here and left writable for the test runs (which run as
+    # another user with a home of their own): without it every run compiles the standard
+    # library and the dependencies again. Runs are never served from its test results
+    # (-count=1).
+    df.run(["go", "test", *flags, "-count=1", "-run", "'^$'", "./..."])
+    df.run(["chmod", "-R", "a+rwX", GOCACHE])
+    flags.insert(0, "-count=1")
     flag_text = " ".join(flags)
     return Recipe(
         language="go",

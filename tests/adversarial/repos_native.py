@@ -1,0 +1,109 @@
+"""Small repositories in compiled languages for the attack suites, built in code."""
+
+from __future__ import annotations
+
+from tests.sources.conftest import GitRepo
+
+GO_MOD = "module example.com/money\n\ngo 1.19\n"
+GO_MONEY_V1 = """package money
+
+import (
+\t"strconv"
+\t"strings"
+)
+
+// ParseAmount reads "12.34" as 1234 cents.
+func ParseAmount(text string) (int, error) {
+\twhole, frac, _ := strings.Cut(strings.TrimSpace(text), ".")
+\tw, err := strconv.Atoi(whole)
+\tif err != nil {
+\t\treturn 0, err
+\t}
+\tf := 0
+\tif frac != "" {
+\t\tif f, err = strconv.Atoi(frac); err != nil {
+\t\t\treturn 0, err
+\t\t}
+\t}
+\treturn w*100 + f, nil
+}
+
+// FormatAmount writes 1234 cents as "12.34".
+func FormatAmount(cents int) string {
+\treturn strconv.Itoa(cents/100) + "." + pad(cents%100)
+}
+
+func pad(n int) string {
+\tif n < 10 {
+\t\treturn "0" + strconv.Itoa(n)
+\t}
+\treturn strconv.Itoa(n)
+}
+"""
+# The fix: thousands separators ("1,234.50") are accepted.
+GO_MONEY_V2 = GO_MONEY_V1.replace(
+    '\twhole, frac, _ := strings.Cut(strings.TrimSpace(text), ".")\n',
+    "\ttext = strings.TrimSpace(text)\n"
+    '\tif strings.Contains(text, ",") {\n'
+    '\t\ttext = strings.ReplaceAll(text, ",", "")\n'
+    "\t}\n"
+    '\twhole, frac, _ := strings.Cut(text, ".")\n',
+)
+GO_TEST_V1 = """package money
+
+import "testing"
+
+func TestParsePlain(t *testing.T) {
+\tgot, err := ParseAmount("12.34")
+\tif err != nil || got != 1234 {
+\t\tt.Fatalf("got %d, %v", got, err)
+\t}
+}
+
+func TestParseWhole(t *testing.T) {
+\tif got, _ := ParseAmount("7"); got != 700 {
+\t\tt.Fatalf("got %d", got)
+\t}
+}
+
+func TestFormat(t *testing.T) {
+\tif got := FormatAmount(1205); got != "12.05" {
+\t\tt.Fatalf("got %q", got)
+\t}
+}
+
+func TestFormatWhole(t *testing.T) {
+\tif got := FormatAmount(300); got != "3.00" {
+\t\tt.Fatalf("got %q", got)
+\t}
+}
+"""
+GO_TEST_V2 = (
+    GO_TEST_V1
+    + """
+func TestParseThousands(t *testing.T) {
+\tgot, err := ParseAmount("1,234.50")
+\tif err != nil || got != 123450 {
+\t\tt.Fatalf("got %d, %v", got, err)
+\t}
+}
+
+func TestParseMillions(t *testing.T) {
+\tif got, _ := ParseAmount("2,000,000"); got != 200000000 {
+\t\tt.Fatalf("got %d", got)
+\t}
+}
+"""
+)
+
+
+def go_money_repo(repo: GitRepo) -> GitRepo:
+    """A Go module whose second commit accepts thousands separators, with two new tests."""
+    repo.write("go.mod", GO_MOD)
+    repo.write("money.go", GO_MONEY_V1)
+    repo.write("money_test.go", GO_TEST_V1)
+    repo.commit("Money amounts")
+    repo.write("money.go", GO_MONEY_V2)
+    repo.write("money_test.go", GO_TEST_V2)
+    repo.commit('Accept thousands separators in ParseAmount\n\n"1,234.50" was rejected.\n')
+    return repo
