@@ -6,8 +6,9 @@ negation — ``if C {`` → ``if !(C) {`` (Go, Rust), ``if (C)`` → ``if (!(C))
 ``} else if`` too). A condition is negated only when it is whole on its line and plainly a
 boolean expression: Go ``if`` lines with an init statement (``;``), Rust ``if let`` /
 ``while let``, C++ ``if constexpr`` and declarations in a condition (``if (auto x = f())``,
-``if (init; cond)``), and lines with string or character literals or comments, are left
-alone. ``hunk_revert`` applies to these files as to any code file (:mod:`.mutants`).
+``if (init; cond)``), and lines with comments, character or raw literals, or brackets inside
+strings, are left alone. ``hunk_revert`` applies to these files as to any code file
+(:mod:`.mutants`).
 """
 
 from __future__ import annotations
@@ -29,9 +30,15 @@ _PAREN = re.compile(r"^(?P<lead>\s*(?:\}\s*else\s+)?(?:if|while)\s*)\(")
 _ASSIGN = re.compile(r"(?<![=!<>])=(?!=)")
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
 def _plain(line: str) -> bool:
-    """No literal or comment that could hide a bracket or a keyword."""
-    return not any(mark in line for mark in ('"', "'", "`", "//", "/*"))
+    """No comment, character or raw literal that could hide a bracket or a keyword, and no
+    bracket inside a double-quoted string."""
+    if any(mark in line for mark in ("'", "`", "//", "/*", 'r"', "r#")):
+        return False
+    return not any(set(m.group(0)) & set("(){}") for m in _STRING.finditer(line))
 
 
 def _bare_site(content: str, rust: bool) -> str | None:
