@@ -14,6 +14,13 @@ reset what an agent did to the tests. Test infrastructure is:
   ``.mocharc*``, ``.babelrc*``, ``.cargo/``; build configs a replayed pre-test build reads
   (``tsconfig*.json``, rollup/webpack/tsup/esbuild configs, ``.swcrc``): tests that run from a
   build's output must not be rebuilt by the agent's own build rules;
+* the build definitions of compiled languages, which decide what code runs when the tests are
+  built and run, beside the code under test: ``Cargo.toml``/``Cargo.lock``, ``build.rs``
+  (a build script runs before any test), ``rust-toolchain*``, ``go.mod``/``go.sum``/
+  ``go.work`` (a ``replace`` into the tree would swap a test dependency), ``pom.xml``,
+  ``.mvn/`` (core extensions), ``META-INF/services/`` registrations (test listeners and
+  extensions found by the service loader), Gradle build and settings scripts,
+  ``CMakeLists.txt``, ``*.cmake`` and CMake presets (test definitions), ``meson.build``;
 * interpreter start-up hooks: ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``, installed
   metadata (``*.egg-info``, ``*.dist-info``, ``*.egg-link``), and modules at the top of the tree
   (or of ``src/``) named like the test runner (``pytest``, ``_pytest``, ``pluggy``, ``py``,
@@ -51,6 +58,26 @@ CONFIG_NAMES = frozenset(
         "setupTests.ts",
         "sitecustomize.py",
         "usercustomize.py",
+        # compiled languages: what decides how the tests are built and run
+        "Cargo.toml",
+        "Cargo.lock",
+        "build.rs",
+        "rust-toolchain",
+        "rust-toolchain.toml",
+        "go.mod",
+        "go.sum",
+        "go.work",
+        "go.work.sum",
+        "pom.xml",
+        "build.gradle",
+        "build.gradle.kts",
+        "settings.gradle",
+        "settings.gradle.kts",
+        "CMakeLists.txt",
+        "CMakePresets.json",
+        "CTestCustom.cmake",
+        "meson.build",
+        "meson_options.txt",
     }
 )
 CONFIG_RE = re.compile(
@@ -89,7 +116,13 @@ def is_infra(path: str) -> bool:
     name = parts[-1]
     if name in CONFIG_NAMES or CONFIG_RE.match(name):
         return True
-    if ".cargo" in parts[:-1] or any(META_DIR_RE.match(p) for p in parts[:-1]):
+    if (
+        ".cargo" in parts[:-1]
+        or ".mvn" in parts[:-1]
+        or any(META_DIR_RE.match(p) for p in parts[:-1])
+    ):
+        return True
+    if "META-INF" in parts[:-1] and "services" in parts[:-1] or name.endswith(".cmake"):
         return True
     top = parts[1:] if parts[0] == "src" and len(parts) > 1 else parts
     head = top[0][:-3] if len(top) == 1 and top[0].endswith(".py") else top[0]

@@ -147,6 +147,17 @@ RUNNER_CONFIG = (
     "**/.babelrc*",
     "**/.cargo",
 )
+BUILD_DEFINITIONS = (
+    "**/{Cargo.toml,Cargo.lock,build.rs,rust-toolchain,rust-toolchain.toml}",
+    "**/{go.mod,go.sum,go.work,go.work.sum}",
+    "**/{pom.xml,.mvn}",
+    "**/META-INF/services",
+    "**/{build.gradle,build.gradle.kts,settings.gradle,settings.gradle.kts}",
+    "**/{CMakeLists.txt,CMakePresets.json,*.cmake}",
+    "**/{meson.build,meson_options.txt}",
+)
+"""Compiled languages' build definitions: what runs when the tests are built and run (see
+:mod:`repogym.shipped.infra`, which holds them to the same rule in the task)."""
 START_UP_HOOKS = (
     "**/sitecustomize.py",
     "**/usercustomize.py",
@@ -170,4 +181,4 @@ ARTEFACTS = (
     "**/.tox",
     "**/.nox",
 )
-RUNTIME_PROTECTED = TEST_PATHS + RUNNER_CONFIG + START_UP_HOOKS + ARTEFACTS
+RUNTIME_PROTECTED = TEST_PATHS + RUNNER_CONFIG + BUILD_DEFINITIONS + START_UP_HOOKS + ARTEFACTS
