@@ -22,7 +22,7 @@ from repogym.spec import GenerationInput
 from repogym.taskdir import Task, load_task
 from repogym.workflows import generate
 from tests.adversarial.repos import ledger_repo, slugs_repo
-from tests.adversarial.repos_native import go_money_repo
+from tests.adversarial.repos_native import go_money_repo, rust_money_repo
 from tests.sources.conftest import GitRepo, pin_git_env
 
 
@@ -123,5 +123,14 @@ def gomoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """A Go module's task (go test on the host's Go, mapped from ``golang:*``)."""
     tmp = tmp_path_factory.mktemp("gomoney")
     task = _generate(tmp, "gomoney", go_money_repo, {"mutants": 2})
+    yield _target(task)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def rustmoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """A crate's task (cargo test on the host's Rust, mapped from ``rust:*``)."""
+    tmp = tmp_path_factory.mktemp("rustmoney")
+    task = _generate(tmp, "rustmoney", rust_money_repo, {"mutants": 2})
     yield _target(task)
     shutil.rmtree(tmp, ignore_errors=True)

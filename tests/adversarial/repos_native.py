@@ -107,3 +107,74 @@ def go_money_repo(repo: GitRepo) -> GitRepo:
     repo.write("money_test.go", GO_TEST_V2)
     repo.commit('Accept thousands separators in ParseAmount\n\n"1,234.50" was rejected.\n')
     return repo
+
+
+CARGO_TOML = '[package]\nname = "money"\nversion = "0.1.0"\nedition = "2021"\n'
+RUST_MONEY_V1 = """/// Reads "12.34" as 1234 cents.
+pub fn parse_amount(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    let w: i64 = whole.parse().ok()?;
+    let f: i64 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    Some(w * 100 + f)
+}
+
+/// Writes 1234 cents as "12.34".
+pub fn format_amount(cents: i64) -> String {
+    format!("{}.{:02}", cents / 100, cents % 100)
+}
+"""
+# The fix: thousands separators ("1,234.50") are accepted.
+RUST_MONEY_V2 = RUST_MONEY_V1.replace(
+    "    let text = text.trim();\n",
+    "    let cleaned = text.trim().replace(',', \"\");\n    let text = cleaned.as_str();\n",
+)
+RUST_TEST_V1 = """use money::{format_amount, parse_amount};
+
+#[test]
+fn parse_plain() {
+    assert_eq!(parse_amount("12.34"), Some(1234));
+}
+
+#[test]
+fn parse_whole() {
+    assert_eq!(parse_amount("7"), Some(700));
+}
+
+#[test]
+fn format_cents() {
+    assert_eq!(format_amount(1205), "12.05");
+}
+
+#[test]
+fn format_whole() {
+    assert_eq!(format_amount(300), "3.00");
+}
+"""
+RUST_TEST_V2 = (
+    RUST_TEST_V1
+    + """
+#[test]
+fn parse_thousands() {
+    assert_eq!(parse_amount("1,234.50"), Some(123450));
+}
+
+#[test]
+fn parse_millions() {
+    assert_eq!(parse_amount("2,000,000"), Some(200000000));
+}
+"""
+)
+
+
+def rust_money_repo(repo: GitRepo) -> GitRepo:
+    """A crate (no dependencies) whose second commit accepts thousands separators, with two
+    new integration tests."""
+    repo.write("Cargo.toml", CARGO_TOML)
+    repo.write("src/lib.rs", RUST_MONEY_V1)
+    repo.write("tests/money.rs", RUST_TEST_V1)
+    repo.commit("Money amounts")
+    repo.write("src/lib.rs", RUST_MONEY_V2)
+    repo.write("tests/money.rs", RUST_TEST_V2)
+    repo.commit('Accept thousands separators in parse_amount\n\n"1,234.50" was rejected.\n')
+    return repo
