@@ -136,7 +136,8 @@ def detect_cmake(
         )
         return project
     project.toolchain, project.toolchain_version = gcc
-    files = scan.read_cmake_files(repo)
+    subs = tuple(sub.path for sub in declared(repo))
+    files = scan.read_cmake_files(repo, subs)
     inputs = _Inputs(
         repo, files, files.texts.get("CMakeLists.txt", ""), files.all_text, commit, cmake
     )
@@ -224,13 +225,13 @@ def _dependencies(p: CMakeProject, i: _Inputs) -> None:
     packages = {name.lower(): (name, req, ver) for name, req, ver in scan.find_packages(i.files)}
     apt: list[str] = []
     fetched = {f.name.lower() for f in scan.remote_fetches(i.files)}
-    gtest_src = _vendored(i.repo, ("gtest-all.cc",))
+    gtest_src = _vendored(i.repo, ("gtest-all.cc", "gmock-gtest-all.cc"))
     if _uses(
         i.text, r"\bgtest_(discover|add)_tests\b", r"\bGTest::", r"\bgtest(_main)?\b", r"\bgmock"
     ):
         p.frameworks.append("googletest")
         if gtest_src:
-            p.notes.append(f"GoogleTest vendored ({Path(gtest_src).parent.parent})")
+            p.notes.append(f"GoogleTest vendored ({Path(gtest_src).parent})")
         elif not fetched & {"googletest", "gtest"}:
             apt.append("libgtest-dev")
             if _uses(i.text, r"\bgmock\b", r"GTest::gmock", r"\bGMock\b"):
@@ -253,8 +254,11 @@ def _dependencies(p: CMakeProject, i: _Inputs) -> None:
     if "add_test" in p.test_commands:
         p.frameworks.append("add_test")
     unknown = []
+    own = re.sub(r"[-_]", "", (scan.project_name(i.root) or "").lower())
     for key, (name, required, _) in sorted(packages.items()):
         if key in NEEDS_NOTHING or key in fetched or not required:
+            continue
+        if re.sub(r"[-_]", "", key) == own:  # an install test's find_package of the project
             continue
         if key in DEBIAN_PACKAGES:
             apt += DEBIAN_PACKAGES[key]

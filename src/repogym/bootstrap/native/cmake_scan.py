@@ -18,6 +18,11 @@ MAX_CMAKE_FILES = 400
 _SIDE_DIRS = re.compile(
     r"^(docs?|examples?|samples?|bench(mark)?s?|fuzz(ing|ers?)?|website|packaging)$", re.I
 )
+_FOREIGN_DIRS = re.compile(
+    r"^(third[_-]?party|3rd[_-]?party|external|extern|vendor(ed)?|deps|contrib|subprojects)$"
+    r"|^[A-Za-z][\w.+]*?-v?\d+(\.\d+)+$",  # an unpacked release: googletest-1.16.0
+    re.I,
+)
 
 _BRACKET_COMMENT = re.compile(r"#\[(=*)\[.*?\]\1\]", re.S)
 _LINE_COMMENT = re.compile(r'#[^\n]*|("(?:[^"\\]|\\.)*")', re.S)
@@ -41,37 +46,62 @@ def commands(text: str, name: str) -> list[str]:
 
 @dataclass
 class CMakeFiles:
-    """The CMake files of a repository, comment-free, by relative path (root file first)."""
+    """The CMake files of a repository, comment-free, by relative path (root file first).
+
+    ``texts`` are the project's own files; ``foreign`` those of vendored code (``third_party/``,
+    ``external/``, an unpacked ``googletest-1.16.0/``, git submodules): they are built too, but
+    their options, tests and dependencies are not the project's."""
 
     texts: dict[str, str] = field(default_factory=dict)
+    foreign: dict[str, str] = field(default_factory=dict)
 
     @property
     def all_text(self) -> str:
         return "\n".join(self.texts.values())
 
-    def calls(self, name: str) -> list[tuple[str, str]]:
-        """``(file, arguments)`` of every call of ``name`` in every file."""
-        return [(path, args) for path, text in self.texts.items() for args in commands(text, name)]
+    def calls(self, name: str, *, foreign: bool = False) -> list[tuple[str, str]]:
+        """``(file, arguments)`` of every call of ``name`` in the project's files (and in the
+        vendored ones with ``foreign``)."""
+        texts = {**self.texts, **self.foreign} if foreign else self.texts
+        return [(path, args) for path, text in texts.items() for args in commands(text, name)]
 
 
-def read_cmake_files(repo: Path) -> CMakeFiles:
+def read_cmake_files(repo: Path, vendored: tuple[str, ...] = ()) -> CMakeFiles:
     """``CMakeLists.txt`` and ``*.cmake`` files (at most :data:`MAX_CMAKE_FILES`), skipping
-    build output and documentation/example/benchmark folders."""
+    build output and documentation/example/benchmark folders; files under ``vendored`` paths
+    (e.g. git submodules) or third-party folders are :attr:`CMakeFiles.foreign`."""
     files = CMakeFiles()
     root = read_text(repo / "CMakeLists.txt")
     if root is not None:
         files.texts["CMakeLists.txt"] = strip_comments(root)
+    count = 0
     for rel in walk_files(repo):
-        if len(files.texts) >= MAX_CMAKE_FILES:
+        if count >= MAX_CMAKE_FILES:
             break
         if rel.name != "CMakeLists.txt" and rel.suffix != ".cmake":
             continue
-        if str(rel) == "CMakeLists.txt" or any(_SIDE_DIRS.match(p) for p in rel.parts[:-1]):
+        folders = rel.parts[:-1]
+        if str(rel) == "CMakeLists.txt" or any(_SIDE_DIRS.match(p) for p in folders):
             continue
         text = read_text(repo / rel)
-        if text is not None:
-            files.texts[str(rel)] = strip_comments(text)
+        if text is None:
+            continue
+        count += 1
+        under = rel.as_posix()
+        outside = any(_FOREIGN_DIRS.match(p) for p in folders) or any(
+            under.startswith(v.rstrip("/") + "/") for v in vendored
+        )
+        (files.foreign if outside else files.texts)[str(rel)] = strip_comments(text)
     return files
+
+
+def project_name(root_text: str) -> str | None:
+    """The root ``project(NAME …)``'s name."""
+    for args in commands(root_text, "project"):
+        words = args.split()
+        if words:
+            return words[0].strip('"')
+    return None
 
 
 # ------------------------------------------------------------------------------ versions
@@ -137,7 +167,8 @@ _TEST_COMMANDS = (
 _TEST_OPTION = re.compile(r"(^|_)(UNIT_?)?TESTS?(ING)?($|_)|(^|_)CTEST($|_)", re.I)
 _NOT_TEST_OPTION = re.compile(
     r"BENCH|FUZZ|COVER|INSTALL|SANITI|VALGRIND|MEMCHECK|HEADER|DOCS?($|_)|EXAMPLE|SAMPLE|"
-    r"(^|_)NO($|_)|DISABLE|SKIP|SLOW|PERF|WERROR|STRESS|COMPILE_FAIL|EXPORT|(^|_)ONLY($|_)",
+    r"(^|_)NO($|_)|DISABLE|SKIP|SLOW|PERF|WERROR|STRESS|COMPILE_FAIL|EXPORT|(^|_)ONLY($|_)|"
+    r"CUDA|HIP($|_)|SYCL|OPENCL|MPI($|_)|PYTHON|JAVA|NETWORK|ONLINE|INTERNET",
     re.I,
 )
 
@@ -200,7 +231,7 @@ def remote_fetches(files: CMakeFiles) -> list[Fetch]:
     """Declarations whose ``GIT_REPOSITORY`` / ``URL`` is a network address."""
     found = []
     for command in ("FetchContent_Declare", "ExternalProject_Add"):
-        for path, args in files.calls(command):
+        for path, args in files.calls(command, foreign=True):
             words = args.split()
             if not words:
                 continue
@@ -215,9 +246,9 @@ def downloaders(files: CMakeFiles) -> list[str]:
     """Other ways the files download code at configure time (CPM.cmake, ``file(DOWNLOAD)``
     of a ``.cmake`` script), as one-line descriptions."""
     found = []
-    for path, _ in files.calls("CPMAddPackage")[:1]:
+    for path, _ in files.calls("CPMAddPackage", foreign=True)[:1]:
         found.append(f"CPM.cmake (CPMAddPackage in {path})")
-    for path, args in files.calls("file"):
+    for path, args in files.calls("file", foreign=True):
         if re.match(r"\s*DOWNLOAD\s", args) and _REMOTE.search(args):
             url = _REMOTE.search(args)
             found.append(f"file(DOWNLOAD {url.group(0) if url else ''}) in {path}")
@@ -242,7 +273,7 @@ def find_packages(files: CMakeFiles) -> list[tuple[str, bool, str]]:
 def subdirectories(files: CMakeFiles) -> list[str]:
     """The folders named by ``add_subdirectory(…)`` (relative to the file that names them)."""
     found = []
-    for path, args in files.calls("add_subdirectory"):
+    for path, args in files.calls("add_subdirectory", foreign=True):
         words = args.split()
         if not words or "$" in words[0]:
             continue
