@@ -388,3 +388,23 @@ def test_gtest_project_in_the_sandbox(
         "Small/AddParam.Zero/2": FAILED,
         "plain_check": FAILED,
     }
+
+
+def test_vendored_trees_keep_their_switches(make_repo: MakeRepo) -> None:
+    repo = _cmake_repo(
+        make_repo,
+        "project(YAML_CPP)\noption(YAML_CPP_BUILD_TESTS on OFF)\n"
+        "option(YAML_CPP_CUDA_TEST cuda OFF)\nadd_subdirectory(test)\n",
+        **{
+            "test/CMakeLists.txt": "add_subdirectory(googletest-1.16.0)\nadd_test(NAME t COMMAND t)\n",
+            "test/googletest-1.16.0/CMakeLists.txt": (
+                "option(gtest_build_tests x OFF)\nfind_package(absl REQUIRED)\nadd_test(g g)\n"
+            ),
+            "test/cmake/CMakeLists.txt": "find_package(yaml-cpp CONFIG REQUIRED)\n",
+        },
+    )
+    d = detect(repo)
+    assert isinstance(d.native, cmake.CMakeProject)
+    assert d.native.test_options == ["YAML_CPP_BUILD_TESTS"]
+    assert d.native.apt_packages == []
+    assert not any("absl" in n or "yaml-cpp" in n for n in d.notes)

@@ -231,7 +231,9 @@ def _dependencies(p: CMakeProject, i: _Inputs) -> None:
     ):
         p.frameworks.append("googletest")
         if gtest_src:
-            p.notes.append(f"GoogleTest vendored ({Path(gtest_src).parent})")
+            folder = Path(gtest_src).parent
+            folder = folder.parent if folder.name == "src" else folder
+            p.notes.append(f"GoogleTest vendored ({folder})")
         elif not fetched & {"googletest", "gtest"}:
             apt.append("libgtest-dev")
             if _uses(i.text, r"\bgmock\b", r"GTest::gmock", r"\bGMock\b"):
