@@ -34,6 +34,7 @@ EXPECTED_RUNNER = {
     "go": "go",
     "cargo": "cargo",
     "nextest": "nextest",
+    "ctest": "ctest",
 }
 FIXTURES = sorted(p.name for p in LOGS.iterdir() if p.suffix in (".log", ".json"))
 

@@ -24,7 +24,17 @@ STATUSES = {PASSED, FAILED, SKIPPED, ERROR}
 
 def test_fixture_set_is_complete() -> None:
     runners = {parse(name).runner for name in FIXTURES}
-    assert runners == {"pytest", "unittest", "jest", "vitest", "mocha", "go", "cargo", "nextest"}
+    assert runners == {
+        "pytest",
+        "unittest",
+        "jest",
+        "vitest",
+        "mocha",
+        "go",
+        "cargo",
+        "nextest",
+        "ctest",
+    }
 
 
 @pytest.mark.parametrize("name", FIXTURES)

@@ -311,6 +311,8 @@ def _sample_ids(recipe: Recipe, stdout: str, limit: int = 10) -> list[str]:
         ids = _js_report_ids(stdout, recipe.workdir)
     elif recipe.runner == "node":
         ids = _node_test_ids(lines)
+    elif recipe.runner == "ctest":  # ctest -N: "Test  #3: Suite.Name"
+        ids = [m[1] for m in (re.match(r"^Test\s+#\d+: (.+)$", ln) for ln in lines) if m]
     else:
         ids = [ln.lstrip("✔✓ ").strip() for ln in lines if ln.startswith(("✔", "✓"))]
     return ids[:limit]

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repogym.bootstrap._files import read_toml
 from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.model import Recipe
+from repogym.bootstrap.native.cmake import CMakeProject, cmake_recipe, detect_cmake, source_language
 from repogym.bootstrap.native.go import detect_go, go_recipe
 from repogym.bootstrap.native.project import NativeProject
 from repogym.bootstrap.native.rust import detect_rust, rust_recipe
@@ -19,7 +21,7 @@ from repogym.bootstrap.python.versions import PythonInstall
 from repogym.errors import RepogymError
 from repogym.plugins import PluginError, Registry, instance_of
 
-LANGUAGES = ("python", "node", "rust", "go")
+LANGUAGES = ("python", "node", "rust", "go", "cpp", "c")
 _STRONG_PYTHON = ("pyproject.toml", "setup.py", "setup.cfg")
 _WEAK_PYTHON = ("tox.ini", "noxfile.py", "requirements.txt", "pytest.ini")
 
@@ -68,10 +70,21 @@ def _has_python_files(repo: Path) -> bool:
     return False
 
 
+def _tooling_only(repo: Path) -> bool:
+    """A CMake project whose ``pyproject.toml`` declares no package (no ``[project]`` or
+    ``[build-system]``: tool settings only)."""
+    if not (repo / "CMakeLists.txt").is_file():
+        return False
+    data, _ = read_toml(repo / "pyproject.toml")
+    return data is not None and not ({"project", "build-system"} & set(data))
+
+
 def guess_language(repo: Path) -> tuple[str | None, list[str]]:
     """The repository's primary language and the evidence (strongest markers first)."""
     present = {name for name in (*_STRONG_PYTHON, *_WEAK_PYTHON) if (repo / name).is_file()}
     strong = sorted(present & set(_STRONG_PYTHON))
+    if strong == ["pyproject.toml"] and _tooling_only(repo):
+        strong = []  # a C/C++ project's formatter or linter settings, not a Python package
     if strong:
         return "python", [f"python: {', '.join(strong)}"]
     if (repo / "package.json").is_file():
@@ -80,6 +93,9 @@ def guess_language(repo: Path) -> tuple[str | None, list[str]]:
         return "rust", ["rust: Cargo.toml"]
     if (repo / "go.mod").is_file():
         return "go", ["go: go.mod"]
+    if (repo / "CMakeLists.txt").is_file():  # before any *.py: C/C++ repos carry Python tools
+        language = source_language(repo)
+        return language, [f"{language}: CMakeLists.txt"]
     if present:
         return "python", [f"python: {', '.join(sorted(present))}"]
     if _has_python_files(repo):
@@ -194,6 +210,33 @@ def _detect_native(
     )
 
 
+def _detect_cmake(
+    language: str,
+    repo_dir: Path,
+    pythons: list[PythonInstall] | None,
+    commit: CommitInfo | None,
+    notes: list[str],
+) -> Detection:
+    project = detect_cmake(repo_dir, language, commit)
+    return Detection(
+        language,
+        runner="ctest",
+        base_image="gcc:12",
+        toolchain=f"{project.toolchain} {project.toolchain_version}" if project.toolchain else None,
+        supported=not project.problem,
+        reason=project.problem,
+        manifests=list(project.manifests),
+        notes=notes + project.notes,
+        native=project,
+    )
+
+
+def _cmake_recipe(detection: Detection) -> Recipe:
+    if not isinstance(detection.native, CMakeProject):
+        raise UnsupportedRepo(detection.reason or "nothing detected")
+    return cmake_recipe(detection.native)
+
+
 def _python_recipe(detection: Detection) -> Recipe:
     if detection.python is None:
         raise UnsupportedRepo(detection.reason or "nothing detected")
@@ -233,6 +276,8 @@ LANGUAGE_REGISTRY: Registry[Language] = Registry(
         "node": Language(_detect_node, _node_recipe),
         "rust": Language(_detect_native, _native_recipe),
         "go": Language(_detect_native, _native_recipe),
+        "cpp": Language(_detect_cmake, _cmake_recipe),
+        "c": Language(_detect_cmake, _cmake_recipe),
     },
     check=instance_of(Language, "a repogym.bootstrap.detect.Language"),
 )

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 WORKDIR = "/workspace"
-RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "node", "go", "cargo")
+RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "node", "go", "cargo", "ctest")
 BOOTSTRAP_VERSION = "4"
 """Bumped whenever recipe generation changes in a way cached recipes should not survive."""
 
@@ -144,6 +144,10 @@ def select_tests(runner: str, prefix: str, ids: list[str]) -> str:
         # "<binary>:<source>.rs::mod::test" (qualified when ambiguous) → "mod::test".
         names = [re.sub(r"^[^\s:]+:[^\s:]*\.rs::", "", i) for i in ids]
         return f"{prefix} -- --exact {' '.join(q(n) for n in dict.fromkeys(names))}"
+    if runner == "ctest":
+        # CTest test names; CMake's regular expressions take a backslash before any character.
+        names = [re.sub(r"[\\^$.*+?()[\]{}|]", r"\\\g<0>", n) for n in dict.fromkeys(ids)]
+        return f"{prefix} -R {q('^(' + '|'.join(names) + ')$')}"
     raise ValueError(f"unknown runner {runner!r}")
 
 
@@ -153,6 +157,7 @@ _SUMMARY_COUNT = re.compile(r"^(\d+) tests? collected\b", re.M)
 _MOCHA_PASSING = re.compile(r"^\s*(\d+) passing\b", re.M)
 _TAP_TESTS = re.compile(r"^# tests (\d+)\s*$", re.M)
 _JSON_TOTAL = re.compile(r'"numTotalTests"\s*:\s*(\d+)')
+_CTEST_TOTAL = re.compile(r"^Total Tests: (\d+)\s*$", re.M)
 
 
 def collect_summary(output: str) -> dict[str, Any] | None:
@@ -194,6 +199,9 @@ def count_collected(runner: str, output: str) -> int:
         return sum(1 for ln in lines if re.match(r"^(Test|Example|Fuzz)\w*\s*$", ln))
     if runner == "cargo":
         return sum(1 for ln in lines if ln.endswith(": test"))
+    if runner == "ctest":
+        found = _CTEST_TOTAL.findall(output)
+        return int(found[-1]) if found else 0
     raise ValueError(f"unknown runner {runner!r}")
 
 

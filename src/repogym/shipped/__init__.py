@@ -31,6 +31,7 @@ GRADED: tuple[str, ...] = (
     "parsers.py",
     "_log_cargo.py",
     "_log_common.py",
+    "_log_ctest.py",
     "_log_go.py",
     "_log_jest.py",
     "_log_js.py",

@@ -8,12 +8,12 @@ beside it (one per log format; ``_log_common.py`` the shared ground, ``_log_js.p
 JavaScript runners share), where it runs under whatever Python the repository uses.  ``python
 parsers.py [--runner R] LOGFILE`` (``-`` for stdin) prints the result as JSON.
 
-Runners: pytest, unittest, jest, vitest, mocha, node, go, cargo, nextest -- auto-detected when not
-given, but pipelines that know the runner should pass it.  ANSI codes, CRLF, test output mixed
-into result lines and truncated logs are tolerated; a log without its end-of-run summary gets the
-``TRUNCATED`` warning; a JavaScript log that ends early (jest's ``process.exit called with``, a
-mocha or ``node --test`` run without its summary) also gets a ``CUT_SHORT`` warning saying why,
-and is parsed up to the cut.
+Runners: pytest, unittest, jest, vitest, mocha, node, go, cargo, nextest, ctest -- auto-detected
+when not given, but pipelines that know the runner should pass it.  ANSI codes, CRLF, test output
+mixed into result lines and truncated logs are tolerated; a log without its end-of-run summary gets
+the ``TRUNCATED`` warning; a JavaScript log that ends early (jest's ``process.exit called with``, a
+mocha or ``node --test`` run without its summary) also gets a ``CUT_SHORT`` warning saying why, and
+is parsed up to the cut.
 
 Test ids (stable, and in the form the runner uses to select tests):
 
@@ -49,6 +49,12 @@ Test ids (stable, and in the form the runner uses to select tests):
   ``<binary>:<source>::<name>`` (e.g. ``demo:src/lib.rs::tests::it_works``; doctests use
   ``<crate>:doctests``; old cargo without a source path uses ``<binary>``).
 * nextest -- ``<binary-id> <test name>`` exactly as nextest prints it (``demo::api tests::get``).
+* ctest -- the CTest test name (``gtest_discover_tests``: ``Suite.Test``, parameterised
+  ``Inst/Suite.Test/<value>``), from CTest's JUnit report printed between
+  ``REPOGYM-CTEST-JUNIT-BEGIN``/``-END`` lines when the log has one, else from the console lines.
+  Disabled and skipped tests (``SKIP_RETURN_CODE``, GoogleTest's ``GTEST_SKIP``) are SKIPPED;
+  timeouts, crashes and tests CTest could not start (``Not Run``) are FAILED; after
+  ``REPOGYM-CTEST-BUILD-FAILED`` every test ``ctest -N`` lists is ERROR.
 
 Outcomes follow the runner's own exit-code semantics: an id is PASSED when the runner would not fail
 the run because of it.  So pytest XFAIL and non-strict XPASS are PASSED (strict XPASS is printed as
@@ -67,7 +73,10 @@ id - TypeError: ...``; a rewritten ``assert`` becomes ``AssertionError: assert .
 exception line of an ``ERROR collecting`` section; jest/vitest JSON ``failureMessages`` (first
 line; a file that fails to load: its error's first line); mocha JSON ``err.stack`` (first line);
 go ``file_test.go:12: ...`` lines that a failing test logged (the first one) or a ``panic:``
-line right after its ``--- FAIL``, and a build failure's first compiler error.  Messages have no
+line right after its ``--- FAIL``, and a build failure's first compiler error; ctest: a
+GoogleTest ``file:line: Failure`` or Catch2 ``FAILED:`` with the lines after it, a doctest
+``ERROR:`` or ``Assertion ... failed.`` line, else CTest's status (``Timeout``, ``Exception:
+SegFault``), and a failed build's first compiler error.  Messages have no
 ANSI codes or control characters, at most ``MAX_MESSAGE`` characters each, at most
 ``MAX_FAILURES`` of them.  Other runners and formats give none.
 """
@@ -98,6 +107,7 @@ if TYPE_CHECKING or __package__:  # repogym.shipped.parsers
         clean_text,
         short_message,
     )
+    from repogym.shipped.parsers._log_ctest import parse_ctest
     from repogym.shipped.parsers._log_go import parse_go
     from repogym.shipped.parsers._log_jest import parse_jest
     from repogym.shipped.parsers._log_mocha import parse_mocha
@@ -126,6 +136,7 @@ else:  # a task's copy (imported as ``parsers`` or run as a script, -I too): the
         clean_text,
         short_message,
     )
+    from _log_ctest import parse_ctest
     from _log_go import parse_go
     from _log_jest import parse_jest
     from _log_mocha import parse_mocha
@@ -147,6 +158,7 @@ PARSER_PARTS = (
     "go",
     "cargo",
     "nextest",
+    "ctest",
 )
 """The package's modules (``_log_<part>.py``), shipped into tasks beside ``parsers.py``."""
 
@@ -179,6 +191,7 @@ _PARSERS = {
     "go": parse_go,
     "cargo": parse_cargo,
     "nextest": parse_nextest,
+    "ctest": parse_ctest,
 }  # type: Dict[str, Callable[[str, List[str]], Out]]
 
 _M = re.MULTILINE
@@ -257,6 +270,9 @@ _SIGNATURES = [
     ("cargo", "test ", re.compile(r"^test \S.* \.\.\. (?:ok|FAILED|ignored)", _M), 3),
     ("cargo", "could not compile", re.compile(r"^error(?:\[E\d+\])?: could not compile", _M), 2),
     ("cargo", "Doc-tests", re.compile(r"^\s+Doc-tests \S+$", _M), 2),
+    ("ctest", "REPOGYM-CTEST-", re.compile(r"^REPOGYM-CTEST-(?:JUNIT-BEGIN|BUILD-FAILED)$", _M), 9),
+    ("ctest", " Test ", re.compile(r"^\s*\d+/\d+ Test\s+#\d+: \S.* \.{3,}", _M), 5),
+    ("ctest", "tests passed", re.compile(r"^\d+% tests passed, \d+ tests? failed out of", _M), 4),
     ("nextest", "Starting", re.compile(r"^\s*Starting \d+ tests? across \d+ binar", _M), 5),
     ("nextest", "Summary", re.compile(r"^\s*Summary \[\s*[\d.]+s\] \d+", _M), 4),
     (

@@ -1,0 +1,388 @@
+"""C and C++ projects built with CMake, tested with CTest: detection and recipe.
+
+Supported where the host toolchain can do it: the local sandbox maps ``gcc:N`` onto the host base
+with its own GCC (12 on Debian 12) and the host's CMake, Ninja and CTest. What decides:
+
+* ``cmake_minimum_required`` above the host's CMake, or a C++/C standard GCC 12 cannot compile
+  (C++26), make the repository unsupported;
+* tests must be CTest tests (``enable_testing``/``include(CTest)`` with ``add_test``,
+  ``gtest_discover_tests``, ``catch_discover_tests``, ``doctest_discover_tests``); options that
+  switch them on (``BUILD_TESTING``, ``<PROJ>_BUILD_TESTS``…) are set ``ON`` at configure time;
+* test frameworks and ``find_package(… REQUIRED)`` dependencies with a known Debian package are
+  installed with ``apt-get`` (Debian's archive is reachable from the build);
+* code downloaded at configure time cannot be (no GitHub here): a GoogleTest ``FetchContent``
+  declaration is pointed at Debian's GoogleTest sources (``FETCHCONTENT_SOURCE_DIR_<NAME>``), a
+  declaration with ``FIND_PACKAGE_ARGS`` of a package installed here is found with
+  ``find_package``, anything else (and CPM.cmake) makes the repository unsupported, as does a
+  git submodule the build uses but the snapshot lacks.
+
+The build directory is :data:`BUILD_DIR`, outside the working tree: what an agent changes there
+is never carried into a verifier's clean room, and the test command rebuilds before it runs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from repogym.bootstrap._files import walk_files
+from repogym.bootstrap.commit import CommitInfo
+from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
+from repogym.bootstrap.native import cmake_scan as scan
+from repogym.bootstrap.native.project import NativeProject, tool_version, version_tuple
+from repogym.bootstrap.submodules import declared, is_present
+
+BUILD_DIR = "/opt/repogym-build"
+JUNIT_FILE = f"{BUILD_DIR}/repogym-ctest-junit.xml"
+JUNIT_BEGIN = "REPOGYM-CTEST-JUNIT-BEGIN"
+JUNIT_END = "REPOGYM-CTEST-JUNIT-END"
+BUILD_FAILED = "REPOGYM-CTEST-BUILD-FAILED"
+"""Marker lines of the test command's output, read by ``shipped/parsers/_log_ctest.py``."""
+GCC_IMAGE_MAJOR = "12"
+MAX_CXX = {12: 23, 13: 23, 14: 26}
+"""Newest C++ standard each GCC major compiles (``-std=c++23`` is GCC 11+, ``c++26`` GCC 14+)."""
+MAX_C = 23
+BUILD_JOBS = 2
+
+# find_package name (lower case) → Debian packages (bookworm, the gcc:12 image's release).
+DEBIAN_PACKAGES = {
+    "gtest": ["libgtest-dev"],
+    "googletest": ["libgtest-dev"],
+    "gmock": ["libgmock-dev"],
+    "catch2": ["catch2"],
+    "doctest": ["doctest-dev"],
+    "benchmark": ["libbenchmark-dev"],
+    "zlib": ["zlib1g-dev"],
+    "bzip2": ["libbz2-dev"],
+    "openssl": ["libssl-dev"],
+    "curl": ["libcurl4-openssl-dev"],
+    "pkgconfig": ["pkg-config"],
+    "boost": ["libboost-dev"],
+    "fmt": ["libfmt-dev"],
+    "spdlog": ["libspdlog-dev"],
+    "nlohmann_json": ["nlohmann-json3-dev"],
+    "yaml-cpp": ["libyaml-cpp-dev"],
+    "protobuf": ["libprotobuf-dev", "protobuf-compiler"],
+    "libxml2": ["libxml2-dev"],
+    "png": ["libpng-dev"],
+    "jpeg": ["libjpeg-dev"],
+    "sqlite3": ["libsqlite3-dev"],
+    "eigen3": ["libeigen3-dev"],
+    "tbb": ["libtbb-dev"],
+    "expat": ["libexpat1-dev"],
+    "lz4": ["liblz4-dev"],
+    "zstd": ["libzstd-dev"],
+    "libuv": ["libuv1-dev"],
+}
+NEEDS_NOTHING = {"threads", "python", "python3", "pythoninterp", "git", "doxygen", "sphinx"}
+"""find_package names the image already satisfies or that only build documentation."""
+GOOGLETEST_SOURCES = "/usr/src/googletest"
+"""Debian's ``googletest`` package: GoogleTest + GoogleMock sources (CMake project)."""
+_CXX_SOURCES = (".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx")
+
+
+@lru_cache(maxsize=1)
+def host_cmake() -> str | None:
+    """The host's CMake version (``"3.25.1"``), None without ``cmake``."""
+    text = tool_version(shutil.which("cmake"), "--version")
+    m = re.search(r"cmake version (\d+\.\d+\.\d+)", text or "")
+    return m.group(1) if m else None
+
+
+@lru_cache(maxsize=1)
+def host_gcc() -> tuple[str, str] | None:
+    """``(g++ path, version "12.2.0")`` of the host base's compiler, None without one."""
+    gxx = "/usr/bin/g++" if Path("/usr/bin/g++").exists() else shutil.which("g++")
+    text = tool_version(gxx, "-dumpfullversion")
+    return (gxx, text) if gxx and text and re.match(r"\d+\.\d+", text) else None
+
+
+def source_language(repo: Path) -> str:
+    """``"cpp"`` when the repository has C++ sources, else ``"c"``."""
+    for rel in walk_files(repo, max_files=5000):
+        if rel.suffix.lower() in _CXX_SOURCES:
+            return "cpp"
+    return "c"
+
+
+@dataclass
+class CMakeProject(NativeProject):
+    """A CMake repository: what the recipe configures, installs and runs."""
+
+    cmake_minimum: str | None = None
+    cxx_standard: int | None = None
+    c_standard: int | None = None
+    test_commands: list[str] = field(default_factory=list)
+    test_options: list[str] = field(default_factory=list)
+    """Options set ``ON`` at configure time (``-D<name>=ON``)."""
+    frameworks: list[str] = field(default_factory=list)
+    apt_packages: list[str] = field(default_factory=list)
+    cmake_defines: dict[str, str] = field(default_factory=dict)
+    """Other ``-D`` definitions (FetchContent redirections)."""
+
+
+def detect_cmake(
+    repo: Path, language: str = "cpp", commit: CommitInfo | None = None
+) -> CMakeProject:
+    project = CMakeProject(language, manifests=["CMakeLists.txt"])
+    gcc, cmake = host_gcc(), host_cmake()
+    if gcc is None or cmake is None:
+        project.problem = "CMake project, but this host lacks " + (
+            "g++" if gcc is None else "cmake"
+        )
+        return project
+    project.toolchain, project.toolchain_version = gcc
+    subs = tuple(sub.path for sub in declared(repo))
+    files = scan.read_cmake_files(repo, subs)
+    inputs = _Inputs(
+        repo, files, files.texts.get("CMakeLists.txt", ""), files.all_text, commit, cmake
+    )
+    for check in (_versions, _tests, _dependencies, _fetches, _submodules):
+        if project.problem:
+            break
+        check(project, inputs)
+    return project
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What the detection steps read."""
+
+    repo: Path
+    files: scan.CMakeFiles
+    root: str
+    """The root ``CMakeLists.txt`` without comments."""
+    text: str
+    """Every CMake file's text, without comments."""
+    commit: CommitInfo | None
+    cmake: str
+    """The host's CMake version."""
+
+
+def _versions(p: CMakeProject, i: _Inputs) -> None:
+    p.cmake_minimum = scan.minimum_version(i.root)
+    if p.cmake_minimum and version_tuple(p.cmake_minimum) > version_tuple(i.cmake):
+        p.problem = (
+            f"cmake_minimum_required(VERSION {p.cmake_minimum}): the host has CMake {i.cmake}"
+        )
+        return
+    gcc_major = version_tuple(p.toolchain_version or "0")[0]
+    p.cxx_standard, p.c_standard = scan.cxx_standard(i.text), scan.c_standard(i.text)
+    best = MAX_CXX.get(gcc_major, 23 if gcc_major > 14 else 20)
+    if p.cxx_standard and _order(p.cxx_standard) > best:
+        p.problem = (
+            f"the project asks for C++{p.cxx_standard}; the host's GCC {p.toolchain_version} "
+            f"compiles up to C++{best}"
+        )
+    elif p.c_standard and _order(p.c_standard) > MAX_C:
+        p.problem = f"the project asks for C{p.c_standard}; GCC {p.toolchain_version} stops at C23"
+    elif p.cxx_standard or p.c_standard:
+        std = f"C++{p.cxx_standard}" if p.cxx_standard else f"C{p.c_standard}"
+        p.notes.append(f"{std} with GCC {p.toolchain_version}")
+
+
+def _order(standard: int) -> int:
+    """Standards in time order: 98 (C++98, C99) comes before 11."""
+    return standard - 100 if standard >= 89 else standard
+
+
+def _tests(p: CMakeProject, i: _Inputs) -> None:
+    p.test_commands = scan.test_commands(i.files)
+    defining = [c for c in p.test_commands if c != "enable_testing"]
+    if not defining:
+        p.problem = (
+            "CMake project without CTest tests (no add_test, gtest_discover_tests, "
+            "catch_discover_tests or doctest_discover_tests in its CMake files)"
+        )
+        return
+    options = scan.test_options(i.files)
+    p.test_options = [o.name for o in options]
+    if "enable_testing" in p.test_commands and "BUILD_TESTING" not in p.test_options:
+        p.test_options.append("BUILD_TESTING")  # include(CTest)'s switch; harmless otherwise
+    shown = ", ".join(f"{o.name} (default {o.default})" for o in options)
+    p.notes.append(
+        f"CTest tests ({', '.join(defining)})" + (f"; switched on: {shown}" if shown else "")
+    )
+
+
+def _uses(text: str, *patterns: str) -> bool:
+    return any(re.search(pattern, text, re.I) for pattern in patterns)
+
+
+def _vendored(repo: Path, names: tuple[str, ...]) -> str | None:
+    """The first file among ``names`` (file names) in the repository, as a relative path."""
+    for rel in walk_files(repo):
+        if rel.name in names:
+            return str(rel)
+    return None
+
+
+def _dependencies(p: CMakeProject, i: _Inputs) -> None:
+    packages = {name.lower(): (name, req, ver) for name, req, ver in scan.find_packages(i.files)}
+    apt: list[str] = []
+    fetched = {f.name.lower() for f in scan.remote_fetches(i.files)}
+    gtest_src = _vendored(i.repo, ("gtest-all.cc", "gmock-gtest-all.cc"))
+    if _uses(
+        i.text, r"\bgtest_(discover|add)_tests\b", r"\bGTest::", r"\bgtest(_main)?\b", r"\bgmock"
+    ):
+        p.frameworks.append("googletest")
+        if gtest_src:
+            folder = Path(gtest_src).parent
+            folder = folder.parent if folder.name == "src" else folder
+            p.notes.append(f"GoogleTest vendored ({folder})")
+        elif not fetched & {"googletest", "gtest"}:
+            apt.append("libgtest-dev")
+            if _uses(i.text, r"\bgmock\b", r"GTest::gmock", r"\bGMock\b"):
+                apt.append("libgmock-dev")
+    catch3 = _uses(i.text, r"Catch2::Catch2WithMain", r"find_package\s*\(\s*Catch2\s+3")
+    if _uses(i.text, r"\bcatch_discover_tests\b", r"\bCatch2\b"):
+        p.frameworks.append("catch2")
+        vendored = _vendored(i.repo, ("catch.hpp", "catch_amalgamated.hpp", "catch_all.hpp"))
+        if vendored:
+            p.notes.append(f"Catch2 vendored ({vendored})")
+        elif "catch2" in packages and "catch2" not in fetched:
+            if catch3:
+                p.problem = "the tests need Catch2 3; Debian 12 (the gcc:12 base) has Catch2 2.13"
+                return
+            apt.append("catch2")
+    if _uses(i.text, r"\bdoctest\b"):
+        p.frameworks.append("doctest")
+        if "doctest" in packages and not _vendored(i.repo, ("doctest.h",)):
+            apt.append("doctest-dev")
+    if "add_test" in p.test_commands:
+        p.frameworks.append("add_test")
+    unknown = []
+    own = re.sub(r"[-_]", "", (scan.project_name(i.root) or "").lower())
+    for key, (name, required, _) in sorted(packages.items()):
+        if key in NEEDS_NOTHING or key in fetched or not required:
+            continue
+        if re.sub(r"[-_]", "", key) == own:  # an install test's find_package of the project
+            continue
+        if key in DEBIAN_PACKAGES:
+            apt += DEBIAN_PACKAGES[key]
+        else:
+            unknown.append(name)
+    if unknown:
+        p.notes.append(f"find_package REQUIRED with no known Debian package: {', '.join(unknown)}")
+    p.apt_packages = list(dict.fromkeys(apt))
+    p.external = list(p.apt_packages)
+    if p.apt_packages:
+        p.notes.append(f"Debian packages: {', '.join(p.apt_packages)}")
+
+
+def _fetches(p: CMakeProject, i: _Inputs) -> None:
+    others = scan.downloaders(i.files)
+    if others:
+        p.problem = f"downloads code at configure time: {others[0]} (no GitHub access here)"
+        return
+    for fetch in scan.remote_fetches(i.files):
+        name = fetch.name.strip('"')
+        if re.search(r"googletest|/gtest", fetch.url, re.I) or name.lower() in (
+            "googletest",
+            "gtest",
+        ):
+            var = "FETCHCONTENT_SOURCE_DIR_" + re.sub(r"[^A-Za-z0-9_]", "_", name).upper()
+            p.cmake_defines[var] = GOOGLETEST_SOURCES
+            p.apt_packages = list(dict.fromkeys([*p.apt_packages, "googletest"]))
+            p.notes.append(f"FetchContent {name} ({fetch.file}): Debian's GoogleTest sources")
+            continue
+        known = DEBIAN_PACKAGES.get(name.lower())
+        if fetch.find_package_args and known and name.lower() not in ("catch2", "gtest"):
+            p.cmake_defines["FETCHCONTENT_TRY_FIND_PACKAGE_MODE"] = "ALWAYS"
+            p.apt_packages = list(dict.fromkeys([*p.apt_packages, *known]))
+            p.notes.append(f"FetchContent {name}: found with find_package ({', '.join(known)})")
+            continue
+        p.problem = (
+            f"FetchContent/ExternalProject downloads {name} from {fetch.url} ({fetch.file}); "
+            "there is no GitHub access here and no offline stand-in for it"
+        )
+        return
+    if p.cmake_defines:
+        p.cmake_defines["FETCHCONTENT_FULLY_DISCONNECTED"] = "ON"
+
+
+def _submodules(p: CMakeProject, i: _Inputs) -> None:
+    used = scan.subdirectories(i.files)
+    for sub in declared(i.repo):
+        if is_present(i.repo, sub):
+            p.notes.append(f"git submodule {sub.path}: checked out")
+            continue
+        why = (
+            i.commit.submodule_problems.get(sub.path) if i.commit else None
+        ) or "not in the snapshot"
+        needed = any(u == sub.path or u.startswith(sub.path + "/") for u in used) or re.search(
+            r"[\s/\"{}]" + re.escape(sub.path) + r"[\s/\")]", i.text
+        )
+        if needed:
+            p.problem = (
+                f"git submodule {sub.path} ({sub.url}) is used by the build but missing ({why})"
+            )
+            return
+        p.notes.append(f"git submodule {sub.path} missing ({why}); the CMake files do not use it")
+
+
+# ------------------------------------------------------------------------------ recipe
+
+
+def configure_args(project: CMakeProject) -> list[str]:
+    """``cmake`` configure arguments (build directory, generator, test switches, redirections)."""
+    args = ["-S", ".", "-B", BUILD_DIR, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Debug"]
+    args += [f"-D{name}=ON" for name in project.test_options]
+    args += [f"-D{k}={v}" for k, v in project.cmake_defines.items()]
+    return args
+
+
+def test_script() -> str:
+    """The shell program behind the test and select commands (test arguments: ``"$@"``).
+
+    It rebuilds (the agent's change), then runs CTest and prints CTest's JUnit report between
+    marker lines; when the build fails it prints the compiler's output and a marker, lists the
+    tests it could not run (``ctest -N``) and fails.
+    """
+    build = f"cmake --build {BUILD_DIR} -j{BUILD_JOBS}"
+    ctest = (
+        f"ctest --test-dir {BUILD_DIR} --output-on-failure --test-output-size-passed 1024 "
+        f"--test-output-size-failed 16384 --output-junit {JUNIT_FILE}"
+    )
+    return (
+        f'rm -f {JUNIT_FILE}; if {build}; then {ctest} "$@"; rc=$?; echo {JUNIT_BEGIN}; '
+        f"cat {JUNIT_FILE} 2>/dev/null; echo; echo {JUNIT_END}; exit $rc; "
+        f'else echo {BUILD_FAILED}; ctest --test-dir {BUILD_DIR} -N "$@"; exit 1; fi'
+    )
+
+
+def cmake_recipe(project: CMakeProject) -> Recipe:
+    if project.problem:
+        raise ValueError(project.problem)
+    image = f"gcc:{GCC_IMAGE_MAJOR}"
+    df = DockerfileWriter(
+        "repogym bootstrap recipe: CMake + Ninja, GCC, CTest.\n"
+        f"The build directory ({BUILD_DIR}) is outside the working tree; tests rebuild first."
+    )
+    df.from_(image)
+    df.workdir(WORKDIR)
+    packages = ["cmake", "ninja-build", *project.apt_packages]
+    df.run(
+        ["apt-get", "update", "-qq", "&&", "DEBIAN_FRONTEND=noninteractive", "apt-get",
+         "install", "-y", "-qq", "--no-install-recommends", *packages]
+    )  # fmt: skip
+    df.copy(["repo/"], f"{WORKDIR}/")
+    df.run(["cmake", *(shlex.quote(a) for a in configure_args(project))])
+    df.run(["cmake", "--build", BUILD_DIR, f"-j{BUILD_JOBS}"])
+    command = f"bash -c {shlex.quote(test_script())} ctest"
+    return Recipe(
+        language=project.language,
+        runner="ctest",
+        base_image=image,
+        dockerfile=df.render(),
+        test_command=command,
+        collect_command=f"ctest --test-dir {BUILD_DIR} -N",
+        select_command=command,
+        workdir=WORKDIR,
+        env={"CTEST_OUTPUT_ON_FAILURE": "1"},
+        notes=[*project.notes, "built in the image (Debug, Ninja); the test command rebuilds"],
+    )
