@@ -140,3 +140,63 @@ def test_rust_canary_fails_where_its_original_passes(tmp_path: Path) -> None:
     assert tests["tests::adds_small"] == "PASSED", json.dumps(tests)
     assert tests["tests::adds_small_one"] == "FAILED", tests
     assert tests["tests::adds_small_two"] == "FAILED", tests
+
+
+GTEST_SRC = """#include <gtest/gtest.h>
+
+static int add(int a, int b) { return a + b; }
+
+TEST(Math, Adds) {
+  EXPECT_EQ(add(1, 2), 3);
+}
+
+TEST(Math, AddsZero) {
+  ASSERT_EQ(add(0, 0), 0);
+}
+"""
+GTEST_CMAKE = """cmake_minimum_required(VERSION 3.14)
+project(demo CXX)
+enable_testing()
+find_package(GTest REQUIRED)
+include(GoogleTest)
+add_executable(math_test math_test.cpp)
+target_link_libraries(math_test GTest::gtest_main)
+gtest_discover_tests(math_test)
+"""
+
+
+def test_gtest_candidates() -> None:
+    ids = ["Math.Adds", "Math.AddsZero"]
+    pool = canaries.build({"math_test.cpp": GTEST_SRC.encode()}, ids[:1], ids[1:], "ctest")
+    assert [(c.source, c.change) for c in pool.pool] == [
+        ("Math.Adds", "3 -> 4"),
+        ("Math.AddsZero", "0 -> 1"),
+    ]
+    assert pool.pool[0].code.startswith("TEST(Math, \x00) {")
+
+
+@pytest.mark.skipif(
+    not (shutil.which("cmake") and shutil.which("ctest") and Path("/usr/include/gtest").is_dir()),
+    reason="no cmake or GoogleTest",
+)
+def test_gtest_canary_fails_where_its_original_passes(tmp_path: Path) -> None:
+    pool = canaries.build({"math_test.cpp": GTEST_SRC.encode()}, ["Math.Adds"], [], "ctest")
+    [cand] = pool.pool
+    (tmp_path / "math_test.cpp").write_text(plant(GTEST_SRC, cand, "Adds_again"))
+    (tmp_path / "CMakeLists.txt").write_text(GTEST_CMAKE)
+    build = tmp_path / "build"
+    for argv in (
+        ["cmake", "-S", str(tmp_path), "-B", str(build)],
+        ["cmake", "--build", str(build)],
+    ):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+    run = subprocess.run(
+        ["ctest", "--test-dir", str(build), "--output-on-failure"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    tests = _outcomes(run.stdout, "ctest")
+    assert tests["Math.Adds"] == "PASSED" and tests["Math.AddsZero"] == "PASSED", tests
+    assert tests["Math.Adds_again"] == "FAILED", tests

@@ -504,7 +504,8 @@ def _braced_candidates(
 
 PY_RUNNERS = ("pytest", "unittest")
 JS_RUNNERS = ("jest", "vitest", "mocha", "node")
-BRACED_RUNNERS = ("go", "cargo")
+BRACED_RUNNERS = ("go", "cargo", "ctest")
+_BRACED_FILES = {"go": ("_test.go",), "cargo": (".rs",), "ctest": (".cc", ".cpp", ".cxx")}
 _JS_FILES = (".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx")
 
 
@@ -536,10 +537,7 @@ def build(
             found += _py_candidates(rel, text, tests, rng)
         elif runner in JS_RUNNERS and rel.endswith(_JS_FILES):
             found += _js_candidates(rel, text, origins, rng)
-        elif (runner, rel.endswith("_test.go"), rel.endswith(".rs")) in (
-            ("go", True, False),
-            ("cargo", False, True),
-        ):
+        elif runner in BRACED_RUNNERS and rel.endswith(_BRACED_FILES[runner]):
             found += _braced_candidates(rel, text, origins, runner)
     # One per copied test first (F2P before P2P), then the others: many different tests
     # rather than many changes of one.

@@ -1,4 +1,5 @@
-"""Canary candidates for Go (``go test``) and Rust (``cargo test``) test functions.
+"""Canary candidates for Go (``go test``), Rust (``cargo test``) and GoogleTest (``ctest``
+with ``gtest_discover_tests``) test functions.
 
 The same contract as :mod:`.canaries` (a copy of a graded test with one expectation
 contradicted, its name left open for the judge): only finding the tests and the expectation
@@ -11,6 +12,10 @@ is per language. Both languages are written in their formatter's layout (``gofmt
 * Rust: a ``#[test]`` function (``#[should_panic]`` ones are left alone) whose body ends at the
   next ``}`` at its own indentation; the expectation is the last literal of an
   ``assert_eq!``/``assert!`` line.
+* C++: a top-level GoogleTest ``TEST(Suite, Name) {`` / ``TEST_F`` ending at the next line that
+  is exactly ``}``; the expectation is the last literal of an ``EXPECT_*``/``ASSERT_*`` line.
+  The id is ``Suite.Name`` (tests registered per binary with ``add_test`` give none: a canary
+  there would be one more failure of the whole binary).
 
 Numbers are changed upwards only (``0`` → ``1``: a ``-1`` would not compile for an unsigned
 type); strings as in :mod:`.canaries`. Lines with escapes, raw strings, runes, chars or
@@ -32,6 +37,8 @@ _RUST_FN = re.compile(
     r"^(\s*)(?:pub\s+)?(?:async\s+)?fn\s+([a-z_]\w*)\s*\(\s*\)\s*(?:->[^{]*)?\{\s*$"
 )
 _RUST_EXPECT = re.compile(r"\bassert(?:_eq)?!\(")
+_GTEST = re.compile(r"^TEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{\s*$")
+_GTEST_EXPECT = re.compile(r"\b(?:EXPECT|ASSERT)_[A-Z_]+\(")
 _LITERAL = re.compile(r'"[^"\\]*"|(?<![\w.])\d+(?:\.\d+)?(?![\w.])')
 
 
@@ -93,7 +100,27 @@ def rust_blocks(lines: list[str]) -> list[Block]:
     return out
 
 
+def gtest_blocks(lines: list[str]) -> list[Block]:
+    """Every top-level GoogleTest ``TEST``/``TEST_F`` (the name is the test's, after the suite;
+    parameterised ``TEST_P`` tests are left alone: their ids carry instantiation names)."""
+    out = []
+    for i, line in enumerate(lines):
+        m = _GTEST.match(line)
+        if not m:
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j] == "}"), None)
+        if end is not None:
+            out.append((i, end + 1, m[2], i, m.start(2)))
+    return out
+
+
+_BLOCKS = {"go": go_blocks, "cargo": rust_blocks, "ctest": gtest_blocks}
+_EXPECT = {"go": _GO_EXPECT, "cargo": _RUST_EXPECT, "ctest": _GTEST_EXPECT}
+
+
 def _owners(name: str, ids: list[tuple[str, str]], runner: str) -> list[tuple[str, str]]:
+    if runner == "ctest":  # gtest_discover_tests names tests Suite.Name
+        return [(t, o) for t, o in ids if t.rsplit(".", 1)[-1] == name and "/" not in t]
     if runner == "go":
         return [(t, o) for t, o in ids if t.rsplit("::", 1)[-1].split("/", 1)[0] == name]
     return [(t, o) for t, o in ids if t == name or t.endswith("::" + name)]
@@ -101,8 +128,7 @@ def _owners(name: str, ids: list[tuple[str, str]], runner: str) -> list[tuple[st
 
 def test_names(text: str, runner: str) -> list[str]:
     """The names of the file's test functions (the vocabulary of a canary's name)."""
-    lines = text.split("\n")
-    return [b[2] for b in (go_blocks(lines) if runner == "go" else rust_blocks(lines))]
+    return [b[2] for b in _BLOCKS[runner](text.split("\n"))]
 
 
 def candidates(
@@ -113,8 +139,8 @@ def candidates(
     if "\r" in text:
         return []
     lines = text.split("\n")
-    blocks = go_blocks(lines) if runner == "go" else rust_blocks(lines)
-    expect = _GO_EXPECT if runner == "go" else _RUST_EXPECT
+    blocks = _BLOCKS[runner](lines)
+    expect = _EXPECT[runner]
     out: list[dict[str, Any]] = []
     for start, end, name, name_line, name_col in blocks:
         owners = _owners(name, ids, runner)
