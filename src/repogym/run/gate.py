@@ -316,8 +316,8 @@ def run_adversarial(
         return report
     if not candidates:
         report.note = (
-            "no function body of the gold patch to rewrite (Python and JavaScript are; "
-            "TypeScript and changes outside functions get none)"
+            "no function body of the gold patch to rewrite (Python, JavaScript, Go, Rust and "
+            "Java are; TypeScript, C/C++ and changes outside functions get none)"
         )
         return report
     report.results = _run_wrong(

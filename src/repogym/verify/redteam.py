@@ -29,8 +29,9 @@ JavaScript (``.js .cjs .mjs``): the same kinds but ``spoof`` (``===`` and ``Obje
 cannot be fooled by a value), for functions whose header line ends with ``{`` and whose body
 closes on a line of its own (``function f(a) {``, methods, arrows with a block body), found by
 the comment- and string-aware scan the mutants use; each candidate must pass ``node --check``
-in the module system the gold file passes in. TypeScript is left alone. A patch with no
-function to rewrite gives no candidates (the report says so).
+in the module system the gold file passes in. TypeScript is left alone. Go, Rust and Java get
+``raise`` only (:mod:`.redteam_braced`). A patch with no function to rewrite gives no
+candidates (the report says so).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from repogym.verify.file_kinds import JS_EXT, PY_EXT, default_is_code, is_releas
 from repogym.verify.hunks import PatchedFile, patched_files
 from repogym.verify.mutants import _node_check
 from repogym.verify.mutation_sites import _js_scan
+from repogym.verify.redteam_braced import BRACED_REDTEAM_EXT
+from repogym.verify.redteam_braced import rewrite as braced_rewrite
 
 __all__ = ["KINDS", "SPOOF_CLASS", "Candidate", "build_candidates"]
 
@@ -312,15 +315,25 @@ def build_candidates(
     pred = is_code or default_is_code
     files = patched_files(
         gold_patch,
-        lambda p: bool(pred(p)) and not is_release_notes(p) and p.endswith(PY_EXT + JS_EXT),
+        lambda p: (
+            bool(pred(p))
+            and not is_release_notes(p)
+            and p.endswith(PY_EXT + JS_EXT + BRACED_REDTEAM_EXT)
+        ),
         read_base,
     )
     if files is None:
         return []
     targets: list[tuple[PatchedFile, list[str], list[tuple[str, _Func]]]] = []
     js_targets: list[tuple[PatchedFile, list[str], list[_JsFunc], str]] = []
+    braced: list[tuple[PatchedFile, list[str], list[str]]] = []
     for f in files:
         if not (f.mutable and f.gold is not None and f.fp.status in ("A", "M")):
+            continue
+        if f.fp.path.endswith(BRACED_REDTEAM_EXT):
+            made = braced_rewrite(f.gold, set(f.plus_at), f.fp.path)
+            if made is not None:
+                braced.append((f, *made))
             continue
         if f.fp.path.endswith(JS_EXT):
             functions = _js_functions(f.gold, set(f.plus_at))
@@ -351,6 +364,9 @@ def build_candidates(
                 continue
             sections_by_file[f.index] = _section(f, lines)
             names += [f"{f.fp.path}:{q}" for q, _n in touched]
+        for f, braced_lines, functions_named in braced if kind == "raise" else []:
+            sections_by_file[f.index] = _section(f, braced_lines)
+            names += [f"{f.fp.path}:{name}" for name in functions_named]
         for f, gold, functions, suffix in js_targets if kind in JS_KINDS else []:
             js_lines = _js_rewrite(gold, functions, kind)
             if js_lines is None or _node_check(["".join(js_lines)], suffix) != [True]:
