@@ -128,7 +128,9 @@ def test_gtest_project_recipe(make_repo: MakeRepo) -> None:
     assert "-DDEMO_BUILD_TESTS=ON" in recipe.dockerfile
     assert "-DDEMO_BUILD_BENCHMARKS" not in recipe.dockerfile
     assert f"-B {cmake.BUILD_DIR} -G Ninja -DCMAKE_BUILD_TYPE=Debug" in recipe.dockerfile
-    assert recipe.dockerfile.rstrip().endswith(f"RUN cmake --build {cmake.BUILD_DIR} -j2")
+    assert recipe.dockerfile.rstrip().endswith(
+        f"RUN cmake --build {cmake.BUILD_DIR} -j2\nRUN chmod -R a+rwX {cmake.BUILD_DIR}"
+    )
     assert recipe.runner == "ctest" and recipe.collect_command.endswith("-N")
     assert "C++17 with GCC 12.2.0" in recipe.notes
 

@@ -373,6 +373,8 @@ def cmake_recipe(project: CMakeProject) -> Recipe:
     df.copy(["repo/"], f"{WORKDIR}/")
     df.run(["cmake", *(shlex.quote(a) for a in configure_args(project))])
     df.run(["cmake", "--build", BUILD_DIR, f"-j{BUILD_JOBS}"])
+    # The verifier runs the tests as another user, and the test command rebuilds first.
+    df.run(["chmod", "-R", "a+rwX", BUILD_DIR])
     command = f"bash -c {shlex.quote(test_script())} ctest"
     return Recipe(
         language=project.language,
