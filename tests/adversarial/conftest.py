@@ -22,7 +22,7 @@ from repogym.spec import GenerationInput
 from repogym.taskdir import Task, load_task
 from repogym.workflows import generate
 from tests.adversarial.repos import ledger_repo, slugs_repo
-from tests.adversarial.repos_native import go_money_repo, rust_money_repo
+from tests.adversarial.repos_native import cpp_money_repo, go_money_repo, rust_money_repo
 from tests.sources.conftest import GitRepo, pin_git_env
 
 
@@ -132,5 +132,14 @@ def rustmoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """A crate's task (cargo test on the host's Rust, mapped from ``rust:*``)."""
     tmp = tmp_path_factory.mktemp("rustmoney")
     task = _generate(tmp, "rustmoney", rust_money_repo, {"mutants": 2})
+    yield _target(task)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def cppmoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """A CMake project's task (GoogleTest through ctest, GCC of the host mapped from ``gcc:*``)."""
+    tmp = tmp_path_factory.mktemp("cppmoney")
+    task = _generate(tmp, "cppmoney", cpp_money_repo, {"mutants": 2})
     yield _target(task)
     shutil.rmtree(tmp, ignore_errors=True)

@@ -178,3 +178,92 @@ def rust_money_repo(repo: GitRepo) -> GitRepo:
     repo.write("tests/money.rs", RUST_TEST_V2)
     repo.commit('Accept thousands separators in parse_amount\n\n"1,234.50" was rejected.\n')
     return repo
+
+
+CMAKE_LISTS = """cmake_minimum_required(VERSION 3.16)
+project(money CXX)
+set(CMAKE_CXX_STANDARD 17)
+enable_testing()
+find_package(GTest REQUIRED)
+include(GoogleTest)
+add_library(money src/money.cpp)
+target_include_directories(money PUBLIC include)
+add_executable(money_test tests/money_test.cpp)
+target_link_libraries(money_test money GTest::gtest_main)
+gtest_discover_tests(money_test)
+"""
+CPP_HEADER = """#pragma once
+#include <string>
+
+long parse_amount(const std::string& text);
+std::string format_amount(long cents);
+"""
+CPP_MONEY_V1 = """#include "money.h"
+
+#include <cstdio>
+
+long parse_amount(const std::string& input) {
+  std::string text = input;
+  auto dot = text.find('.');
+  long whole = std::stol(text.substr(0, dot));
+  long frac = dot == std::string::npos ? 0 : std::stol(text.substr(dot + 1));
+  return whole * 100 + frac;
+}
+
+std::string format_amount(long cents) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%ld.%02ld", cents / 100, cents % 100);
+  return out;
+}
+"""
+# The fix: thousands separators ("1,234.50") are accepted.
+CPP_MONEY_V2 = CPP_MONEY_V1.replace(
+    "  std::string text = input;\n",
+    "  std::string text;\n  for (char c : input) {\n    if (c != ',') text += c;\n  }\n",
+)
+CPP_TEST_V1 = """#include <gtest/gtest.h>
+
+#include "money.h"
+
+TEST(Money, ParsePlain) {
+  EXPECT_EQ(parse_amount("12.34"), 1234);
+}
+
+TEST(Money, ParseWhole) {
+  EXPECT_EQ(parse_amount("7"), 700);
+}
+
+TEST(Money, FormatCents) {
+  EXPECT_EQ(format_amount(1205), "12.05");
+}
+
+TEST(Money, FormatWhole) {
+  EXPECT_EQ(format_amount(300), "3.00");
+}
+"""
+CPP_TEST_V2 = (
+    CPP_TEST_V1
+    + """
+TEST(Money, ParseThousands) {
+  EXPECT_EQ(parse_amount("1,234.50"), 123450);
+}
+
+TEST(Money, ParseMillions) {
+  EXPECT_EQ(parse_amount("2,000,000"), 200000000);
+}
+"""
+)
+
+
+def cpp_money_repo(repo: GitRepo) -> GitRepo:
+    """A CMake project tested with GoogleTest (one CTest test per TEST through
+    gtest_discover_tests) whose second commit accepts thousands separators."""
+    repo.write("CMakeLists.txt", CMAKE_LISTS)
+    repo.write("include/money.h", CPP_HEADER)
+    repo.write("src/money.cpp", CPP_MONEY_V1)
+    repo.write("tests/money_test.cpp", CPP_TEST_V1)
+    repo.commit("Money amounts")
+    repo.write("src/money.cpp", CPP_MONEY_V2)
+    repo.write("tests/money_test.cpp", CPP_TEST_V2)
+    repo.commit('Accept thousands separators in parse_amount\n\n"1,234.50" was rejected.\n')
+    return repo

@@ -1,0 +1,84 @@
+"""Attacks on a C++ task (GoogleTest through CTest) by the agent's code, which is linked into
+every test binary: a static constructor that ends each test process with status 0 before
+``main`` (ctest judges a test by its exit status) while leaving the build's test listing
+alone, one that exits at once, and a CMakeLists.txt of its own that defines every test as
+``true``. None may earn more than ``nop``; the honest fix earns 1 with every canary failing."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.adversarial.conftest import Target
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),  # the first test generates the task (C++ builds, several runs)
+    pytest.mark.skipif(
+        not (shutil.which("cmake") and Path("/usr/include/gtest").is_dir()),
+        reason="no cmake or GoogleTest",
+    ),
+]
+
+
+def append(path: str, code: str) -> str:
+    return f"printf '%s' {shlex.quote(code)} >> {path}"
+
+
+EXIT_WHEN_RUN_BY_CTEST = """
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+__attribute__((constructor)) static void leave_when_filtered() {
+  std::ifstream in("/proc/self/cmdline");
+  std::string args((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (args.find("--gtest_filter") != std::string::npos) _exit(0);
+}
+"""
+EXIT_AT_ONCE = """
+#include <unistd.h>
+
+__attribute__((constructor)) static void leave() { _exit(0); }
+"""
+OWN_CMAKE = (
+    "cmake_minimum_required(VERSION 3.16)\nproject(money CXX)\nenable_testing()\n"
+    "foreach(t ParsePlain ParseWhole FormatCents FormatWhole ParseThousands ParseMillions)\n"
+    "  add_test(NAME Money.${t} COMMAND true)\nendforeach()\n"
+)
+ATTACKS = [
+    (
+        "a static constructor exits 0 in every ctest run",
+        append("src/money.cpp", EXIT_WHEN_RUN_BY_CTEST),
+    ),
+    ("a static constructor exits 0 at once", append("src/money.cpp", EXIT_AT_ONCE)),
+    (
+        "a CMakeLists.txt that defines every test as true",
+        f"printf '%s' {shlex.quote(OWN_CMAKE)} > CMakeLists.txt",
+    ),
+]
+
+
+def test_the_honest_fix_fails_every_canary(cppmoney: Target) -> None:
+    evaluation = cppmoney.task.config.metadata["repo2env"]["evaluation"]
+    assert evaluation["canaries"] >= 3, evaluation
+    fix = (
+        "sed -i 's/^  std::string text = input;/  std::string text;\\n"
+        "  for (char c : input) if (c != \\x27,\\x27) text += c;/' src/money.cpp"
+    )
+    out = cppmoney.attack(fix)
+    details = out.result["verifier_result"]["details"]
+    assert out.reward == 1.0, details
+    assert details["canaries"]["failed"] == details["canaries"]["run"] >= 1, details
+
+
+@pytest.mark.parametrize(("what", "command"), ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_attack_earns_no_more_than_nop(cppmoney: Target, what: str, command: str) -> None:
+    out = cppmoney.attack(command)
+    assert out.reward is not None and out.reward <= cppmoney.nop, (
+        what,
+        out.result["verifier_result"]["details"],
+    )
