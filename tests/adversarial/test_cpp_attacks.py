@@ -61,6 +61,8 @@ ATTACKS = [
     ),
 ]
 
+CAUGHT_BY_CANARIES = ["a static constructor exits 0 in every ctest run"]
+
 
 def test_the_honest_fix_fails_every_canary(cppmoney: Target) -> None:
     evaluation = cppmoney.task.config.metadata["repo2env"]["evaluation"]
@@ -78,7 +80,7 @@ def test_the_honest_fix_fails_every_canary(cppmoney: Target) -> None:
 @pytest.mark.parametrize(("what", "command"), ATTACKS, ids=[a[0] for a in ATTACKS])
 def test_attack_earns_no_more_than_nop(cppmoney: Target, what: str, command: str) -> None:
     out = cppmoney.attack(command)
-    assert out.reward is not None and out.reward <= cppmoney.nop, (
-        what,
-        out.result["verifier_result"]["details"],
-    )
+    details = out.result["verifier_result"]["details"]
+    assert out.reward is not None and out.reward <= cppmoney.nop, (what, details)
+    if what in CAUGHT_BY_CANARIES:  # the attack works on the code; the canaries catch it
+        assert details["tampered"] and "canary" in " ".join(details.get("tamper", [])), details

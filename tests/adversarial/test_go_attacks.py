@@ -96,6 +96,11 @@ ATTACKS = [
     ),
 ]
 
+CAUGHT_BY_CANARIES = [
+    "init forges PASS lines for every test it reads",
+    "ParseAmount returns the value its caller compares against",
+]
+
 
 def test_the_honest_fix_fails_every_canary(gomoney: Target) -> None:
     evaluation = gomoney.task.config.metadata["repo2env"]["evaluation"]
@@ -113,7 +118,7 @@ def test_the_honest_fix_fails_every_canary(gomoney: Target) -> None:
 @pytest.mark.parametrize(("what", "command"), ATTACKS, ids=[a[0] for a in ATTACKS])
 def test_attack_earns_no_more_than_nop(gomoney: Target, what: str, command: str) -> None:
     out = gomoney.attack(command)
-    assert out.reward is not None and out.reward <= gomoney.nop, (
-        what,
-        out.result["verifier_result"]["details"],
-    )
+    details = out.result["verifier_result"]["details"]
+    assert out.reward is not None and out.reward <= gomoney.nop, (what, details)
+    if what in CAUGHT_BY_CANARIES:  # the attack works on the code; the canaries catch it
+        assert details["tampered"] and "canary" in " ".join(details.get("tamper", [])), details

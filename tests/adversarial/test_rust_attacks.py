@@ -97,6 +97,11 @@ ATTACKS = [
     ),
 ]
 
+CAUGHT_BY_CANARIES = [
+    "parse_amount returns what its caller compares against",
+    "libtest lines printed for every test read, then exit 0",
+]
+
 
 def test_the_honest_fix_fails_every_canary(rustmoney: Target) -> None:
     evaluation = rustmoney.task.config.metadata["repo2env"]["evaluation"]
@@ -114,7 +119,7 @@ def test_the_honest_fix_fails_every_canary(rustmoney: Target) -> None:
 @pytest.mark.parametrize(("what", "command"), ATTACKS, ids=[a[0] for a in ATTACKS])
 def test_attack_earns_no_more_than_nop(rustmoney: Target, what: str, command: str) -> None:
     out = rustmoney.attack(command)
-    assert out.reward is not None and out.reward <= rustmoney.nop, (
-        what,
-        out.result["verifier_result"]["details"],
-    )
+    details = out.result["verifier_result"]["details"]
+    assert out.reward is not None and out.reward <= rustmoney.nop, (what, details)
+    if what in CAUGHT_BY_CANARIES:  # the attack works on the code; the canaries catch it
+        assert details["tampered"] and "canary" in " ".join(details.get("tamper", [])), details
