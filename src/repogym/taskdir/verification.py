@@ -169,5 +169,6 @@ ARTEFACTS = (
     "**/.git",
     "**/.tox",
     "**/.nox",
+    "target/{debug,release,CACHEDIR.TAG,.rustc_info.json}",
 )
 RUNTIME_PROTECTED = TEST_PATHS + RUNNER_CONFIG + START_UP_HOOKS + ARTEFACTS

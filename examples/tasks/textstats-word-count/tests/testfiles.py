@@ -134,9 +134,7 @@ def is_test_source(path):
     parts = path.strip("/").split("/")
     if any(p.lower() in SOURCE_SCAN_TEST_DIRS for p in parts[:-1]):
         return True
-    return bool(
-        _SOURCE_SCAN_TEST_NAME.search(parts[-1]) or _SOURCE_SCAN_JVM_TEST.search(parts[-1])
-    )
+    return bool(_SOURCE_SCAN_TEST_NAME.search(parts[-1]) or _SOURCE_SCAN_JVM_TEST.search(parts[-1]))
 
 
 def is_node_test_candidate(path):

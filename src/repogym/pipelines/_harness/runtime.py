@@ -50,10 +50,11 @@ from repogym.pipelines._instructions.text import (
     compose,
     repair,
 )
+from repogym.pipelines._mined.inline_tests import EXTRA_KEY as INLINE_KEY
 from repogym.pipelines._selection.select import find_test_files, tests_exercising
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, Session
-from repogym.shipped import infra, tamper
+from repogym.shipped import infra, rust_tests, tamper
 from repogym.shipped.testfiles import JS_TEST_FILE, PY_TEST_FILE
 from repogym.sources.patches import parse_patch
 from repogym.spec import RuntimeOptions
@@ -104,6 +105,9 @@ class _Change:
     removed_sources: list[str]
     hidden: list[str]
     """Files the verifier restores: the changed tests and infrastructure files."""
+    inline: dict[str, str]
+    """Source files whose inline test modules the verifier splices in (path → the hidden
+    modules, :mod:`.._mined.inline_tests`); they are in ``hidden`` too."""
     delete: list[str]
     ids: list[str]
     """The changed test files' ids for the runner."""
@@ -117,6 +121,13 @@ class _Change:
     @property
     def base(self) -> Path:
         return self.context / "repo"
+
+    def hidden_copy(self, path: str) -> bytes:
+        """What the verifier restores ``path`` from: the head's file, or for a file with inline
+        tests only its hidden test modules."""
+        if path in self.inline:
+            return self.inline[path].encode("utf-8")
+        return bytes(self.source.read_file(self.cand.head, path))
 
     def head_snapshot(self) -> Path:
         head = self.work / "head"
@@ -218,7 +229,7 @@ class RuntimeHarness(TaskHarness):
         self._progress(cand, "build_finished")
         # 3. the task's verifier, staged: the reference runs go through it
         tests = work / "tests"
-        restore = {p: self.source.read_file(cand.head, p) for p in change.hidden}
+        restore = {p: change.hidden_copy(p) for p in change.hidden}
         known = infra.manifest(change.base, infra.is_infra)
         stage_verifier(
             tests,
@@ -226,6 +237,7 @@ class RuntimeHarness(TaskHarness):
                 recipe=recipe,
                 command=recipe.test_command,
                 restore=restore,
+                splice=sorted(change.inline),
                 delete=change.delete,
                 infra={
                     k: v for k, v in known.items() if k not in restore and k not in change.delete
@@ -290,13 +302,18 @@ class RuntimeHarness(TaskHarness):
         test_changes = parse_patch(cand.test_patch)
         source_changes = parse_patch(cand.source_patch)
         test_files = [p.path for p in test_changes if p.status != "D"]
+        inline: dict[str, str] = dict(cand.extra.get(INLINE_KEY) or {})
         if opts.instruction == "tdd":
             # A test-driven task: the new and changed tests are in the workspace (the hidden
             # copy still restores over them before grading).
             for rel in test_files:
                 target = base / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(self.source.read_file(cand.head, rel))
+                if rel in inline:
+                    old = target.read_text("utf-8") if target.is_file() else ""
+                    target.write_text(rust_tests.splice(old, inline[rel]), "utf-8")
+                else:
+                    target.write_bytes(self.source.read_file(cand.head, rel))
         ids = target_ids(recipe.runner, test_files)
         if ids is None:
             self._drop(outcome, "no runnable test file changed")
@@ -313,6 +330,7 @@ class RuntimeHarness(TaskHarness):
             changed_sources=[p.path for p in source_changes if p.status != "D"],
             removed_sources=[p.path for p in source_changes if p.status == "D"],
             hidden=test_files + [p.path for p in infra_changes if p.status != "D"],
+            inline=inline,
             delete=delete,
             ids=ids,
         )
@@ -418,6 +436,7 @@ class RuntimeHarness(TaskHarness):
             skip_reasons=dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:10]),
             collected=first.get("collected"),
             instruction_record=record,
+            splice=sorted(change.inline),
         )
 
     # -------------------------------------------------------------------------------- helpers
