@@ -22,6 +22,7 @@ from tests.sources.conftest import BASE_EPOCH, GitRepo
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.timeout(1200),  # toolchain builds on a loaded machine
     pytest.mark.skipif(shutil.which("cargo") is None, reason="needs cargo"),
 ]
 
@@ -216,3 +217,13 @@ def test_agents(generated, agent: str, reward: float) -> None:
     who = {"oracle": OracleAgent(), "nop": NopAgent()}.get(agent) or CommandAgent(agent)
     result = runner.run(task, who)
     assert result.reward == reward, result.reading.details if result.reading else result
+
+
+def test_new_items_are_named_with_their_signatures(generated) -> None:
+    task = _task(generated, "pair")
+    instruction = (task.path / "instruction.md").read_text()
+    assert "`pub fn parse_pair(s: &str) -> Option<Pair>`" in instruction
+    assert "`Pair::sum`: `pub fn sum(&self) -> u32`" in instruction
+    assert "self.left + self.right" not in instruction and "split_once" not in instruction
+    record = task.config.metadata["repogym"]["instruction"]
+    assert {"parse_pair", "Pair::sum"} <= set(record["required"])

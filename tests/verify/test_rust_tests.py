@@ -62,12 +62,13 @@ mod outline;
 
 
 def spans_text(text: str) -> list[str]:
-    return [text[a:b] for a, b in rt.test_modules(text)]
+    return [text[a:b] for a, b in rt.test_items(text)]
 
 
-def test_finds_top_level_test_modules_only() -> None:
+def test_finds_top_level_test_items_only() -> None:
     found = spans_text(TRICKY)
-    assert len(found) == 2
+    assert len(found) == 3
+    assert found[2] == "#[cfg(test)]\nmod outline;"
     assert found[0].startswith("/// The tests.\n#[cfg(test)]\n#[allow(unused)]\nmod tests {")
     assert found[0].endswith("let _ = '\"'; }\n}")
     assert found[1].startswith('#[cfg(all(test, feature = "x"))]\npub(crate) mod more_tests')
@@ -87,7 +88,7 @@ def test_finds_top_level_test_modules_only() -> None:
 )
 def test_unreadable_files_raise(text: str) -> None:
     with pytest.raises(rt.RustSyntaxError):
-        rt.test_modules(text)
+        rt.test_items(text)
 
 
 def test_cfg_predicates() -> None:
@@ -99,9 +100,37 @@ def test_cfg_predicates() -> None:
         ("cfg(any(test, doc))", False),
         ("cfg(tests)", False),
         ("cfg_attr(test, allow(x))", False),
+        ("test", True),
+        ("tokio :: test", True),
+        ("testing", False),
+        ("should_panic", False),
     ]:
         text = f"#[{attr}]\nmod m {{ }}\n"
-        assert bool(rt.test_modules(text)) is hit, attr
+        assert bool(rt.test_items(text)) is hit, attr
+
+
+@pytest.mark.parametrize(
+    ("item", "after"),
+    [
+        ("#[test]\nfn t() { assert!(g() == [0u8; 2]); }", "fn after() {}"),
+        ("#[test]\n#[should_panic]\npub async fn t() -> Result<(), E> { Ok(()) }", "fn after() {}"),
+        ("#[cfg(test)]\nuse std::collections::{HashMap, HashSet};", "fn after() {}"),
+        ("#[cfg(test)]\nconst C: S = S { a: [1; 2] };", "struct After;"),
+        ("#[cfg(test)]\nstatic V: &[u8] = &[1, 2];", "fn after() {}"),
+        ("#[cfg(test)]\nconst fn helper() -> u8 { 1 }", "fn after() {}"),
+        ("#[cfg(test)]\nstruct Fixture(u8);", "fn after() {}"),
+        ("#[cfg(test)]\nstruct Fixture<T = u8> { t: T }", "fn after() {}"),
+        (
+            "#[cfg(test)]\nimpl<T: Fn() -> ()> Helper for W<T> where T: Copy { fn h() {} }",
+            "fn a() {}",
+        ),
+        ("#[cfg(test)]\nextern crate quickcheck;", "fn after() {}"),
+        ("#[cfg(test)]\nmacro_rules! m { ($x:expr) => { $x }; }", "fn after() {}"),
+    ],
+)
+def test_test_items_of_every_kind(item: str, after: str) -> None:
+    text = f"fn before() {{ }}\n\n{item}\n\n{after}\n"
+    assert spans_text(text) == [item]
 
 
 HEAD = """\
@@ -136,6 +165,18 @@ def test_split_and_splice_round_trip() -> None:
     assert "a - b" in before and "adds_negative" in before
     assert rt.split(BASE, BASE) is None  # tests unchanged: nothing to hide
     assert rt.split(BASE, HEAD.replace("#[cfg(test)]\nmod tests", "mod tests")) is None
+
+
+def test_top_level_test_functions_split() -> None:
+    base = "pub fn one() -> u8 { 2 }\n\n#[test]\nfn old() { assert!(true); }\n"
+    head = base.replace("{ 2 }", "{ 1 }") + "\n#[test]\nfn new() { assert_eq!(one(), 1); }\n"
+    gold, hidden = rt.split(base, head)
+    assert gold == base.replace("{ 2 }", "{ 1 }")
+    assert (
+        hidden
+        == "#[test]\nfn old() { assert!(true); }\n\n#[test]\nfn new() { assert_eq!(one(), 1); }"
+    )
+    assert "fn new()" in rt.splice(base, hidden) and rt.splice(gold, hidden).count("#[test]") == 2
 
 
 def test_splice_replaces_whatever_the_agent_left() -> None:
@@ -210,8 +251,8 @@ def rust_files(draw: st.DrawFn) -> tuple[str, list[str]]:
 def test_generated_files(case: tuple[str, list[str]]) -> None:
     text, modules = case
     assert spans_text(text) == modules
-    code, _anchor = rt.remove_spans(text, rt.test_modules(text))
-    assert rt.test_modules(code) == []
+    code, _anchor = rt.remove_spans(text, rt.test_items(text))
+    assert rt.test_items(code) == []
     hidden = "#[cfg(test)]\nmod tests { #[test] fn new() {} }"
     out = rt.splice(text, hidden)
     assert spans_text(out) == [hidden]
@@ -221,7 +262,7 @@ def test_generated_files(case: tuple[str, list[str]]) -> None:
 @given(st.text(alphabet=st.sampled_from(list("{}()[]\"'#/*r! \nabcmod_;")), max_size=60))
 def test_arbitrary_text_never_crashes(text: str) -> None:
     try:
-        spans = rt.test_modules(text)
+        spans = rt.test_items(text)
     except rt.RustSyntaxError:
         return
     assert all(0 <= a < b <= len(text) for a, b in spans)

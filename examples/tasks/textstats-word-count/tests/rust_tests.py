@@ -5,15 +5,16 @@
 Most crates keep their unit tests in the file they test, in ``#[cfg(test)] mod tests { … }``.
 When a change edits such a module, its test part is hidden from the agent like a test file:
 
-* :func:`test_modules` finds the top-level ``#[cfg(test)]`` (or ``#[cfg(all(test, …))]``)
-  ``mod NAME { … }`` items of a file, skipping comments (nested ``/* */`` too), strings (raw
-  ``r#"…"#``, byte and C strings), character literals and lifetimes, with matched braces;
+* :func:`test_items` finds the top-level test items of a file — ``#[cfg(test)]`` (or
+  ``#[cfg(all(test, …))]``) items, ``mod tests { … }`` most often, and ``#[test]`` functions —
+  skipping comments (nested ``/* */`` too), strings (raw ``r#"…"#``, byte and C strings),
+  character literals and lifetimes, with matched braces;
 * :func:`split` gives, for a base and a head text, the file the gold patch leads to (the head's
-  code with the base's test modules) and the hidden part (the head's test modules);
-* :func:`splice` puts hidden test modules into whatever file an agent left, replacing every
-  test module that file has (so none can be weakened), where its first one was or at the end.
+  code with the base's test items) and the hidden part (the head's test items);
+* :func:`splice` puts hidden test items into whatever file an agent left, replacing every
+  test item that file has (so none can be weakened), where its first one was or at the end.
 
-Only top-level modules count: a test module nested in another module stays code (its
+Only top-level items count: a test module nested in another module stays code (its
 ``super`` is that module, which a splice could not keep).
 """
 
@@ -177,14 +178,23 @@ def matching(toks, k):
     raise RustSyntaxError("unclosed bracket at offset %d" % toks[k][2])
 
 
-_CFG_TEST = re.compile(r"^cfg\(\s*(?:test|all\(\s*test\s*(?:,.*)?\))\s*\)$", re.DOTALL)
+_TEST_ATTR = re.compile(
+    r"^(?:cfg\(\s*(?:test|all\(\s*test\s*(?:,.*)?\))\s*\)|(?:\w+\s*::\s*)*test)$", re.DOTALL
+)
+#: Items that end at their first ``;`` (an initializer's braces are inside them).
+_SEMI_ITEMS = frozenset({"use", "static", "type", "let"})
+_ITEM_WORDS = frozenset(
+    {"fn", "mod", "struct", "enum", "union", "trait", "impl", "use", "const", "static", "type"}
+    | {"extern", "macro_rules"}
+)
 
 
-def _is_cfg_test(text, start, end):
+def _is_test_attr(text, start, end):
     # type: (str, int, int) -> bool
     """Whether the attribute ``#[ … ]`` between offsets ``start`` and ``end`` (its brackets
-    excluded) is ``cfg(test)`` or ``cfg(all(test, …))``."""
-    return bool(_CFG_TEST.match(re.sub(r"\s+", " ", text[start:end]).strip()))
+    excluded) marks a test item: ``test`` (``tokio::test`` too), ``cfg(test)`` or
+    ``cfg(all(test, …))``."""
+    return bool(_TEST_ATTR.match(re.sub(r"\s+", " ", text[start:end]).strip()))
 
 
 def _line_start(text, pos):
@@ -203,11 +213,41 @@ def _line_start(text, pos):
     return start
 
 
-def test_modules(text):
+def _item_end(toks, k):
+    # type: (List[Tuple[str, str, int, int]], int) -> int
+    """The index of the last token of the item starting at ``toks[k]`` (after its attributes):
+    its first ``;`` outside brackets, or the brace closing its first ``{`` — but a ``use``,
+    ``static``, ``type`` or valued ``const`` ends only at its ``;``."""
+    n, semi_only, word = len(toks), False, None
+    j = k
+    while j < n:
+        kind, t = toks[j][0], toks[j][1]
+        if kind == "ident" and word is None and t in _ITEM_WORDS:
+            nxt = toks[j + 1][1] if j + 1 < n else ""
+            if t == "const" and nxt in ("fn", "unsafe", "async", "extern"):
+                j += 1
+                continue
+            word = t
+            semi_only = t in _SEMI_ITEMS or t == "const" or (t == "extern" and nxt == "crate")
+        if kind == "punct":
+            if t == ";":
+                return j
+            if t == "{" and not semi_only:
+                return matching(toks, j)
+            if t in OPEN:
+                j = matching(toks, j)
+            elif t in CLOSE:
+                raise RustSyntaxError("unbalanced %r at offset %d" % (t, toks[j][2]))
+        j += 1
+    raise RustSyntaxError("unfinished item at offset %d" % toks[k][2])
+
+
+def test_items(text):
     # type: (str) -> List[Tuple[int, int]]
-    """``(start, end)`` offsets of the top-level ``#[cfg(test)] mod NAME { … }`` items of
-    ``text``: from the start of the line of their first attribute (doc comments above it
-    included) to just after the closing brace. Raises :class:`RustSyntaxError`."""
+    """``(start, end)`` offsets of the top-level test items of ``text``: ``#[cfg(test)]`` (or
+    ``#[cfg(all(test, …))]``) items — ``mod tests { … }`` most often — and ``#[test]``
+    functions; from the start of the line of their first attribute (doc comments above it
+    included) to just after their closing brace or ``;``. Raises :class:`RustSyntaxError`."""
     toks = tokens(text)
     spans = []  # type: List[Tuple[int, int]]
     k, n = 0, len(toks)
@@ -230,62 +270,63 @@ def test_modules(text):
                 k = first = matching(toks, k + 2) + 1
                 continue
             close = matching(toks, k + 1)
-            test = test or _is_cfg_test(text, toks[k + 1][3], toks[close][2])
+            test = test or _is_test_attr(text, toks[k + 1][3], toks[close][2])
             k = close + 1
         if not seen:
             k += 1
             continue
-        if k < n and toks[k][1] == "pub":
-            k += 1
-            if k < n and toks[k][1] == "(":
-                k = matching(toks, k) + 1
-        is_mod = k + 2 < n and toks[k][1] == "mod" and toks[k + 1][0] == "ident"
-        if test and is_mod and toks[k + 2][1] == "{":
-            close = matching(toks, k + 2)
-            spans.append((_line_start(text, toks[first][2]), toks[close][3]))
-            k = close + 1
+        if test and k < n:
+            end = _item_end(toks, k)
+            spans.append((_line_start(text, toks[first][2]), toks[end][3]))
+            k = end + 1
     return spans
 
 
 def remove_spans(text, spans):
     # type: (str, List[Tuple[int, int]]) -> Tuple[str, int]
-    """``text`` without ``spans`` (sorted, disjoint), and where the first one was (-1: none)."""
+    """``text`` without ``spans`` (sorted, disjoint), and where the first one was (-1: none).
+    The blank lines before a later span go with it."""
     out, last = [], 0
-    for start, end in spans:
-        out.append(text[last:start])
+    for i, (start, end) in enumerate(spans):
+        chunk = text[last:start]
+        if i and not chunk.strip():
+            chunk = ""
+        elif i:
+            chunk = chunk.rstrip() + "\n"
+        out.append(chunk)
         last = end
     out.append(text[last:])
     return "".join(out), spans[0][0] if spans else -1
 
 
-def insert(text, anchor, modules):
+def insert(text, anchor, items):
     # type: (str, int, str) -> str
-    """``modules`` put into ``text`` at ``anchor``, or after its end when ``anchor`` is -1."""
-    if not modules:
+    """``items`` put into ``text`` at ``anchor``, or after its end when ``anchor`` is -1."""
+    if not items:
         return text
     if anchor >= 0:
-        return text[:anchor] + modules + text[anchor:]
+        return text[:anchor] + items + text[anchor:]
     body = text.rstrip("\n")
-    return (body + "\n\n" if body else "") + modules + "\n"
+    return (body + "\n\n" if body else "") + items + "\n"
 
 
-def modules_text(text, spans):
+def items_text(text, spans):
     # type: (str, List[Tuple[int, int]]) -> str
-    """The test modules of ``text`` one after the other (a blank line between them)."""
+    """The test items of ``text`` one after the other (a blank line between them)."""
     return "\n\n".join(text[a:b] for a, b in spans)
 
 
 def split(base, head):
     # type: (Optional[str], str) -> Optional[Tuple[str, str]]
     """``(gold, hidden)`` for a file at ``base`` (None: a new file) changed into ``head``:
-    ``gold`` is the head's code with the base's test modules where the head's first one is,
-    ``hidden`` the head's test modules. None when the test modules did not change or the head
+    ``gold`` is the head's code with the base's test items where the head's first one is,
+    ``hidden`` the head's test items. None when the test items did not change or the head
     has none (a removal of tests is then part of the source change). Raises
     :class:`RustSyntaxError` when either side cannot be read."""
-    head_spans = test_modules(head)
-    base_spans = test_modules(base) if base is not None else []
-    hidden = modules_text(head, head_spans)
-    old = modules_text(base, base_spans) if base is not None else ""
+    head_spans = test_items(head)
+    base_spans = test_items(base) if base is not None else []
+    hidden = items_text(head, head_spans)
+    old = items_text(base, base_spans) if base is not None else ""
     if not hidden or hidden == old:
         return None
     code, anchor = remove_spans(head, head_spans)
@@ -298,5 +339,5 @@ def splice(current, hidden):
     ``hidden`` ones: where its first test module was, else at the end. Raises
     :class:`RustSyntaxError` when ``current`` cannot be read (the caller must not fall back to
     appending: an unclosed string or comment could swallow the hidden tests)."""
-    code, anchor = remove_spans(current, test_modules(current))
+    code, anchor = remove_spans(current, test_items(current))
     return insert(code, anchor, hidden)

@@ -40,7 +40,7 @@ from repogym.pipelines._harness.verifier_runs import (
     verifier_result,
     verifier_runs,
 )
-from repogym.pipelines._instructions.evidence import group_tests
+from repogym.pipelines._instructions.evidence import changed_first, group_tests
 from repogym.pipelines._instructions.interface import render_interface, required_interface
 from repogym.pipelines._instructions.text import (
     Composed,
@@ -378,7 +378,12 @@ class RuntimeHarness(TaskHarness):
         drop reason set) when it stays underspecified."""
         cand = change.cand
         evidence = self._evidence(
-            change.base, change.head_snapshot(), change.test_files, f2p, restore, before
+            change.base,
+            change.head_snapshot(),
+            change.test_files,
+            changed_first(f2p, cand.test_patch),
+            restore,
+            before,
         )
         composed, why = self._instruct(cand, evidence)
         if composed is None:
@@ -456,7 +461,7 @@ class RuntimeHarness(TaskHarness):
         for result in before_results:
             for test_id, message in (result.get("failures") or {}).items():
                 failures.setdefault(test_id, message)
-        items = required_interface(base, head, test_files, f2p)
+        items = required_interface(base, head, test_files, f2p, restore)
         interface = render_interface(items)
         tests_text = "\n".join(data.decode("utf-8", "replace") for data in restore.values())
         return Evidence(

@@ -1,5 +1,5 @@
 """Unit tests that live inside source files (Rust's ``#[cfg(test)] mod tests { … }``), split out
-of a change like test files: the gold patch keeps only the code, the new test modules are hidden
+of a change like test files: the gold patch keeps only the code, the new test items are hidden
 and put back by the verifier into whatever file the agent leaves (``config.json`` ``splice``,
 :func:`repogym.shipped.rust_tests.splice`)."""
 
@@ -13,20 +13,20 @@ from repogym.sources import Source
 from repogym.sources.patches import FilePatch, file_diff, parse_patch
 
 EXTRA_KEY = "inline_tests"
-"""Where a candidate keeps its inline tests (``Candidate.extra``): ``{path: hidden modules}``."""
+"""Where a candidate keeps its inline tests (``Candidate.extra``): ``{path: hidden test items}``."""
 
 
 @dataclass(frozen=True)
 class InlineTests:
-    """One source file whose change touches its inline test modules."""
+    """One source file whose change touches its inline test items."""
 
     path: str
     base: str | None
     """The file at the base (None: the change adds it)."""
     gold: str
-    """What the gold patch makes of it: the head's code with the base's test modules."""
+    """What the gold patch makes of it: the head's code with the base's test items."""
     hidden: str
-    """The head's test modules (what the verifier splices in)."""
+    """The head's test items (what the verifier splices in)."""
 
     @property
     def code_changed(self) -> bool:
@@ -43,8 +43,9 @@ def _text(source: Source, ref: str, path: str) -> str | None:
 def inline_test_changes(
     source: Source, base: str, head: str, files: list[FilePatch]
 ) -> dict[str, InlineTests]:
-    """The changed Rust source files (added or modified, not test files) whose top-level
-    ``#[cfg(test)]`` modules change; a file the scanner cannot read stays plain source."""
+    """The changed Rust source files (added or modified, not test files) whose top-level test
+    items (``#[cfg(test)] mod tests``, ``#[test]`` functions) change; a file the scanner cannot
+    read stays plain source."""
     out: dict[str, InlineTests] = {}
     for fp in files:
         if fp.binary or fp.status not in ("A", "M") or not fp.path.endswith(".rs"):
@@ -69,7 +70,7 @@ def split_inline(
 ) -> tuple[str, str]:
     """The source and test patches with each inline-test file's section replaced: the source
     part changes the file into its gold text (no section when only its tests changed), the test
-    part puts the head's test modules into the base file (what the verifier's splice does
+    part puts the head's test items into the base file (what the verifier's splice does
     before the fix). Both still apply to the base on their own."""
     source: list[str] = []
     for fp in parse_patch(source_patch):

@@ -244,7 +244,7 @@ def _remove(path):
 
 
 def splice_tests(dest, hidden_path):
-    """Put the hidden inline test modules (``hidden_path``) into the file the agent left at
+    """Put the hidden inline test items (``hidden_path``) into the file the agent left at
     ``dest`` in place of its own (:func:`rust_tests.splice`). A file that is not a plain file
     counts as empty; one the scanner cannot read is a problem (returned), never appended to:
     an unclosed string or comment could swallow the hidden tests."""
@@ -270,7 +270,7 @@ def splice_tests(dest, hidden_path):
 
 
 def restore(config):
-    """Write the hidden copies over the working tree (splice the hidden inline test modules
+    """Write the hidden copies over the working tree (splice the hidden inline test items
     into the files listed under ``splice``); remove paths the task deletes. Returns the
     problems met (each one a tamper)."""
     workdir = config["workdir"]
