@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from repogym.pipelines._harness.runtime import line_bound
 from repogym.pipelines._mined.candidates import candidate_from_change
 from repogym.pipelines._mined.inline_tests import EXTRA_KEY
 from repogym.sources.local import LocalGitSource
@@ -102,3 +103,16 @@ def test_file_diff_new_and_no_newline(tmp_path: Path) -> None:
     (tmp_path / "p.diff").write_text(edit)
     subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
     assert (tmp_path / "a.rs").read_text() == "y"
+
+
+def test_doctests_of_edited_files_are_line_bound() -> None:
+    ids = [
+        "src/lib.rs - EMPTY_HEADER (line 791)",
+        "src/lib.rs - Request (line 482) - compile",
+        "src/iter.rs - Bytes (line 12)",
+        "tests::utf8_in_path_ok",
+        "uri::urltest_001",
+    ]
+    assert line_bound(ids, ["src/lib.rs"]) == ids[:2]
+    assert line_bound(ids, ["crates/core/src/iter.rs"]) == [ids[2]]
+    assert line_bound(ids, ["README.md"]) == []

@@ -16,6 +16,7 @@ A candidate with at least one F2P test becomes a task, which must then pass the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,6 +183,20 @@ def classify(
     return f2p, p2p, flaky, any(s == PASSED for s in a.values())
 
 
+_DOCTEST_ID = re.compile(r"^(?P<file>[^\s]+\.rs) - .*\(line \d+\)")
+
+
+def line_bound(ids: list[str], changed: list[str]) -> list[str]:
+    """Cargo doctest ids that name a line of a file the change edits (``src/lib.rs - parse
+    (line 80)``): the line moves with any fix of another length, so such an id is a new name
+    for an old test, not something an agent's fix can be graded on."""
+
+    def edited(file: str) -> bool:  # a workspace member's doctests name crate-relative paths
+        return any(path == file or path.endswith("/" + file) for path in changed)
+
+    return [t for t in ids if (m := _DOCTEST_ID.match(t)) is not None and edited(m["file"])]
+
+
 def record_runs(tests: Path, runs: _Runs) -> None:
     """Record what the reference runs saw in the staged verifier's config: the command they
     ran, the tamper signatures the fix itself shows, the collected count, and what the judge's
@@ -251,6 +266,10 @@ class RuntimeHarness(TaskHarness):
         runs = self._fix_runs(change, built, spec, tests)
         outcome.test_seconds += runs.seconds
         f2p, p2p, flaky, passing = classify(recipe, runs.before, runs.after, restore)
+        if recipe.runner == "cargo":
+            moved = set(line_bound(f2p + p2p, change.changed_sources + sorted(change.inline)))
+            f2p, p2p = [t for t in f2p if t not in moved], [t for t in p2p if t not in moved]
+            flaky |= moved
         if not passing:
             return self._drop(outcome, "no test passes after the fix")
         if not f2p:
