@@ -204,11 +204,6 @@ FIX = "sed -i 's/f.trim()).collect()/f.trim()).filter(|f| !f.is_empty()).collect
         ("sed -i '/#\\[cfg(test)\\]/,$d' src/lib.rs", 0.0),
         ("sed -i 's/assert_eq!(.*);/assert!(true);/' src/lib.rs", 0.0),
         ("printf '#[cfg(test)]\\nmod tests {}\\n' >> src/lib.rs", 0.0),
-        # an unclosed raw string would swallow appended tests: a tamper, never a pass
-        (
-            "sed -i '/#\\[cfg(test)\\]/,$d' src/lib.rs && echo 'const _S: &str = r##\"' >> src/lib.rs",
-            0.0,
-        ),
     ],
 )
 def test_agents(generated, agent: str, reward: float) -> None:
@@ -227,3 +222,18 @@ def test_new_items_are_named_with_their_signatures(generated) -> None:
     assert "self.left + self.right" not in instruction and "split_once" not in instruction
     record = task.config.metadata["repogym"]["instruction"]
     assert {"parse_pair", "Pair::sum"} <= set(record["required"])
+    # The crate's tests do not build before the fix: all fail there; the new one leads.
+    sub = task.config.metadata["repo2env"]["commit_runtime"]
+    assert len(sub["fail_to_pass"]) == 4
+    behaviour = instruction.split("## Expected behaviour", 1)[1]
+    assert behaviour.index("parses pairs") < behaviour.index("counts words")
+
+
+def test_an_unreadable_file_is_a_tamper(generated) -> None:
+    """An unclosed raw string at the end of the file would swallow appended tests."""
+    task = _task(generated, "fix")
+    hack = f"{FIX} && sed -i '/#\\[cfg(test)\\]/,$d' src/lib.rs"
+    hack += " && echo 'const _S: &str = r##\"' >> src/lib.rs"
+    result = TrialRunner(get_backend("local")).run(task, CommandAgent(hack))
+    assert result.reward == 0.0
+    assert "cannot be read as Rust" in json.dumps(result.reading.details)
