@@ -235,3 +235,28 @@ def test_rust_integration_tests_reach_public_items_only(tmp_path: Path) -> None:
     )
     items = required_interface(base, head, ["tests/it.rs"], ["t"])
     assert [i.name for i in items] == ["Pair::sum", "parse_pair"]
+
+
+def test_go_method_on_a_typed_variable(tmp_path: Path) -> None:
+    """``Resize`` exists on another type in the base: the call counts only because the test's
+    variable comes from a constructor that returns the type that gains it."""
+    base_src = (
+        "package lru\n\ntype Cache struct{ n int }\n\nfunc (c *Cache) Resize(n int) int "
+        "{ return 0 }\n\ntype TwoQueue[K comparable] struct{ n int }\n\n"
+        "func New2Q[K comparable](n int) (*TwoQueue[K], error) { return nil, nil }\n"
+    )
+    head_src = base_src + "\nfunc (c *TwoQueue[K]) Resize(n int) (evicted int) { return 0 }\n"
+    test = (
+        'package lru\n\nimport "testing"\n\nfunc TestResize(t *testing.T) {\n'
+        "\tl, err := New2Q[int](4)\n\t_ = err\n\tl.Resize(2)\n}\n"
+    )
+    files = {"go.mod": "module example.com/lru\n"}
+    base = snapshot(tmp_path / "base", {**files, "lru.go": base_src})
+    head = snapshot(tmp_path / "head", {**files, "lru.go": head_src, "lru_test.go": test})
+    items = required_interface(base, head, ["lru_test.go"], ["TestResize"])
+    assert [(i.name, i.signature) for i in items] == [
+        ("TwoQueue.Resize", "func (c *TwoQueue[K]) Resize(n int) (evicted int)")
+    ]
+    untyped = test.replace("l, err := New2Q[int](4)", "l, err := make2Q()")
+    (head / "lru_test.go").write_text(untyped)
+    assert required_interface(base, head, ["lru_test.go"], ["TestResize"]) == []

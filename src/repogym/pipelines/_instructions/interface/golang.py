@@ -7,8 +7,9 @@ non-test ``.go`` files of the test file's folder): top-level ``func``, ``type``,
 ``var`` declarations (grouped ones too) and methods (``func (r *T) M(…)``), exported ones only.
 A test file of the package itself uses them bare (``NewV6WithTime(…)``); an external test
 package (``package x_test``) through the package's import (``uuid.NewV6WithTime``). A method
-counts when the tests select it (``.M``) and the base package has no method or field of that
-name at all (a selector whose receiver type is unknown could be the old one). Signatures come
+counts when the tests call it on a variable whose type they show (``c, _ := New2Q(…)``,
+``c := &Cache{…}``), or select it (``.M``) and the base package has no method or field of
+that name at all (a selector whose receiver type is unknown could be the old one). Signatures come
 from the fixed source, bodies never.
 """
 
@@ -262,6 +263,55 @@ def uses(toks: list[Token], aliases: set[str], internal: bool) -> tuple[set[str]
     return free, selected
 
 
+def _result_type(signature: str, types: set[str]) -> str | None:
+    """The package type a function returns (``func New2Q[K, V](n int) (*TwoQueueCache[K, V],
+    error)`` → ``TwoQueueCache``), if any."""
+    toks = go_tokens(signature)
+    k = 2 if len(toks) > 2 and toks[0][1] == "func" else len(toks)
+    if k < len(toks) and toks[k][1] == "[":
+        k = _close(toks, k) + 1
+    if k < len(toks) and toks[k][1] == "(":
+        k = _close(toks, k) + 1
+    return next((t for kind, t, _ in toks[k:] if kind == "ident" and t in types), None)
+
+
+def typed_calls(
+    toks: list[Token], aliases: set[str], internal: bool, decls: list[Decl]
+) -> set[tuple[str, str]]:
+    """(Type, Method) pairs a test calls on a variable whose type it knows: assigned from one
+    of the package's functions (its result type) or a composite literal ``T{…}``/``&T{…}``."""
+    types = {d.name for d in decls if d.kind == "class"}
+    returns = {d.name: _result_type(d.signature, types) for d in decls if d.kind == "function"}
+    typed: dict[str, set[str]] = {}
+    n = len(toks)
+    for i in range(1, n - 1):
+        t = toks[i][1]
+        assign = (t == ":" and toks[i + 1][1] == "=") or (
+            t == "=" and toks[i - 1][1] not in "=!<>:+-*/%&|^" and toks[i + 1][1] != "="
+        )
+        if not assign or toks[i - 1][0] != "ident":
+            continue
+        lhs = i - 1
+        while lhs >= 2 and toks[lhs - 1][1] == "," and toks[lhs - 2][0] == "ident":
+            lhs -= 2
+        j = i + (2 if t == ":" else 1)
+        j += 1 if j < n and toks[j][1] == "&" else 0
+        if j + 2 < n and toks[j][1] in aliases and toks[j + 1][1] == ".":
+            j += 2
+        elif not internal:
+            continue
+        name = toks[j][1] if j < n else ""
+        nxt = toks[j + 1][1] if j + 1 < n else ""
+        typ = name if name in types and nxt in ("{", "[") else returns.get(name)
+        if typ:
+            typed.setdefault(toks[lhs][1], set()).add(typ)
+    pairs: set[tuple[str, str]] = set()
+    for i in range(n - 3):
+        if toks[i][1] in typed and toks[i + 1][1] == "." and toks[i + 3][1] in ("(", "["):
+            pairs |= {(typ, toks[i + 2][1]) for typ in typed[toks[i][1]]}
+    return pairs
+
+
 def read_go(base: Path, head: Path, test_files: list[str], f2p: list[str]) -> list[Required]:
     """The exported names the changed Go test files use that only ``head`` defines."""
     found: dict[tuple[str, str], Required] = {}
@@ -278,14 +328,16 @@ def read_go(base: Path, head: Path, test_files: list[str], f2p: list[str]) -> li
         own = _package(toks)
         aliases, dot = _aliases(toks, _module_path(head, folder), package)
         free, selected = uses(toks, aliases, own == package or dot)
+        pairs = typed_calls(toks, aliases, own == package or dot, new)
         old_names = {d.name for d in old} | {d.name.rpartition(".")[2] for d in old}
         old_names |= _fields(base, folder)
         for decl in new:
             short = decl.name.rpartition(".")[2]
             if not short[:1].isupper() or decl.name in {d.name for d in old}:
                 continue
+            recv = decl.name.rpartition(".")[0]
             needed = (
-                short in selected and short not in old_names
+                (recv, short) in pairs or (short in selected and short not in old_names)
                 if decl.kind == "method"
                 else decl.name in free
             )
