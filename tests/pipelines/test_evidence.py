@@ -8,6 +8,7 @@ from pathlib import Path
 
 from repogym.pipelines._instructions.evidence import (
     behaviour_section,
+    changed_first,
     clean_message,
     drop_how,
     group_tests,
@@ -233,3 +234,41 @@ def test_compose_evidence_title_and_tdd() -> None:
     tdd = compose("Support units", "", workdir="/w", gold_patch=GOLD, evidence=ev, mode="tdd")
     assert "## Tests to make pass" in tdd.text and "`tests/test_size.py`" in tdd.text
     assert "restored to their given content before grading" in tdd.text
+
+
+def test_changed_tests_lead_the_evidence() -> None:
+    """A new symbol breaks a Go package's build: every test of it is fail-to-pass, and the
+    tests the change adds or edits come first (the section lists only the first groups)."""
+    patch = (
+        "diff --git a/uuid_test.go b/uuid_test.go\n--- a/uuid_test.go\n+++ b/uuid_test.go\n"
+        "@@ -10,6 +10,9 @@ func TestParse(t *testing.T) {\n"
+        '+\tif _, err := Parse("x"); err == nil {\n'
+        "@@ -40,0 +43,5 @@\n+func TestNewV6WithTime(t *testing.T) {\n"
+        "diff --git a/src/lib.rs b/src/lib.rs\n@@ -1 +1 @@\n+    fn parses_pairs() {\n"
+    )
+    f2p = [
+        "FuzzParse/seed#0",
+        "TestAlpha",
+        "TestNewV6WithTime/with_nil",
+        "TestParse",
+        "tests::counts_words",
+        "tests::parses_pairs",
+        "tests/test_a.py::test_x[1]",
+    ]
+    assert changed_first(f2p, patch) == [
+        "TestNewV6WithTime/with_nil",
+        "TestParse",
+        "tests::parses_pairs",
+        "FuzzParse/seed#0",
+        "TestAlpha",
+        "tests::counts_words",
+        "tests/test_a.py::test_x[1]",
+    ]
+    assert changed_first(f2p, "") == f2p
+    # A test appended after another one: the hunk's heading names the one before, unchanged.
+    appended = (
+        "@@ -27,3 +27,8 @@ func FuzzAdd(f *testing.F) {\n \t})\n }\n+\n"
+        "+func TestClamp(t *testing.T) {\n+\tClamp(1, 2, 3)\n+}\n"
+    )
+    ids = ["FuzzAdd", "FuzzAdd/seed#0", "TestAdd", "TestClamp"]
+    assert changed_first(ids, appended) == ["TestClamp", "FuzzAdd", "FuzzAdd/seed#0", "TestAdd"]

@@ -10,7 +10,7 @@ and a change to one changes the bytes of every task generated afterwards (refres
 * the modules the verifiers load beside them, also imported on the host as
   ``repogym.shipped.<name>``: ``parsers`` (``parsers/__init__.py``, shipped as ``parsers.py``,
   with its ``_log_*.py``), ``reports.py``, ``tamper.py`` with ``_tamper_*.py``, ``js_lex.py``,
-  ``infra.py``, ``testfiles.py``, ``diff_reward.py``;
+  ``infra.py``, ``testfiles.py``, ``rust_tests.py``, ``diff_reward.py``;
 * ``scripts/``: files that only ever run as scripts there (never imported by repogym): the
   verifiers and their ``test.sh``, the test runner's helpers (``tests/runner/``), the build-time
   recorder, the oracle's ``solve.sh`` and patch applier, the tracer and recorder the synthesis
@@ -49,6 +49,7 @@ GRADED: tuple[str, ...] = (
     "infra.py",
     "js_lex.py",
     "testfiles.py",
+    "rust_tests.py",
     # what the tests' own interpreter loads (a copy of the folder is handed to the tests)
     "runner/repogym_boot.py",
     "runner/repogym_pytest_report.py",

@@ -90,6 +90,11 @@ META_DIR_RE = re.compile(r"^.+\.(?:egg-info|dist-info)$")
 SHADOW_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "unittest", "site"})
 #: Compiled modules an import can load: their code cannot be scanned.
 COMPILED_EXT = (".so", ".pyd", ".dylib", ".pyc", ".pyo", ".node")
+#: Cargo's build output at the top of the tree (``target/debug``, ``target/release``): the image
+#: holds the test binaries built from the base, the runner rebuilds what changed. The clean room
+#: drops an agent's changes there (``taskdir.verification.ARTEFACTS``), so the native code found
+#: there is the runner's own, never scanned as a planted module.
+BUILD_OUTPUT_RE = re.compile(r"^target/(?:debug/|release/|CACHEDIR\.TAG$|\.rustc_info\.json$)")
 SKIP_DIRS = frozenset(
     {
         ".git",
@@ -127,6 +132,11 @@ def is_infra(path: str) -> bool:
     top = parts[1:] if parts[0] == "src" and len(parts) > 1 else parts
     head = top[0][:-3] if len(top) == 1 and top[0].endswith(".py") else top[0]
     return head in SHADOW_NAMES and (len(top) > 1 or top[0].endswith(".py"))
+
+
+def is_build_output(path: str) -> bool:
+    """True when ``path`` is the test runner's own build output (:data:`BUILD_OUTPUT_RE`)."""
+    return bool(BUILD_OUTPUT_RE.match(path.strip("/")))
 
 
 def sha256_file(path: str) -> str:

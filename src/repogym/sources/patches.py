@@ -20,6 +20,7 @@ taken as written; ``/dev/null`` means "no file on this side".
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ __all__ = [
     "added_lines",
     "decode_patch",
     "encode_patch",
+    "file_diff",
     "files_in_patch",
     "is_test_path",
     "parse_patch",
@@ -337,6 +339,26 @@ def split_patch(diff_text: str, is_test: Callable[[str], bool] = is_test_path) -
     for fp in parse_patch(diff_text):
         (tests if is_test(fp.path) else source).append(fp.text)
     return "".join(source), "".join(tests)
+
+
+def file_diff(path: str, old: str | None, new: str) -> str:
+    """A git-style diff of one text file (``old`` None: a new file) that ``git apply`` and
+    ``patch -p1`` take; ``""`` when nothing changed. For a change computed rather than read
+    from git (a file's code without its inline tests, say)."""
+    body = difflib.unified_diff(
+        (old or "").splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile="/dev/null" if old is None else f"a/{path}",
+        tofile=f"b/{path}",
+        n=3,
+    )
+    text = "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in body
+    )
+    if not text:
+        return ""
+    head = f"diff --git a/{path} b/{path}\n" + ("new file mode 100644\n" if old is None else "")
+    return head + text
 
 
 def files_in_patch(diff_text: str) -> list[str]:

@@ -180,5 +180,6 @@ ARTEFACTS = (
     "**/.git",
     "**/.tox",
     "**/.nox",
+    "target/{debug,release,CACHEDIR.TAG,.rustc_info.json}",
 )
 RUNTIME_PROTECTED = TEST_PATHS + RUNNER_CONFIG + BUILD_DEFINITIONS + START_UP_HOOKS + ARTEFACTS

@@ -125,7 +125,9 @@ def load_siblings(*names):
     return loaded
 
 
-infra, parsers, reports, tamper = load_siblings("infra", "parsers", "reports", "tamper")
+infra, parsers, reports, tamper, rust_tests = load_siblings(
+    "infra", "parsers", "reports", "tamper", "rust_tests"
+)
 
 
 def load(name, default=None):
@@ -241,10 +243,40 @@ def _remove(path):
         shutil.rmtree(path)
 
 
+def splice_tests(dest, hidden_path):
+    """Put the hidden inline test items (``hidden_path``) into the file the agent left at
+    ``dest`` in place of its own (:func:`rust_tests.splice`). A file that is not a plain file
+    counts as empty; one the scanner cannot read is a problem (returned), never appended to:
+    an unclosed string or comment could swallow the hidden tests."""
+    with open(hidden_path, "rb") as fh:
+        hidden = fh.read().decode("utf-8")
+    current = ""
+    if os.path.isfile(dest) and not os.path.islink(dest):
+        with open(dest, "rb") as fh:
+            data = fh.read()
+        try:
+            current = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "a file holding hidden tests is not UTF-8: %s" % os.path.basename(dest)
+    try:
+        text = rust_tests.splice(current, hidden)
+    except rust_tests.RustSyntaxError as exc:
+        return "a file holding hidden tests cannot be read as Rust (%s)" % exc
+    if os.path.lexists(dest):
+        _remove(dest)
+    with open(dest, "wb") as fh:
+        fh.write(text.encode("utf-8"))
+    return None
+
+
 def restore(config):
-    """Write the hidden copies over the working tree; remove paths the task deletes."""
+    """Write the hidden copies over the working tree (splice the hidden inline test items
+    into the files listed under ``splice``); remove paths the task deletes. Returns the
+    problems met (each one a tamper)."""
     workdir = config["workdir"]
     files_dir = os.path.join(HERE, "files")
+    splice = set(config.get("splice", []))
+    problems = []
     for rel in config.get("restore", []):
         dest = os.path.join(workdir, rel)
         # Any symlink on the way could redirect the write: replace it by a real folder.
@@ -258,18 +290,24 @@ def restore(config):
         parent = os.path.dirname(dest)
         if not os.path.isdir(parent):
             os.makedirs(parent)
+        if rel in splice:
+            problem = splice_tests(dest, os.path.join(files_dir, rel))
+            if problem:
+                problems.append(problem)
+            continue
         shutil.copyfile(os.path.join(files_dir, rel), dest)
     for rel in config.get("delete", []):
         _remove(os.path.join(workdir, rel))
+    return problems
 
 
 def reset_infrastructure(config):
     """Restore hidden copies, remove infrastructure the agent added; return (removed, tamper)."""
-    restore(config)
+    problems = restore(config)
     workdir = config["workdir"]
     hidden = set(config.get("restore", [])) | set(config.get("delete", []))
     known = load("infra.json", {})
-    removed, problems = [], []
+    removed = []
     for rel, path in sorted(infra.walk(workdir).items()):
         if rel in hidden or not infra.is_infra(rel):
             continue
@@ -319,7 +357,7 @@ def scan_sources(config):
         hits.append({"path": rel, "line": 1, "sig": "unscannable", "detail": why})
 
     for rel, path in sorted(infra.walk(workdir).items()):
-        if infra.is_infra(rel):
+        if infra.is_infra(rel) or infra.is_build_output(rel):
             continue
         try:
             if base.get(rel) == infra.digest(path):
@@ -636,7 +674,7 @@ def boot_config(config, home):
         "preload": preload,
         "runner_dir": RUNNER_DIR,
         "watch": WATCHED,
-        "trusted": list(config.get("restore", [])),
+        "trusted": [r for r in config.get("restore", []) if r not in config.get("splice", [])],
         "shadow_tops": tops,
     }
 

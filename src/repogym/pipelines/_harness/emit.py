@@ -137,6 +137,9 @@ class VerifierInput:
     """Digests of the base's source files (only changed ones are scanned for tampering)."""
     integrity_key: str
     reward_mode: str
+    splice: list[str] = field(default_factory=list)
+    """Restored paths whose hidden copy is only their inline test modules: the verifier splices
+    them into the file the agent left (:func:`repogym.shipped.rust_tests.splice`)."""
 
 
 def stage_verifier(tests: Path, inp: VerifierInput) -> None:
@@ -159,6 +162,7 @@ def stage_verifier(tests: Path, inp: VerifierInput) -> None:
         "env": dict(sorted(inp.recipe.env.items())),  # the same bytes whatever built the recipe
         "restore": sorted(inp.restore),
         "delete": sorted(inp.delete),
+        **({"splice": sorted(inp.splice)} if inp.splice else {}),
         "reward_mode": inp.reward_mode,
     }
     write_file(tests / "config.json", json.dumps(config, indent=2) + "\n")
@@ -210,6 +214,8 @@ class EmitInput:
     collected: int | None = None
     instruction_record: dict[str, Any] | None = None
     """How the instruction was made (mode, spec_coverage, required names, …)."""
+    splice: list[str] = field(default_factory=list)
+    """Test files that are source files with inline tests (:attr:`VerifierInput.splice`)."""
 
 
 def summary(title: str, f2p: list[str], test_files: list[str], required: int) -> str:
@@ -298,7 +304,8 @@ def write_task(dest: Path, inp: EmitInput) -> None:
         sub["pr_number"] = cand.number
     if inp.flaky:
         sub["flaky_excluded"] = inp.flaky
-    protected = list(RUNTIME_PROTECTED) + sorted(set(inp.test_files))
+    # A file whose inline tests are spliced in is the agent's to fix: never protected.
+    protected = list(RUNTIME_PROTECTED) + sorted(set(inp.test_files) - set(inp.splice))
     config = new_task_config(
         name=f"{owner}/{cand.task_id}",
         description=(cand.title.strip() or cand.task_id)[:200],

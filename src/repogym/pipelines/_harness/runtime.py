@@ -16,6 +16,7 @@ A candidate with at least one F2P test becomes a task, which must then pass the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from repogym.pipelines._harness.verifier_runs import (
     verifier_result,
     verifier_runs,
 )
-from repogym.pipelines._instructions.evidence import group_tests
+from repogym.pipelines._instructions.evidence import changed_first, group_tests
 from repogym.pipelines._instructions.interface import render_interface, required_interface
 from repogym.pipelines._instructions.text import (
     Composed,
@@ -50,10 +51,11 @@ from repogym.pipelines._instructions.text import (
     compose,
     repair,
 )
+from repogym.pipelines._mined.inline_tests import EXTRA_KEY as INLINE_KEY
 from repogym.pipelines._selection.select import find_test_files, tests_exercising
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, Session
-from repogym.shipped import infra, tamper
+from repogym.shipped import infra, rust_tests, tamper
 from repogym.shipped.testfiles import JS_TEST_FILE, PY_TEST_FILE
 from repogym.sources.patches import parse_patch
 from repogym.spec import RuntimeOptions
@@ -104,6 +106,9 @@ class _Change:
     removed_sources: list[str]
     hidden: list[str]
     """Files the verifier restores: the changed tests and infrastructure files."""
+    inline: dict[str, str]
+    """Source files whose inline test modules the verifier splices in (path → the hidden
+    modules, :mod:`.._mined.inline_tests`); they are in ``hidden`` too."""
     delete: list[str]
     ids: list[str]
     """The changed test files' ids for the runner."""
@@ -117,6 +122,13 @@ class _Change:
     @property
     def base(self) -> Path:
         return self.context / "repo"
+
+    def hidden_copy(self, path: str) -> bytes:
+        """What the verifier restores ``path`` from: the head's file, or for a file with inline
+        tests only its hidden test modules."""
+        if path in self.inline:
+            return self.inline[path].encode("utf-8")
+        return bytes(self.source.read_file(self.cand.head, path))
 
     def head_snapshot(self) -> Path:
         head = self.work / "head"
@@ -171,6 +183,20 @@ def classify(
     return f2p, p2p, flaky, any(s == PASSED for s in a.values())
 
 
+_DOCTEST_ID = re.compile(r"^(?P<file>[^\s]+\.rs) - .*\(line \d+\)")
+
+
+def line_bound(ids: list[str], changed: list[str]) -> list[str]:
+    """Cargo doctest ids that name a line of a file the change edits (``src/lib.rs - parse
+    (line 80)``): the line moves with any fix of another length, so such an id is a new name
+    for an old test, not something an agent's fix can be graded on."""
+
+    def edited(file: str) -> bool:  # a workspace member's doctests name crate-relative paths
+        return any(path == file or path.endswith("/" + file) for path in changed)
+
+    return [t for t in ids if (m := _DOCTEST_ID.match(t)) is not None and edited(m["file"])]
+
+
 def record_runs(tests: Path, runs: _Runs) -> None:
     """Record what the reference runs saw in the staged verifier's config: the command they
     ran, the tamper signatures the fix itself shows, the collected count, and what the judge's
@@ -218,7 +244,7 @@ class RuntimeHarness(TaskHarness):
         self._progress(cand, "build_finished")
         # 3. the task's verifier, staged: the reference runs go through it
         tests = work / "tests"
-        restore = {p: self.source.read_file(cand.head, p) for p in change.hidden}
+        restore = {p: change.hidden_copy(p) for p in change.hidden}
         known = infra.manifest(change.base, infra.is_infra)
         stage_verifier(
             tests,
@@ -226,6 +252,7 @@ class RuntimeHarness(TaskHarness):
                 recipe=recipe,
                 command=recipe.test_command,
                 restore=restore,
+                splice=sorted(change.inline),
                 delete=change.delete,
                 infra={
                     k: v for k, v in known.items() if k not in restore and k not in change.delete
@@ -239,6 +266,10 @@ class RuntimeHarness(TaskHarness):
         runs = self._fix_runs(change, built, spec, tests)
         outcome.test_seconds += runs.seconds
         f2p, p2p, flaky, passing = classify(recipe, runs.before, runs.after, restore)
+        if recipe.runner == "cargo":
+            moved = set(line_bound(f2p + p2p, change.changed_sources + sorted(change.inline)))
+            f2p, p2p = [t for t in f2p if t not in moved], [t for t in p2p if t not in moved]
+            flaky |= moved
         if not passing:
             return self._drop(outcome, "no test passes after the fix")
         if not f2p:
@@ -290,13 +321,18 @@ class RuntimeHarness(TaskHarness):
         test_changes = parse_patch(cand.test_patch)
         source_changes = parse_patch(cand.source_patch)
         test_files = [p.path for p in test_changes if p.status != "D"]
+        inline: dict[str, str] = dict(cand.extra.get(INLINE_KEY) or {})
         if opts.instruction == "tdd":
             # A test-driven task: the new and changed tests are in the workspace (the hidden
             # copy still restores over them before grading).
             for rel in test_files:
                 target = base / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(self.source.read_file(cand.head, rel))
+                if rel in inline:
+                    old = target.read_text("utf-8") if target.is_file() else ""
+                    target.write_text(rust_tests.splice(old, inline[rel]), "utf-8")
+                else:
+                    target.write_bytes(self.source.read_file(cand.head, rel))
         ids = target_ids(recipe.runner, test_files)
         if ids is None:
             self._drop(outcome, "no runnable test file changed")
@@ -313,6 +349,7 @@ class RuntimeHarness(TaskHarness):
             changed_sources=[p.path for p in source_changes if p.status != "D"],
             removed_sources=[p.path for p in source_changes if p.status == "D"],
             hidden=test_files + [p.path for p in infra_changes if p.status != "D"],
+            inline=inline,
             delete=delete,
             ids=ids,
         )
@@ -360,7 +397,12 @@ class RuntimeHarness(TaskHarness):
         drop reason set) when it stays underspecified."""
         cand = change.cand
         evidence = self._evidence(
-            change.base, change.head_snapshot(), change.test_files, f2p, restore, before
+            change.base,
+            change.head_snapshot(),
+            change.test_files,
+            changed_first(f2p, cand.test_patch),
+            restore,
+            before,
         )
         composed, why = self._instruct(cand, evidence)
         if composed is None:
@@ -418,6 +460,7 @@ class RuntimeHarness(TaskHarness):
             skip_reasons=dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:10]),
             collected=first.get("collected"),
             instruction_record=record,
+            splice=sorted(change.inline),
         )
 
     # -------------------------------------------------------------------------------- helpers
@@ -437,7 +480,7 @@ class RuntimeHarness(TaskHarness):
         for result in before_results:
             for test_id, message in (result.get("failures") or {}).items():
                 failures.setdefault(test_id, message)
-        items = required_interface(base, head, test_files, f2p)
+        items = required_interface(base, head, test_files, f2p, restore)
         interface = render_interface(items)
         tests_text = "\n".join(data.decode("utf-8", "replace") for data in restore.values())
         return Evidence(

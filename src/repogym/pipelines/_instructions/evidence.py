@@ -185,6 +185,41 @@ def clean_message(message: str) -> str:
     return line
 
 
+def _id_names(test_id: str) -> set[str]:
+    """The names a test's definition carries in code: the last ``::`` segment of its id
+    (parameters dropped) and, for a Go subtest ``TestX/case``, its function ``TestX``."""
+    leaf = _PARAM.sub("", test_id.rsplit("::", 1)[-1].rsplit(" > ", 1)[-1])
+    return {leaf, leaf.split("/", 1)[0], leaf.rsplit(".", 1)[-1]} - {""}
+
+
+def changed_first(f2p: list[str], test_patch: str) -> list[str]:
+    """``f2p`` with the tests the change adds or edits first: a test whose name is on an added
+    line of the test patch, or in the heading of a hunk (the function git shows it in) whose
+    first change comes before any new top-level line (else the hunk only follows that function).
+    When a new symbol breaks a whole package's build, every test of it fails before the fix;
+    the ones the change is about then lead the evidence, which lists only :data:`MAX_GROUPS`."""
+    words: set[str] = set()
+    heading: str | None = None
+    for line in test_patch.splitlines():
+        if line.startswith("@@"):
+            heading = line.split("@@", 2)[-1]
+            continue
+        if line.startswith(("+++", "---")) or line[:1] not in ("+", "-", " "):
+            continue
+        body = line[1:]
+        if line[0] == "+":
+            words.update(re.findall(r"\w+", body))
+        if heading is not None and body.strip():
+            if body[:1].isalpha():
+                heading = None  # a new top-level item before any change: not that function
+            elif line[0] != " ":
+                words.update(re.findall(r"\w+", heading))
+                heading = None
+    changed = [t for t in f2p if _id_names(t) & words]
+    seen = set(changed)
+    return changed + [t for t in f2p if t not in seen]
+
+
 def group_tests(
     f2p: Iterable[str], head: Path | None = None, failures: Mapping[str, str] | None = None
 ) -> list[TestGroup]:

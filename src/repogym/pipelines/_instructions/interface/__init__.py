@@ -13,6 +13,9 @@ code of either snapshot is imported or run):
   *head* for its file and signature.  ``"--flag"`` literals and asserted error messages
   (``pytest.raises(match=)``, ``assertRaisesRegex``, ``str(exc) == ...``) count when head's
   non-test source mentions (or can format) them and base's does not.
+* Go (:mod:`.golang`) and Rust (:mod:`.rust`) -- lexer-level: the exported names of the
+  package under test (Go) or the items of the crate (Rust) that the changed test code names and
+  that only head defines, with their signatures from head.
 * JavaScript/TypeScript -- regexes over the test files (``src/x.test.ts > suite > name`` ids map
   to files): relative imports of a module missing in base, named imports base does not export,
   members called on a default/namespace import that base never mentions, ``toThrow("...")``.
@@ -30,8 +33,8 @@ Layout, in dependency order (each module imports only those above it): ``model``
 KINDS, limits), ``pyast`` (ast helpers, signatures, scopes), ``strings`` (string constants,
 templates, message fragments), ``snapshot`` (:class:`Snap`), ``context`` (one call's state),
 ``testids`` (F2P ids to files), ``testfile`` and ``pyread`` (reading Python tests),
-``pyresolve`` (events to items), ``js`` (JS/TS), ``render`` (Markdown); this module holds the
-orchestration.
+``pyresolve`` (events to items), ``js`` (JS/TS), ``golang`` and ``rust``, ``render``
+(Markdown); this module holds the orchestration.
 """
 
 from __future__ import annotations
@@ -42,14 +45,18 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from repogym.pipelines._instructions.interface.context import Ctx
+from repogym.pipelines._instructions.interface.golang import read_go
 from repogym.pipelines._instructions.interface.js import read_js
 from repogym.pipelines._instructions.interface.model import JS_EXTS, KINDS, Required
 from repogym.pipelines._instructions.interface.pyread import Reader
 from repogym.pipelines._instructions.interface.pyresolve import resolve_python
 from repogym.pipelines._instructions.interface.render import render_interface
+from repogym.pipelines._instructions.interface.rust import read_rust
 from repogym.pipelines._instructions.interface.snapshot import keep_dir
 from repogym.pipelines._instructions.interface.testfile import TestFile
 from repogym.pipelines._instructions.interface.testids import map_ids
+from repogym.shipped import rust_tests
+from repogym.shipped.testfiles import is_test_source
 
 __all__ = ["KINDS", "Required", "render_interface", "required_interface"]
 
@@ -75,13 +82,18 @@ def _import_roots(ctx: Ctx, py_files: Iterable[str]) -> tuple[str, ...]:
 
 
 def required_interface(
-    base: Path, head: Path, test_files: list[str], f2p: list[str]
+    base: Path,
+    head: Path,
+    test_files: list[str],
+    f2p: list[str],
+    hidden: dict[str, bytes] | None = None,
 ) -> list[Required]:
     """Names the F2P tests use that do not exist in ``base`` (see the module docstring).
 
     ``base``/``head`` are the snapshots before/after the fix, ``test_files`` the repo-relative
-    changed test files, ``f2p`` the fail-to-pass test ids.  The result is deduplicated and
-    ordered by file, kind and name.
+    changed test files, ``f2p`` the fail-to-pass test ids, ``hidden`` what the verifier restores
+    (a source file with inline tests: only its test items).  The result is deduplicated and
+    ordered by file, kind and name (Python and JavaScript first, then Go, then Rust).
     """
     ctx = Ctx(Path(base), Path(head), test_files, f2p)
     groups, js_files, unmapped = map_ids(ctx, ctx.f2p)
@@ -121,4 +133,29 @@ def required_interface(
                 js_files.setdefault(rel, []).extend(unmapped)
     for rel in sorted(js_files):
         read_js(ctx, rel, set(js_files[rel]))
-    return ctx.result()
+    native = read_go(Path(base), Path(head), test_files, f2p)
+    native += read_rust(Path(base), Path(head), _rust_tests(Path(head), test_files, hidden), f2p)
+    return ctx.result() + native
+
+
+def _rust_tests(
+    head: Path, test_files: list[str], hidden: dict[str, bytes] | None
+) -> dict[str, str]:
+    """The test code of each changed Rust test file: the hidden copy, else head's file (of a
+    source file, only its test items)."""
+    out: dict[str, str] = {}
+    for rel in test_files:
+        if not rel.endswith(".rs"):
+            continue
+        data = (hidden or {}).get(rel)
+        if data is None:
+            try:
+                text = (head / rel).read_text("utf-8")
+                if not is_test_source(rel):
+                    text = rust_tests.items_text(text, rust_tests.test_items(text))
+            except (OSError, UnicodeDecodeError, rust_tests.RustSyntaxError):
+                continue
+        else:
+            text = data.decode("utf-8", "replace")
+        out[rel] = text
+    return out

@@ -31,7 +31,22 @@ def _module_of(path: str) -> str:
     return stem.replace("/", ".")
 
 
+_NATIVE_LABELS = {"class": "new type", "attribute": "new constant or variable"}
+
+
+def _render_native(item: Required) -> str:
+    """A Go or Rust item: its declaration as head writes it (``func NewV6WithTime(t
+    *time.Time) (UUID, error)``, ``pub fn sum(&self) -> u32``), a method with its type."""
+    label = _NATIVE_LABELS.get(item.kind) or _LABELS.get(item.kind, "new " + item.kind)
+    line = f"- {_code(item.where or '')}: {label} "
+    if item.kind == "method":
+        return line + f"{_code(item.name)}: {_code(item.signature or '')}"
+    return line + _code(item.signature or item.name)
+
+
 def _render_item(item: Required) -> str:
+    if item.signature and item.where and item.where.endswith((".go", ".rs")):
+        return _render_native(item)
     kind, name, owner = item.kind, item.name, item.owner
     if kind == "parameter":
         line = f"- {_code(owner or '?')}: new keyword argument {_code(name)}"
