@@ -177,6 +177,20 @@ def test_rust_without_registry_crates(make_repo: MakeRepo) -> None:
     )
 
 
+def test_rust_workspace_members_stay_inside(make_repo: MakeRepo) -> None:
+    """``members = ["."]`` (the root package), globs, and entries leaving the repository."""
+    workspace = '\n[workspace]\nmembers = [".", "./crates/*", "../outside", "/etc", ""]\n'
+    repo = make_repo(
+        {
+            "Cargo.toml": CARGO + workspace + '\n[dependencies]\nhelper = { path = "crates/h" }\n',
+            "crates/h/Cargo.toml": CARGO.replace("demo", "h") + '\n[dependencies]\nserde = "1"\n',
+            "src/lib.rs": "",
+        }
+    )
+    d = detect(repo)
+    assert d.native is not None and d.native.external == ["serde"]
+
+
 def test_rust_with_crates_offline(make_repo: MakeRepo) -> None:
     repo = make_repo({"Cargo.toml": CARGO + '\n[dependencies]\nserde = "1"\n', "src/lib.rs": ""})
     d = detect(repo)
@@ -294,7 +308,8 @@ def test_rust_without_lockfile_resolves_as_of_the_commit(
     recipe = make_recipe(repo, d)
     lines = recipe.dockerfile.splitlines()
     pin = next(i for i, ln in enumerate(lines) if "generate-lockfile" in ln)
-    assert re.search(rf"--publish-time \\\s+{date}$", "\n".join(lines[pin : pin + 2]))
+    step = " ".join(ln.rstrip("\\ ") for ln in lines[pin : pin + 3])
+    assert re.search(rf"--publish-time +{date} +\|\| +cargo generate-lockfile", step), step
     assert pin < next(i for i, ln in enumerate(lines) if ln == "RUN cargo fetch")
     with_lock = make_repo(
         {"Cargo.toml": CARGO + '\n[dependencies]\nitoa = "1"\n', "Cargo.lock": "", "src/lib.rs": ""}

@@ -39,6 +39,21 @@ def host_cargo() -> tuple[str, str] | None:
     return (cargo, m[1]) if m else None
 
 
+def _member_manifests(repo: Path, pattern: str) -> list[Path]:
+    """The ``Cargo.toml`` of the workspace members a ``members`` entry names, inside the
+    repository (``"."`` is the root package itself, read already; paths leaving the
+    repository and malformed patterns name none)."""
+    pattern = pattern.strip().strip("/")
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    if pattern in ("", ".") or pattern.startswith("/") or ".." in pattern.split("/"):
+        return []
+    try:
+        return sorted(p / "Cargo.toml" for p in repo.glob(pattern) if (p / "Cargo.toml").is_file())
+    except (ValueError, IndexError, OSError):
+        return []
+
+
 def _cargo_external(repo: Path) -> list[str]:
     """Crates that come from a registry or git (not a path inside the repository)."""
     lock, _ = read_toml(repo / "Cargo.lock")
@@ -51,7 +66,7 @@ def _cargo_external(repo: Path) -> list[str]:
     root, _ = read_toml(repo / "Cargo.toml")
     members = (root or {}).get("workspace", {}).get("members", [])
     for pattern in members if isinstance(members, list) else []:
-        manifests += sorted(p / "Cargo.toml" for p in repo.glob(str(pattern)))
+        manifests += _member_manifests(repo, str(pattern))
     workspace_deps = (root or {}).get("workspace", {}).get("dependencies", {})
     for manifest in manifests:
         data, _ = read_toml(manifest)
@@ -197,7 +212,7 @@ def detect_rust(repo: Path, commit_date: str | None = None) -> NativeProject:
             project.lock_date = commit_date
             project.notes.append(
                 f"no Cargo.lock: crates resolved as published by {commit_date}"
-                " (cargo generate-lockfile --publish-time)"
+                " (cargo generate-lockfile --publish-time; today's resolution if none fits)"
             )
     else:
         shown = ", ".join(project.external[:5]) + (" …" if len(project.external) > 5 else "")
@@ -230,9 +245,11 @@ def rust_recipe(project: NativeProject) -> Recipe:
     df.copy(["repo/"], f"{WORKDIR}/")
     if project.lock_date:
         # --publish-time is unstable in cargo: RUSTC_BOOTSTRAP lets a stable cargo use it.
+        # When nothing resolves by that date (a requirement only published later, a yanked
+        # release), today's resolution is taken rather than no build.
         df.run(
             ["env", "RUSTC_BOOTSTRAP=1", "cargo", "generate-lockfile", "-Zunstable-options"]
-            + ["--publish-time", project.lock_date]
+            + ["--publish-time", project.lock_date, "||", "cargo", "generate-lockfile"]
         )
     if project.fetch:
         df.run(["cargo", "fetch"])
