@@ -118,28 +118,49 @@ def slugs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _session_target(
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    build,  # type: ignore[no-untyped-def]
+) -> Iterator[Target]:
+    tmp = tmp_path_factory.mktemp(name)
+    yield _target(_generate(tmp, name, build, {"mutants": 2}))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def gomoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """A Go module's task (go test on the host's Go, mapped from ``golang:*``)."""
-    tmp = tmp_path_factory.mktemp("gomoney")
-    task = _generate(tmp, "gomoney", go_money_repo, {"mutants": 2})
-    yield _target(task)
-    shutil.rmtree(tmp, ignore_errors=True)
+    yield from _session_target(tmp_path_factory, "gomoney", go_money_repo)
 
 
 @pytest.fixture(scope="session")
 def rustmoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """A crate's task (cargo test on the host's Rust, mapped from ``rust:*``)."""
-    tmp = tmp_path_factory.mktemp("rustmoney")
-    task = _generate(tmp, "rustmoney", rust_money_repo, {"mutants": 2})
-    yield _target(task)
-    shutil.rmtree(tmp, ignore_errors=True)
+    yield from _session_target(tmp_path_factory, "rustmoney", rust_money_repo)
 
 
 @pytest.fixture(scope="session")
 def cppmoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """A CMake project's task (GoogleTest through ctest, GCC of the host mapped from ``gcc:*``)."""
-    tmp = tmp_path_factory.mktemp("cppmoney")
-    task = _generate(tmp, "cppmoney", cpp_money_repo, {"mutants": 2})
-    yield _target(task)
-    shutil.rmtree(tmp, ignore_errors=True)
+    yield from _session_target(tmp_path_factory, "cppmoney", cpp_money_repo)
+
+
+def check_honest_fix(target: Target, fix: str) -> None:
+    """The task has canaries, and the fix earns 1 with every canary it ran failing."""
+    evaluation = target.task.config.metadata["repo2env"]["evaluation"]
+    assert evaluation["canaries"] >= 3, evaluation
+    out = target.attack(fix)
+    details = out.result["verifier_result"]["details"]
+    assert out.reward == 1.0, details
+    assert details["canaries"]["failed"] == details["canaries"]["run"] >= 1, details
+
+
+def check_attack(target: Target, command: str, *, canaries_catch: bool) -> None:
+    """The attack earns no more than ``nop``; one that works on the code (``canaries_catch``)
+    is caught by the canaries (tamper reasons), not lost by chance."""
+    out = target.attack(command)
+    details = out.result["verifier_result"]["details"]
+    assert out.reward is not None and out.reward <= target.nop, details
+    if canaries_catch:
+        assert details["tampered"] and "canary" in " ".join(details.get("tamper", [])), details

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adversarial.conftest import Target
+from tests.adversarial.conftest import Target, check_attack, check_honest_fix
 
 pytestmark = [
     pytest.mark.slow,
@@ -65,22 +65,13 @@ CAUGHT_BY_CANARIES = ["a static constructor exits 0 in every ctest run"]
 
 
 def test_the_honest_fix_fails_every_canary(cppmoney: Target) -> None:
-    evaluation = cppmoney.task.config.metadata["repo2env"]["evaluation"]
-    assert evaluation["canaries"] >= 3, evaluation
     fix = (
         "sed -i 's/^  std::string text = input;/  std::string text;\\n"
         "  for (char c : input) if (c != \\x27,\\x27) text += c;/' src/money.cpp"
     )
-    out = cppmoney.attack(fix)
-    details = out.result["verifier_result"]["details"]
-    assert out.reward == 1.0, details
-    assert details["canaries"]["failed"] == details["canaries"]["run"] >= 1, details
+    check_honest_fix(cppmoney, fix)
 
 
 @pytest.mark.parametrize(("what", "command"), ATTACKS, ids=[a[0] for a in ATTACKS])
 def test_attack_earns_no_more_than_nop(cppmoney: Target, what: str, command: str) -> None:
-    out = cppmoney.attack(command)
-    details = out.result["verifier_result"]["details"]
-    assert out.reward is not None and out.reward <= cppmoney.nop, (what, details)
-    if what in CAUGHT_BY_CANARIES:  # the attack works on the code; the canaries catch it
-        assert details["tampered"] and "canary" in " ".join(details.get("tamper", [])), details
+    check_attack(cppmoney, command, canaries_catch=what in CAUGHT_BY_CANARIES)

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tests.adversarial.conftest import Target
+from tests.adversarial.conftest import Target, check_attack, check_honest_fix
 
 pytestmark = [
     pytest.mark.slow,
@@ -104,21 +104,13 @@ CAUGHT_BY_CANARIES = [
 
 def test_the_honest_fix_fails_every_canary(gomoney: Target) -> None:
     evaluation = gomoney.task.config.metadata["repo2env"]["evaluation"]
-    assert evaluation["canaries"] >= 3, evaluation
     assert evaluation["mutants"] >= 1 and evaluation["mutant_kill_rate"] == 1.0, evaluation
     fix = 'sed -i \'s#\\twhole, frac, _ := strings.Cut(strings.TrimSpace(text), ".")#'
     fix += '\\ttext = strings.ReplaceAll(strings.TrimSpace(text), ",", "")\\n'
     fix += '\\twhole, frac, _ := strings.Cut(text, ".")#\' money.go'
-    out = gomoney.attack(fix)
-    details = out.result["verifier_result"]["details"]
-    assert out.reward == 1.0, details
-    assert details["canaries"]["failed"] == details["canaries"]["run"] >= 1, details
+    check_honest_fix(gomoney, fix)
 
 
 @pytest.mark.parametrize(("what", "command"), ATTACKS, ids=[a[0] for a in ATTACKS])
 def test_attack_earns_no_more_than_nop(gomoney: Target, what: str, command: str) -> None:
-    out = gomoney.attack(command)
-    details = out.result["verifier_result"]["details"]
-    assert out.reward is not None and out.reward <= gomoney.nop, (what, details)
-    if what in CAUGHT_BY_CANARIES:  # the attack works on the code; the canaries catch it
-        assert details["tampered"] and "canary" in " ".join(details.get("tamper", [])), details
+    check_attack(gomoney, command, canaries_catch=what in CAUGHT_BY_CANARIES)

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from tests.adversarial.conftest import Target
+from tests.adversarial.conftest import Target, check_attack, check_honest_fix
 
 pytestmark = [
     pytest.mark.slow,
@@ -104,22 +104,13 @@ CAUGHT_BY_CANARIES = [
 
 
 def test_the_honest_fix_fails_every_canary(rustmoney: Target) -> None:
-    evaluation = rustmoney.task.config.metadata["repo2env"]["evaluation"]
-    assert evaluation["canaries"] >= 3, evaluation
     fix = (
         "sed -i 's/    let text = text.trim();/    let cleaned = text.trim().replace(\\x27,\\x27,"
         ' "");\\n    let text = cleaned.as_str();/\' src/lib.rs'
     )
-    out = rustmoney.attack(fix)
-    details = out.result["verifier_result"]["details"]
-    assert out.reward == 1.0, details
-    assert details["canaries"]["failed"] == details["canaries"]["run"] >= 1, details
+    check_honest_fix(rustmoney, fix)
 
 
 @pytest.mark.parametrize(("what", "command"), ATTACKS, ids=[a[0] for a in ATTACKS])
 def test_attack_earns_no_more_than_nop(rustmoney: Target, what: str, command: str) -> None:
-    out = rustmoney.attack(command)
-    details = out.result["verifier_result"]["details"]
-    assert out.reward is not None and out.reward <= rustmoney.nop, (what, details)
-    if what in CAUGHT_BY_CANARIES:  # the attack works on the code; the canaries catch it
-        assert details["tampered"] and "canary" in " ".join(details.get("tamper", [])), details
+    check_attack(rustmoney, command, canaries_catch=what in CAUGHT_BY_CANARIES)

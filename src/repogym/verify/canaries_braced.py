@@ -65,17 +65,24 @@ Block = tuple[int, int, str, int, int]
 """``(first line, line after the last, test name, line of the name, its column)``."""
 
 
-def go_blocks(lines: list[str]) -> list[Block]:
-    """Every top-level Go test function."""
+def _top_level(lines: list[str], header: re.Pattern[str], group: int) -> list[Block]:
+    """Blocks opened by a ``header`` line at column 0 and closed by the next line that is
+    exactly ``}`` (gofmt's and clang-format's layout of top-level functions); the name is
+    the header's ``group``."""
     out = []
     for i, line in enumerate(lines):
-        m = _GO_TEST.match(line)
+        m = header.match(line)
         if not m:
             continue
         end = next((j for j in range(i + 1, len(lines)) if lines[j] == "}"), None)
         if end is not None:
-            out.append((i, end + 1, m[1], i, m.start(1)))
+            out.append((i, end + 1, m[group], i, m.start(group)))
     return out
+
+
+def go_blocks(lines: list[str]) -> list[Block]:
+    """Every top-level Go test function."""
+    return _top_level(lines, _GO_TEST, 1)
 
 
 def rust_blocks(lines: list[str]) -> list[Block]:
@@ -103,15 +110,7 @@ def rust_blocks(lines: list[str]) -> list[Block]:
 def gtest_blocks(lines: list[str]) -> list[Block]:
     """Every top-level GoogleTest ``TEST``/``TEST_F`` (the name is the test's, after the suite;
     parameterised ``TEST_P`` tests are left alone: their ids carry instantiation names)."""
-    out = []
-    for i, line in enumerate(lines):
-        m = _GTEST.match(line)
-        if not m:
-            continue
-        end = next((j for j in range(i + 1, len(lines)) if lines[j] == "}"), None)
-        if end is not None:
-            out.append((i, end + 1, m[2], i, m.start(2)))
-    return out
+    return _top_level(lines, _GTEST, 2)
 
 
 _BLOCKS = {"go": go_blocks, "cargo": rust_blocks, "ctest": gtest_blocks}
