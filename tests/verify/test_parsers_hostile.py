@@ -24,7 +24,17 @@ STATUSES = {PASSED, FAILED, SKIPPED, ERROR}
 
 def test_fixture_set_is_complete() -> None:
     runners = {parse(name).runner for name in FIXTURES}
-    assert runners == {"pytest", "unittest", "jest", "vitest", "mocha", "go", "cargo", "nextest"}
+    assert runners == {
+        "pytest",
+        "unittest",
+        "jest",
+        "vitest",
+        "mocha",
+        "go",
+        "cargo",
+        "nextest",
+        "maven",
+    }
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -105,6 +115,7 @@ def test_truncation_anywhere_never_raises(name: str) -> None:
         ("go_v.log", "=== RUN   TestParallel/b"),
         ("cargo_workspace.log", "test it_works ... ok"),
         ("nextest.log", "        PASS [   0.002s] ( 13/13)"),
+        ("maven_junit5.log", '<testcase name="unicodeNames"'),
     ],
 )
 def test_truncated_mid_line_keeps_results_and_warns(name: str, marker: str) -> None:
@@ -224,6 +235,18 @@ HUGE = {
         "",
     ),
     "nextest": (lambda i: f"        PASS [   0.004s] (  {i}/9) crate::bin m{i}::test\n", ""),
+    "maven": (
+        lambda i: (
+            (
+                f"REPOGYM-SUREFIRE-REPORT ./t/TEST-p.C{i}.xml\n<testsuite name='p.C{i}'>\n"
+                if i % 100 == 0
+                else ""
+            )
+            + f'  <testcase name="m{i}" classname="p.C{i // 100}" time="0.01"/>\n'
+            + ("</testsuite>\nREPOGYM-SUREFIRE-END\n" if i % 100 == 99 else "")
+        ),
+        "",
+    ),
 }
 
 

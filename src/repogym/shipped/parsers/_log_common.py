@@ -17,7 +17,18 @@ FAILED = "FAILED"
 SKIPPED = "SKIPPED"
 ERROR = "ERROR"
 
-RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "node", "go", "cargo", "nextest")
+RUNNERS = (
+    "pytest",
+    "unittest",
+    "jest",
+    "vitest",
+    "mocha",
+    "node",
+    "go",
+    "cargo",
+    "nextest",
+    "maven",
+)
 
 RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}
 MAX_MESSAGE = 300
