@@ -520,3 +520,73 @@ def test_junit5_project_builds_collects_runs_and_parses(
         "demo.CalcTest#identity(int)[2]": PASSED,
         "demo.CalcTest$Inner#zero": PASSED,
     }
+
+
+MAVEN_COMPILE_FAILURE = """\
+[INFO] BUILD FAILURE
+[INFO] ------------------------------------------------------------------------
+[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.12.1:compile \
+(default-compile) on project javapoet: Compilation failure
+[ERROR] /workspace/src/main/java/com/squareup/javapoet/MethodSpec.java:[18,15] cannot access \
+java.io.IOException
+[ERROR]   bad class file: /modules/java.base/java/io/IOException.class
+[ERROR]     class file has wrong version 61.0, should be 53.0
+[ERROR] -> [Help 1]
+[ERROR] After correcting the problems, you can resume the build with the command
+[ERROR]   mvn <args> -rf :javapoet
+"""
+
+
+def test_check_reason_of_a_maven_failure_is_its_first_compiler_error() -> None:
+    from repogym.bootstrap.check import _reason_from
+
+    assert _reason_from(MAVEN_COMPILE_FAILURE, "x") == (
+        "mvn compile failed on project javapoet: src/main/java/com/squareup/javapoet/"
+        "MethodSpec.java:[18,15] cannot access java.io.IOException (bad class file:"
+        " /modules/java.base/java/io/IOException.class)"
+    )
+    offline = (
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-surefire-plugin:3.2.5:test"
+        " (default-test) on project demo: The following artifacts could not be resolved:"
+        " x:y:jar:1 (absent): Cannot access central in offline mode -> [Help 1]\n"
+    )
+    assert _reason_from(offline, "x").startswith(
+        "mvn test failed on project demo: The following artifacts could not be resolved"
+    )
+
+
+def _parent(version: str, relative: str = "") -> str:
+    rel = f"<relativePath>{relative}</relativePath>" if relative else ""
+    return (
+        "<parent><groupId>org.x</groupId><artifactId>base</artifactId>"
+        f"<version>{version}</version>{rel}</parent>"
+    )
+
+
+def test_snapshot_parent_outside_the_repository_is_refused(make_repo: MakeRepo) -> None:
+    d = detect(make_repo({"pom.xml": pom(_parent("2.20.0-SNAPSHOT"))}))
+    assert not d.supported
+    assert d.reason.startswith("the parent POM org.x:base:2.20.0-SNAPSHOT is a snapshot")
+    assert detect(make_repo({"pom.xml": pom(_parent("2.19"))})).supported
+    local = make_repo(
+        {
+            "pom.xml": pom(_parent("1-SNAPSHOT", "build/base")),
+            "build/base/pom.xml": pom(artifact="base"),
+        }
+    )
+    assert detect(local).supported
+
+
+def test_multi_module_tests_run_in_the_package_phase(make_repo: MakeRepo) -> None:
+    single = make_recipe(make_repo({"pom.xml": pom()}))
+    assert single.test_command.split('"$@"')[0].endswith(" test ")
+    repo = make_repo(
+        {
+            "pom.xml": pom("<modules><module>a</module></modules>", artifact="root"),
+            "a/pom.xml": pom(artifact="a", parent=True),
+        }
+    )
+    multi = make_recipe(repo)
+    assert multi.test_command.split('"$@"')[0].endswith(" package ")
+    flat = " ".join(multi.dockerfile.replace("\\\n", " ").split())
+    assert "package '-Dtest=Test*#repogymNoSuchTest,*Test#repogymNoSuchTest," in flat

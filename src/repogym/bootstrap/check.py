@@ -115,6 +115,9 @@ def _maven_reason(text: str) -> str:
             continue
         goal = m[1].split(":")[-1]
         why = re.sub(r"\s*-> \[Help \d+\]$", "", m[3]).strip()
+        if not why:  # the message is on the lines below (Surefire's fork errors)
+            below = (ln.removeprefix("[ERROR]").strip() for ln in lines[i + 1 : i + 20])
+            why = next((b for b in below if b and not b.startswith(("See ", "->"))), "")
         for j, after in enumerate(lines[i + 1 : i + 40], start=i + 1):
             e = _MAVEN_SOURCE_ERROR.match(after)
             if e:
@@ -125,6 +128,9 @@ def _maven_reason(text: str) -> str:
                 why = f"{e[1]}:{e[2]} {e[3]}" + (f" ({detail})" if detail else "")
                 break
         return _short(f"mvn {goal} failed on project {m[2]}: {why}")
+    for line in lines:  # a POM Maven could not read (no goal ran)
+        if line.startswith("[FATAL] "):
+            return _short("mvn: " + line.removeprefix("[FATAL] ").strip())
     return ""
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 WORKDIR = "/workspace"
 RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "node", "go", "cargo", "maven")
-BOOTSTRAP_VERSION = "4"
+BOOTSTRAP_VERSION = "5"
 """Bumped whenever recipe generation changes in a way cached recipes should not survive."""
 
 _HASHED = (

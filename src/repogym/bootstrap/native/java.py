@@ -22,6 +22,7 @@ from repogym.bootstrap.native.pom import (
     java_level,
     reactor,
     required_maven,
+    snapshot_parent,
     version_key,
     wanted_java,
     wrapper_maven,
@@ -66,9 +67,12 @@ SKIPS = (
 )
 """Plugins that are not about tests and break or slow offline runs (license headers, style,
 coverage, signing, API compatibility against released artifacts): skipped in every mvn call."""
-NO_TESTS = "-Dtest=*#repogymNoSuchTest"
+NO_TESTS = "-Dtest=" + ",".join(
+    f"{p}#repogymNoSuchTest" for p in ("Test*", "*Test", "*Tests", "*TestCase")
+)
 """A filter no test matches: the build runs Surefire once so that it resolves its test-framework
-provider (resolved only when tests run) while no test runs."""
+provider (resolved only when tests run) while no test runs. Its classes are Surefire's default
+includes (``*`` would take ``module-info`` for a test class)."""
 LENIENT = ("-Dsurefire.failIfNoSpecifiedTests=false", "-DfailIfNoTests=false")
 ENV = {"LANG": "C.UTF-8"}
 """A UTF-8 locale (the official images set en_US.UTF-8; without one Java's default charset is
@@ -88,6 +92,9 @@ class JavaProject(NativeProject):
     java_from: str = ""
     maven_version: str = DEFAULT_MAVEN
     maven_from: str = ""
+    phase: str = "test"
+    """The lifecycle phase tests run in: ``package`` for a multi-module reactor, so that modules
+    see each other's jars (test-jar dependencies, module descriptors added when packaging)."""
 
 
 def java_markers(repo: Path, *, beside_python: bool = False) -> list[str]:
@@ -122,7 +129,7 @@ def _pick_jdk(wanted: int | None, jdks: dict[str, Path]) -> tuple[str | None, st
     if not fits:
         return None, f"the project compiles for Java {wanted}; the host's JDKs ({have}) are older"
     # javac drops old targets: JDK 12+ cannot compile for 6, JDK 20+ not for 7.
-    oldest_ok = 7 if fits[0] < 20 else 8
+    oldest_ok = 6 if fits[0] < 12 else 7 if fits[0] < 20 else 8
     if wanted < oldest_ok:
         return None, (
             f"the project compiles for Java {wanted}; JDK {fits[0]} (the oldest here) compiles"
@@ -176,7 +183,18 @@ def detect_java(
     if unreadable:
         project.notes.append(f"module POMs not read: {', '.join(unreadable[:5])}")
     if len(poms) > 1:
-        project.notes.append(f"multi-module build: {len(poms)} POMs")
+        project.phase = "package"
+        project.notes.append(
+            f"multi-module build: {len(poms)} POMs; tests run in the package phase (modules use"
+            " each other's jars)"
+        )
+    parent = snapshot_parent(repo, poms)
+    if parent:
+        project.problem = (
+            f"the parent POM {parent} is a snapshot outside the repository: snapshot"
+            " repositories are not reachable here (only Maven Central)"
+        )
+        return project
     if gradle:
         project.notes.append(f"also has {', '.join(gradle)}: built with Maven")
     levels = [(lvl, where) for p in poms for lvl, where in [wanted_java(p)] if lvl is not None]
@@ -297,7 +315,7 @@ def _report_loop() -> str:
     )
 
 
-def maven_test_function(version: str) -> str:
+def maven_test_function(version: str, phase: str = "test") -> str:
     """``repogym_mvn() {…}; repogym_mvn``: runs the tests offline, then prints the reports.
 
     Arguments appended to it (test selection) reach ``mvn``; stale reports are removed first.
@@ -310,7 +328,7 @@ def maven_test_function(version: str) -> str:
             "-Dmaven.test.failure.ignore=true",
             "-Dmaven.test.redirectTestOutputToFile=true",
             "-Dsurefire.enableOutErrElements=false",
-            "test",
+            phase,
         ]
     )
     body = (
@@ -328,8 +346,8 @@ def java_recipe(project: JavaProject) -> Recipe:
     mvn = f"{MAVEN_HOME}/bin/mvn {_mvn_flags(project.maven_version)}"  # RUN keeps the PATH
     df = DockerfileWriter(
         f"repogym bootstrap recipe: JDK {jdk}, Maven {project.maven_version} (downloaded from"
-        " Maven Central), mvn test.\nThe POMs come before the source snapshot so that tasks of"
-        " one repository share the dependency layer; tests run offline (mvn -o)."
+        f" Maven Central), mvn {project.phase}.\nThe POMs come before the source snapshot so"
+        " that tasks of one repository share the dependency layer; tests run offline (mvn -o)."
     )
     df.from_(image)
     df.workdir(WORKDIR)
@@ -343,9 +361,9 @@ def java_recipe(project: JavaProject) -> Recipe:
     go_offline = f"{mvn} -q {' '.join(SKIPS)} dependency:go-offline"
     df.run([go_offline, "||", "echo", shlex.quote("repogym: go-offline incomplete (continuing)")])
     df.copy(["repo/"], f"{WORKDIR}/")
-    df.run([mvn, *SKIPS, "test", shlex.quote(NO_TESTS), *LENIENT])
-    df.run([mvn, "-o", "-q", *SKIPS, "test", shlex.quote(NO_TESTS), *LENIENT])
-    test = maven_test_function(project.maven_version)
+    df.run([mvn, *SKIPS, project.phase, shlex.quote(NO_TESTS), *LENIENT])
+    df.run([mvn, "-o", "-q", *SKIPS, project.phase, shlex.quote(NO_TESTS), *LENIENT])
+    test = maven_test_function(project.maven_version, project.phase)
     java = 'PATH="${JAVA_HOME:+$JAVA_HOME/bin:}$PATH" java'
     return Recipe(
         language="java",

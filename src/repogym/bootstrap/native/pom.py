@@ -156,6 +156,24 @@ def reactor(repo: Path) -> tuple[list[Pom], list[str]]:
     return poms, unreadable
 
 
+def snapshot_parent(repo: Path, poms: list[Pom]) -> str | None:
+    """``group:artifact:version`` of a ``-SNAPSHOT`` parent POM that is neither in the reactor
+    nor at its ``relativePath`` in the repository (it would come from a snapshot repository,
+    which Maven Central is not)."""
+    inside = {(p.find("groupId") or p.find("parent/groupId"), p.find("artifactId")) for p in poms}
+    for pom in poms:
+        version = pom.find("parent/version") or ""
+        key = (pom.find("parent/groupId"), pom.find("parent/artifactId"))
+        if not version.endswith("-SNAPSHOT") or key in inside:
+            continue
+        rel = (Path(pom.path).parent / (pom.find("parent/relativePath") or "../pom.xml")).as_posix()
+        rel = _normalise(rel if rel.endswith(".xml") else f"{rel}/pom.xml")
+        local = None if rel.startswith("../") else read_pom(repo, rel)
+        if local is None or local.find("artifactId") != key[1]:
+            return f"{key[0]}:{key[1]}:{version}"
+    return None
+
+
 # ------------------------------------------------------------------------- what is asked for
 
 _RELEASE_PROPS = ("maven.compiler.release",)
