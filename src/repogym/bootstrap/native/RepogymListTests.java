@@ -3,8 +3,9 @@
 // "REPOGYM-COLLECT-ID <class>#<method>" line per test method Surefire would run with its default
 // includes (Test*, *Test, *Tests, *TestCase; @Nested classes of those), then one summary line
 // "REPOGYM-COLLECT {...}". Test methods: JUnit 4/5 and TestNG @Test, JUnit 5 @ParameterizedTest,
-// @RepeatedTest, @TestFactory, @TestTemplate (and annotations of this project annotated with one of
-// them), JUnit 3 test*() methods of TestCase subclasses; inherited ones count for each concrete class.
+// @RepeatedTest, @TestFactory, @TestTemplate, annotations of this project annotated with one of
+// them, a few well-known ones of extensions (junit-pioneer, JUnit 4 theories, jqwik), and JUnit 3
+// test*() methods of TestCase subclasses; inherited ones count for each concrete class.
 // A parameterised method counts once: its invocations are only known when it runs.
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -26,7 +27,11 @@ public final class RepogymListTests {
     static final Set<String> TEST_ANNOTATIONS = new HashSet<>(List.of(
             "org/junit/Test", "org/junit/jupiter/api/Test", "org/junit/jupiter/api/RepeatedTest",
             "org/junit/jupiter/params/ParameterizedTest", "org/junit/jupiter/api/TestFactory",
-            "org/junit/jupiter/api/TestTemplate", "org/testng/annotations/Test"));
+            "org/junit/jupiter/api/TestTemplate", "org/testng/annotations/Test",
+            // well-known extensions meta-annotated with one of those (their jars are not read)
+            "org/junitpioneer/jupiter/cartesian/CartesianTest", "org/junitpioneer/jupiter/RetryingTest",
+            "org/junit/experimental/theories/Theory", "net/jqwik/api/Property",
+            "net/jqwik/api/Example"));
     static final String NESTED = "org/junit/jupiter/api/Nested";
     static final String TESTNG = "org/testng/annotations/Test";
     static final int ACC_PUBLIC = 0x0001, ACC_STATIC = 0x0008, ACC_INTERFACE = 0x0200;

@@ -327,7 +327,7 @@ def maven_test_function(version: str, phase: str = "test") -> str:
             *SKIPS,
             "-Dmaven.test.failure.ignore=true",
             "-Dmaven.test.redirectTestOutputToFile=true",
-            "-Dsurefire.enableOutErrElements=false",
+            "-DenableOutErrElements=false",
             phase,
         ]
     )
@@ -353,7 +353,6 @@ def java_recipe(project: JavaProject) -> Recipe:
     df.workdir(WORKDIR)
     df.env(ENV)
     df.run(_fetch_maven_words(project.maven_version))
-    df.run(_lister_words())
     for rel in project.modules:
         df.copy([f"repo/{rel}"], f"{WORKDIR}/{rel}")
     if ".mvn/" in project.manifests:
@@ -363,6 +362,7 @@ def java_recipe(project: JavaProject) -> Recipe:
     df.copy(["repo/"], f"{WORKDIR}/")
     df.run([mvn, *SKIPS, project.phase, shlex.quote(NO_TESTS), *LENIENT])
     df.run([mvn, "-o", "-q", *SKIPS, project.phase, shlex.quote(NO_TESTS), *LENIENT])
+    df.run(_lister_words())  # last: a new lister version rebuilds only this layer
     test = maven_test_function(project.maven_version, project.phase)
     java = 'PATH="${JAVA_HOME:+$JAVA_HOME/bin:}$PATH" java'
     return Recipe(
