@@ -305,12 +305,13 @@ def test_recipe_layers_and_commands(make_repo: MakeRepo) -> None:
             "COPY repo/pom.xml /workspace/pom.xml",
             "COPY repo/core/pom.xml /workspace/core/pom.xml",
             "COPY repo/.mvn/ /workspace/.mvn/",
-            "RUN /opt/maven/bin/mvn -B -ntp -q",
+            "RUN /opt/maven/bin/mvn -B -ntp -q -fae",
             "COPY repo/ /workspace/",
         )
     ]
     assert order == sorted(order)
-    assert "dependency:go-offline" in lines[order[3]]
+    dependency_layer = " ".join(lines[order[3] : order[4]])
+    assert "dependency:go-offline" in dependency_layer and "repogymNoSuchTest" in dependency_layer
     assert " -o " in recipe.test_command and "-fae" in recipe.test_command
     assert "-Dmaven.test.failure.ignore=true" in recipe.test_command
     for skip in ("-Drat.skip=true", "-Denforcer.skip=true", "-Djacoco.skip=true"):
@@ -371,6 +372,10 @@ FAKE_ANNOTATIONS = {
     "@java.lang.annotation.Retention(java.lang.annotation.RetentionPolicy.RUNTIME)\n"
     "public @interface Test { Class<?> expected() default Void.class; long timeout() default 0; }\n",
     "junit/framework/TestCase.java": "package junit.framework;\npublic class TestCase {}\n",
+    "org/junitpioneer/jupiter/cartesian/CartesianTest.java": "package"
+    " org.junitpioneer.jupiter.cartesian;\n"
+    "@java.lang.annotation.Retention(java.lang.annotation.RetentionPolicy.RUNTIME)\n"
+    "public @interface CartesianTest {}\n",
 }
 LISTED = {
     "p/AbstractBase.java": "package p;\nimport org.junit.jupiter.api.Test;\n"
@@ -387,6 +392,8 @@ LISTED = {
     "p/MyTest.java": "package p;\n@java.lang.annotation.Retention(java.lang.annotation."
     "RetentionPolicy.RUNTIME)\n@org.junit.jupiter.api.Test\n@interface MyTest {}\n",
     "p/MetaTest.java": "package p;\nclass MetaTest { @MyTest void viaMeta() {} }\n",
+    "p/PioneerTest.java": "package p;\nclass PioneerTest {\n"
+    "  @org.junitpioneer.jupiter.cartesian.CartesianTest void cartesian(int a, int b) {}\n}\n",
 }
 
 
@@ -412,8 +419,9 @@ def test_lister_counts_test_methods_of_compiled_classes(tmp_path: Path) -> None:
         "p.Junit4Tests#a",
         "p.MetaTest#viaMeta",
         "p.OldStyleTestCase#testOne",
+        "p.PioneerTest#cartesian",
     ]
-    assert count_collected("maven", out) == 6
+    assert count_collected("maven", out) == 7
 
 
 # ------------------------------------------------------------------- real build (slow, network)
