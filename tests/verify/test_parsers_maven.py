@@ -161,3 +161,12 @@ def test_class_level_result_and_flaky_rerun() -> None:
         "a.BTest#flaky": PASSED,
         "a.BTest#always": FAILED,
     }
+
+
+def test_an_empty_report_does_not_swallow_the_next() -> None:
+    empty = "REPOGYM-SUREFIRE-REPORT ./target/surefire-reports/TEST-a.ATest.xml\n\n"
+    empty += "REPOGYM-SUREFIRE-END\n"
+    xml = '<testsuite name="a.BTest"><testcase name="m" classname="a.BTest"/></testsuite>'
+    result = parse_log(empty + _report(xml), "maven")
+    assert result.tests == {"a.BTest#m": PASSED}
+    assert result.warnings == []

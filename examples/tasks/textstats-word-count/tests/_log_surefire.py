@@ -233,7 +233,7 @@ def parse_surefire(text: str, lines: List[str]) -> Out:
     session = {}  # type: Dict[str, str]
     maven = _Maven()
     block = None  # type: Optional[List[str]]
-    complete = False
+    complete = opened = False
     running = False  # an mvn run started and has not printed its BUILD line yet
 
     def close_session() -> None:
@@ -253,22 +253,26 @@ def parse_surefire(text: str, lines: List[str]) -> Out:
 
     for line in lines:
         if block is not None:
-            if line == REPORT_END and complete:
+            # The end marker counts after the report's </testsuite>, or in a block that never
+            # opened one (an empty report file); inside a report it is the tests' own text.
+            if line == REPORT_END and (complete or not opened):
                 take(block)
                 block = None
                 continue
-            if line.startswith(REPORT_MARK + " ") and complete:
+            if line.startswith(REPORT_MARK + " ") and (complete or not opened):
                 take(block)
                 block = []
-                complete = False
+                complete = opened = False
                 continue
             block.append(line)
             if line.rstrip().endswith("</testsuite>"):
                 complete = True
+            elif not opened and "<testsuite" in line:
+                opened = True
             continue
         if line.startswith(REPORT_MARK + " "):
             out.recognised = True
-            block, complete = [], False
+            block, complete, opened = [], False, False
             continue
         if _SESSION.match(line):
             out.recognised = running = True
