@@ -66,7 +66,7 @@ def test_ref_is_exported(make_repo: MakeRepo) -> None:
 def test_bad_input_exits_2(make_repo: MakeRepo, tmp_path: Path) -> None:
     assert run("--repo", str(tmp_path / "missing"))[0] == 2
     code, out = run("--repo", str(make_repo({"README.md": "hi"})))
-    assert code == 2 and "no Python, Node, Rust or Go" in out
+    assert code == 2 and "no Python, Node, Rust, Go, Java or C/C++" in out
     repo = make_repo(PROJECT)
     code, out = run("--repo", str(repo), "--ref", "HEAD")
     assert code == 2 and "not a git repository" in out

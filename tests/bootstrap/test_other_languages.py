@@ -391,7 +391,7 @@ def test_language_priority(make_repo: MakeRepo) -> None:
     assert guess_language(make_repo({"lib/x.py": ""}))[0] == "python"
     assert guess_language(make_repo({"README": ""}))[0] is None
     d = detect(make_repo({"README": ""}))
-    assert not d.supported and "no Python, Node, Rust or Go" in d.reason
+    assert not d.supported and "no Python, Node, Rust, Go, Java or C/C++" in d.reason
 
 
 def test_forced_language(make_repo: MakeRepo) -> None:

@@ -47,7 +47,7 @@ def test_executors_hosts_registries_languages_and_providers_are_registries() -> 
         get_executor("k8s")
     assert HOSTS.names() == ["github", "gitlab"]
     assert REGISTRIES.names() == ["file", "hf"]
-    assert LANGUAGE_REGISTRY.names() == ["go", "node", "python", "rust"]
+    assert LANGUAGE_REGISTRY.names() == ["c", "cpp", "go", "java", "node", "python", "rust"]
     assert PROVIDER_REGISTRY.names() == ["anthropic", "ollama", "openai", "sglang", "vllm"]
     assert AGENTS.names() == ["command", "llm", "nop", "oracle"]
     with pytest.raises(ValueError) as caught:
@@ -94,7 +94,7 @@ def test_language_choice_and_unknown_language(tmp_path: Path) -> None:
     unknown = detect(tmp_path, language="cobol")
     assert (
         not unknown.supported
-        and unknown.reason == "unknown language 'cobol' (python, node, rust, go)"
+        and unknown.reason == "unknown language 'cobol' (python, node, rust, go, java, cpp, c)"
     )
 
 

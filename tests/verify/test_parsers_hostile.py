@@ -34,6 +34,7 @@ def test_fixture_set_is_complete() -> None:
         "cargo",
         "nextest",
         "ctest",
+        "maven",
     }
 
 
@@ -115,6 +116,7 @@ def test_truncation_anywhere_never_raises(name: str) -> None:
         ("go_v.log", "=== RUN   TestParallel/b"),
         ("cargo_workspace.log", "test it_works ... ok"),
         ("nextest.log", "        PASS [   0.002s] ( 13/13)"),
+        ("maven_junit5.log", '<testcase name="unicodeNames"'),
     ],
 )
 def test_truncated_mid_line_keeps_results_and_warns(name: str, marker: str) -> None:
@@ -234,6 +236,18 @@ HUGE = {
         "",
     ),
     "nextest": (lambda i: f"        PASS [   0.004s] (  {i}/9) crate::bin m{i}::test\n", ""),
+    "maven": (
+        lambda i: (
+            (
+                f"REPOGYM-SUREFIRE-REPORT ./t/TEST-p.C{i}.xml\n<testsuite name='p.C{i}'>\n"
+                if i % 100 == 0
+                else ""
+            )
+            + f'  <testcase name="m{i}" classname="p.C{i // 100}" time="0.01"/>\n'
+            + ("</testsuite>\nREPOGYM-SUREFIRE-END\n" if i % 100 == 99 else "")
+        ),
+        "",
+    ),
 }
 
 

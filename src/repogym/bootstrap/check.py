@@ -99,6 +99,41 @@ def _summary_reason(summary: dict[str, Any] | None) -> str:
     return _short(f"error collecting {where}{more}" + (f": {message}" if message else ""))
 
 
+_MAVEN_GOAL = re.compile(
+    r"^\[ERROR\] Failed to execute goal (\S+)[^:]*? on project ([^\s:]+): (.*)$"
+)
+_MAVEN_SOURCE_ERROR = re.compile(r"^\[ERROR\] /\S+?/(?:workspace/)?(\S+):(\[\d+,\d+\]) (.*)$")
+
+
+def _maven_reason(text: str) -> str:
+    """Maven's first failed goal: ``<goal> failed on project <p>: <why>``, a compilation failure
+    told by its first compiler error (and the detail line under it)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _MAVEN_GOAL.match(line)
+        if not m:
+            continue
+        goal = m[1].split(":")[-1]
+        why = re.sub(r"\s*-> \[Help \d+\]$", "", m[3]).strip()
+        if not why:  # the message is on the lines below (Surefire's fork errors)
+            below = (ln.removeprefix("[ERROR]").strip() for ln in lines[i + 1 : i + 20])
+            why = next((b for b in below if b and not b.startswith(("See ", "->"))), "")
+        for j, after in enumerate(lines[i + 1 : i + 40], start=i + 1):
+            e = _MAVEN_SOURCE_ERROR.match(after)
+            if e:
+                following = lines[j + 1] if j + 1 < len(lines) else ""
+                detail = " ".join(following.removeprefix("[ERROR]").split())
+                if detail.startswith("->") or _MAVEN_SOURCE_ERROR.match(following):
+                    detail = ""
+                why = f"{e[1]}:{e[2]} {e[3]}" + (f" ({detail})" if detail else "")
+                break
+        return _short(f"mvn {goal} failed on project {m[2]}: {why}")
+    for line in lines:  # a POM Maven could not read (no goal ran)
+        if line.startswith("[FATAL] "):
+            return _short("mvn: " + line.removeprefix("[FATAL] ").strip())
+    return ""
+
+
 def _reason_from(text: str, fallback: str) -> str:
     """The most telling line of a failure's output (one line, at most 300 characters).
 
@@ -106,7 +141,7 @@ def _reason_from(text: str, fallback: str) -> str:
     exception, the last exception line (``ModuleNotFoundError: …``), the last error-looking
     line (pip ``ERROR:``, ``npm ERR!``…). Test ids and collected items are never the reason.
     """
-    from_summary = _summary_reason(collect_summary(text))
+    from_summary = _summary_reason(collect_summary(text)) or _maven_reason(text)
     if from_summary:
         return from_summary
     lines = [

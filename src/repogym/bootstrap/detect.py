@@ -12,6 +12,7 @@ from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.model import Recipe
 from repogym.bootstrap.native.cmake import CMakeProject, cmake_recipe, detect_cmake, source_language
 from repogym.bootstrap.native.go import detect_go, go_recipe
+from repogym.bootstrap.native.java import JavaProject, detect_java, java_markers, java_recipe
 from repogym.bootstrap.native.project import NativeProject
 from repogym.bootstrap.native.rust import detect_rust, rust_recipe
 from repogym.bootstrap.node.project import NodeProject, detect_node, node_recipe
@@ -21,7 +22,7 @@ from repogym.bootstrap.python.versions import PythonInstall
 from repogym.errors import RepogymError
 from repogym.plugins import PluginError, Registry, instance_of
 
-LANGUAGES = ("python", "node", "rust", "go", "cpp", "c")
+LANGUAGES = ("python", "node", "rust", "go", "java", "cpp", "c")
 _STRONG_PYTHON = ("pyproject.toml", "setup.py", "setup.cfg")
 _WEAK_PYTHON = ("tox.ini", "noxfile.py", "requirements.txt", "pytest.ini")
 
@@ -80,11 +81,19 @@ def _tooling_only(repo: Path) -> bool:
 
 
 def guess_language(repo: Path) -> tuple[str | None, list[str]]:
-    """The repository's primary language and the evidence (strongest markers first)."""
+    """The repository's primary language and the evidence (strongest markers first).
+
+    Build-system markers come before any ``*.py`` fallback: a pom.xml (or a Gradle build) wins
+    over Python and Node markers, except that pyproject.toml/setup.py/setup.cfg beside a pom.xml
+    win when no Java sources are in the usual layout (``src/main/java``, ``*/src/test/java``).
+    """
     present = {name for name in (*_STRONG_PYTHON, *_WEAK_PYTHON) if (repo / name).is_file()}
     strong = sorted(present & set(_STRONG_PYTHON))
     if strong == ["pyproject.toml"] and _tooling_only(repo):
         strong = []  # a C/C++ project's formatter or linter settings, not a Python package
+    java = java_markers(repo, beside_python=bool(strong))
+    if java:
+        return "java", [f"java: {', '.join(java)}"]
     if strong:
         return "python", [f"python: {', '.join(strong)}"]
     if (repo / "package.json").is_file():
@@ -130,8 +139,9 @@ def detect(
         return Detection(
             None,
             supported=False,
-            reason="no Python, Node, Rust or Go project markers found "
-            "(pyproject.toml, setup.py, package.json, Cargo.toml, go.mod, *.py)",
+            reason="no Python, Node, Rust, Go, Java or C/C++ project markers found "
+            "(pyproject.toml, setup.py, package.json, Cargo.toml, go.mod, pom.xml, "
+            "CMakeLists.txt, *.py)",
         )
     try:
         kind = LANGUAGE_REGISTRY.get(language)
@@ -237,6 +247,34 @@ def _cmake_recipe(detection: Detection) -> Recipe:
     return cmake_recipe(detection.native)
 
 
+def _detect_java(
+    language: str,
+    repo_dir: Path,
+    pythons: list[PythonInstall] | None,
+    commit: CommitInfo | None,
+    notes: list[str],
+) -> Detection:
+    java = detect_java(repo_dir)
+    jdk = java.toolchain_version
+    return Detection(
+        "java",
+        runner="maven" if java.build == "maven" else None,
+        base_image=f"eclipse-temurin:{jdk}" if jdk else None,
+        toolchain=f"JDK {jdk} ({java.toolchain}), Maven {java.maven_version}" if jdk else None,
+        supported=not java.problem,
+        reason=java.problem,
+        manifests=list(java.manifests),
+        notes=notes + java.notes,
+        native=java,
+    )
+
+
+def _java_recipe(detection: Detection) -> Recipe:
+    if not isinstance(detection.native, JavaProject):
+        raise UnsupportedRepo(detection.reason or "nothing detected")
+    return java_recipe(detection.native)
+
+
 def _python_recipe(detection: Detection) -> Recipe:
     if detection.python is None:
         raise UnsupportedRepo(detection.reason or "nothing detected")
@@ -278,6 +316,7 @@ LANGUAGE_REGISTRY: Registry[Language] = Registry(
         "go": Language(_detect_native, _native_recipe),
         "cpp": Language(_detect_cmake, _cmake_recipe),
         "c": Language(_detect_cmake, _cmake_recipe),
+        "java": Language(_detect_java, _java_recipe),
     },
     check=instance_of(Language, "a repogym.bootstrap.detect.Language"),
 )

@@ -14,8 +14,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 WORKDIR = "/workspace"
-RUNNERS = ("pytest", "unittest", "jest", "vitest", "mocha", "node", "go", "cargo", "ctest")
-BOOTSTRAP_VERSION = "4"
+RUNNERS = (
+    *("pytest", "unittest", "jest", "vitest", "mocha", "node"),
+    *("go", "cargo", "ctest", "maven"),
+)
+BOOTSTRAP_VERSION = "5"
 """Bumped whenever recipe generation changes in a way cached recipes should not survive."""
 
 _HASHED = (
@@ -148,7 +151,43 @@ def select_tests(runner: str, prefix: str, ids: list[str]) -> str:
         # CTest test names; CMake's regular expressions take a backslash before any character.
         names = [re.sub(r"[\\^$.*+?()[\]{}|]", r"\\\g<0>", n) for n in dict.fromkeys(ids)]
         return f"{prefix} -R {q('^(' + '|'.join(names) + ')$')}"
+    if runner == "maven":
+        return f"{prefix} {_maven_selection(ids)}".rstrip()
     raise ValueError(f"unknown runner {runner!r}")
+
+
+_JAVA_CLASS = re.compile(r"^([A-Za-z_$][\w$]*\.)*[A-Z_$][\w$]*$")
+"""A class name as Surefire reports it: a package (optional) and a capitalised simple name
+(module ids, artifactIds such as ``core``, are never selected as classes)."""
+
+
+def _maven_selection(ids: list[str]) -> str:
+    """Surefire's ``-Dtest=Class#m1+m2,Other`` for ``Class#method`` ids (a parameterised
+    ``m(int)[1]``, Surefire 2's ``m{int}[1]``, runs as ``m``: all its invocations); ids that
+    name no class (a module that failed to build) add nothing."""
+    methods: dict[str, list[str]] = {}
+    whole: set[str] = set()
+    for test_id in ids:
+        cls, _, method = test_id.partition("#")
+        if not _JAVA_CLASS.match(cls):
+            continue
+        if not method:
+            whole.add(cls)
+            continue
+        name = re.split(r"[({\[]", method, maxsplit=1)[0]
+        methods.setdefault(cls, [])
+        if name and name not in methods[cls]:
+            methods[cls].append(name)
+    parts = [
+        c if c in whole or not methods.get(c) else f"{c}#{'+'.join(methods[c])}"
+        for c in dict.fromkeys([*methods, *sorted(whole)])
+    ]
+    if not parts:
+        return ""
+    return (
+        f"{shlex.quote('-Dtest=' + ','.join(parts))} -Dsurefire.failIfNoSpecifiedTests=false"
+        " -DfailIfNoTests=false"
+    )
 
 
 # ------------------------------------------------------------------------------ collect output
@@ -202,6 +241,8 @@ def count_collected(runner: str, output: str) -> int:
     if runner == "ctest":
         found = _CTEST_TOTAL.findall(output)
         return int(found[-1]) if found else 0
+    if runner == "maven":
+        return sum(1 for ln in lines if ln.startswith(COLLECT_MARK + "-ID "))
     raise ValueError(f"unknown runner {runner!r}")
 
 

@@ -226,6 +226,7 @@ _INSTALLERS = [
     (re.compile(r"\bpnpm\b"), "pnpm install"),
     (re.compile(r"\bcargo\b"), "cargo"),
     (re.compile(r"\bgo\s+(mod|build|get)\b"), "go"),
+    (re.compile(r"\bmvn\b"), "mvn"),
     (re.compile(r"\bapt-get\b"), "apt-get"),
     (re.compile(r"\bpoetry\b"), "poetry"),
 ]

@@ -49,6 +49,14 @@ def host_node_installs() -> dict[str, str]:
     return find()
 
 
+def host_jdks() -> dict[str, Path]:
+    """JDKs on this host the local backend can map ``eclipse-temurin:<major>`` (and the other
+    official JDK images) onto: major version → JDK home."""
+    from repogym.sandbox._toolchains import host_jdks as find
+
+    return find()
+
+
 def default_cache_root() -> Path:
     """The local cache root: ``$REPOGYM_CACHE`` or ``~/.cache/repogym``."""
     from repogym.sandbox._host import default_cache_root as root
@@ -90,6 +98,7 @@ __all__ = [
     "default_cache_root",
     "get_backend",
     "glob_regex",
+    "host_jdks",
     "host_node_installs",
     "registry_mirrors",
 ]

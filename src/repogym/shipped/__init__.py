@@ -39,6 +39,7 @@ GRADED: tuple[str, ...] = (
     "_log_nextest.py",
     "_log_node.py",
     "_log_pytest.py",
+    "_log_surefire.py",
     "_log_unittest.py",
     "_log_vitest.py",
     "reports.py",

@@ -8,12 +8,12 @@ beside it (one per log format; ``_log_common.py`` the shared ground, ``_log_js.p
 JavaScript runners share), where it runs under whatever Python the repository uses.  ``python
 parsers.py [--runner R] LOGFILE`` (``-`` for stdin) prints the result as JSON.
 
-Runners: pytest, unittest, jest, vitest, mocha, node, go, cargo, nextest, ctest -- auto-detected
-when not given, but pipelines that know the runner should pass it.  ANSI codes, CRLF, test output
-mixed into result lines and truncated logs are tolerated; a log without its end-of-run summary gets
-the ``TRUNCATED`` warning; a JavaScript log that ends early (jest's ``process.exit called with``, a
-mocha or ``node --test`` run without its summary) also gets a ``CUT_SHORT`` warning saying why, and
-is parsed up to the cut.
+Runners: pytest, unittest, jest, vitest, mocha, node, go, cargo, nextest, ctest, maven --
+auto-detected when not given, but pipelines that know the runner should pass it. ANSI codes,
+CRLF, test output mixed into result lines and truncated logs are tolerated; a log without its
+end-of-run summary gets the ``TRUNCATED`` warning; a JavaScript log that ends early (jest's
+``process.exit called with``, a mocha or ``node --test`` run without its summary) also gets a
+``CUT_SHORT`` warning saying why, and is parsed up to the cut.
 
 Test ids (stable, and in the form the runner uses to select tests):
 
@@ -55,6 +55,12 @@ Test ids (stable, and in the form the runner uses to select tests):
   Disabled and skipped tests (``SKIP_RETURN_CODE``, GoogleTest's ``GTEST_SKIP``) are SKIPPED;
   timeouts, crashes and tests CTest could not start (``Not Run``) are FAILED; after
   ``REPOGYM-CTEST-BUILD-FAILED`` every test ``ctest -N`` lists is ERROR.
+* maven -- ``<fully.qualified.Class>#<method>`` from Surefire's XML reports, which repogym's Maven
+  test command prints after the run between ``REPOGYM-SUREFIRE-REPORT <path>`` and
+  ``REPOGYM-SUREFIRE-END`` lines (JUnit 5 parameterised ``Calc#identity(int)[1]``, nested
+  ``Outer$Inner#m``; a class-level result without a method: ``<Class>``).  A module Maven fails to
+  build is its artifactId with ERROR.  Surefire ``<error>`` is ERROR, ``<failure>`` FAILED; a
+  test that passed on a rerun (``flakyFailure``) is PASSED.
 
 Outcomes follow the runner's own exit-code semantics: an id is PASSED when the runner would not fail
 the run because of it.  So pytest XFAIL and non-strict XPASS are PASSED (strict XPASS is printed as
@@ -72,6 +78,7 @@ ERROR) are read where the log states them plainly: pytest ``-rA`` summary lines 
 id - TypeError: ...``; a rewritten ``assert`` becomes ``AssertionError: assert ...``) and the
 exception line of an ``ERROR collecting`` section; jest/vitest JSON ``failureMessages`` (first
 line; a file that fails to load: its error's first line); mocha JSON ``err.stack`` (first line);
+Surefire's ``message`` attribute (first line) and a failed Maven module's first compiler error;
 go ``file_test.go:12: ...`` lines that a failing test logged (the first one) or a ``panic:``
 line right after its ``--- FAIL``, and a build failure's first compiler error; ctest: a
 GoogleTest ``file:line: Failure`` or Catch2 ``FAILED:`` with the lines after it, a doctest
@@ -114,6 +121,7 @@ if TYPE_CHECKING or __package__:  # repogym.shipped.parsers
     from repogym.shipped.parsers._log_nextest import parse_nextest
     from repogym.shipped.parsers._log_node import parse_node
     from repogym.shipped.parsers._log_pytest import parse_pytest
+    from repogym.shipped.parsers._log_surefire import parse_surefire
     from repogym.shipped.parsers._log_unittest import parse_unittest
     from repogym.shipped.parsers._log_vitest import parse_vitest
 else:  # a task's copy (imported as ``parsers`` or run as a script, -I too): the rest beside it
@@ -143,6 +151,7 @@ else:  # a task's copy (imported as ``parsers`` or run as a script, -I too): the
     from _log_nextest import parse_nextest
     from _log_node import parse_node
     from _log_pytest import parse_pytest
+    from _log_surefire import parse_surefire
     from _log_unittest import parse_unittest
     from _log_vitest import parse_vitest
 
@@ -159,6 +168,7 @@ PARSER_PARTS = (
     "cargo",
     "nextest",
     "ctest",
+    "surefire",
 )
 """The package's modules (``_log_<part>.py``), shipped into tasks beside ``parsers.py``."""
 
@@ -192,6 +202,7 @@ _PARSERS = {
     "cargo": parse_cargo,
     "nextest": parse_nextest,
     "ctest": parse_ctest,
+    "maven": parse_surefire,
 }  # type: Dict[str, Callable[[str, List[str]], Out]]
 
 _M = re.MULTILINE
@@ -285,6 +296,12 @@ _SIGNATURES = [
         ),
         3,
     ),
+]
+
+_SIGNATURES += [
+    ("maven", "REPOGYM-SUREFIRE-REPORT", re.compile(r"^REPOGYM-SUREFIRE-REPORT \S", _M), 8),
+    ("maven", "T E S T S", re.compile(r"^\[INFO\]  T E S T S$", _M), 4),
+    ("maven", "[INFO] BUILD", re.compile(r"^\[INFO\] BUILD (?:SUCCESS|FAILURE)$", _M), 3),
 ]
 
 _SAMPLE = 256 * 1024

@@ -28,6 +28,7 @@ RUNNERS = (
     "cargo",
     "nextest",
     "ctest",
+    "maven",
 )
 
 RANK = {SKIPPED: 0, PASSED: 1, ERROR: 2, FAILED: 3}

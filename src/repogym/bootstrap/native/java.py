@@ -1,0 +1,409 @@
+"""Java projects built with Maven (``mvn test``, Surefire's XML reports as the results).
+
+Detection reads the POMs (:mod:`.pom`): the reactor's modules, the Java release the project
+compiles for (mapped onto the lowest host JDK that can compile it) and the Maven version it asks
+for (the wrapper's, else an enforcer ``requireMavenVersion`` / ``<prerequisites>`` floor, else
+:data:`DEFAULT_MAVEN`). Maven itself is downloaded from Maven Central in the first build step:
+Debian's Maven 3.8.7 on the host is too old for many current plugins, and a downloaded Maven is
+the same under Docker and the local sandbox. Gradle builds are refused: no Gradle distribution
+server is reachable from these machines.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from repogym.bootstrap._files import read_text
+from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
+from repogym.bootstrap.native.pom import (
+    java_level,
+    reactor,
+    required_maven,
+    snapshot_parent,
+    version_key,
+    wanted_java,
+    wrapper_maven,
+)
+from repogym.bootstrap.native.project import NativeProject, reachable
+
+CENTRAL = "https://repo.maven.apache.org/maven2"
+CENTRAL_HOST = "repo.maven.apache.org"
+DEFAULT_MAVEN = "3.9.11"
+DEFAULT_MAVEN_SHA512 = (
+    "bcfe4fe305c962ace56ac7b5fc7a08b87d5abd8b7e89027ab251069faebee516"
+    "b0ded8961445d6d91ec1985dfe30f8153268843c89aa392733d1a3ec956c9978"
+)
+"""sha512 of ``apache-maven-3.9.11-bin.tar.gz`` (as published beside it on Maven Central); other
+versions are checked against the ``.sha1`` Central serves."""
+MAVEN_HOME = "/opt/maven"
+LOCAL_REPO = "/opt/m2"
+"""Maven's local repository inside the image (set in Maven's global settings.xml), so offline
+runs, and an agent's own ``mvn`` calls, find what the build downloaded."""
+LISTER_DIR = "/opt/repogym-java"
+LISTER_SOURCE = Path(__file__).with_name("RepogymListTests.java")
+GRADLE_FILES = ("build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts")
+SKIPS = (
+    "-Drat.skip=true",
+    "-Dcheckstyle.skip=true",
+    "-Dspotless.check.skip=true",
+    "-Dspotless.apply.skip=true",
+    "-Denforcer.skip=true",
+    "-Djacoco.skip=true",
+    "-Dgpg.skip=true",
+    "-Dmaven.javadoc.skip=true",
+    "-Dmaven.source.skip=true",
+    "-Danimal.sniffer.skip=true",
+    "-Dpmd.skip=true",
+    "-Dcpd.skip=true",
+    "-Dspotbugs.skip=true",
+    "-Dlicense.skip=true",
+    "-Djapicmp.skip=true",
+    "-Drevapi.skip=true",
+    "-Dformatter.skip=true",
+    "-Dimpsort.skip=true",
+)
+"""Plugins that are not about tests and break or slow offline runs (license headers, style,
+coverage, signing, API compatibility against released artifacts): skipped in every mvn call."""
+NO_TESTS = "-Dtest=" + ",".join(
+    f"{p}#repogymNoSuchTest" for p in ("Test*", "*Test", "*Tests", "*TestCase")
+)
+"""A filter no test matches: the build runs Surefire once so that it resolves its test-framework
+provider (resolved only when tests run) while no test runs. Its classes are Surefire's default
+includes (``*`` would take ``module-info`` for a test class)."""
+LENIENT = ("-Dsurefire.failIfNoSpecifiedTests=false", "-DfailIfNoTests=false")
+ENV = {"LANG": "C.UTF-8"}
+"""A UTF-8 locale (the official images set en_US.UTF-8; without one Java's default charset is
+ASCII and tests with non-ASCII text fail)."""
+REPORT_MARK = "REPOGYM-SUREFIRE-REPORT"
+REPORT_END = "REPOGYM-SUREFIRE-END"
+
+
+@dataclass
+class JavaProject(NativeProject):
+    """A Maven repository: the reactor's POMs, the JDK and the Maven version chosen."""
+
+    build: str = "maven"
+    modules: list[str] = field(default_factory=list)
+    """The reactor's POMs, relative to the repository (root first)."""
+    java_wanted: int | None = None
+    java_from: str = ""
+    maven_version: str = DEFAULT_MAVEN
+    maven_from: str = ""
+    phase: str = "test"
+    """The lifecycle phase tests run in: ``package`` for a multi-module reactor, so that modules
+    see each other's jars (test-jar dependencies, module descriptors added when packaging)."""
+
+
+def java_markers(repo: Path, *, beside_python: bool = False) -> list[str]:
+    """The Java build files at the root that make it a Java repository (for the language guess):
+    a pom.xml, else Gradle's files; with strong Python markers beside them (``beside_python``)
+    only when Java or Kotlin sources are in the usual layout (``src/main/java``, one module
+    down too)."""
+    found = ["pom.xml"] if (repo / "pom.xml").is_file() else []
+    found = found or [n for n in GRADLE_FILES if (repo / n).is_file()]
+    if found and beside_python and not _has_java_sources(repo):
+        return []
+    return found
+
+
+def _has_java_sources(repo: Path) -> bool:
+    for pattern in ("src/main/*", "src/test/*", "*/src/main/*", "*/src/test/*"):
+        for path in repo.glob(pattern):
+            if path.name in ("java", "kotlin") and path.is_dir():
+                return True
+    return False
+
+
+def _pick_jdk(wanted: int | None, jdks: dict[str, Path]) -> tuple[str | None, str]:
+    """``(host JDK major, note or refusal)``: the lowest host JDK >= ``wanted``."""
+    majors = sorted(int(k) for k in jdks)
+    if not majors:
+        return None, "Java project, but no JDK on this host (/usr/lib/jvm)"
+    have = ", ".join(str(m) for m in majors)
+    if wanted is None:
+        return str(majors[0]), f"no Java release named in the POMs: JDK {majors[0]}"
+    fits = [m for m in majors if m >= wanted]
+    if not fits:
+        return None, f"the project compiles for Java {wanted}; the host's JDKs ({have}) are older"
+    # javac drops old targets: JDK 12+ cannot compile for 6, JDK 20+ not for 7.
+    oldest_ok = 6 if fits[0] < 12 else 7 if fits[0] < 20 else 8
+    if wanted < oldest_ok:
+        return None, (
+            f"the project compiles for Java {wanted}; JDK {fits[0]} (the oldest here) compiles"
+            f" for Java {oldest_ok} and newer"
+        )
+    note = f"Java {wanted} → JDK {fits[0]}"
+    if fits[0] != wanted:
+        note += f" (no JDK {wanted} here: javac {fits[0]} compiles for {wanted}, tests run on"
+        note += f" {fits[0]})"
+    return str(fits[0]), note
+
+
+def _pick_maven(repo: Path, poms: list) -> tuple[str, str]:
+    """``(Maven version, where it was read)``."""
+    wrapper = wrapper_maven(repo)
+    if wrapper:
+        return wrapper, "the Maven wrapper (.mvn/wrapper/maven-wrapper.properties)"
+    floors = [(v, p.path) for p in poms for v in [required_maven(p)] if v]
+    if floors:
+        floor, where = max(floors, key=lambda f: version_key(f[0]))
+        if version_key(floor) > version_key(DEFAULT_MAVEN):
+            return floor, f"the lowest version {where} allows"
+        return DEFAULT_MAVEN, f"default ({where} asks for >= {floor})"
+    return DEFAULT_MAVEN, "default (the project names no Maven version)"
+
+
+def detect_java(
+    repo: Path, *, jdks: dict[str, Path] | None = None, central: bool | None = None
+) -> JavaProject:
+    """Detect a Maven project (``jdks``/``central`` replace host discovery, for tests)."""
+    project = JavaProject("java")
+    gradle = [g for g in GRADLE_FILES if (repo / g).is_file()]
+    if not (repo / "pom.xml").is_file():
+        project.build = "gradle" if gradle else "none"
+        project.manifests = gradle
+        project.problem = (
+            f"Gradle build ({', '.join(gradle)}) without a pom.xml: no Gradle distribution can be"
+            " downloaded here (services.gradle.org is not reachable); only Maven is supported"
+            if gradle
+            else "no pom.xml at the repository root"
+        )
+        return project
+    poms, unreadable = reactor(repo)
+    if not poms:
+        project.problem = "pom.xml is not a readable Maven POM (not XML, a DOCTYPE, or too big)"
+        return project
+    project.modules = [p.path for p in poms]
+    project.manifests = list(project.modules)
+    if (repo / ".mvn").is_dir():
+        project.manifests.append(".mvn/")
+    if unreadable:
+        project.notes.append(f"module POMs not read: {', '.join(unreadable[:5])}")
+    if len(poms) > 1:
+        project.phase = "package"
+        project.notes.append(
+            f"multi-module build: {len(poms)} POMs; tests run in the package phase (modules use"
+            " each other's jars)"
+        )
+    parent = snapshot_parent(repo, poms)
+    if parent:
+        project.problem = (
+            f"the parent POM {parent} is a snapshot outside the repository: snapshot"
+            " repositories are not reachable here (only Maven Central)"
+        )
+        return project
+    if gradle:
+        project.notes.append(f"also has {', '.join(gradle)}: built with Maven")
+    levels = [(lvl, where) for p in poms for lvl, where in [wanted_java(p)] if lvl is not None]
+    if not levels:
+        level = _java_from_files(repo)
+        if level:
+            levels = [level]
+    if levels:
+        project.java_wanted, project.java_from = max(levels, key=lambda x: x[0])
+    if jdks is None:
+        from repogym.sandbox import host_jdks
+
+        jdks = host_jdks()
+    major, note = _pick_jdk(project.java_wanted, jdks)
+    if major is None:
+        project.problem = note
+        return project
+    project.toolchain, project.toolchain_version = str(jdks[major]), major
+    project.notes.append(note + (f" ({project.java_from})" if project.java_from else ""))
+    project.maven_version, project.maven_from = _pick_maven(repo, poms)
+    project.notes.append(
+        f"Maven {project.maven_version} from Maven Central at build time: {project.maven_from}"
+    )
+    if not (reachable(CENTRAL_HOST) if central is None else central):
+        project.problem = (
+            "Maven project, but Maven Central (repo.maven.apache.org) is not reachable from this"
+            " machine: Maven, its plugins and the dependencies cannot be downloaded"
+        )
+        return project
+    project.fetch = True
+    return project
+
+
+def _java_from_files(repo: Path) -> tuple[int, str] | None:
+    """The Java version ``.java-version`` or ``.sdkmanrc`` names (jenv, SDKMAN!)."""
+    text = (read_text(repo / ".java-version") or "").strip()
+    level = java_level(text.split("-")[0]) if text else None
+    if level:
+        return level, ".java-version"
+    for line in (read_text(repo / ".sdkmanrc") or "").splitlines():
+        if line.strip().startswith("java="):
+            level = java_level(line.split("=", 1)[1].split("-")[0])
+            if level:
+                return level, ".sdkmanrc"
+    return None
+
+
+# ------------------------------------------------------------------------------------ recipe
+
+
+def _mvn_flags(version: str) -> str:
+    """Batch mode, and no download progress where Maven knows ``-ntp`` (3.6.1+)."""
+    return "-B -ntp" if version_key(version) >= (3, 6, 1) else "-B"
+
+
+def _mvn(version: str) -> str:
+    """The ``mvn`` invocation of commands (a login shell resets PATH: name the folders)."""
+    path = f'PATH="{MAVEN_HOME}/bin:${{JAVA_HOME:+$JAVA_HOME/bin:}}$PATH"'
+    return f"{path} mvn {_mvn_flags(version)}"
+
+
+def _maven_url(version: str) -> str:
+    return f"{CENTRAL}/org/apache/maven/apache-maven/{version}/apache-maven-{version}-bin.tar.gz"
+
+
+def _fetch_maven_words(version: str) -> list[str]:
+    """``RUN`` words: download Maven, check its digest, unpack it, point it at the local repo."""
+    url = _maven_url(version)
+    get = 'get() { curl -fsSL -o "$2" "$1" || wget -qO "$2" "$1"; }'
+    if version == DEFAULT_MAVEN:
+        check = f'echo "{DEFAULT_MAVEN_SHA512}  /tmp/maven.tgz" | sha512sum -c -'
+    else:
+        check = (
+            f'get {url}.sha1 /tmp/maven.sha1 && echo "$(head -c 40 /tmp/maven.sha1)  '
+            '/tmp/maven.tgz" | sha1sum -c -'
+        )
+    settings = f"<settings><localRepository>{LOCAL_REPO}</localRepository></settings>"
+    script = "; ".join(
+        [
+            "set -e",
+            get,
+            f"get {url} /tmp/maven.tgz",
+            check,
+            f"mkdir -p {MAVEN_HOME} {LOCAL_REPO}",
+            f"tar -xzf /tmp/maven.tgz -C {MAVEN_HOME} --strip-components=1",
+            "rm -f /tmp/maven.tgz /tmp/maven.sha1",
+            f"printf '%s\\n' '{settings}' > {MAVEN_HOME}/conf/settings.xml",
+            f"ln -sf {MAVEN_HOME}/bin/mvn /usr/local/bin/mvn || true",
+        ]
+    )
+    return [script]
+
+
+def _lister_words() -> list[str]:
+    """``RUN`` words: write the test lister's source (base64, wrapped) and compile it."""
+    encoded = base64.b64encode(LISTER_SOURCE.read_bytes()).decode()
+    chunks = [encoded[i : i + 88] for i in range(0, len(encoded), 88)]
+    src = f"{LISTER_DIR}/RepogymListTests.java"
+    return [
+        f"mkdir -p {LISTER_DIR} && printf %s",
+        *chunks,
+        f"| base64 -d > {src} && javac -nowarn -d {LISTER_DIR} {src}",
+    ]
+
+
+def _report_loop() -> str:
+    """Shell that prints every Surefire XML report between marker lines (sorted by path),
+    without its ``<property>`` lines (the test JVM's system properties, one per line)."""
+    return (
+        "find . -type f -path '*/target/surefire-reports/TEST-*.xml' | LC_ALL=C sort"
+        ' | while IFS= read -r f; do echo "'
+        + REPORT_MARK
+        + ' $f"; sed '
+        + shlex.quote(r"/^ *<property name=.*\/>$/d")
+        + ' "$f"; echo; echo "'
+        + REPORT_END
+        + '"; done'
+    )
+
+
+def _dependency_layer_words(mvn: str) -> list[str]:
+    """``RUN`` words of the dependency layer (the POMs only, no source): the test lifecycle with
+    the no-test filter, then ``dependency:go-offline``, both allowed to fail, then the
+    ``target`` folders they left removed.
+
+    Measured: ``go-offline`` alone stops at the first plugin it cannot resolve even when the
+    build never runs it (commons-cli: 78 of 255 jars); the lifecycle run alone stops at the
+    first module whose plugins need its classes (gson); together they fetch 95-98% of what the
+    full build needs, and the step after the source fetches the rest.
+    """
+    skips = " ".join(SKIPS)
+    lifecycle = f"{mvn} -q -fae {skips} test {shlex.quote(NO_TESTS)} {' '.join(LENIENT)}"
+    offline = f"{mvn} -q -fae {skips} dependency:go-offline"
+    done = shlex.quote("repogym: dependency layer incomplete (the next steps fetch the rest)")
+    return [
+        f"{lifecycle} || true;",
+        f"{offline} || echo {done};",
+        "find . -name target -type d -prune -exec rm -rf {} +",
+    ]
+
+
+def maven_test_function(version: str, phase: str = "test") -> str:
+    """``repogym_mvn() {…}; repogym_mvn``: runs the tests offline, then prints the reports.
+
+    Arguments appended to it (test selection) reach ``mvn``; stale reports are removed first.
+    """
+    mvn = " ".join(
+        [
+            _mvn(version),
+            "-o -fae",
+            *SKIPS,
+            "-Dmaven.test.failure.ignore=true",
+            "-Dmaven.test.redirectTestOutputToFile=true",
+            "-DenableOutErrElements=false",
+            phase,
+        ]
+    )
+    body = (
+        "find . -type d -path '*/target/surefire-reports' -prune -exec rm -rf {} +; "
+        f'{mvn} "$@"; rc=$?; {_report_loop()}; return $rc'
+    )
+    return f"repogym_mvn() {{ {body}; }}; repogym_mvn"
+
+
+def java_recipe(project: JavaProject) -> Recipe:
+    if project.problem:
+        raise ValueError(project.problem)
+    jdk = project.toolchain_version or "17"
+    image = f"eclipse-temurin:{jdk}"
+    mvn = f"{MAVEN_HOME}/bin/mvn {_mvn_flags(project.maven_version)}"  # RUN keeps the PATH
+    df = DockerfileWriter(
+        f"repogym bootstrap recipe: JDK {jdk}, Maven {project.maven_version} (downloaded from"
+        f" Maven Central), mvn {project.phase}.\nThe POMs come before the source snapshot so"
+        " that tasks of one repository share the dependency layer; tests run offline (mvn -o)."
+    )
+    df.from_(image)
+    df.workdir(WORKDIR)
+    df.env(ENV)
+    df.run(_fetch_maven_words(project.maven_version))
+    for rel in project.modules:
+        df.copy([f"repo/{rel}"], f"{WORKDIR}/{rel}")
+    if ".mvn/" in project.manifests:
+        df.copy(["repo/.mvn/"], f"{WORKDIR}/.mvn/")
+    df.run(_dependency_layer_words(mvn))
+    df.copy(["repo/"], f"{WORKDIR}/")
+    df.run([mvn, *SKIPS, project.phase, shlex.quote(NO_TESTS), *LENIENT])
+    df.run([mvn, "-o", "-q", *SKIPS, project.phase, shlex.quote(NO_TESTS), *LENIENT])
+    df.run(_lister_words())  # last: a new lister version rebuilds only this layer
+    test = maven_test_function(project.maven_version, project.phase)
+    java = 'PATH="${JAVA_HOME:+$JAVA_HOME/bin:}$PATH" java'
+    return Recipe(
+        language="java",
+        runner="maven",
+        base_image=image,
+        dockerfile=df.render(),
+        test_command=test,
+        collect_command=f"{java} -cp {LISTER_DIR} RepogymListTests .",
+        select_command=test,
+        workdir=WORKDIR,
+        env=ENV,
+        notes=[
+            *project.notes,
+            "tests and main code are compiled in the image; Surefire's providers are resolved"
+            " there by one run that selects no test; tests then run offline",
+            "skipped in every mvn call (not about tests, break offline runs): "
+            + " ".join(s.split("=")[0].removeprefix("-D") for s in SKIPS),
+            "results: Surefire's XML reports, printed after mvn between "
+            f"{REPORT_MARK} / {REPORT_END} lines",
+            "collect: test methods of the compiled test classes (a parameterised method counts"
+            " once)",
+        ],
+    )
