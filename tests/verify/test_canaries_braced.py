@@ -200,3 +200,102 @@ def test_gtest_canary_fails_where_its_original_passes(tmp_path: Path) -> None:
     tests = _outcomes(run.stdout, "ctest")
     assert tests["Math.Adds"] == "PASSED" and tests["Math.AddsZero"] == "PASSED", tests
     assert tests["Math.Adds_again"] == "FAILED", tests
+
+
+JUNIT_SRC = """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+class MoneyTest {
+    @Test
+    void parsesPlain() {
+        assertEquals(1234, Money.parse("12.34"));
+    }
+
+    @Test
+    @SuppressWarnings("unused")
+    void formatsCents() {
+        assertEquals("12.05", Money.format(1205));
+    }
+
+    class Nested {
+        @Test
+        void parsesWhole() {
+            assertEquals(700, Money.parse("7"));
+        }
+    }
+}
+"""
+# Stand-ins for JUnit's annotation and assertions (no jar is downloaded in a test), and a
+# runner that calls every @Test method of the top-level class by reflection.
+JUNIT_STUBS = {
+    "org/junit/jupiter/api/Test.java": "package org.junit.jupiter.api;\n"
+    "@java.lang.annotation.Retention(java.lang.annotation.RetentionPolicy.RUNTIME)\n"
+    "public @interface Test {}\n",
+    "org/junit/jupiter/api/Assertions.java": "package org.junit.jupiter.api;\n"
+    "public class Assertions {\n"
+    "  public static void assertEquals(Object a, Object b) {\n"
+    '    if (!a.equals(b)) throw new AssertionError(a + " != " + b);\n  }\n'
+    "  public static void assertEquals(long a, long b) {\n"
+    '    if (a != b) throw new AssertionError(a + " != " + b);\n  }\n}\n',
+    "demo/Money.java": "package demo;\nclass Money {\n"
+    "  static long parse(String s) { return Math.round(Double.parseDouble(s) * 100); }\n"
+    '  static String format(long c) { return String.format("%d.%02d", c / 100, c % 100); }\n}\n',
+    "demo/Run.java": "package demo;\npublic class Run {\n"
+    "  public static void main(String[] a) throws Exception {\n"
+    "    for (var m : MoneyTest.class.getDeclaredMethods()) {\n"
+    "      if (!m.isAnnotationPresent(org.junit.jupiter.api.Test.class)) continue;\n"
+    "      m.setAccessible(true);\n"
+    '      try { m.invoke(new MoneyTest()); System.out.println("PASS " + m.getName()); }\n'
+    "      catch (java.lang.reflect.InvocationTargetException e) {\n"
+    '        System.out.println("FAIL " + m.getName()); }\n    }\n  }\n}\n',
+}
+
+
+def test_junit_candidates() -> None:
+    ids = [
+        "demo.MoneyTest#parsesPlain",
+        "demo.MoneyTest#formatsCents",
+        "demo.MoneyTest$Nested#parsesWhole",
+    ]
+    pool = canaries.build(
+        {"src/test/java/demo/MoneyTest.java": JUNIT_SRC.encode()}, ids, [], "maven"
+    )
+    assert {(c.source, c.change) for c in pool.pool} == {
+        ("demo.MoneyTest#parsesPlain", "1234 -> 1235"),
+        ("demo.MoneyTest#formatsCents", '"12.05" -> "12.055"'),
+        ("demo.MoneyTest$Nested#parsesWhole", "700 -> 701"),
+    }
+    nested = next(c for c in pool.pool if "Nested" in c.source)
+    assert nested.code.startswith("        @Test\n        void \x00() {")
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK")
+def test_junit_canary_fails_where_its_original_passes(tmp_path: Path) -> None:
+    rel = "demo/MoneyTest.java"
+    pool = canaries.build({rel: JUNIT_SRC.encode()}, ["demo.MoneyTest#parsesPlain"], [], "maven")
+    [cand] = pool.pool
+    for path, text in {**JUNIT_STUBS, rel: plant(JUNIT_SRC, cand, "parsesPlain_again")}.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    sources = [str(p) for p in tmp_path.rglob("*.java")]
+    built = subprocess.run(
+        ["javac", "-d", str(tmp_path / "out"), *sources],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run(
+        ["java", "-cp", str(tmp_path / "out"), "demo.Run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert set(ran.stdout.split("\n")) >= {
+        "PASS parsesPlain",
+        "PASS formatsCents",
+        "FAIL parsesPlain_again",
+    }, ran

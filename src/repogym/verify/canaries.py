@@ -504,8 +504,13 @@ def _braced_candidates(
 
 PY_RUNNERS = ("pytest", "unittest")
 JS_RUNNERS = ("jest", "vitest", "mocha", "node")
-BRACED_RUNNERS = ("go", "cargo", "ctest")
-_BRACED_FILES = {"go": ("_test.go",), "cargo": (".rs",), "ctest": (".cc", ".cpp", ".cxx")}
+BRACED_RUNNERS = ("go", "cargo", "ctest", "maven")
+_BRACED_FILES = {
+    "go": ("_test.go",),
+    "cargo": (".rs",),
+    "ctest": (".cc", ".cpp", ".cxx"),
+    "maven": (".java",),
+}
 _JS_FILES = (".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx")
 
 

@@ -1,5 +1,5 @@
-"""Canary candidates for Go (``go test``), Rust (``cargo test``) and GoogleTest (``ctest``
-with ``gtest_discover_tests``) test functions.
+"""Canary candidates for Go (``go test``), Rust (``cargo test``), JUnit (Maven's Surefire) and
+GoogleTest (``ctest`` with ``gtest_discover_tests``) test functions.
 
 The same contract as :mod:`.canaries` (a copy of a graded test with one expectation
 contradicted, its name left open for the judge): only finding the tests and the expectation
@@ -12,6 +12,10 @@ is per language. Both languages are written in their formatter's layout (``gofmt
 * Rust: a ``#[test]`` function (``#[should_panic]`` ones are left alone) whose body ends at the
   next ``}`` at its own indentation; the expectation is the last literal of an
   ``assert_eq!``/``assert!`` line.
+* Java: a JUnit 4/5 ``@Test`` method ``void name() {`` ending at the next ``}`` at its own
+  indentation (nested classes too); the expectation is the first literal of an
+  ``assertEquals(expected, actual)``, else the last of an ``assertThat``/``assertTrue``/
+  ``isEqualTo`` line; ids ``pkg.Class#name``.
 * C++: a top-level GoogleTest ``TEST(Suite, Name) {`` / ``TEST_F`` ending at the next line that
   is exactly ``}``; the expectation is the last literal of an ``EXPECT_*``/``ASSERT_*`` line.
   The id is ``Suite.Name`` (tests registered per binary with ``add_test`` give none: a canary
@@ -37,16 +41,27 @@ _RUST_FN = re.compile(
     r"^(\s*)(?:pub\s+)?(?:async\s+)?fn\s+([a-z_]\w*)\s*\(\s*\)\s*(?:->[^{]*)?\{\s*$"
 )
 _RUST_EXPECT = re.compile(r"\bassert(?:_eq)?!\(")
+_JUNIT_ATTR = re.compile(r"^(\s*)@(?:org\.junit\.(?:jupiter\.api\.)?)?Test\s*$")
+_JAVA_METHOD = re.compile(
+    r"^(\s*)(?:public\s+|protected\s+)?void\s+(\w+)\s*\(\s*\)\s*(?:throws\s+[\w., ]+)?\{\s*$"
+)
+_JUNIT_EXPECT = re.compile(
+    r"\bassert(?:Equals|That|True|False|Same|ArrayEquals)\s*\(|\.isEqualTo\("
+)
 _GTEST = re.compile(r"^TEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{\s*$")
 _GTEST_EXPECT = re.compile(r"\b(?:EXPECT|ASSERT)_[A-Z_]+\(")
 _LITERAL = re.compile(r'"[^"\\]*"|(?<![\w.])\d+(?:\.\d+)?(?![\w.])')
 
 
-def _last_literal(line: str) -> tuple[int, int, str] | None:
-    """``(start, end, replacement)`` of the line's last plain literal."""
+def _expected_literal(line: str) -> tuple[int, int, str] | None:
+    """``(start, end, replacement)`` of the line's expected value: the first plain literal
+    of a JUnit ``assertEquals(expected, actual)``, else the line's last plain literal."""
     if any(mark in line for mark in ("\\", "`", "'", "//", "/*", 'r"', "r#")):
         return None
     found = list(_LITERAL.finditer(line))
+    junit = line.find("assertEquals(")
+    if junit >= 0:
+        found = [m for m in found if m.start() > junit][:1]
     if not found:
         return None
     m = found[-1]
@@ -113,11 +128,34 @@ def gtest_blocks(lines: list[str]) -> list[Block]:
     return _top_level(lines, _GTEST, 2)
 
 
-_BLOCKS = {"go": go_blocks, "cargo": rust_blocks, "ctest": gtest_blocks}
-_EXPECT = {"go": _GO_EXPECT, "cargo": _RUST_EXPECT, "ctest": _GTEST_EXPECT}
+def junit_blocks(lines: list[str]) -> list[Block]:
+    """Every JUnit ``@Test void name() {`` method (from its annotation; other annotations
+    between them are kept, parameterised tests have another annotation and are left alone)."""
+    out = []
+    for i, line in enumerate(lines):
+        a = _JUNIT_ATTR.match(line)
+        if not a:
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].strip().startswith("@"):
+            j += 1
+        m = _JAVA_METHOD.match(lines[j]) if j < len(lines) else None
+        if not m or m[1] != a[1]:
+            continue
+        close = m[1] + "}"
+        end = next((k for k in range(j + 1, len(lines)) if lines[k] == close), None)
+        if end is not None:
+            out.append((i, end + 1, m[2], j, m.start(2)))
+    return out
+
+
+_BLOCKS = {"go": go_blocks, "cargo": rust_blocks, "ctest": gtest_blocks, "maven": junit_blocks}
+_EXPECT = {"go": _GO_EXPECT, "cargo": _RUST_EXPECT, "ctest": _GTEST_EXPECT, "maven": _JUNIT_EXPECT}
 
 
 def _owners(name: str, ids: list[tuple[str, str]], runner: str) -> list[tuple[str, str]]:
+    if runner == "maven":  # Surefire: pkg.Class#name
+        return [(t, o) for t, o in ids if t.endswith("#" + name)]
     if runner == "ctest":  # gtest_discover_tests names tests Suite.Name
         return [(t, o) for t, o in ids if t.rsplit(".", 1)[-1] == name and "/" not in t]
     if runner == "go":
@@ -149,7 +187,7 @@ def candidates(
         for k in range(start, end):
             if not expect.search(lines[k]):
                 continue
-            change = _last_literal(lines[k])
+            change = _expected_literal(lines[k])
             if change is None:
                 continue
             a, b, new = change
