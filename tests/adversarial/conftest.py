@@ -22,7 +22,12 @@ from repogym.spec import GenerationInput
 from repogym.taskdir import Task, load_task
 from repogym.workflows import generate
 from tests.adversarial.repos import ledger_repo, slugs_repo
-from tests.adversarial.repos_native import cpp_money_repo, go_money_repo, rust_money_repo
+from tests.adversarial.repos_native import (
+    cpp_money_repo,
+    go_money_repo,
+    java_money_repo,
+    rust_money_repo,
+)
 from tests.sources.conftest import GitRepo, pin_git_env
 
 
@@ -144,6 +149,13 @@ def rustmoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 def cppmoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """A CMake project's task (GoogleTest through ctest, GCC of the host mapped from ``gcc:*``)."""
     yield from _session_target(tmp_path_factory, "cppmoney", cpp_money_repo)
+
+
+@pytest.fixture(scope="session")
+def javamoney(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """A Maven project's task (Surefire on the host's JDK 17, Maven 3.9 and JUnit from Maven
+    Central at build time)."""
+    yield from _session_target(tmp_path_factory, "javamoney", java_money_repo)
 
 
 def check_honest_fix(target: Target, fix: str) -> None:

@@ -267,3 +267,105 @@ def cpp_money_repo(repo: GitRepo) -> GitRepo:
     repo.write("tests/money_test.cpp", CPP_TEST_V2)
     repo.commit('Accept thousands separators in parse_amount\n\n"1,234.50" was rejected.\n')
     return repo
+
+
+JAVA_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>demo</groupId>
+  <artifactId>money</artifactId>
+  <version>1.0</version>
+  <properties>
+    <maven.compiler.release>17</maven.compiler.release>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+  </properties>
+  <dependencies>
+    <dependency>
+      <groupId>org.junit.jupiter</groupId>
+      <artifactId>junit-jupiter</artifactId>
+      <version>5.10.2</version>
+      <scope>test</scope>
+    </dependency>
+  </dependencies>
+</project>
+"""
+JAVA_MONEY_V1 = """package demo;
+
+public final class Money {
+    private Money() {}
+
+    /** Reads "12.34" as 1234 cents. */
+    public static long parse(String input) {
+        String text = input.trim();
+        int dot = text.indexOf('.');
+        long whole = Long.parseLong(dot < 0 ? text : text.substring(0, dot));
+        long frac = dot < 0 ? 0 : Long.parseLong(text.substring(dot + 1));
+        return whole * 100 + frac;
+    }
+
+    /** Writes 1234 cents as "12.34". */
+    public static String format(long cents) {
+        return String.format("%d.%02d", cents / 100, cents % 100);
+    }
+}
+"""
+# The fix: thousands separators ("1,234.50") are accepted.
+JAVA_MONEY_V2 = JAVA_MONEY_V1.replace(
+    "        String text = input.trim();\n",
+    '        String text = input.trim().replace(",", "");\n',
+)
+JAVA_TEST_V1 = """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+class MoneyTest {
+    @Test
+    void parsesPlain() {
+        assertEquals(1234, Money.parse("12.34"));
+    }
+
+    @Test
+    void parsesWhole() {
+        assertEquals(700, Money.parse("7"));
+    }
+
+    @Test
+    void formatsCents() {
+        assertEquals("12.05", Money.format(1205));
+    }
+
+    @Test
+    void formatsWhole() {
+        assertEquals("3.00", Money.format(300));
+    }
+}
+"""
+JAVA_TEST_V2 = (
+    JAVA_TEST_V1.rstrip().removesuffix("}")
+    + """
+    @Test
+    void parsesThousands() {
+        assertEquals(123450, Money.parse("1,234.50"));
+    }
+
+    @Test
+    void parsesMillions() {
+        assertEquals(200000000, Money.parse("2,000,000"));
+    }
+}
+"""
+)
+
+
+def java_money_repo(repo: GitRepo) -> GitRepo:
+    """A Maven project (JUnit 5 from Maven Central) whose second commit accepts thousands
+    separators, with two new tests."""
+    repo.write("pom.xml", JAVA_POM)
+    repo.write("src/main/java/demo/Money.java", JAVA_MONEY_V1)
+    repo.write("src/test/java/demo/MoneyTest.java", JAVA_TEST_V1)
+    repo.commit("Money amounts")
+    repo.write("src/main/java/demo/Money.java", JAVA_MONEY_V2)
+    repo.write("src/test/java/demo/MoneyTest.java", JAVA_TEST_V2)
+    repo.commit('Accept thousands separators in Money.parse\n\n"1,234.50" was rejected.\n')
+    return repo

@@ -51,3 +51,23 @@ def test_build_definitions_are_infrastructure(path: str) -> None:
 def test_sources_are_not(path: str) -> None:
     assert not is_infra(path)
     assert Matcher(RUNTIME_PROTECTED).match(path) is None, path
+
+
+@pytest.mark.parametrize(
+    ("path", "output"),
+    [
+        ("target/debug/deps/demo-1234", True),
+        ("target/classes/demo/Money.class", True),
+        ("core/target/test-classes/demo/MoneyTest.class", True),
+        ("target/surefire-reports/TEST-demo.MoneyTest.xml", True),
+        ("src/main/java/demo/target/Money.java", False),
+        ("target/lib.rs", False),
+    ],
+)
+def test_build_output_is_the_runners_own(path: str, output: bool) -> None:
+    """Cargo's and Maven's build output: never scanned as planted code, and never carried into
+    the clean room (both rules agree)."""
+    from repogym.shipped.infra import is_build_output
+
+    assert is_build_output(path) is output
+    assert bool(Matcher(RUNTIME_PROTECTED).match(path)) is output, path

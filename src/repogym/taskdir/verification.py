@@ -181,5 +181,7 @@ ARTEFACTS = (
     "**/.tox",
     "**/.nox",
     "target/{debug,release,CACHEDIR.TAG,.rustc_info.json}",
+    "**/target/{classes,test-classes,generated-sources,generated-test-sources}",
+    "**/target/{maven-status,maven-archiver,surefire-reports,surefire}",
 )
 RUNTIME_PROTECTED = TEST_PATHS + RUNNER_CONFIG + BUILD_DEFINITIONS + START_UP_HOOKS + ARTEFACTS

@@ -90,11 +90,17 @@ META_DIR_RE = re.compile(r"^.+\.(?:egg-info|dist-info)$")
 SHADOW_NAMES = frozenset({"pytest", "_pytest", "pluggy", "py", "unittest", "site"})
 #: Compiled modules an import can load: their code cannot be scanned.
 COMPILED_EXT = (".so", ".pyd", ".dylib", ".pyc", ".pyo", ".node")
-#: Cargo's build output at the top of the tree (``target/debug``, ``target/release``): the image
-#: holds the test binaries built from the base, the runner rebuilds what changed. The clean room
-#: drops an agent's changes there (``taskdir.verification.ARTEFACTS``), so the native code found
-#: there is the runner's own, never scanned as a planted module.
-BUILD_OUTPUT_RE = re.compile(r"^target/(?:debug/|release/|CACHEDIR\.TAG$|\.rustc_info\.json$)")
+#: Build output in the tree: Cargo's at its top (``target/debug``, ``target/release``) and
+#: Maven's in every module (``target/classes``, ``target/test-classes`` …; a class file starts
+#: like a Mach-O fat binary). The image holds what was built from the base, the runner rebuilds
+#: what changed. The clean room drops an agent's changes there
+#: (``taskdir.verification.ARTEFACTS``), so the code found there is the runner's own, never
+#: scanned as a planted module.
+BUILD_OUTPUT_RE = re.compile(
+    r"^target/(?:debug/|release/|CACHEDIR\.TAG$|\.rustc_info\.json$)"
+    r"|^(?:.+/)?target/(?:classes|test-classes|generated-sources|generated-test-sources"
+    r"|maven-status|maven-archiver|surefire-reports|surefire)/"
+)
 SKIP_DIRS = frozenset(
     {
         ".git",
