@@ -177,6 +177,19 @@ def test_rust_without_registry_crates(make_repo: MakeRepo) -> None:
     )
 
 
+def test_rust_lints_capped_unless_the_repository_sets_rustflags(make_repo: MakeRepo) -> None:
+    plain = make_repo({"Cargo.toml": CARGO, "src/lib.rs": ""})
+    assert make_recipe(plain).env["RUSTFLAGS"] == "--cap-lints=warn"
+    own = make_repo(
+        {
+            "Cargo.toml": CARGO,
+            "src/lib.rs": "",
+            ".cargo/config.toml": '[build]\nrustflags = ["--cfg", "tokio_unstable"]\n',
+        }
+    )
+    assert "RUSTFLAGS" not in make_recipe(own).env
+
+
 def test_rust_workspace_members_stay_inside(make_repo: MakeRepo) -> None:
     """``members = ["."]`` (the root package), globs, and entries leaving the repository."""
     workspace = '\n[workspace]\nmembers = [".", "./crates/*", "../outside", "/etc", ""]\n'

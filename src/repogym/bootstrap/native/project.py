@@ -61,6 +61,8 @@ class NativeProject:
     """A toolchain installed at build time (rustup channel) instead of the host's."""
     components: list[str] = field(default_factory=list)
     """Toolchain components installed with it (``rust-src`` …)."""
+    rustflags: bool = False
+    """The repository's ``.cargo/config`` sets rustflags (the recipe leaves RUSTFLAGS alone)."""
     tags: str | None = None
     """Go build tags the CI's ``go test`` passes."""
     lock_date: str | None = None

@@ -199,6 +199,8 @@ def detect_rust(repo: Path, commit_date: str | None = None) -> NativeProject:
         read_text(repo / ".cargo/config") or ""
     )
     project.vendored = (repo / "vendor").is_dir() and "replace-with" in config
+    # RUSTFLAGS in the environment would replace the repository's own rustflags.
+    project.rustflags = "rustflags" in config
     if not project.external:
         project.notes.append("no crates from a registry: builds offline")
     elif project.vendored:
@@ -229,6 +231,9 @@ def rust_recipe(project: NativeProject) -> Recipe:
     minor = ".".join((project.toolchain_version or "1").split(".")[:2])
     image = f"rust:{minor}-slim"
     env = {"CARGO_TERM_COLOR": "never", "CARGO_INCREMENTAL": "0"}
+    if not project.rustflags:
+        # A newer compiler's lints must not fail an older commit's #![deny(warnings)].
+        env["RUSTFLAGS"] = "--cap-lints=warn"
     if project.override:
         env["RUSTUP_TOOLCHAIN"] = project.install or project.toolchain_version or "stable"
     df = DockerfileWriter(
