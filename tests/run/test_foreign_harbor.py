@@ -134,7 +134,12 @@ def _separate_task(root: Path) -> Path:
     )
 
 
-def test_separate_verifier_gets_only_the_artifacts(runner: TrialRunner, tmp_path: Path) -> None:
+def test_separate_verifier_gets_only_the_artifacts(
+    local_runner: TrialRunner, tmp_path: Path
+) -> None:
+    """On the local sandbox: the verifier's image has a ``RUN`` step (the fake sandbox replays
+    none, so ``/verifier-only`` would be looked up on the host)."""
+    runner = local_runner
     task = load_task(_separate_task(tmp_path))
     assert validate_task(task.path).ok, validate_task(task.path).problems
     oracle = runner.run(task, OracleAgent())
