@@ -100,19 +100,21 @@ def go_blocks(lines: list[str]) -> list[Block]:
     return _top_level(lines, _GO_TEST, 1)
 
 
-def rust_blocks(lines: list[str]) -> list[Block]:
-    """Every ``#[test]`` function, from its attribute line."""
+def _attributed(
+    lines: list[str], attr: re.Pattern[str], head: re.Pattern[str], prefix: str, veto: str
+) -> list[Block]:
+    """Functions marked by an ``attr`` line, with more lines starting with ``prefix`` (other
+    attributes or annotations) before the ``head`` line at the same indentation, ending at
+    the next ``}`` at that indentation; one of those lines holding ``veto`` skips it."""
     out = []
     for i, line in enumerate(lines):
-        a = _RUST_ATTR.match(line)
+        a = attr.match(line)
         if not a:
             continue
         j = i + 1
-        while j < len(lines) and lines[j].strip().startswith("#["):
-            if "should_panic" in lines[j]:
-                break
+        while j < len(lines) and lines[j].strip().startswith(prefix) and veto not in lines[j]:
             j += 1
-        m = _RUST_FN.match(lines[j]) if j < len(lines) else None
+        m = head.match(lines[j]) if j < len(lines) else None
         if not m or m[1] != a[1]:
             continue
         close = m[1] + "}"
@@ -120,6 +122,12 @@ def rust_blocks(lines: list[str]) -> list[Block]:
         if end is not None:
             out.append((i, end + 1, m[2], j, m.start(2)))
     return out
+
+
+def rust_blocks(lines: list[str]) -> list[Block]:
+    """Every ``#[test]`` function, from its attribute line (``#[should_panic]`` ones are left
+    alone: a contradicted expectation in them may still panic)."""
+    return _attributed(lines, _RUST_ATTR, _RUST_FN, "#[", "should_panic")
 
 
 def gtest_blocks(lines: list[str]) -> list[Block]:
@@ -131,22 +139,7 @@ def gtest_blocks(lines: list[str]) -> list[Block]:
 def junit_blocks(lines: list[str]) -> list[Block]:
     """Every JUnit ``@Test void name() {`` method (from its annotation; other annotations
     between them are kept, parameterised tests have another annotation and are left alone)."""
-    out = []
-    for i, line in enumerate(lines):
-        a = _JUNIT_ATTR.match(line)
-        if not a:
-            continue
-        j = i + 1
-        while j < len(lines) and lines[j].strip().startswith("@"):
-            j += 1
-        m = _JAVA_METHOD.match(lines[j]) if j < len(lines) else None
-        if not m or m[1] != a[1]:
-            continue
-        close = m[1] + "}"
-        end = next((k for k in range(j + 1, len(lines)) if lines[k] == close), None)
-        if end is not None:
-            out.append((i, end + 1, m[2], j, m.start(2)))
-    return out
+    return _attributed(lines, _JUNIT_ATTR, _JAVA_METHOD, "@", "\0")
 
 
 _BLOCKS = {"go": go_blocks, "cargo": rust_blocks, "ctest": gtest_blocks, "maven": junit_blocks}
