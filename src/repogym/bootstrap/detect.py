@@ -194,6 +194,17 @@ def _detect_node(
     )
 
 
+def _native_fields(project: NativeProject, notes: list[str]) -> dict[str, Any]:
+    """The :class:`Detection` fields every compiled language's project fills the same way."""
+    return {
+        "supported": not project.problem,
+        "reason": project.problem,
+        "manifests": list(project.manifests),
+        "notes": notes + project.notes,
+        "native": project,
+    }
+
+
 def _detect_native(
     language: str,
     repo_dir: Path,
@@ -212,11 +223,7 @@ def _detect_native(
         runner="cargo" if language == "rust" else "go",
         base_image=image,
         toolchain=f"{native.toolchain} {native.toolchain_version}" if native.toolchain else None,
-        supported=not native.problem,
-        reason=native.problem,
-        manifests=list(native.manifests),
-        notes=notes + native.notes,
-        native=native,
+        **_native_fields(native, notes),
     )
 
 
@@ -233,11 +240,7 @@ def _detect_cmake(
         runner="ctest",
         base_image="gcc:12",
         toolchain=f"{project.toolchain} {project.toolchain_version}" if project.toolchain else None,
-        supported=not project.problem,
-        reason=project.problem,
-        manifests=list(project.manifests),
-        notes=notes + project.notes,
-        native=project,
+        **_native_fields(project, notes),
     )
 
 
@@ -261,11 +264,7 @@ def _detect_java(
         runner="maven" if java.build == "maven" else None,
         base_image=f"eclipse-temurin:{jdk}" if jdk else None,
         toolchain=f"JDK {jdk} ({java.toolchain}), Maven {java.maven_version}" if jdk else None,
-        supported=not java.problem,
-        reason=java.problem,
-        manifests=list(java.manifests),
-        notes=notes + java.notes,
-        native=java,
+        **_native_fields(java, notes),
     )
 
 
