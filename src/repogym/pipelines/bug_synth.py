@@ -2,19 +2,26 @@
 
 Each function of the revision that the test suite calls gets procedural mutants (comparison and
 boolean operators, off-by-one bounds, removed guards and statements, swapped arguments, changed
-constants, wrong returns, exception types: :mod:`._synthesis.mutants`). A mutant is kept when it
-compiles, breaks at least one test, breaks at most ``max_break_share`` of the tests in scope, and
-does not break exactly the tests another mutant of the same function broke. The repository with
-the mutant is the task's environment; undoing it is the gold patch; the broken tests are the
-fail-to-pass tests. The instruction names the failing behaviour (from the tests and their
-failures), never the mutation. See :mod:`._synthesis.harness` for the harness.
+constants, wrong returns, exception types: :mod:`._synthesis.mutants`). Go, Rust, Java and C/C++
+repositories get the operators that carry over (:mod:`._synthesis.braced_mutants`); their suites
+are not traced, and each mutant must first pass the language's own compiler (the recipe's compile
+check). A mutant is kept when it compiles, breaks at least one test, breaks at most
+``max_break_share`` of the tests in scope, and does not break exactly the tests another mutant
+of the same function broke. The repository with the mutant is the task's environment; undoing
+it is the gold patch; the broken tests are the fail-to-pass tests. The instruction names the
+failing behaviour (from the tests and their failures), never the mutation. See
+:mod:`._synthesis.harness` for the harness.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
+from repogym.bootstrap.detect import guess_language
 from repogym.pipelines._instructions.text import Composed, Evidence, compose_synthesized
+from repogym.pipelines._synthesis.braced_mutants import braced_mutants
 from repogym.pipelines._synthesis.harness import (
     WORKDIR,
     SynthEdit,
@@ -28,6 +35,17 @@ from repogym.pipelines._synthesis.mutants import python_mutants
 from repogym.pipelines.base import Candidate, HarnessContext
 from repogym.sources import Source
 from repogym.spec import BugSynthOptions
+
+EXTENSIONS = {
+    "python": (".py",),
+    "go": (".go",),
+    "rust": (".rs",),
+    "java": (".java",),
+    "c": (".c", ".h"),
+    "cpp": (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".h", ".c"),
+}
+"""The files mutated per repository language (the compiled ones through
+:mod:`._synthesis.braced_mutants`)."""
 
 BODY = (
     "Some of the project's tests fail at this revision. The behaviour they check is broken in "
@@ -53,15 +71,17 @@ class BugSynth(SynthPipeline):
         self, source: Source, options: BugSynthOptions, slug: str, rev: str
     ) -> Iterator[Candidate | tuple[str, str]]:
         sha = source.resolve(rev)
+        extensions = source_extensions(source, sha)
         per_function: list[list[Candidate]] = []
-        for item in python_sources(source, sha, options):
+        for item in python_sources(source, sha, options, extensions):
             if len(item) == 3:
                 yield f"bug:{item[0]}", item[2]
                 continue
             path, text = item[0], item[1]
             assert text is not None
-            groups: dict[str, list[Candidate]] = {}
-            mutants = python_mutants(
+            groups: dict[tuple[str, int], list[Candidate]] = {}
+            make = python_mutants if path.endswith(".py") else braced_mutants
+            mutants = make(
                 text,
                 path,
                 per_function=options.max_per_function,
@@ -76,7 +96,7 @@ class BugSynth(SynthPipeline):
                     new_text=m.text,
                     description=m.description,
                 )
-                groups.setdefault(m.function, []).append(
+                groups.setdefault((m.function, m.function_line), []).append(
                     synth_candidate(
                         slug=slug,
                         sha=sha,
@@ -91,7 +111,16 @@ class BugSynth(SynthPipeline):
         yield from round_robin(per_function)
 
     def harness(self, ctx: HarnessContext) -> SynthHarness:
-        return SynthHarness(ctx, compose_instruction)
+        return SynthHarness(ctx, compose_instruction, native=True)
+
+
+def source_extensions(source: Source, sha: str) -> tuple[str, ...]:
+    """The source files ``bug_synth`` mutates at ``sha``: those of the repository's language
+    (:func:`repogym.bootstrap.detect.guess_language` on a snapshot), Python by default."""
+    with tempfile.TemporaryDirectory(prefix="repogym-lang-") as tmp:
+        source.export_snapshot(sha, Path(tmp) / "repo")
+        language, _ = guess_language(Path(tmp) / "repo")
+    return EXTENSIONS.get(language or "python", (".py",))
 
 
 PIPELINE = BugSynth()

@@ -72,6 +72,19 @@ def _paren_site(content: str) -> str | None:
     return None  # the condition goes on past this line
 
 
+def negate_line(content: str, path: str) -> str | None:
+    """``content`` (one line of ``path``) with its ``if``/``while`` condition negated, or None
+    when the line has no condition that is plainly negatable (see the module's notes)."""
+    if not _plain(content) or "constexpr" in content:
+        return None
+    low = path.lower()
+    if low.endswith(GO_RUST_EXT):
+        new = _bare_site(content, rust=low.endswith(".rs"))
+    else:
+        new = _paren_site(content)
+    return new if new is not None and new != content else None
+
+
 def braced_candidates(contents: list[str], added: set[int], path: str) -> list[Site]:
     """``negate_condition`` sites on the added lines of a Go, Rust, Java or C/C++ file."""
     low = path.lower()
@@ -80,12 +93,7 @@ def braced_candidates(contents: list[str], added: set[int], path: str) -> list[S
         if not 1 <= ln <= len(contents):
             continue
         content = contents[ln - 1]
-        if not _plain(content) or "constexpr" in content:
-            continue
-        if low.endswith(GO_RUST_EXT):
-            new = _bare_site(content, rust=low.endswith(".rs"))
-        else:
-            new = _paren_site(content)
-        if new is not None and new != content:
+        new = negate_line(content, low)
+        if new is not None:
             out.append(Site("negate_condition", ln, {ln: new}, f"negate: {snippet(content)}"))
     return out

@@ -59,9 +59,16 @@ from repogym.pipelines._selection.repo_index import (
     language_of_,
     normalize_path,
 )
-from repogym.shipped.testfiles import JS_TEST_FILE, PY_TEST_FILE
+from repogym.shipped.testfiles import JS_TEST_FILE, PY_TEST_FILE, is_test_path
 
 __all__ = ["find_test_files", "import_graph", "tests_exercising"]
+
+NATIVE_TEST_EXTS: dict[str, tuple[str, ...]] = {
+    "cargo": (".rs",),
+    "maven": (".java", ".kt"),
+    "ctest": (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx"),
+}
+"""The test sources of the compiled-language runners, by extension."""
 
 
 # --------------------------------------------------------------------------- public API
@@ -71,7 +78,10 @@ def find_test_files(repo: Path, runner: str) -> list[str]:
     """Every runnable test file of ``repo`` for ``runner``: repo-relative posix paths, sorted.
 
     pytest/unittest: ``test_*.py``/``*_test.py``; jest/vitest/mocha/node: ``*.test.*``/
-    ``*.spec.*`` and JS/TS files under ``__tests__/``; go: ``*_test.go``; anything else: ``[]``.
+    ``*.spec.*`` and JS/TS files under ``__tests__/``; go: ``*_test.go``; cargo, maven and
+    ctest: the language's source files that are test paths
+    (:func:`repogym.shipped.testfiles.is_test_path`: ``tests/``, ``src/test/java``, …; Rust's
+    inline test modules are not files of their own); anything else: ``[]``.
     """
     index = RepoIndex_(Path(repo))
     if runner in PY_RUNNERS:
@@ -80,6 +90,9 @@ def find_test_files(repo: Path, runner: str) -> list[str]:
         return sorted(f for f in index.files if f.endswith(JS_CODE_EXTS) and JS_TEST_FILE.search(f))
     if runner == "go":
         return sorted(f for f in index.files if f.endswith("_test.go"))
+    exts = NATIVE_TEST_EXTS.get(runner)
+    if exts:
+        return sorted(f for f in index.files if f.endswith(exts) and is_test_path(f))
     return []
 
 

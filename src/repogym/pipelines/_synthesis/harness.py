@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -32,6 +33,7 @@ from typing import Any
 
 from repogym.bootstrap import Recipe, UnsupportedRepo, bootstrap
 from repogym.bootstrap.commit import read_commit
+from repogym.bootstrap.native.compile import compile_command
 from repogym.bootstrap.pin import CONSTRAINTS_NAME, pinned_dockerfile
 from repogym.pipelines._harness.emit import (
     EmitInput,
@@ -53,11 +55,18 @@ from repogym.pipelines._selection.select import find_test_files, tests_exercisin
 from repogym.pipelines._synthesis.ops import called_keys, trace_script
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, SandboxError, Session
-from repogym.shipped import infra, tamper
+from repogym.shipped import infra, rust_tests, tamper
+from repogym.shipped.testfiles import is_test_path, is_test_source
 from repogym.taskdir import update_task_toml
 from repogym.taskdir.instruction_checks import underspecified
 
 WORKDIR = "/workspace"
+NATIVE_RUNNERS = ("go", "cargo", "maven", "ctest")
+"""Runners of the compiled languages ``bug_synth`` takes (with a compile check per edit)."""
+ERROR_LINE = re.compile(r"\berror\b", re.IGNORECASE)
+LOCATED_LINE = re.compile(r"[\w/.-]+\.\w+:\[?\d+[:,]\d+\]?:? ")
+"""A compiler's message about a place (``money.go:11:23: …``, ``Money.java:[10,25] …``,
+``src/a.cpp:12:5: error: …``): the line of a failed compile check worth showing."""
 SURVIVED = "no test fails (the edit survives)"
 TRACE_OUT = "/tmp/repogym-calls.json"
 
@@ -118,6 +127,11 @@ class Baseline:
     """(file, line) of every function the suite called; None when tracing failed (no filter)."""
     constraints: str | None
     suite_seconds: float
+    splice: list[str] = field(default_factory=list)
+    """Source files whose inline test items the verifier splices back (Rust); their hidden
+    copy in ``restore`` is those items."""
+    compile: str | None = None
+    """The compile check an edit must pass before its tests run (compiled languages)."""
     seen: dict[tuple[str, str, frozenset[str]], str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -137,9 +151,14 @@ class SharedBaseline:
     A failure (no recipe, no passing test, a sandbox error) is kept and raised again for
     every later candidate: they all share the one build."""
 
-    def __init__(self, ctx: HarnessContext, trace: TraceCalls | None = None) -> None:
+    def __init__(
+        self, ctx: HarnessContext, trace: TraceCalls | None = None, native: bool = False
+    ) -> None:
         self.ctx = ctx
         self.trace = trace
+        self.native = native
+        """Whether compiled-language repositories are taken too (``bug_synth``): Go, Rust,
+        Java (Maven) and C/C++ (CTest), whose suites are not traced."""
         """The traced run (None: :meth:`trace_calls`; ``equivalence_tests`` records the calls'
         arguments in the same run)."""
         self.folder = Path(tempfile.mkdtemp(prefix="repogym-synth-"))
@@ -177,11 +196,14 @@ class SharedBaseline:
             ).recipe
         except UnsupportedRepo as exc:
             raise RunFailed("unsupported repository", str(exc)) from None
-        if recipe.runner not in ("pytest", "unittest"):
+        native = self.native and recipe.runner in NATIVE_RUNNERS
+        if recipe.runner not in ("pytest", "unittest") and not native:
+            wanted = "a Python repository tested with pytest or unittest"
+            if self.native:
+                wanted += ", or a Go, Rust, Java (Maven) or C/C++ (CTest) one"
             raise RunFailed(
                 "unsupported repository",
-                f"{ctx.pipeline} needs a Python repository tested with pytest or unittest "
-                f"(this one: {recipe.language}, {recipe.runner})",
+                f"{ctx.pipeline} needs {wanted} (this one: {recipe.language}, {recipe.runner})",
             )
         key = integrity_key(f"baseline:{ctx.repo_label}@{rev}")
         spec = EnvironmentSpec(
@@ -198,6 +220,8 @@ class SharedBaseline:
         if not test_files:
             raise RunFailed("no test files", f"no {recipe.runner} test files found")
         restore = {rel: (snapshot / rel).read_bytes() for rel in test_files}
+        splice = inline_tests(snapshot, ctx.source.list_files(rev)) if native else {}
+        restore.update((rel, hidden.encode("utf-8")) for rel, hidden in splice.items())
         tests = self.folder / "tests"
         stage_verifier(
             tests,
@@ -210,6 +234,7 @@ class SharedBaseline:
                 sources=source_manifest(snapshot),
                 integrity_key=key,
                 reward_mode=opts.reward,
+                splice=sorted(splice),
             ),
         )
         with ctx.backend.start(built, spec) as session:
@@ -224,7 +249,7 @@ class SharedBaseline:
             raise RunFailed("no test passes at the revision")
         update_config(tests, collected=runs[0].get("collected"), audit_allowed=audit_keys(runs))
         trace = self.trace or self.trace_calls
-        called = trace(built, spec, recipe)
+        called = None if native else trace(built, spec, recipe)
         return Baseline(
             snapshot=snapshot,
             recipe=recipe,
@@ -237,6 +262,8 @@ class SharedBaseline:
             called=called,
             constraints=constraints,
             suite_seconds=seconds / max(1, len(runs)),
+            splice=sorted(splice),
+            compile=compile_command(recipe) if native else None,
         )
 
     def trace_calls(
@@ -280,9 +307,11 @@ class SynthHarness(TaskHarness):
     the shared baseline (thread-safe): the suite with the edit applied; the tests it breaks
     are the task's fail-to-pass tests. ``compose_instruction`` is the pipeline's wording."""
 
-    def __init__(self, ctx: HarnessContext, compose_instruction: ComposeInstruction) -> None:
+    def __init__(
+        self, ctx: HarnessContext, compose_instruction: ComposeInstruction, native: bool = False
+    ) -> None:
         super().__init__(ctx)
-        self.baseline = SharedBaseline(ctx)
+        self.baseline = SharedBaseline(ctx, native=native)
         self.compose_instruction = compose_instruction
 
     # ----------------------------------------------------------------------------- evaluate
@@ -293,7 +322,7 @@ class SynthHarness(TaskHarness):
         if base.called is not None and (edit.path, edit.line) not in base.called:
             return self._drop(outcome, "function not called by the tests")
         recipe, opts = base.recipe, self.options
-        if base.suite_seconds > opts.suite_budget > 0:
+        if base.suite_seconds > opts.suite_budget > 0 and base.compile is None:
             reach = tests_exercising(base.snapshot, [edit.path], base.test_files)
             selected = sorted(set(reach))
             ids = target_ids(recipe.runner, selected)
@@ -309,6 +338,10 @@ class SynthHarness(TaskHarness):
         with self.backend.start(base.built, base.spec) as session:
             session.mount(eval_tests, "/tests")
             session.write(f"{recipe.workdir}/{edit.path}", edit.new_text)
+            if base.compile is not None:
+                error = compile_error(session, recipe, base.compile, self._edit_timeout(base))
+                if error is not None:
+                    return self._drop(outcome, "does not compile", error)
             runs, seconds = verifier_runs(
                 session, recipe, eval_tests, 1 + opts.reruns, "edited", self._edit_timeout(base)
             )
@@ -383,6 +416,7 @@ class SynthHarness(TaskHarness):
                 sources=sources,
                 integrity_key=key,
                 reward_mode=self.options.reward,
+                splice=base.splice,
             ),
         )
         shared = json.loads((base.tests / "config.json").read_text())
@@ -451,6 +485,7 @@ class SynthHarness(TaskHarness):
                 selected=selected,
                 collected=shared.get("collected"),
                 instruction_record=composed.record([]),
+                splice=base.splice,
             ),
         )
         # What was edited is part of the answer: it lives beside the gold patch, never in
@@ -464,6 +499,27 @@ class SynthHarness(TaskHarness):
         update_task_toml(staging, note)
         if self._gate_and_publish(staging, cand, outcome, rewrite):
             outcome.f2p, outcome.p2p = len(f2p), len(p2p)
+
+
+def compile_error(session: Session, recipe: Recipe, command: str, timeout_s: float) -> str | None:
+    """Run the compile check in ``session``: None when the code compiles, else the first line
+    of the compiler's complaint. New files are left writable by everyone (``umask 0``): the
+    tests later run as another user and rebuild in the same build folders."""
+    res = session.exec(
+        f"umask 0000; {command}",
+        cwd=recipe.workdir,
+        env=dict(recipe.env),
+        network=False,
+        timeout_s=timeout_s,
+    )
+    if res.timed_out:
+        return "the compile check timed out"
+    if res.exit_code == 0:
+        return None
+    lines = [ln.strip() for ln in (res.stdout + "\n" + res.stderr).splitlines() if ln.strip()]
+    located = [ln for ln in lines if LOCATED_LINE.search(ln)]
+    marked = [ln for ln in lines if ERROR_LINE.search(ln)]
+    return ((located or marked or lines or [f"exit status {res.exit_code}"])[0])[:300]
 
 
 def run_wrapped_suite(
@@ -533,6 +589,25 @@ def _file_of(test_id: str, files: dict[str, bytes]) -> str | None:
     return None
 
 
+def inline_tests(root: Path, files: list[str]) -> dict[str, str]:
+    """Rust source files of ``root`` (``files``: the revision's paths) with top-level test
+    items, each with those items: the verifier splices them back into whatever file the agent
+    leaves, so no unit test inside a source file can be weakened. A file the scanner cannot
+    read is left out (its tests are then the agent's to change, and the canaries' to catch)."""
+    out: dict[str, str] = {}
+    for rel in files:
+        if not rel.endswith(".rs") or is_test_path(rel) or not (root / rel).is_file():
+            continue
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+            spans = rust_tests.test_items(text)
+        except (UnicodeDecodeError, rust_tests.RustSyntaxError):
+            continue
+        if spans:
+            out[rel] = rust_tests.items_text(text, spans)
+    return out
+
+
 def _infra(root: Path, restore: dict[str, bytes]) -> dict[str, str]:
     known = infra.manifest(root, infra.is_infra)
     return {k: v for k, v in known.items() if k not in restore}
@@ -553,16 +628,15 @@ class SynthPipeline:
 
 
 def python_sources(
-    source: Any, sha: str, options: Any
+    source: Any, sha: str, options: Any, extensions: tuple[str, ...] = (".py",)
 ) -> Iterator[tuple[str, str] | tuple[str, None, str]]:
-    """``(path, text)`` of every Python source file at ``sha`` a synthesized edit may touch
-    (no tests, no test infrastructure, within ``options.paths``), or ``(path, None, reason)``
-    for a file that cannot be read as text."""
-    from repogym.shipped.testfiles import is_test_path
-
+    """``(path, text)`` of every source file at ``sha`` (Python unless ``extensions`` say
+    otherwise) a synthesized edit may touch (no tests, no test infrastructure, no build
+    output, within ``options.paths``), or ``(path, None, reason)`` for a file that cannot be
+    read as text."""
     count = 0
     for rel in sorted(source.list_files(sha)):
-        if not rel.endswith(".py") or is_test_path(rel) or infra.is_infra(rel):
+        if not rel.endswith(extensions) or is_test_source(rel) or infra.is_infra(rel):
             continue
         if options.paths and not any(
             rel == p.strip("/") or rel.startswith(p.strip("/") + "/") for p in options.paths
