@@ -81,14 +81,16 @@ class Target:
                 return None
 
 
-def _generate(tmp: Path, name: str, build, options: dict[str, object]) -> Task:  # type: ignore[no-untyped-def]
+def _generate(  # type: ignore[no-untyped-def]
+    tmp: Path, name: str, build, options: dict[str, object], pipeline: str = "commit_runtime"
+) -> Task:
     with pytest.MonkeyPatch.context() as mp:
         pin_git_env(mp, ceiling=tmp)
         repo = build(GitRepo(tmp / name))
         result = generate(
             GenerationInput(
                 repo=str(repo.path),
-                pipeline="commit_runtime",
+                pipeline=pipeline,
                 out=tmp / f"{name}-ds",
                 options={"reruns": 0, "verify_reruns": 0, **options},
             )
@@ -128,8 +130,10 @@ def _session_target(
     name: str,
     build,  # type: ignore[no-untyped-def]
 ) -> Iterator[Target]:
+    """A compiled-language task, made by ``pr_runtime`` from the merged pull request of the
+    repository ``build`` makes (``commit_runtime`` takes the same harness)."""
     tmp = tmp_path_factory.mktemp(name)
-    yield _target(_generate(tmp, name, build, {"mutants": 2}))
+    yield _target(_generate(tmp, name, build, {"mutants": 2}, pipeline="pr_runtime"))
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -4,6 +4,19 @@ from __future__ import annotations
 
 from tests.sources.conftest import GitRepo
 
+
+def _merged_pr(repo: GitRepo, files: dict[str, str], title: str) -> GitRepo:
+    """``files`` written on a branch and merged into ``main`` as pull request #7 (so that
+    both ``commit_runtime`` and ``pr_runtime`` find the change)."""
+    repo.checkout("-b", "thousands")
+    for path, text in files.items():
+        repo.write(path, text)
+    repo.commit(f'{title}\n\n"1,234.50" was rejected.\n')
+    repo.checkout("main")
+    repo.merge("thousands", "Merge pull request #7 from ada/thousands", title)
+    return repo
+
+
 GO_MOD = "module example.com/money\n\ngo 1.19\n"
 GO_MONEY_V1 = """package money
 
@@ -98,15 +111,14 @@ func TestParseMillions(t *testing.T) {
 
 
 def go_money_repo(repo: GitRepo) -> GitRepo:
-    """A Go module whose second commit accepts thousands separators, with two new tests."""
+    """A Go module whose merged pull request #7 accepts thousands separators, with two new
+    tests."""
     repo.write("go.mod", GO_MOD)
     repo.write("money.go", GO_MONEY_V1)
     repo.write("money_test.go", GO_TEST_V1)
     repo.commit("Money amounts")
-    repo.write("money.go", GO_MONEY_V2)
-    repo.write("money_test.go", GO_TEST_V2)
-    repo.commit('Accept thousands separators in ParseAmount\n\n"1,234.50" was rejected.\n')
-    return repo
+    files = {"money.go": GO_MONEY_V2, "money_test.go": GO_TEST_V2}
+    return _merged_pr(repo, files, "Accept thousands separators in ParseAmount")
 
 
 CARGO_TOML = '[package]\nname = "money"\nversion = "0.1.0"\nedition = "2021"\n'
@@ -168,16 +180,14 @@ fn parse_millions() {
 
 
 def rust_money_repo(repo: GitRepo) -> GitRepo:
-    """A crate (no dependencies) whose second commit accepts thousands separators, with two
-    new integration tests."""
+    """A crate (no dependencies) whose merged pull request #7 accepts thousands separators,
+    with two new integration tests."""
     repo.write("Cargo.toml", CARGO_TOML)
     repo.write("src/lib.rs", RUST_MONEY_V1)
     repo.write("tests/money.rs", RUST_TEST_V1)
     repo.commit("Money amounts")
-    repo.write("src/lib.rs", RUST_MONEY_V2)
-    repo.write("tests/money.rs", RUST_TEST_V2)
-    repo.commit('Accept thousands separators in parse_amount\n\n"1,234.50" was rejected.\n')
-    return repo
+    files = {"src/lib.rs": RUST_MONEY_V2, "tests/money.rs": RUST_TEST_V2}
+    return _merged_pr(repo, files, "Accept thousands separators in parse_amount")
 
 
 CMAKE_LISTS = """cmake_minimum_required(VERSION 3.16)
@@ -257,16 +267,14 @@ TEST(Money, ParseMillions) {
 
 def cpp_money_repo(repo: GitRepo) -> GitRepo:
     """A CMake project tested with GoogleTest (one CTest test per TEST through
-    gtest_discover_tests) whose second commit accepts thousands separators."""
+    gtest_discover_tests) whose merged pull request #7 accepts thousands separators."""
     repo.write("CMakeLists.txt", CMAKE_LISTS)
     repo.write("include/money.h", CPP_HEADER)
     repo.write("src/money.cpp", CPP_MONEY_V1)
     repo.write("tests/money_test.cpp", CPP_TEST_V1)
     repo.commit("Money amounts")
-    repo.write("src/money.cpp", CPP_MONEY_V2)
-    repo.write("tests/money_test.cpp", CPP_TEST_V2)
-    repo.commit('Accept thousands separators in parse_amount\n\n"1,234.50" was rejected.\n')
-    return repo
+    files = {"src/money.cpp": CPP_MONEY_V2, "tests/money_test.cpp": CPP_TEST_V2}
+    return _merged_pr(repo, files, "Accept thousands separators in parse_amount")
 
 
 JAVA_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -359,13 +367,14 @@ JAVA_TEST_V2 = (
 
 
 def java_money_repo(repo: GitRepo) -> GitRepo:
-    """A Maven project (JUnit 5 from Maven Central) whose second commit accepts thousands
-    separators, with two new tests."""
+    """A Maven project (JUnit 5 from Maven Central) whose merged pull request #7 accepts
+    thousands separators, with two new tests."""
     repo.write("pom.xml", JAVA_POM)
     repo.write("src/main/java/demo/Money.java", JAVA_MONEY_V1)
     repo.write("src/test/java/demo/MoneyTest.java", JAVA_TEST_V1)
     repo.commit("Money amounts")
-    repo.write("src/main/java/demo/Money.java", JAVA_MONEY_V2)
-    repo.write("src/test/java/demo/MoneyTest.java", JAVA_TEST_V2)
-    repo.commit('Accept thousands separators in Money.parse\n\n"1,234.50" was rejected.\n')
-    return repo
+    files = {
+        "src/main/java/demo/Money.java": JAVA_MONEY_V2,
+        "src/test/java/demo/MoneyTest.java": JAVA_TEST_V2,
+    }
+    return _merged_pr(repo, files, "Accept thousands separators in Money.parse")

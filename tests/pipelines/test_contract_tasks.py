@@ -130,7 +130,8 @@ ATTACK = (
 )
 
 
-def _harbor_python() -> str | None:
+def harbor_python() -> str | None:
+    """The Python of the Harbor venv the integration tests cache (None before they ran)."""
     cache = Path(os.environ.get("REPOGYM_TEST_CACHE", Path.home() / ".cache" / "repogym-tests"))
     found = sorted(glob.glob(str(cache / "harbor-*" / "bin" / "python")))
     return found[-1] if found else None
@@ -193,7 +194,7 @@ def test_emitted_tasks_hold_the_contract(
     assert hacked.reward is not None, hacked.error
     assert hacked.reward <= 0.0, (name, hacked.result["verifier_result"])
     # Harbor's own loader reads it (the Harbor venv the integration tests cache)
-    python = _harbor_python()
+    python = harbor_python()
     if python is not None:
         code = "import sys\nfrom harbor.models.task.task import Task\nTask(sys.argv[1])\n"
         loaded = subprocess.run([python, "-c", code, str(task_dir)], capture_output=True, text=True)

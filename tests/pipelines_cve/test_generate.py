@@ -5,9 +5,7 @@ table's drop reasons, --resume, osv=api against a local stub, and bad input."""
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import subprocess
 import tomllib
 from pathlib import Path
@@ -18,6 +16,7 @@ from typer.testing import CliRunner
 
 from repogym.cli import app
 from repogym.sources.patches import parse_patch
+from tests.pipelines.test_contract_tasks import harbor_python
 from tests.pipelines_cve.history import (
     COMMIT_MESSAGE_ONLY,
     REAL_ID,
@@ -158,16 +157,10 @@ def test_validate_deep_and_verify(generated) -> None:
         assert verdicts[task_id]["nop_reward"] == 0.0
 
 
-def _harbor_python() -> str | None:
-    cache = Path(os.environ.get("REPOGYM_TEST_CACHE", Path.home() / ".cache" / "repogym-tests"))
-    found = sorted(glob.glob(str(cache / "harbor-*" / "bin" / "python")))
-    return found[-1] if found else None
-
-
 def test_harbor_loads_the_tasks(generated) -> None:
     """Harbor's own task loader reads both tasks (from the Harbor venv the integration tests
     cache; skipped without it)."""
-    python = _harbor_python()
+    python = harbor_python()
     if python is None:
         pytest.skip("no cached Harbor venv (tests/integrations/test_harbor_plugin.py makes one)")
     out, _ = generated

@@ -21,6 +21,7 @@ from repogym.spec import GenerationInput
 from repogym.taskdir import load_task
 from repogym.workflows import generate
 from tests.adversarial import repos_native as native
+from tests.pipelines.test_contract_tasks import harbor_python
 from tests.sources.conftest import GitRepo, pin_git_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -139,6 +140,13 @@ def test_a_verified_task_in_each_language(generated, language: str) -> None:  # 
     runner = TrialRunner(get_backend("local"))
     assert runner.run(task, OracleAgent()).reward == 1.0
     assert runner.run(task, NopAgent()).reward == 0.0
+    python = harbor_python()  # Harbor's own loader reads it (when its venv is cached)
+    if python is not None:
+        code = "import sys\nfrom harbor.models.task.task import Task\nTask(sys.argv[1])\n"
+        loaded = subprocess.run(
+            [python, "-c", code, str(task.path)], capture_output=True, text=True
+        )
+        assert loaded.returncode == 0, loaded.stderr[-2000:]
     res = subprocess.run(
         [sys.executable, "-m", "repogym.cli", "validate", "--deep", str(out)],
         capture_output=True,
