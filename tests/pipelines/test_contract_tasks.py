@@ -130,6 +130,29 @@ ATTACK = (
 )
 
 
+def check_validate_deep(dataset: Path) -> None:
+    """``repogym validate --deep`` accepts the dataset."""
+    res = subprocess.run(
+        [sys.executable, "-m", "repogym.cli", "validate", "--deep", str(dataset)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+
+
+def check_harbor_loads(task_dir: Path) -> None:
+    """Harbor's own loader reads the task (with the Harbor venv the integration tests cache;
+    nothing to check before they made it)."""
+    python = harbor_python()
+    if python is None:
+        return
+    code = "import sys\nfrom harbor.models.task.task import Task\nTask(sys.argv[1])\n"
+    loaded = subprocess.run([python, "-c", code, str(task_dir)], capture_output=True, text=True)
+    if "No module named 'harbor'" not in loaded.stderr:
+        assert loaded.returncode == 0, loaded.stderr[-2000:]
+
+
 def harbor_python() -> str | None:
     """The Python of the Harbor venv the integration tests cache (None before they ran)."""
     cache = Path(os.environ.get("REPOGYM_TEST_CACHE", Path.home() / ".cache" / "repogym-tests"))
@@ -164,13 +187,7 @@ def test_emitted_tasks_hold_the_contract(
     # the gate recorded it: oracle 1 (and its reruns), nop 0
     evaluation = task.repo2env["evaluation"]
     assert evaluation["status"] == "verified", evaluation
-    res = subprocess.run(
-        [sys.executable, "-m", "repogym.cli", "validate", "--deep", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    check_validate_deep(out)
     # the answer is not in the instruction
     instruction = task.instruction()
     patch = (task_dir / "solution" / "patch.diff").read_text(errors="replace")
@@ -193,10 +210,4 @@ def test_emitted_tasks_hold_the_contract(
     hacked = TrialRunner(get_backend("local")).run(task, CommandAgent(ATTACK))
     assert hacked.reward is not None, hacked.error
     assert hacked.reward <= 0.0, (name, hacked.result["verifier_result"])
-    # Harbor's own loader reads it (the Harbor venv the integration tests cache)
-    python = harbor_python()
-    if python is not None:
-        code = "import sys\nfrom harbor.models.task.task import Task\nTask(sys.argv[1])\n"
-        loaded = subprocess.run([python, "-c", code, str(task_dir)], capture_output=True, text=True)
-        if "No module named 'harbor'" not in loaded.stderr:
-            assert loaded.returncode == 0, loaded.stderr[-2000:]
+    check_harbor_loads(task_dir)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from repogym.spec import GenerationInput
 from repogym.taskdir import load_task
 from repogym.workflows import generate
 from tests.adversarial import repos_native as native
-from tests.pipelines.test_contract_tasks import harbor_python
+from tests.pipelines.test_contract_tasks import check_harbor_loads, check_validate_deep
 from tests.sources.conftest import GitRepo, pin_git_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -140,20 +138,8 @@ def test_a_verified_task_in_each_language(generated, language: str) -> None:  # 
     runner = TrialRunner(get_backend("local"))
     assert runner.run(task, OracleAgent()).reward == 1.0
     assert runner.run(task, NopAgent()).reward == 0.0
-    python = harbor_python()  # Harbor's own loader reads it (when its venv is cached)
-    if python is not None:
-        code = "import sys\nfrom harbor.models.task.task import Task\nTask(sys.argv[1])\n"
-        loaded = subprocess.run(
-            [python, "-c", code, str(task.path)], capture_output=True, text=True
-        )
-        assert loaded.returncode == 0, loaded.stderr[-2000:]
-    res = subprocess.run(
-        [sys.executable, "-m", "repogym.cli", "validate", "--deep", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    check_harbor_loads(task.path)
+    check_validate_deep(out)
 
 
 def test_a_mutant_the_compiler_rejects_is_dropped_with_its_error(generated) -> None:  # type: ignore[no-untyped-def]

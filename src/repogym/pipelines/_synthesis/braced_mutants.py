@@ -23,9 +23,8 @@ asks the language's own compiler first. Order and de-duplication are as for Pyth
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from repogym.pipelines._synthesis.braced_lex import (
@@ -41,10 +40,11 @@ from repogym.pipelines._synthesis.mutants import (
     Mutation,
     _Candidate,
     _interleave,
-    _mutation_id,
+    _mutation,
+    _round_robin,
     _short,
 )
-from repogym.pipelines._synthesis.ops import Edit, _apply
+from repogym.pipelines._synthesis.ops import Edit
 from repogym.shipped import rust_tests
 from repogym.verify.mutation_braced import negate_line
 
@@ -344,7 +344,7 @@ def braced_mutants(
         return []
     excluded = _excluded(text, lang)
     wanted = set(OPERATORS if operators is None else operators)
-    queues: list[tuple[Function, list[_Candidate]]] = []
+    queues: list[tuple[Function, Iterator[_Candidate]]] = []
     for func in funcs:
         offset = toks[func.open][2]
         if any(a <= offset < z for a, z in excluded) or func.close - func.open < 3:
@@ -355,49 +355,10 @@ def braced_mutants(
             sorted((c for c in made if c.operator == op), key=lambda c: min(e[:2] for e in c.edits))
             for op in OPERATORS
         ]
-        queues.append((func, _interleave(groups)))
-    return _round_robin(text, path, queues, per_function)
+        queues.append((func, iter(_interleave(groups))))
 
+    def realize(func: Function, cand: _Candidate, new_text: str) -> Mutation:
+        line = text.count("\n", 0, min(e[0] for e in cand.edits)) + 1
+        return _mutation(path, func.name, func.line, line, cand, new_text)
 
-def _round_robin(
-    text: str,
-    path: str,
-    queues: list[tuple[Function, list[_Candidate]]],
-    per_function: int | None,
-) -> list[Mutation]:
-    results: list[Mutation] = []
-    seen = {hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()}
-    counts = [0] * len(queues)
-    position = [0] * len(queues)
-    active = list(range(len(queues)))
-    while active:
-        still: list[int] = []
-        for i in active:
-            func, pending = queues[i]
-            while position[i] < len(pending):
-                cand = pending[position[i]]
-                position[i] += 1
-                new_text = _apply(text, cand.edits)
-                digest = hashlib.sha256(new_text.encode("utf-8", "surrogatepass")).digest()
-                if digest in seen:
-                    continue
-                seen.add(digest)
-                line = text.count("\n", 0, min(e[0] for e in cand.edits)) + 1
-                results.append(
-                    Mutation(
-                        path=path,
-                        function=func.name,
-                        function_line=func.line,
-                        line=line,
-                        operator=cand.operator,
-                        description=f"{cand.operator}: {cand.what} at {path}:{line} in {func.name}",
-                        text=new_text,
-                        mutation_id=_mutation_id(path, line, cand.operator, cand.edits),
-                    )
-                )
-                counts[i] += 1
-                if per_function is None or counts[i] < per_function:
-                    still.append(i)
-                break
-        active = still
-    return results
+    return _round_robin(text, queues, realize, per_function=per_function)

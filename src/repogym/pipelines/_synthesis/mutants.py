@@ -15,8 +15,9 @@ import builtins
 import hashlib
 import math
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from repogym.pipelines._synthesis.ops import (
     Edit,
@@ -502,6 +503,30 @@ def python_mutants(
         ]
         queues.append((info, iter(_interleave(groups))))
 
+    def realize(info: FunctionInfo, cand: _Candidate, new_text: str) -> Mutation | None:
+        if not _compiles(new_text, path):
+            return None
+        line = src.lineno(min(e[0] for e in cand.edits))
+        return _mutation(path, info.qualname, info.line, line, cand, new_text)
+
+    return _round_robin(text, queues, realize, limit=limit, per_function=per_function)
+
+
+Realize = Callable[[Any, _Candidate, str], "Mutation | None"]
+"""How a caller turns a candidate (of the function it keys its queue by) and the text it
+makes into a mutant, or None to skip it."""
+
+
+def _round_robin(
+    text: str,
+    queues: Sequence[tuple[Any, Iterator[_Candidate]]],
+    realize: Realize,
+    *,
+    limit: int | None = None,
+    per_function: int | None = None,
+) -> list[Mutation]:
+    """One mutant of each function's queue in turn (``per_function`` at most), skipping
+    candidates whose text equals the original or an earlier mutant's."""
     results: list[Mutation] = []
     seen = {hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()}
     counts = [0] * len(queues)
@@ -511,35 +536,35 @@ def python_mutants(
         for i in active:
             if limit is not None and len(results) >= limit:
                 return results
-            info, pending = queues[i]
+            key, pending = queues[i]
             for cand in pending:
-                mutation = _realize(text, src, path, info, cand, seen)
-                if mutation is not None:
-                    results.append(mutation)
-                    counts[i] += 1
-                    if per_function is None or counts[i] < per_function:
-                        still.append(i)
-                    break
+                new_text = _apply(text, cand.edits)
+                digest = hashlib.sha256(new_text.encode("utf-8", "surrogatepass")).digest()
+                if digest in seen:
+                    continue
+                mutation = realize(key, cand, new_text)
+                if mutation is None:
+                    continue
+                seen.add(digest)
+                results.append(mutation)
+                counts[i] += 1
+                if per_function is None or counts[i] < per_function:
+                    still.append(i)
+                break
         active = still
     return results
 
 
-def _realize(
-    text: str, src: _Source, path: str, info: FunctionInfo, cand: _Candidate, seen: set[bytes]
-) -> Mutation | None:
-    new_text = _apply(text, cand.edits)
-    digest = hashlib.sha256(new_text.encode("utf-8", "surrogatepass")).digest()
-    if digest in seen or not _compiles(new_text, path):
-        return None
-    seen.add(digest)
-    line = src.lineno(min(e[0] for e in cand.edits))
+def _mutation(
+    path: str, function: str, function_line: int, line: int, cand: _Candidate, new_text: str
+) -> Mutation:
     return Mutation(
         path=path,
-        function=info.qualname,
-        function_line=info.line,
+        function=function,
+        function_line=function_line,
         line=line,
         operator=cand.operator,
-        description=f"{cand.operator}: {cand.what} at {path}:{line} in {info.qualname}",
+        description=f"{cand.operator}: {cand.what} at {path}:{line} in {function}",
         text=new_text,
         mutation_id=_mutation_id(path, line, cand.operator, cand.edits),
     )
