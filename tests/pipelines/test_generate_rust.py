@@ -167,6 +167,8 @@ def test_both_commits_become_verified_tasks(generated) -> None:
     assert sub["fail_to_pass"] == ["tests::skips_empty_fields"]
     assert sub["pass_to_pass"] == ["tests::counts_words", "tests::splits_fields"]
     assert task.config.metadata["repo2env"]["evaluation"]["status"] == "verified"
+    # canaries inside the spliced test module (the crate has no other tests)
+    assert task.config.metadata["repo2env"]["evaluation"]["canaries"] >= 1
 
 
 def test_the_new_test_is_hidden_and_the_gold_patch_is_code_only(generated) -> None:

@@ -250,3 +250,18 @@ def test_order_is_round_robin_over_functions_and_stable() -> None:
     assert max(sum(m.function == f for m in first) for f in ("Clamp", "Map")) == 2
     again = braced_mutants(GO, "calc.go", per_function=2)
     assert [m.mutation_id for m in first] == [m.mutation_id for m in again]
+
+
+def test_inline_test_items_of_a_crate_are_what_the_verifier_splices(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from repogym.pipelines._synthesis.harness import inline_tests
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "src" / "lib.rs").write_text(RUST)
+    (tmp_path / "src" / "plain.rs").write_text("pub fn one() -> u8 { 1 }\n")
+    (tmp_path / "src" / "broken.rs").write_text('#[cfg(test)]\nmod tests { const S: &str = "\n')
+    (tmp_path / "tests" / "it.rs").write_text(RUST)
+    files = ["src/lib.rs", "src/plain.rs", "src/broken.rs", "tests/it.rs"]
+    found = inline_tests(tmp_path, files)
+    assert list(found) == ["src/lib.rs"]  # a crate with only these tests still has tests
+    assert found["src/lib.rs"].startswith("#[cfg(test)]") and "fn max2" not in found["src/lib.rs"]

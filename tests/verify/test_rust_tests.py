@@ -194,6 +194,16 @@ def test_splice_replaces_whatever_the_agent_left() -> None:
     assert rt.splice("", hidden) == hidden + "\n"
 
 
+def test_splice_at_says_where_the_hidden_items_start() -> None:
+    """Canaries planted by the hidden copy's line numbers are shifted by this offset."""
+    _, hidden = rt.split(BASE, HEAD)
+    fixed = BASE.replace("a - b", "a + b")
+    for agent in (fixed, fixed.split("#[cfg(test)]")[0], "", "// one line\n" * 3 + fixed):
+        out, start = rt.splice_at(agent, hidden)
+        assert out == rt.splice(agent, hidden)
+        assert out[start:].startswith(hidden) and (start == 0 or out[start - 1] == "\n")
+
+
 def test_new_file_and_nested_agent_module() -> None:
     gold, hidden = rt.split(None, HEAD)
     assert "mod tests" not in gold and "pub fn add" in gold

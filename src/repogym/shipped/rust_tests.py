@@ -339,5 +339,18 @@ def splice(current, hidden):
     ``hidden`` ones: where its first test module was, else at the end. Raises
     :class:`RustSyntaxError` when ``current`` cannot be read (the caller must not fall back to
     appending: an unclosed string or comment could swallow the hidden tests)."""
+    return splice_at(current, hidden)[0]
+
+
+def splice_at(current, hidden):
+    # type: (str, str) -> Tuple[str, int]
+    """:func:`splice`, and the offset in the result where ``hidden`` starts (always at the
+    start of a line)."""
     code, anchor = remove_spans(current, test_items(current))
-    return insert(code, anchor, hidden)
+    if not hidden:
+        return code, len(code)
+    if anchor >= 0:
+        return insert(code, anchor, hidden), anchor
+    body = code.rstrip("\n")
+    start = len(body) + 2 if body else 0
+    return insert(code, anchor, hidden), start

@@ -247,7 +247,9 @@ def splice_tests(dest, hidden_path):
     """Put the hidden inline test items (``hidden_path``) into the file the agent left at
     ``dest`` in place of its own (:func:`rust_tests.splice`). A file that is not a plain file
     counts as empty; one the scanner cannot read is a problem (returned), never appended to:
-    an unclosed string or comment could swallow the hidden tests."""
+    an unclosed string or comment could swallow the hidden tests. Returns ``(problem, line)``:
+    the number of lines before the hidden items in the file written (where canaries planted
+    by the hidden copy's line numbers go)."""
     with open(hidden_path, "rb") as fh:
         hidden = fh.read().decode("utf-8")
     current = ""
@@ -257,16 +259,16 @@ def splice_tests(dest, hidden_path):
         try:
             current = data.decode("utf-8")
         except UnicodeDecodeError:
-            return "a file holding hidden tests is not UTF-8: %s" % os.path.basename(dest)
+            return "a file holding hidden tests is not UTF-8: %s" % os.path.basename(dest), 0
     try:
-        text = rust_tests.splice(current, hidden)
+        text, start = rust_tests.splice_at(current, hidden)
     except rust_tests.RustSyntaxError as exc:
-        return "a file holding hidden tests cannot be read as Rust (%s)" % exc
+        return "a file holding hidden tests cannot be read as Rust (%s)" % exc, 0
     if os.path.lexists(dest):
         _remove(dest)
     with open(dest, "wb") as fh:
         fh.write(text.encode("utf-8"))
-    return None
+    return None, text.count("\n", 0, start)
 
 
 def restore(config):
@@ -291,9 +293,10 @@ def restore(config):
         if not os.path.isdir(parent):
             os.makedirs(parent)
         if rel in splice:
-            problem = splice_tests(dest, os.path.join(files_dir, rel))
+            problem, line = splice_tests(dest, os.path.join(files_dir, rel))
             if problem:
                 problems.append(problem)
+            config.setdefault("spliced_at", {})[rel] = line
             continue
         shutil.copyfile(os.path.join(files_dir, rel), dest)
     for rel in config.get("delete", []):
@@ -1030,6 +1033,8 @@ def plant_canaries(config, known):
             at, text = int(cand["after"]), gap + code
         else:
             at, text = int(cand["before"]), code + gap
+        # Lines of a spliced file's hidden copy start where its items landed.
+        at += int(config.get("spliced_at", {}).get(cand["file"], 0))
         inserts.setdefault(cand["file"], []).append((at, rng.random(), text))
         if cand.get("match") == "suffix":
             planted[name] = (index, None)

@@ -240,13 +240,12 @@ def stage_canaries(
     files of the pass-to-pass tests too — each such file then gets a hidden copy (the same
     bytes as the base) for the judge to plant them in."""
     hidden = tests / "files"
-    # A spliced file's hidden copy holds only its test items, which land at another line of
-    # the agent's file: a canary planted by the copy's line numbers would not compile there.
-    spliced = set(json.loads((tests / "config.json").read_text()).get("splice", []))
+    # A spliced file's hidden copy holds only its test items; the verifier plants a canary
+    # by the copy's line numbers shifted to where the items landed in the agent's file.
     files = {
         p.relative_to(hidden).as_posix(): p.read_bytes()
         for p in sorted(hidden.rglob("*"))
-        if p.is_file() and not p.is_symlink() and p.relative_to(hidden).as_posix() not in spliced
+        if p.is_file() and not p.is_symlink()
     }
     pool = canaries.build(files, f2p, p2p, runner, seed=seed)
     if len(pool.pool) < canaries.PER_RUN:
