@@ -190,6 +190,7 @@ def test_the_new_test_is_hidden_and_the_gold_patch_is_code_only(generated) -> No
     assert "src/lib.rs" not in protected
 
 
+SHADOW_ASSERT = "sed -i '1i macro_rules! assert_eq { ($($t:tt)*) => {}; }' src/lib.rs"
 FIX = "sed -i 's/f.trim()).collect()/f.trim()).filter(|f| !f.is_empty()).collect()/' src/lib.rs"
 
 
@@ -206,6 +207,9 @@ FIX = "sed -i 's/f.trim()).collect()/f.trim()).filter(|f| !f.is_empty()).collect
         ("sed -i '/#\\[cfg(test)\\]/,$d' src/lib.rs", 0.0),
         ("sed -i 's/assert_eq!(.*);/assert!(true);/' src/lib.rs", 0.0),
         ("printf '#[cfg(test)]\\nmod tests {}\\n' >> src/lib.rs", 0.0),
+        # no fix: an assert_eq! of the agent's that passes everything, seen by the hidden
+        # module through textual macro scope; the canaries among the hidden items pass too
+        (SHADOW_ASSERT, 0.0),
     ],
 )
 def test_agents(generated, agent: str, reward: float) -> None:
@@ -214,6 +218,14 @@ def test_agents(generated, agent: str, reward: float) -> None:
     who = {"oracle": OracleAgent(), "nop": NopAgent()}.get(agent) or CommandAgent(agent)
     result = runner.run(task, who)
     assert result.reward == reward, result.reading.details if result.reading else result
+
+
+def test_a_shadowed_assert_is_caught_by_the_canaries(generated) -> None:
+    task = _task(generated, "fix")
+    result = TrialRunner(get_backend("local")).run(task, CommandAgent(SHADOW_ASSERT))
+    details = result.result["verifier_result"]["details"]
+    assert result.reward == 0.0
+    assert any("canary" in reason for reason in details.get("tamper", [])), details
 
 
 def test_new_items_are_named_with_their_signatures(generated) -> None:
