@@ -265,3 +265,25 @@ def test_inline_test_items_of_a_crate_are_what_the_verifier_splices(tmp_path) ->
     found = inline_tests(tmp_path, files)
     assert list(found) == ["src/lib.rs"]  # a crate with only these tests still has tests
     assert found["src/lib.rs"].startswith("#[cfg(test)]") and "fn max2" not in found["src/lib.rs"]
+
+
+@pytest.mark.parametrize(
+    ("path", "tested"),
+    [
+        ("src/lib.rs", True),
+        ("benches/average.rs", False),
+        ("examples/demo.go", False),
+        ("vendor/github.com/x/y/y.go", False),
+        ("internal/parse/parse.go", True),
+        ("src/main/java/demo/Money.java", True),
+        ("module/src/main/java/com/example/demo/Money.java", True),
+        ("examples/src/main/java/Demo.java", False),
+        ("buildSrc/Plugin.java", False),
+        ("third_party/zlib/inflate.c", False),
+        ("lib/inflate.c", True),
+    ],
+)
+def test_bug_synth_mutates_library_code_only(path: str, tested: bool) -> None:
+    from repogym.pipelines._synthesis.harness import under_test
+
+    assert under_test(path) is tested

@@ -636,8 +636,11 @@ def python_sources(
     output, within ``options.paths``), or ``(path, None, reason)`` for a file that cannot be
     read as text."""
     count = 0
+    native = extensions != (".py",)
     for rel in sorted(source.list_files(sha)):
         if not rel.endswith(extensions) or is_test_source(rel) or infra.is_infra(rel):
+            continue
+        if native and not under_test(rel):
             continue
         if options.paths and not any(
             rel == p.strip("/") or rel.startswith(p.strip("/") + "/") for p in options.paths
@@ -650,6 +653,27 @@ def python_sources(
             yield rel, source.read_file(sha, rel).decode("utf-8")
         except UnicodeDecodeError:
             yield rel, None, "source file not UTF-8"
+
+
+NOT_UNDER_TEST = frozenset(
+    {"benches", "bench", "benchmark", "benchmarks", "examples", "example", "samples", "sample"}
+    | {"demo", "demos", "docs", "doc", "fuzz", "tools", "scripts", "vendor", "third_party"}
+    | {"thirdparty", "third-party", "external", "extern", "deps", "contrib", "build", "target"}
+)
+"""Folders of a compiled-language repository whose code no test suite exercises (benchmarks,
+examples, fuzz targets, vendored dependencies, build output)."""
+
+
+def under_test(rel: str) -> bool:
+    """Whether a compiled-language source file is library code a suite tests: not in one of
+    :data:`NOT_UNDER_TEST` (above any ``src`` folder), and in a Maven layout only under
+    ``src/main/``. (Python's suites are traced instead: the functions they call decide.)"""
+    parts = rel.split("/")[:-1]
+    if "src" in parts:  # below a source root, folders are packages (`com/example/demo`)
+        parts = parts[: parts.index("src")]
+    if any(p.lower() in NOT_UNDER_TEST for p in parts):
+        return False
+    return not rel.endswith(".java") or "src/main/" in f"/{rel}"
 
 
 def round_robin(groups: list[list[Any]]) -> Iterator[Any]:
