@@ -117,6 +117,55 @@ def test_go_canary_fails_where_its_original_passes(tmp_path: Path) -> None:
     assert {tests[n] for n in ("TestAdd_one", "TestAdd_two", "TestAdd_six")} == {"FAILED"}, tests
 
 
+GO_TABLE_TEST = """package demo
+
+import "testing"
+
+func TestEven(t *testing.T) {
+\tcases := []struct {
+\t\tn    int
+\t\twant bool
+\t}{
+\t\t{2, true},
+\t\t{
+\t\t\t3,
+\t\t\tfalse,
+\t\t},
+\t}
+\tfor _, tc := range cases {
+\t\tif got := Even(tc.n); got != tc.want {
+\t\t\tt.Errorf("Even(%d) = %v", tc.n, got)
+\t\t}
+\t}
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="no go toolchain")
+def test_table_driven_go_tests_get_canaries_from_their_rows(tmp_path: Path) -> None:
+    """A test whose expectations live in its case table (most Go tests) still has canaries:
+    a row's literal changed; here every candidate fails where the test passes."""
+    pool = canaries.build({"even_test.go": GO_TABLE_TEST.encode()}, ["TestEven"], [], "go")
+    assert {c.change for c in pool.pool} == {"2 -> 3", "3 -> 4", "false -> true"}
+    (tmp_path / "go.mod").write_text("module example.com/demo\n\ngo 1.19\n")
+    (tmp_path / "even.go").write_text("package demo\n\nfunc Even(n int) bool { return n%2 == 0 }\n")
+    text = GO_TABLE_TEST
+    names = ("TestEven_two", "TestEven_three", "TestEven_flag")
+    for cand, name in zip(sorted(pool.pool, key=lambda c: c.change), names, strict=True):
+        text = plant(text, cand, name)
+    (tmp_path / "even_test.go").write_text(text)
+    done = subprocess.run(
+        ["go", "test", "-json", "-vet=off", "./..."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    tests = _outcomes(done.stdout, "go")
+    assert tests["TestEven"] == "PASSED", tests
+    assert {tests[n] for n in names} == {"FAILED"}, tests
+
+
 @pytest.mark.skipif(shutil.which("cargo") is None, reason="no Rust toolchain")
 def test_rust_canary_fails_where_its_original_passes(tmp_path: Path) -> None:
     (tmp_path / "Cargo.toml").write_text(

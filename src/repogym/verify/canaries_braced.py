@@ -8,7 +8,10 @@ is per language. Both languages are written in their formatter's layout (``gofmt
 
 * Go: a top-level ``func TestX(t *testing.T) {`` whose body ends at the next line that is
   exactly ``}``; the expectation is the last literal of a comparison line
-  (``if got != 3 {``), a ``want``/``expected`` assignment or a testify ``Equal(t, 3, …)``.
+  (``if got != 3 {``), a ``want``/``expected`` assignment, a testify ``Equal(t, 3, …)``, or a
+  row of a table-driven test's cases (``{"1.2", true},`` or a field on its own line; a
+  ``true``/``false`` is flipped when the row has no other literal). A changed row that leaves
+  its test passing is no canary: the gate's calibration drops it.
 * Rust: a ``#[test]`` function (``#[should_panic]`` ones are left alone) whose body ends at the
   next ``}`` at its own indentation; the expectation is the last literal of an
   ``assert_eq!``/``assert!`` line.
@@ -35,6 +38,8 @@ from typing import Any
 _GO_TEST = re.compile(r"^func (Test[A-Z0-9_]\w*)\(\s*\w+\s+\*testing\.T\s*\)\s*\{\s*$")
 _GO_EXPECT = re.compile(
     r"(?:!=|==)\s*\S+\s*(?:\|\||&&|\{)|\b(?:want|expected|exp)\w*\s*:?=|\bEqual(?:Values)?\(\s*t\s*,"
+    # a row (or a row's field) of a table-driven test's cases: `{"1.2", true},`, `"1.2",`
+    r'|^\s*(?:\{.*\}|"[^"]*"|\d+(?:\.\d+)?|true|false)\s*,\s*$'
 )
 _RUST_ATTR = re.compile(r"^(\s*)#\[test\]\s*$")
 _RUST_FN = re.compile(
@@ -50,6 +55,7 @@ _JUNIT_EXPECT = re.compile(
 )
 _GTEST = re.compile(r"^TEST(?:_F)?\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*\{\s*$")
 _GTEST_EXPECT = re.compile(r"\b(?:EXPECT|ASSERT)_[A-Z_]+\(")
+_BOOLEAN = re.compile(r"(?<![\w.])(?:true|false)(?![\w.])")
 _LITERAL = re.compile(r'"[^"\\]*"|(?<![\w.])\d+(?:\.\d+)?(?![\w.])')
 
 
@@ -63,7 +69,11 @@ def _expected_literal(line: str) -> tuple[int, int, str] | None:
     if junit >= 0:
         found = [m for m in found if m.start() > junit][:1]
     if not found:
-        return None
+        flag = list(_BOOLEAN.finditer(line)) if junit < 0 else []
+        if not flag:
+            return None
+        m = flag[-1]
+        return m.start(), m.end(), "false" if m.group(0) == "true" else "true"
     m = found[-1]
     text = m.group(0)
     if text.startswith('"'):
