@@ -4,10 +4,15 @@ strings or a Rust file's test items — and the order and ids the harness relies
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 
+from repogym.bootstrap.native.compile import covered_lines
 from repogym.pipelines._synthesis.braced_lex import LexError, functions, tokens
 from repogym.pipelines._synthesis.braced_mutants import braced_mutants
+from repogym.pipelines._synthesis.native import go_module, inline_tests, under_test
 from repogym.spec import BUG_OPERATORS
 
 GO = """package calc
@@ -253,8 +258,6 @@ def test_order_is_round_robin_over_functions_and_stable() -> None:
 
 
 def test_inline_test_items_of_a_crate_are_what_the_verifier_splices(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from repogym.pipelines._synthesis.harness import inline_tests
-
     (tmp_path / "src").mkdir()
     (tmp_path / "tests").mkdir()
     (tmp_path / "src" / "lib.rs").write_text(RUST)
@@ -284,6 +287,31 @@ def test_inline_test_items_of_a_crate_are_what_the_verifier_splices(tmp_path) ->
     ],
 )
 def test_bug_synth_mutates_library_code_only(path: str, tested: bool) -> None:
-    from repogym.pipelines._synthesis.harness import under_test
-
     assert under_test(path) is tested
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="no go toolchain")
+def test_go_line_coverage_says_which_lines_ran(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A genuine cover profile of ``go test -coverpkg=./...``: the lines of the called
+    function ran, those of the uncalled one did not (an edit there would survive)."""
+    (tmp_path / "go.mod").write_text("module example.com/cov\n\ngo 1.19\n")
+    (tmp_path / "cov.go").write_text(
+        "package cov\n\nfunc Used(n int) int {\n\tif n > 2 {\n\t\treturn 1\n\t}\n\treturn 0\n}\n"
+        "\nfunc Unused(n int) int {\n\treturn n * 2\n}\n"
+    )
+    (tmp_path / "cov_test.go").write_text(
+        'package cov\n\nimport "testing"\n\nfunc TestUsed(t *testing.T) {\n'
+        "\tif Used(1) != 0 {\n\t\tt.Fatal(1)\n\t}\n}\n"
+    )
+    profile = tmp_path / "c.out"
+    subprocess.run(
+        ["go", "test", "-count=1", "-coverpkg=./...", f"-coverprofile={profile}", "./..."],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert go_module(tmp_path) == "example.com/cov"
+    ran = covered_lines(profile.read_text(), "example.com/cov")["cov.go"]
+    assert {3, 4, 7} <= ran  # Used: its signature's block, the condition, the fall-through
+    assert 5 not in ran and 11 not in ran  # the branch not taken, and Unused's body

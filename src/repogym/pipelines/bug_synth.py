@@ -95,6 +95,7 @@ class BugSynth(SynthPipeline):
                     kind=m.operator,
                     new_text=m.text,
                     description=m.description,
+                    edit_line=m.line,
                 )
                 groups.setdefault((m.function, m.function_line), []).append(
                     synth_candidate(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 import shutil
 import tempfile
 import threading
@@ -52,21 +51,22 @@ from repogym.pipelines._harness.verifier_runs import build_pinned, probe, verifi
 from repogym.pipelines._instructions.evidence import group_tests
 from repogym.pipelines._instructions.text import Composed, Evidence
 from repogym.pipelines._selection.select import find_test_files, tests_exercising
+from repogym.pipelines._synthesis.native import (
+    NATIVE_RUNNERS,
+    compile_error,
+    inline_tests,
+    line_coverage,
+    under_test,
+)
 from repogym.pipelines._synthesis.ops import called_keys, trace_script
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
 from repogym.sandbox import BuildError, BuiltEnvironment, EnvironmentSpec, SandboxError, Session
-from repogym.shipped import infra, rust_tests, tamper
-from repogym.shipped.testfiles import is_test_path, is_test_source
+from repogym.shipped import infra, tamper
+from repogym.shipped.testfiles import is_test_source
 from repogym.taskdir import update_task_toml
 from repogym.taskdir.instruction_checks import underspecified
 
 WORKDIR = "/workspace"
-NATIVE_RUNNERS = ("go", "cargo", "maven", "ctest")
-"""Runners of the compiled languages ``bug_synth`` takes (with a compile check per edit)."""
-ERROR_LINE = re.compile(r"\berror\b", re.IGNORECASE)
-LOCATED_LINE = re.compile(r"[\w/.-]+\.\w+:\[?\d+[:,]\d+\]?:? ")
-"""A compiler's message about a place (``money.go:11:23: …``, ``Money.java:[10,25] …``,
-``src/a.cpp:12:5: error: …``): the line of a failed compile check worth showing."""
 SURVIVED = "no test fails (the edit survives)"
 TRACE_OUT = "/tmp/repogym-calls.json"
 
@@ -84,6 +84,9 @@ class SynthEdit:
     new_text: str
     description: str
     """For logs and ``solution/edit.json``; never shown to the agent."""
+    edit_line: int = 0
+    """The first line the edit changes (0: unknown); checked against the suite's line
+    coverage where there is one (Go)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -132,6 +135,8 @@ class Baseline:
     copy in ``restore`` is those items."""
     compile: str | None = None
     """The compile check an edit must pass before its tests run (compiled languages)."""
+    covered: dict[str, set[int]] | None = None
+    """Lines the suite ran, per file (Go's cover profile); None: no line coverage."""
     seen: dict[tuple[str, str, frozenset[str]], str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -251,6 +256,11 @@ class SharedBaseline:
         update_config(tests, collected=runs[0].get("collected"), audit_allowed=audit_keys(runs))
         trace = self.trace or self.trace_calls
         called = None if native else trace(built, spec, recipe)
+        covered = (
+            line_coverage(ctx.backend, built, spec, recipe, snapshot, opts.test_timeout)
+            if native
+            else None
+        )
         return Baseline(
             snapshot=snapshot,
             recipe=recipe,
@@ -265,6 +275,7 @@ class SharedBaseline:
             suite_seconds=seconds / max(1, len(runs)),
             splice=sorted(splice),
             compile=compile_command(recipe) if native else None,
+            covered=covered,
         )
 
     def trace_calls(
@@ -322,6 +333,9 @@ class SynthHarness(TaskHarness):
         base = self.baseline.get(cand.head)
         if base.called is not None and (edit.path, edit.line) not in base.called:
             return self._drop(outcome, "function not called by the tests")
+        ran = base.covered.get(edit.path, set()) if base.covered is not None else None
+        if ran is not None and edit.edit_line and edit.edit_line not in ran:
+            return self._drop(outcome, "code not run by the tests")
         recipe, opts = base.recipe, self.options
         if base.suite_seconds > opts.suite_budget > 0 and base.compile is None:
             reach = tests_exercising(base.snapshot, [edit.path], base.test_files)
@@ -502,27 +516,6 @@ class SynthHarness(TaskHarness):
             outcome.f2p, outcome.p2p = len(f2p), len(p2p)
 
 
-def compile_error(session: Session, recipe: Recipe, command: str, timeout_s: float) -> str | None:
-    """Run the compile check in ``session``: None when the code compiles, else the first line
-    of the compiler's complaint. New files are left writable by everyone (``umask 0``): the
-    tests later run as another user and rebuild in the same build folders."""
-    res = session.exec(
-        f"umask 0000; {command}",
-        cwd=recipe.workdir,
-        env=dict(recipe.env),
-        network=False,
-        timeout_s=timeout_s,
-    )
-    if res.timed_out:
-        return "the compile check timed out"
-    if res.exit_code == 0:
-        return None
-    lines = [ln.strip() for ln in (res.stdout + "\n" + res.stderr).splitlines() if ln.strip()]
-    located = [ln for ln in lines if LOCATED_LINE.search(ln)]
-    marked = [ln for ln in lines if ERROR_LINE.search(ln)]
-    return ((located or marked or lines or [f"exit status {res.exit_code}"])[0])[:300]
-
-
 def run_wrapped_suite(
     session: Session,
     recipe: Recipe,
@@ -590,25 +583,6 @@ def _file_of(test_id: str, files: dict[str, bytes]) -> str | None:
     return None
 
 
-def inline_tests(root: Path, files: list[str]) -> dict[str, str]:
-    """Rust source files of ``root`` (``files``: the revision's paths) with top-level test
-    items, each with those items: the verifier splices them back into whatever file the agent
-    leaves, so no unit test inside a source file can be weakened. A file the scanner cannot
-    read is left out (its tests are then the agent's to change, and the canaries' to catch)."""
-    out: dict[str, str] = {}
-    for rel in files:
-        if not rel.endswith(".rs") or is_test_path(rel) or not (root / rel).is_file():
-            continue
-        try:
-            text = (root / rel).read_text(encoding="utf-8")
-            spans = rust_tests.test_items(text)
-        except (UnicodeDecodeError, rust_tests.RustSyntaxError):
-            continue
-        if spans:
-            out[rel] = rust_tests.items_text(text, spans)
-    return out
-
-
 def _infra(root: Path, restore: dict[str, bytes]) -> dict[str, str]:
     known = infra.manifest(root, infra.is_infra)
     return {k: v for k, v in known.items() if k not in restore}
@@ -653,27 +627,6 @@ def python_sources(
             yield rel, source.read_file(sha, rel).decode("utf-8")
         except UnicodeDecodeError:
             yield rel, None, "source file not UTF-8"
-
-
-NOT_UNDER_TEST = frozenset(
-    {"benches", "bench", "benchmark", "benchmarks", "examples", "example", "samples", "sample"}
-    | {"demo", "demos", "docs", "doc", "fuzz", "tools", "scripts", "vendor", "third_party"}
-    | {"thirdparty", "third-party", "external", "extern", "deps", "contrib", "build", "target"}
-)
-"""Folders of a compiled-language repository whose code no test suite exercises (benchmarks,
-examples, fuzz targets, vendored dependencies, build output)."""
-
-
-def under_test(rel: str) -> bool:
-    """Whether a compiled-language source file is library code a suite tests: not in one of
-    :data:`NOT_UNDER_TEST` (above any ``src`` folder), and in a Maven layout only under
-    ``src/main/``. (Python's suites are traced instead: the functions they call decide.)"""
-    parts = rel.split("/")[:-1]
-    if "src" in parts:  # below a source root, folders are packages (`com/example/demo`)
-        parts = parts[: parts.index("src")]
-    if any(p.lower() in NOT_UNDER_TEST for p in parts):
-        return False
-    return not rel.endswith(".java") or "src/main/" in f"/{rel}"
 
 
 def round_robin(groups: list[list[Any]]) -> Iterator[Any]:
