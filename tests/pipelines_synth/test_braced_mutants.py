@@ -10,10 +10,10 @@ import subprocess
 import pytest
 
 from repogym.bootstrap.native.compile import covered_lines
-from repogym.pipelines._synthesis.braced_lex import LexError, functions, tokens
 from repogym.pipelines._synthesis.braced_mutants import braced_mutants
 from repogym.pipelines._synthesis.native import go_module, inline_tests, under_test
 from repogym.spec import BUG_OPERATORS
+from repogym.verify.braced_lex import LexError, functions, tokens
 
 GO = """package calc
 

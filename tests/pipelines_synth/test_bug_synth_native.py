@@ -88,7 +88,7 @@ def _java(repo: GitRepo) -> None:
 PROJECTS = {
     "go": (_go, "go", {"operators": "swap_args,negate_condition"}),
     "rust": (_rust, "cargo", {}),
-    "cpp": (_cpp, "cmake", {"adversarial": False}),
+    "cpp": (_cpp, "cmake", {}),
     "java": (_java, "mvn", {"adversarial": False}),
 }
 

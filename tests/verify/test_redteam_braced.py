@@ -1,5 +1,5 @@
-"""Red-team ``raise`` candidates in Go, Rust and Java: each one is compiled by the language's
-own compiler here, and calling a rewritten function fails."""
+"""Red-team ``raise`` candidates in Go, Rust, Java, C and C++: each one is compiled by the
+language's own compiler here, and calling a rewritten function fails."""
 
 from __future__ import annotations
 
@@ -147,3 +147,83 @@ def test_java(tmp_path: Path) -> None:
         ["java", "-cp", str(tmp_path / "out"), "Geo"], capture_output=True, text=True, timeout=120
     )
     assert ran.returncode != 0 and "UnsupportedOperationException" in ran.stderr
+
+
+CPP_BASE = """#include <string>
+
+namespace geo {
+
+std::string label(const std::string& s) {
+    return s;
+}
+
+}  // namespace geo
+"""
+CPP_HEAD = """#include <string>
+#include <cctype>
+
+namespace geo {
+
+class Box {
+public:
+    Box(int w, int h) : w_(w), h_{h} {
+        area_ = w * h;
+    }
+    int area() const noexcept {
+        return w_ * h_ + 0;
+    }
+private:
+    int w_;
+    int h_;
+    int area_;
+};
+
+std::string label(const std::string& s) {
+    std::string out = s;
+    for (auto& c : out) c = static_cast<char>(std::toupper(c));
+    return out;
+}
+
+int twice(int x) { return 2 * x + 0; }
+
+}  // namespace geo
+
+int main() {
+    return geo::label("a") == "A" ? 0 : 1;
+}
+"""
+C_HEAD = """#include <string.h>
+
+static int count(const char *s) {
+    return (int)strlen(s) + 0;
+}
+
+int main(void) {
+    return count("ab") == 2 ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+def test_cpp_and_c(tmp_path: Path) -> None:
+    case = make_case(tmp_path / "cpp", {"geo.cpp": CPP_BASE}, {"geo.cpp": CPP_HEAD})
+    [cand] = build_candidates(case.gold, case.read_base)
+    # constructors with initializer lists and const noexcept methods too; a body opened and
+    # closed on one line (twice) is left alone
+    assert set(cand.functions) == {"geo.cpp:Box", "geo.cpp:area", "geo.cpp:label", "geo.cpp:main"}
+    text = _candidate_text(case, cand.patch, "geo.cpp", tmp_path / "cpp")
+    assert text.count("__builtin_trap()") == 4
+    (tmp_path / "geo.cpp").write_text(text)
+    c = make_case(
+        tmp_path / "c", {"count.c": "int main(void) { return 0; }\n"}, {"count.c": C_HEAD}
+    )
+    [c_cand] = build_candidates(c.gold, c.read_base)
+    (tmp_path / "count.c").write_text(_candidate_text(c, c_cand.patch, "count.c", tmp_path / "c"))
+    for compiler, src in (("g++", "geo.cpp"), ("gcc", "count.c")):
+        exe = tmp_path / (src + ".bin")
+        built = subprocess.run(
+            [compiler, "-Wall", "-o", str(exe), src], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert built.returncode == 0, built.stderr
+        ran = subprocess.run([str(exe)], capture_output=True, timeout=60)
+        assert ran.returncode < 0, (src, ran.returncode)  # killed by the trap's signal

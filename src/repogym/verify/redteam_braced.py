@@ -1,5 +1,5 @@
-"""Red-team candidates in Go, Rust and Java: every function the gold patch touched made to fail
-at its first statement.
+"""Red-team candidates in Go, Rust, Java, C and C++: every function the gold patch touched made
+to fail at its first statement.
 
 Only one kind, ``raise``, is built in these languages: a value of the right type (the zero
 answers of :mod:`.redteam`) cannot be written without the function's types, but a statement
@@ -7,31 +7,29 @@ that never returns can, and it must compile whatever the function returns. It is
 the body, which stays (unreachable): removing the body could leave an import or a variable
 unused, which Go rejects. The guard keeps the compilers' reachability rules quiet: Go allows
 unreachable code; ``if true { … }`` is not folded by Rust's lint; Java exempts ``if (true)``
-from its unreachable-statement rule on purpose.
+from its unreachable-statement rule on purpose; C and C++ trap with GCC's and Clang's
+``__builtin_trap()``, which needs no header.
 
-Functions are found in their formatter's layout: a header line ending with ``{`` (Go ``func``
-at column 0; Rust ``fn``; Java methods with a return type, not constructors) whose body ends at
-the next ``}`` at the header's indentation, and which holds an added line of the gold.
+Function bodies are found by the brace-language lexer (:mod:`.braced_lex`), outermost only;
+the guard goes on a line of its own after the body's ``{`` (a body opened mid-line is left
+alone), indented one level deeper than the line holding the function's name. Test functions
+(``#[test]``, ``@Test``, … right above) and Java constructors (a name in capitals; a guard
+before ``super(…)`` would not compile) are not rewritten.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 
-_GO_FUNC = re.compile(r"^func (?:\([^)]*\)\s*)?(\w+)\(.*\{\s*$")
-_RUST_FN = re.compile(
-    r"^(\s*)(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?fn\s+(\w+).*\{\s*$"
-)
-_JAVA_METHOD = re.compile(
-    r"^(\s+)(?:(?:public|protected|private|static|final|synchronized|default)\s+)*"
-    r"(?:<[^>]*>\s+)?(?!(?:public|protected|private|static|final|synchronized|default)\b)"
-    r"[\w.]+(?:<[^()]*>)?(?:\[\])*\s+(\w+)\s*\([^;]*\)\s*"
-    r"(?:throws\s+[\w., ]+)?\{\s*$"
-)
+from repogym.verify.braced_lex import LANGUAGES, LexError, functions
+
+_C_GUARD = "{indent}    if (1) __builtin_trap();\n"
 GUARD = {
     ".go": '\tif true {\n\t\tpanic("not implemented")\n\t}\n',
     ".rs": "{indent}    if true {{\n{indent}        unimplemented!()\n{indent}    }}\n",
     ".java": '{indent}    if (true) throw new UnsupportedOperationException("not implemented");\n',
+    **{ext: _C_GUARD for ext, lang in LANGUAGES.items() if lang in ("c", "cpp")},
 }
 BRACED_REDTEAM_EXT = tuple(GUARD)
 
@@ -48,24 +46,25 @@ def _is_test(lines: list[str], header: int) -> bool:
 
 
 def _functions(lines: list[str], ext: str) -> list[tuple[int, int, str, str]]:
-    """``(header line, closing line, name, indent)`` (0-based) of each function."""
+    """``(line of the body's {, line of its }, name, indent)`` (0-based) of each function whose
+    body opens at the end of a line."""
+    text = "".join(lines)
+    try:
+        toks, found = functions(text, LANGUAGES[ext])
+    except LexError:
+        return []
+    ends = list(itertools.accumulate(len(line) for line in lines))  # offset after each line
     out = []
-    for i, line in enumerate(lines):
-        text = line.rstrip("\r\n")
-        if ext == ".go":
-            m, indent = _GO_FUNC.match(text), ""
-            name = m[1] if m else None
-        else:
-            m = (_RUST_FN if ext == ".rs" else _JAVA_METHOD).match(text)
-            indent, name = (m[1], m[2]) if m else ("", None)
-            if ext == ".java" and m and name in ("if", "for", "while", "switch", "catch"):
-                continue
-        if name is None or _is_test(lines, i):
+    for func in found:
+        brace = text.count("\n", 0, toks[func.open][2])
+        if toks[func.open + 1][2] < ends[brace]:
+            continue  # the body goes on on the brace's line
+        header = func.line - 1
+        if _is_test(lines, header) or (ext == ".java" and func.name[:1].isupper()):
             continue
-        close = indent + "}"
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip("\r\n") == close), None)
-        if end is not None and end > i + 1:
-            out.append((i, end, name, indent))
+        line = lines[header]
+        indent = line[: len(line) - len(line.lstrip())]
+        out.append((brace, text.count("\n", 0, toks[func.close][2]), func.name, indent))
     return out
 
 

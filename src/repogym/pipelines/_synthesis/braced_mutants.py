@@ -1,9 +1,9 @@
 """Procedural mutants of Go, Rust, Java, C and C++ functions (``bug_synth`` in compiled
 languages): :func:`braced_mutants` is :func:`.mutants.python_mutants` for brace languages.
 
-Edits are made on tokens (:mod:`.braced_lex`), never inside comments or literals, and only in
-function bodies (in Rust, not in the file's ``#[cfg(test)]`` items). The operators are those
-of :data:`repogym.spec.BUG_OPERATORS` that carry over:
+Edits are made on tokens (:mod:`repogym.verify.braced_lex`), never inside comments or literals,
+and only in function bodies (in Rust, not in the file's ``#[cfg(test)]`` items). The operators
+are those of :data:`repogym.spec.BUG_OPERATORS` that carry over:
 
 * ``compare``: ``==``/``!=`` swapped; ``<``, ``<=``, ``>``, ``>=`` moved by one when spaced
   (``a < b``: an unspaced ``<`` is usually a generic's bracket);
@@ -27,14 +27,6 @@ import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from repogym.pipelines._synthesis.braced_lex import (
-    LANGUAGES,
-    Function,
-    LexError,
-    Token,
-    functions,
-    match_brackets,
-)
 from repogym.pipelines._synthesis.mutants import (
     OPERATORS,
     Mutation,
@@ -46,6 +38,14 @@ from repogym.pipelines._synthesis.mutants import (
 )
 from repogym.pipelines._synthesis.ops import Edit
 from repogym.shipped import rust_tests
+from repogym.verify.braced_lex import (
+    LANGUAGES,
+    Function,
+    LexError,
+    Token,
+    functions,
+    match_brackets,
+)
 from repogym.verify.mutation_braced import negate_line
 
 _SWAP = {"==": "!=", "!=": "==", "<": "<=", "<=": "<", ">": ">=", ">=": ">"}
@@ -331,9 +331,9 @@ def braced_mutants(
     operators: Collection[str] | None = None,
 ) -> list[Mutation]:
     """Procedural mutants of the function bodies of one Go, Rust, Java, C or C++ file (its
-    extension decides; :data:`.braced_lex.LANGUAGES`), in :func:`.mutants.python_mutants`'
-    order: round-robin over functions, within one round-robin over operators. A file the
-    lexer cannot follow gives none."""
+    extension decides; :data:`repogym.verify.braced_lex.LANGUAGES`), in the order of
+    :func:`.mutants.python_mutants`: round-robin over functions, within one round-robin over
+    operators. A file the lexer cannot follow gives none."""
     lang = LANGUAGES.get("." + path.rsplit(".", 1)[-1].lower()) if "." in path else None
     if lang is None:
         return []

@@ -5,9 +5,10 @@ back-quoted strings, Rust's raw strings, nested comments, character literals and
 Java's text blocks, C++'s raw strings), then a scan for function bodies outside any other
 function — ``func`` (Go) and ``fn`` (Rust) declarations, and in Java, C and C++ a block opened
 right after a parameter list (``name(…) {``, ``name(…) const noexcept {``, ``name(…) throws
-E {``, constructor initializer lists) whose name is not a control keyword. Whatever the scan
-gets wrong costs a candidate, never a task: every mutant is compiled by the language's own
-compiler before its tests run (:mod:`.harness`).
+E {``, constructor initializer lists) whose name is not a control keyword. Used by
+``bug_synth``'s mutants (:mod:`repogym.pipelines._synthesis.braced_mutants`) and the red-team
+candidates (:mod:`.redteam_braced`); whatever the scan gets wrong costs a candidate, never a
+task: each is compiled by the language's own compiler before its tests count.
 """
 
 from __future__ import annotations
