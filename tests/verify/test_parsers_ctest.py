@@ -153,3 +153,18 @@ def test_truncated_console_log() -> None:
     result = parse_log(text[:cut])
     assert TRUNCATED in result.warnings
     assert result.tests == {**{k: v for k, v in list(ALL.items())[:6]}, "slow_one": FAILED}
+
+
+def test_a_test_scripts_own_error_line_is_the_message() -> None:
+    """Output-comparing test scripts (json-c's) say what failed in an ``ERROR:`` line; the
+    shell trace echoing it does not count."""
+    from repogym.shipped.parsers._log_ctest import failure_message
+
+    output = [
+        "+ cmp -s /workspace/tests/cli.expected cli.out",
+        '+ echo ERROR: "../apps/json_parse -n -" (test_cli) failed:',
+        'ERROR: "../apps/json_parse -n -" (test_cli) failed:',
+        "+ diff /workspace/tests/cli.expected cli.out",
+    ]
+    assert failure_message(output) == 'ERROR: "../apps/json_parse -n -" (test_cli) failed:'
+    assert failure_message(["+ echo FAIL: x", "all good"]) is None

@@ -64,6 +64,7 @@ _FAILURE_LINE = (
     re.compile(r"^(\S.*?)\((\d+)\): ERROR: (.+)$"),  # doctest
     re.compile(r"^(\S.*?):(\d+): error: (.+)$"),  # doctest (-s), Unity, many C harnesses
     re.compile(r"^(.*Assertion [`'].*['`] failed\.)$"),  # assert()
+    re.compile(r"^((?:ERROR|FAIL|FAILED|FAILURE|Error|Failure):\s+\S.*)$"),  # shell harnesses
 )
 
 
@@ -81,7 +82,8 @@ def status_of(text: str) -> str:
 def failure_message(output: List[str]) -> Optional[str]:
     """The telling line of a failing test's output: a GoogleTest ``file:line: Failure`` or Catch2
     ``file:line: FAILED:`` joined with the lines that follow it, a doctest ``ERROR:`` line, an
-    ``Assertion … failed.`` line."""
+    ``Assertion … failed.`` line, or a test script's own ``ERROR: …``/``FAIL: …`` line (a shell
+    trace's ``+ echo ERROR: …`` is not one)."""
     for i, line in enumerate(output):
         for pattern in _FAILURE_START:
             m = pattern.match(line.strip())
