@@ -4,13 +4,13 @@ Each function of the revision that the test suite calls gets procedural mutants 
 boolean operators, off-by-one bounds, removed guards and statements, swapped arguments, changed
 constants, wrong returns, exception types: :mod:`._synthesis.mutants`). Go, Rust, Java and C/C++
 repositories get the operators that carry over (:mod:`._synthesis.braced_mutants`); their suites
-are not traced, and each mutant must first pass the language's own compiler (the recipe's compile
-check). A mutant is kept when it compiles, breaks at least one test, breaks at most
-``max_break_share`` of the tests in scope, and does not break exactly the tests another mutant
-of the same function broke. The repository with the mutant is the task's environment; undoing
-it is the gold patch; the broken tests are the fail-to-pass tests. The instruction names the
-failing behaviour (from the tests and their failures), never the mutation. See
-:mod:`._synthesis.harness` for the harness.
+are not traced (Go's line coverage stands in), and each mutant must first pass the language's
+own compiler (the recipe's compile check: :mod:`._synthesis.native`). A mutant is kept when it
+compiles, breaks at least one test, breaks at most ``max_break_share`` of the tests in scope,
+and does not break exactly the tests another mutant of the same function broke. The repository
+with the mutant is the task's environment; undoing it is the gold patch; the broken tests are
+the fail-to-pass tests. The instruction names the failing behaviour (from the tests and their
+failures), never the mutation. See :mod:`._synthesis.harness` for the harness.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from repogym.pipelines._synthesis.harness import (
     SynthEdit,
     SynthHarness,
     SynthPipeline,
-    python_sources,
     round_robin,
     synth_candidate,
+    synth_sources,
 )
 from repogym.pipelines._synthesis.mutants import python_mutants
 from repogym.pipelines.base import Candidate, HarnessContext
@@ -73,7 +73,7 @@ class BugSynth(SynthPipeline):
         sha = source.resolve(rev)
         extensions = source_extensions(source, sha)
         per_function: list[list[Candidate]] = []
-        for item in python_sources(source, sha, options, extensions):
+        for item in synth_sources(source, sha, options, extensions):
             if len(item) == 3:
                 yield f"bug:{item[0]}", item[2]
                 continue

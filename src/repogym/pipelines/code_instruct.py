@@ -21,9 +21,9 @@ from repogym.pipelines._synthesis.harness import (
     SynthEdit,
     SynthHarness,
     SynthPipeline,
-    python_sources,
     round_robin,
     synth_candidate,
+    synth_sources,
 )
 from repogym.pipelines._synthesis.ops import FunctionInfo, python_functions, stub_function
 from repogym.pipelines.base import Candidate, HarnessContext
@@ -60,7 +60,7 @@ class CodeInstruct(SynthPipeline):
     ) -> Iterator[Candidate | tuple[str, str]]:
         sha = source.resolve(rev)
         per_file: list[list[Candidate]] = []
-        for item in python_sources(source, sha, options):
+        for item in synth_sources(source, sha, options):
             if len(item) == 3:
                 yield f"impl:{item[0]}", item[2]
                 continue

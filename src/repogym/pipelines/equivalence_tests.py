@@ -61,10 +61,10 @@ from repogym.pipelines._synthesis.harness import (
     SynthEdit,
     SynthPipeline,
     edited_context,
-    python_sources,
     round_robin,
     run_wrapped_suite,
     synth_candidate,
+    synth_sources,
 )
 from repogym.pipelines._synthesis.ops import TRACE_SCRIPT, stub_function
 from repogym.pipelines.base import Candidate, HarnessContext, Outcome
@@ -597,7 +597,7 @@ class EquivalenceTests(SynthPipeline):
     ) -> Iterator[Candidate | tuple[str, str]]:
         sha = source.resolve(rev)
         per_file: list[list[Candidate]] = []
-        for item in python_sources(source, sha, options):
+        for item in synth_sources(source, sha, options):
             if len(item) == 3:
                 yield f"equiv:{item[0]}", item[2]
                 continue

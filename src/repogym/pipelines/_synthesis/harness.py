@@ -161,11 +161,12 @@ class SharedBaseline:
     ) -> None:
         self.ctx = ctx
         self.trace = trace
-        self.native = native
-        """Whether compiled-language repositories are taken too (``bug_synth``): Go, Rust,
-        Java (Maven) and C/C++ (CTest), whose suites are not traced."""
         """The traced run (None: :meth:`trace_calls`; ``equivalence_tests`` records the calls'
         arguments in the same run)."""
+        self.native = native
+        """Whether compiled-language repositories are taken too (``bug_synth``): Go, Rust,
+        Java (Maven) and C/C++ (CTest), whose suites are not traced (Go's line coverage
+        stands in) and whose edits must compile first."""
         self.folder = Path(tempfile.mkdtemp(prefix="repogym-synth-"))
         """Scratch space of the run (the shared build context and verifier)."""
         weakref.finalize(self, shutil.rmtree, str(self.folder), True)
@@ -602,7 +603,7 @@ class SynthPipeline:
     dedupe_changes = True
 
 
-def python_sources(
+def synth_sources(
     source: Any, sha: str, options: Any, extensions: tuple[str, ...] = (".py",)
 ) -> Iterator[tuple[str, str] | tuple[str, None, str]]:
     """``(path, text)`` of every source file at ``sha`` (Python unless ``extensions`` say
@@ -610,7 +611,7 @@ def python_sources(
     output, within ``options.paths``), or ``(path, None, reason)`` for a file that cannot be
     read as text."""
     count = 0
-    native = extensions != (".py",)
+    native = any(ext != ".py" for ext in extensions)
     for rel in sorted(source.list_files(sha)):
         if not rel.endswith(extensions) or is_test_source(rel) or infra.is_infra(rel):
             continue
