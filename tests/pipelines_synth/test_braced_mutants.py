@@ -171,8 +171,9 @@ def test_literals_and_comments_are_single_tokens() -> None:
         (k, t) for k, t, _, _ in tokens(JAVA, "java")
     }
     assert ("string", 'R"(a == b && c)"') in {(k, t) for k, t, _, _ in tokens(CPP, "cpp")}
-    # a preprocessor line is no code
+    # a preprocessor line is no code; C++14 digit separators are part of the number
     assert "TWICE" not in {t for _, t, _, _ in tokens(CPP, "cpp")}
+    assert ("number", "100'000") in {(k, t) for k, t, _, _ in tokens("n = 100'000;", "cpp")}
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,8 @@ _OPERATORS = sorted(
     key=len,
     reverse=True,
 )  # fmt: skip
+_CPP_NUMBER = re.compile(r"[0-9](?:'?[0-9A-Za-z_.])*")
+"""A C or C++ number, with C++14's digit separators (``100'000``)."""
 _CPP_RAW = re.compile(r'(?:u8|[uUL])?R"([^()\\\s]{0,16})\(')
 _RUST_RAW = re.compile(r'[bc]?r(#*)"')
 _CONTROL = frozenset(
@@ -134,6 +136,7 @@ def tokens(text: str, lang: str) -> list[Token]:
     out: list[Token] = []
     i, n = 0, len(text)
     line_start = True
+    number = _CPP_NUMBER if lang in ("c", "cpp") else _NUMBER
     while i < n:
         c = text[i]
         if c == "\n":
@@ -180,7 +183,7 @@ def tokens(text: str, lang: str) -> list[Token]:
         elif (m := _IDENT.match(text, i)) is not None:
             out.append(("ident", m.group(), i, m.end()))
             i = m.end()
-        elif c.isdigit() and (m := _NUMBER.match(text, i)) is not None:
+        elif c.isdigit() and (m := number.match(text, i)) is not None:
             out.append(("number", m.group(), i, m.end()))
             i = m.end()
         else:
