@@ -441,3 +441,29 @@ def test_a_jdk_image_compiles_java(sandbox: LocalSandbox, tmp_path: Path) -> Non
     assert built.base_mapping["host"].endswith(f"with JDK {major}")
     with sandbox.start(built, _spec(ctx)) as session:
         assert session.exec("java -cp /src Hi", timeout_s=60).stdout.strip() == "hi"
+
+
+@pytest.mark.skipif(not _toolchains.host_jdks(), reason="no JDK under /usr/lib/jvm")
+def test_a_maven_image_has_mvn_and_the_jdk_of_its_tag(
+    sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    from repogym.sandbox import _maven_image
+
+    if not _maven_image.host_mavens():
+        pytest.skip("no Maven under /usr on this host")
+    major = sorted(_toolchains.host_jdks(), key=int)[0]
+    ctx = make_context(
+        tmp_path / "ctx",
+        f"""\
+        FROM maven:3.9.6-eclipse-temurin-{major}
+        RUN mvn -v > /mvn-version.txt
+        """,
+        {},
+    )
+    built = sandbox.build(_spec(ctx))
+    assert built.base_mapping["host"].endswith(f"with JDK {major}")
+    assert built.base_mapping["maven"] in built.base_mapping["note"]
+    with sandbox.start(built, _spec(ctx)) as session:
+        out = session.exec("cat /mvn-version.txt", timeout_s=60).stdout
+    assert f"Apache Maven {built.base_mapping['maven']}" in out
+    assert f"Java version: {major}" in out
