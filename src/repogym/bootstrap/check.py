@@ -131,6 +131,10 @@ def _maven_reason(text: str) -> str:
     for line in lines:  # a POM Maven could not read (no goal ran)
         if line.startswith("[FATAL] "):
             return _short("mvn: " + line.removeprefix("[FATAL] ").strip())
+    for line in lines:  # the goal's line was cut off (a long list of compiler errors)
+        e = _MAVEN_SOURCE_ERROR.match(line)
+        if e:
+            return _short(f"mvn: compilation failed: {e[1]}:{e[2]} {e[3]}")
     return ""
 
 

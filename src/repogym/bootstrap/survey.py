@@ -474,7 +474,13 @@ def _check(
         result.ok = True
         return
     step, reason = normalise(check.failed_step, check.reason)
-    result.fail(step, reason, f"{check.failed_step} — {check.reason}")
+    result.fail(step, reason, failure_detail(check.failed_step, check.reason))
+
+
+def failure_detail(failed_step: str, reason: str) -> str:
+    """``<step> — <reason>`` in one line: the step (a long ``mvn``/``pip`` command) is cut
+    first, so that the reason still fits in :data:`DETAIL_LIMIT`."""
+    return _one_line(f"{_one_line(failed_step, 100)} — {reason}")
 
 
 # ---------------------------------------------------------------------------------- survey
