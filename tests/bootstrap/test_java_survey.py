@@ -1,27 +1,145 @@
 """Java (Maven) fixes found by the bootstrap survey of public Maven repositories: each test
-rebuilds, in a fixture, the layout that made a real repository fail."""
+rebuilds, in a fixture, the layout that made a real repository fail (junit4/joda-time's Java 5,
+univocity's literal 1.6, jackson's snapshot parents, commons-io's ``build`` package)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from repogym.bootstrap import check_recipe, detect, make_recipe
 from repogym.bootstrap.native import java
 
-from .test_java import JDKS
+from .conftest import local_backend_with_private_cache
+from .test_java import JDKS, compiler, pom, props
 
 MakeRepo = Callable[..., Path]
 
 
 @pytest.fixture(autouse=True)
-def fake_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    """JDKs 17 and 25 and a reachable Maven Central, whatever the host has (unit tests)."""
+def fake_host(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """JDKs 17 and 25, a reachable Maven Central that has every release asked for, whatever
+    the host has (unit tests); the real host for the build test."""
+    if "local_backend" in request.fixturenames:
+        return
     import repogym.sandbox
 
     monkeypatch.setattr(repogym.sandbox, "host_jdks", lambda: dict(JDKS))
     monkeypatch.setattr(java, "reachable", lambda host, port=443, timeout=3.0: True)
+    monkeypatch.setattr(java, "on_central", lambda url: True)
+
+
+def _run_edits(repo: Path, dockerfile: str) -> None:
+    """Run the recipe's POM edit step (its first ``RUN sed``) in ``repo`` with the real sed."""
+    line = next(ln for ln in dockerfile.splitlines() if ln.startswith("RUN sed "))
+    subprocess.run(line.removeprefix("RUN "), shell=True, cwd=repo, check=True)
+
+
+# ----------------------------------------------------------------- Java releases too old
+
+
+def test_java_5_named_through_a_property_is_raised_to_8(make_repo: MakeRepo) -> None:
+    """junit4: ``<source>${jdkVersion}</source>`` with ``<jdkVersion>1.5</jdkVersion>``."""
+    body = props(jdkVersion="1.5") + compiler(source="${jdkVersion}", target="${jdkVersion}")
+    dep = "<dependencies><dependency><version>1.5</version></dependency></dependencies>"
+    repo = make_repo({"pom.xml": pom(body + dep)})
+    d = detect(repo)
+    assert d.supported, d.reason
+    assert d.base_image == "eclipse-temurin:17"
+    assert any("compiles for Java 5" in n and "raised to Java 8" in n for n in d.notes)
+    recipe = make_recipe(repo, d)
+    assert recipe.dockerfile.count("RUN sed -i -E") == 2  # after the POMs, after the source
+    _run_edits(repo, recipe.dockerfile)
+    text = (repo / "pom.xml").read_text()
+    assert "<jdkVersion>8</jdkVersion>" in text
+    assert "<source>${jdkVersion}</source>" in text  # the reference itself is left alone
+    assert "<version>1.5</version>" in text  # not a Java level: untouched
+
+
+def test_literal_java_6_in_the_compiler_plugin_is_raised(make_repo: MakeRepo) -> None:
+    """univocity-parsers: ``<source>1.6</source>`` written in the plugin's configuration."""
+    repo = make_repo({"pom.xml": pom(compiler(source="1.6", target="1.6", encoding="UTF-8"))})
+    d = detect(repo)
+    assert d.supported, d.reason
+    _run_edits(repo, make_recipe(repo, d).dockerfile)
+    text = (repo / "pom.xml").read_text()
+    assert "<source>8</source><target>8</target><encoding>UTF-8</encoding>" in text
+
+
+def test_java_5_properties_of_maven_compiler_are_raised(make_repo: MakeRepo) -> None:
+    """joda-time: ``maven.compiler.source``/``target`` 1.5."""
+    body = props(**{"maven.compiler.source": "1.5", "maven.compiler.target": "1.5"})
+    repo = make_repo({"pom.xml": pom(body)})
+    d = detect(repo)
+    assert d.supported, d.reason
+    _run_edits(repo, make_recipe(repo, d).dockerfile)
+    text = (repo / "pom.xml").read_text()
+    assert "<maven.compiler.source>8</maven.compiler.source>" in text
+    assert "<maven.compiler.target>8</maven.compiler.target>" in text
+
+
+def test_an_old_release_no_pom_element_names_is_still_refused(make_repo: MakeRepo) -> None:
+    repo = make_repo({"pom.xml": pom(), ".java-version": "1.6\n"})
+    d = detect(repo)
+    assert not d.supported
+    assert "compiles for Java 6; JDK 17 (the oldest here) compiles for Java 7" in d.reason
+
+
+# ------------------------------------------------------------------ snapshot parent POMs
+
+
+def _parent(version: str) -> str:
+    return (
+        "<parent><groupId>org.x</groupId><artifactId>base</artifactId>"
+        f"<version>{version}</version></parent>"
+    )
+
+
+def test_snapshot_parent_becomes_its_release_on_central(make_repo: MakeRepo) -> None:
+    """jackson-*: parent ``jackson-base:2.19.0-SNAPSHOT``; the module's own parent (the root,
+    same version string) stays a snapshot: only POMs naming the outside parent are edited."""
+    root = pom(
+        _parent("2.0-SNAPSHOT")
+        + "<version>2.0-SNAPSHOT</version><modules><module>core</module></modules>",
+        artifact="root",
+    )
+    root = root.replace("<version>1.0</version>", "", 1)
+    core = pom(
+        "<parent><groupId>com.example</groupId><artifactId>root</artifactId>"
+        "<version>2.0-SNAPSHOT</version></parent>",
+        artifact="core",
+    ).replace("<groupId>com.example</groupId><version>1.0</version>", "", 1)
+    repo = make_repo({"pom.xml": root, "core/pom.xml": core})
+    d = detect(repo)
+    assert d.supported, d.reason
+    assert any(
+        "org.x:base:2.0-SNAPSHOT is a snapshot" in n and "release 2.0 from Maven Central" in n
+        for n in d.notes
+    )
+    _run_edits(repo, make_recipe(repo, d).dockerfile)
+    text = (repo / "pom.xml").read_text()
+    assert "<artifactId>base</artifactId><version>2.0</version></parent>" in text
+    assert "<version>2.0-SNAPSHOT</version><modules>" in text  # the project's own version
+    assert (repo / "core/pom.xml").read_text() == core
+
+
+def test_snapshot_parent_without_a_release_is_refused(
+    make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr(java, "on_central", lambda url: asked.append(url) or False)
+    d = detect(make_repo({"pom.xml": pom(_parent("2.0-SNAPSHOT"))}))
+    assert not d.supported
+    assert d.reason.endswith("and Maven Central has no release 2.0 of it")
+    assert asked == [f"{java.CENTRAL}/org/x/base/2.0/base-2.0.pom"]
+
+
+# --------------------------------------------------------------------------- failure text
 
 
 def test_reason_when_the_failed_goal_line_was_cut_off() -> None:
@@ -51,3 +169,52 @@ def test_survey_detail_keeps_the_reason_after_a_long_mvn_step() -> None:
     detail = survey.failure_detail(step, reason)
     assert detail.startswith("build: RUN /opt/maven/bin/mvn") and detail.endswith(reason)
     assert len(detail) <= survey.DETAIL_LIMIT
+
+
+# ------------------------------------------------------------------------ a real build
+
+OLD_PROJECT = {
+    "pom.xml": pom(
+        "<parent><groupId>org.sonatype.oss</groupId><artifactId>oss-parent</artifactId>"
+        "<version>9-SNAPSHOT</version><relativePath/></parent>"
+        + props(**{"maven.compiler.source": "1.5", "maven.compiler.target": "1.5"})
+        + "<dependencies><dependency><groupId>junit</groupId><artifactId>junit</artifactId>"
+        "<version>4.13.2</version><scope>test</scope></dependency></dependencies>"
+    ),
+    # A source package named like build output: a snapshot without .git must keep it.
+    "src/main/java/demo/build/Calc.java": (
+        "package demo.build;\npublic class Calc { public static int add(int a, int b)"
+        " { return a + b; } }\n"
+    ),
+    "src/test/java/demo/CalcTest.java": (
+        "package demo;\nimport org.junit.Test;\nimport static org.junit.Assert.assertEquals;\n"
+        "public class CalcTest {\n  @Test public void adds() {"
+        " assertEquals(3, demo.build.Calc.add(1, 2)); }\n}\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def local_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    yield from local_backend_with_private_cache(tmp_path_factory, "java-survey-cache")
+
+
+@pytest.mark.slow
+def test_java_5_project_with_a_snapshot_parent_builds_in_the_sandbox(
+    tmp_path: Path, local_backend: None
+) -> None:
+    """Real Maven in the local sandbox: Java 5 raised to 8, ``oss-parent:9-SNAPSHOT`` → 9 from
+    Central, the ``demo/build`` package kept (the repository is a plain folder, as a survey's
+    exported commit is)."""
+    if not java.reachable(java.CENTRAL_HOST) or shutil.which("sed") is None:
+        pytest.skip("Maven Central is not reachable")
+    repo = tmp_path / "old"
+    for rel, text in OLD_PROJECT.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    d = detect(repo)
+    assert d.supported, d.reason
+    result = check_recipe(repo, make_recipe(repo, d))
+    assert result.ok, (result.failed_step, result.reason, result.log_tail)
+    assert result.sample_ids == ["demo.CalcTest#adds"]
+    assert not re.search(r"source value 5|release version 5", result.log_tail)
