@@ -15,7 +15,7 @@ import pytest
 from repogym.bootstrap import check_recipe, detect, make_recipe
 from repogym.bootstrap.native import java
 
-from .conftest import local_backend_with_private_cache
+from .conftest import git_commit, local_backend_with_private_cache
 from .test_java import JDKS, compiler, pom, props
 
 MakeRepo = Callable[..., Path]
@@ -169,6 +169,30 @@ def test_survey_detail_keeps_the_reason_after_a_long_mvn_step() -> None:
     detail = survey.failure_detail(step, reason)
     assert detail.startswith("build: RUN /opt/maven/bin/mvn") and detail.endswith(reason)
     assert len(detail) <= survey.DETAIL_LIMIT
+
+
+def test_a_commit_with_a_blob_missing_is_a_source_failure_with_its_cause(
+    make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """commons-csv / jackson-dataformats-text in a size-limited clone: the git data lacks a
+    big test file's content; the survey says so as a source failure, not an internal error."""
+    from repogym.bootstrap import survey
+
+    monkeypatch.setenv("REPOGYM_CACHE", str(tmp_path / "cache"))
+    repo = make_repo({"pom.xml": pom(), "src/test/resources/big.csv": "a,b\n"})
+    git_commit(repo)
+    blob = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD:src/test/resources/big.csv"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    result, trace = survey.survey_repo(str(repo), survey.At())
+    assert trace is None
+    assert result.cause == "source: file content missing from the git data"
+    assert "cannot read blob for 'src/test/resources/big.csv'" in result.detail
+    assert "partial or size-limited clone" in result.detail
 
 
 # ------------------------------------------------------------------------ a real build
