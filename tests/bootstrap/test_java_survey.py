@@ -83,6 +83,41 @@ def test_java_5_properties_of_maven_compiler_are_raised(make_repo: MakeRepo) -> 
     assert "<maven.compiler.target>8</maven.compiler.target>" in text
 
 
+def test_level_properties_only_a_parent_pom_reads_are_raised_too(make_repo: MakeRepo) -> None:
+    """jackson-annotations: its parent's compiler settings read ``javac.src.version`` (1.6);
+    a plugin's version (3.1) or a library's (``version.junit``) is never a Java level."""
+    body = props(
+        **{
+            "javac.src.version": "1.6",
+            "javac.target.version": "1.6",
+            "maven.compiler.source": "1.6",
+            "maven-compiler-plugin.version": "3.1",
+            "version.junit": "4.12",
+            "jdk.module.name": "x",
+        }
+    )
+    repo = make_repo({"pom.xml": pom(body)})
+    d = detect(repo)
+    assert d.supported, d.reason
+    _run_edits(repo, make_recipe(repo, d).dockerfile)
+    text = (repo / "pom.xml").read_text()
+    for name in ("javac.src.version", "javac.target.version", "maven.compiler.source"):
+        assert f"<{name}>8</{name}>" in text
+    assert "<maven-compiler-plugin.version>3.1</maven-compiler-plugin.version>" in text
+    assert "<version.junit>4.12</version.junit>" in text
+
+
+def test_error_prone_javac_9_is_set_to_plain_javac(make_repo: MakeRepo) -> None:
+    """javapoet: ``<compilerId>javac-with-errorprone</compilerId>`` runs a bundled javac 9 that
+    cannot read JDK 17's class files."""
+    repo = make_repo({"pom.xml": pom(compiler(compilerId="javac-with-errorprone", release="8"))})
+    d = detect(repo)
+    assert d.supported, d.reason
+    assert any("error-prone's bundled javac 9" in n for n in d.notes)
+    _run_edits(repo, make_recipe(repo, d).dockerfile)
+    assert "<compilerId>javac</compilerId>" in (repo / "pom.xml").read_text()
+
+
 def test_an_old_release_no_pom_element_names_is_still_refused(make_repo: MakeRepo) -> None:
     repo = make_repo({"pom.xml": pom(), ".java-version": "1.6\n"})
     d = detect(repo)
@@ -159,6 +194,39 @@ def test_reason_when_the_failed_goal_line_was_cut_off() -> None:
         "mvn: compilation failed: src/main/java/org/x/io/file/Visitor.java:[86,20] cannot find"
         " symbol"
     )
+
+
+def test_reason_of_tests_failing_in_a_build_step_is_surefires_summary() -> None:
+    """jackson-databind: a POM's literal ``<test>`` suite runs despite the no-test filter; when
+    its tests fail, the reason is Surefire's summary, not Maven's boilerplate."""
+    from repogym.bootstrap.check import _reason_from
+
+    log = (
+        "[ERROR] Errors: \n"
+        "[ERROR]   JDKTypeSerializationTest.testInetAddress:111 » UnknownHost google.com\n"
+        "[INFO] \n"
+        "[ERROR] Tests run: 3573, Failures: 0, Errors: 2, Skipped: 0\n"
+        "[INFO] BUILD FAILURE\n"
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-surefire-plugin:3.5.3:test"
+        " (default-test) on project jackson-databind: \n"
+        "[ERROR] \n"
+        "[ERROR] See /workspace/target/surefire-reports for the individual test results.\n"
+        "[ERROR] -> [Help 1]\n"
+        "[ERROR] \n"
+        "[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.\n"
+    )
+    assert _reason_from(log, "x") == (
+        "mvn test failed on project jackson-databind: tests failed: Tests run: 3573, Failures: 0,"
+        " Errors: 2 (JDKTypeSerializationTest.testInetAddress:111 » UnknownHost google.com)"
+    )
+
+
+def test_build_steps_do_not_fail_on_tests_a_pom_runs_anyway(make_repo: MakeRepo) -> None:
+    repo = make_repo({"pom.xml": pom()})
+    runs = make_recipe(repo, detect(repo)).dockerfile.split("\nRUN ")
+    steps = [run for run in runs if "NoSuchTest" in run]
+    assert len(steps) == 3  # the dependency layer's, the build's online and offline runs
+    assert all("-Dmaven.test.failure.ignore=true" in step for step in steps)
 
 
 def test_survey_detail_keeps_the_reason_after_a_long_mvn_step() -> None:

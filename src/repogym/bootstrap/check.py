@@ -105,6 +105,23 @@ _MAVEN_GOAL = re.compile(
 _MAVEN_SOURCE_ERROR = re.compile(r"^\[ERROR\] /\S+?/(?:workspace/)?(\S+):(\[\d+,\d+\]) (.*)$")
 
 
+_MAVEN_BOILERPLATE = ("See ", "->", "To see the full", "Re-run Maven", "For more information")
+_SUREFIRE_TOTALS = re.compile(
+    r"^\[(?:ERROR|WARNING)\] (Tests run: \d+, Failures: \d+, Errors: \d+)"
+)
+_SUREFIRE_FIRST = re.compile(r"^\[ERROR\]\s{2,}(\S.*)$")
+
+
+def _surefire_summary(lines: list[str]) -> str:
+    """``tests failed: Tests run: N, Failures: F, Errors: E (first failing test: why)`` from
+    Surefire's summary above a failed ``test`` goal (``""``: none)."""
+    totals = next((m[1] for ln in reversed(lines) if (m := _SUREFIRE_TOTALS.match(ln))), "")
+    if not totals:
+        return ""
+    first = next((m[1] for ln in lines if (m := _SUREFIRE_FIRST.match(ln))), "")
+    return f"tests failed: {totals}" + (f" ({' '.join(first.split())})" if first else "")
+
+
 def _maven_reason(text: str) -> str:
     """Maven's first failed goal: ``<goal> failed on project <p>: <why>``, a compilation failure
     told by its first compiler error (and the detail line under it)."""
@@ -117,7 +134,9 @@ def _maven_reason(text: str) -> str:
         why = re.sub(r"\s*-> \[Help \d+\]$", "", m[3]).strip()
         if not why:  # the message is on the lines below (Surefire's fork errors)
             below = (ln.removeprefix("[ERROR]").strip() for ln in lines[i + 1 : i + 20])
-            why = next((b for b in below if b and not b.startswith(("See ", "->"))), "")
+            why = next((b for b in below if b and not b.startswith(_MAVEN_BOILERPLATE)), "")
+        if goal == "test" and not why:  # tests failed: Surefire's summary and its first one
+            why = _surefire_summary(lines[:i])
         for j, after in enumerate(lines[i + 1 : i + 40], start=i + 1):
             e = _MAVEN_SOURCE_ERROR.match(after)
             if e:

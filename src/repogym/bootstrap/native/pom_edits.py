@@ -67,7 +67,39 @@ def level_elements(poms: list[Pom], below: int) -> list[str]:
             if level is not None and level < below:
                 names.add(prop)
                 _referenced(pom, pom.properties.get(prop), names)
+        # Properties a parent POM outside the repository reads (jackson-parent's compiler
+        # settings read ``javac.src.version``): named like a Java level, valued like an old one.
+        for prop, value in pom.properties.items():
+            level_like = _LEVEL_NAME.search(prop) and "plugin" not in prop.lower()
+            if level_like and _OLD_LEVEL.fullmatch((pom.resolve(value) or "").strip()):
+                names.add(prop)
     return sorted(names)
+
+
+_LEVEL_NAME = re.compile(r"(?i)java|jdk|jre|javac|\bsource\b|\btarget\b|\brelease\b|src")
+_OLD_LEVEL = re.compile(r"(1\.)?[1-7]")
+ERRORPRONE_COMPILER = "javac-with-errorprone"
+
+
+def errorprone_javac(poms: list[Pom]) -> list[str]:
+    """The POMs whose compiler plugin runs plexus' ``javac-with-errorprone``: it bundles a javac
+    9, which cannot read the class files of JDK 10+ (``class file has wrong version 61.0,
+    should be 53.0``)."""
+    found = []
+    for pom in poms:
+        configs = pom.plugin_configs("maven-compiler-plugin")
+        if any((c.findtext("compilerId") or "").strip() == ERRORPRONE_COMPILER for c in configs):
+            found.append(pom.path)
+    return found
+
+
+def plain_javac_script(poms: list[str]) -> str:
+    """``sed`` that sets ``<compilerId>javac-with-errorprone</compilerId>`` to ``javac``."""
+    expr = (
+        f"s#<compilerId>[[:space:]]*{_ere(ERRORPRONE_COMPILER)}[[:space:]]*</compilerId>"
+        "#<compilerId>javac</compilerId>#g"
+    )
+    return f"sed -i -E {shlex.quote(expr)} {' '.join(shlex.quote(p) for p in poms)}"
 
 
 def raise_level_script(elements: list[str], poms: list[str]) -> str:
