@@ -110,12 +110,15 @@ def test_level_properties_only_a_parent_pom_reads_are_raised_too(make_repo: Make
 def test_error_prone_javac_9_is_set_to_plain_javac(make_repo: MakeRepo) -> None:
     """javapoet: ``<compilerId>javac-with-errorprone</compilerId>`` runs a bundled javac 9 that
     cannot read JDK 17's class files."""
-    repo = make_repo({"pom.xml": pom(compiler(compilerId="javac-with-errorprone", release="8"))})
+    config = compiler(compilerId="javac-with-errorprone", forceJavacCompilerUse="true", release="8")
+    repo = make_repo({"pom.xml": pom(config)})
     d = detect(repo)
     assert d.supported, d.reason
     assert any("error-prone's bundled javac 9" in n for n in d.notes)
     _run_edits(repo, make_recipe(repo, d).dockerfile)
-    assert "<compilerId>javac</compilerId>" in (repo / "pom.xml").read_text()
+    text = (repo / "pom.xml").read_text()
+    assert "<compilerId>javac</compilerId><fork>true</fork>" in text
+    assert "<forceJavacCompilerUse>false</forceJavacCompilerUse>" in text
 
 
 def test_an_old_release_no_pom_element_names_is_still_refused(make_repo: MakeRepo) -> None:

@@ -94,12 +94,21 @@ def errorprone_javac(poms: list[Pom]) -> list[str]:
 
 
 def plain_javac_script(poms: list[str]) -> str:
-    """``sed`` that sets ``<compilerId>javac-with-errorprone</compilerId>`` to ``javac``."""
-    expr = (
+    """``sed`` that sets ``<compilerId>javac-with-errorprone</compilerId>`` to ``javac`` run as
+    the JDK's own ``javac`` program (``<fork>true</fork>``), and ``forceJavacCompilerUse`` to
+    false. In-process, the compiler is found on the plugin's class path, where error-prone's
+    javac 9 still is: forced, that one again; else none at all ("No compiler is provided in
+    this environment", javapoet)."""
+    compiler = (
         f"s#<compilerId>[[:space:]]*{_ere(ERRORPRONE_COMPILER)}[[:space:]]*</compilerId>"
-        "#<compilerId>javac</compilerId>#g"
+        "#<compilerId>javac</compilerId><fork>true</fork>#g"
     )
-    return f"sed -i -E {shlex.quote(expr)} {' '.join(shlex.quote(p) for p in poms)}"
+    force = (
+        "s#<forceJavacCompilerUse>[[:space:]]*true[[:space:]]*</forceJavacCompilerUse>"
+        "#<forceJavacCompilerUse>false</forceJavacCompilerUse>#g"
+    )
+    files = " ".join(shlex.quote(p) for p in poms)
+    return f"sed -i -E -e {shlex.quote(compiler)} -e {shlex.quote(force)} {files}"
 
 
 def raise_level_script(elements: list[str], poms: list[str]) -> str:
