@@ -232,6 +232,24 @@ def test_build_steps_do_not_fail_on_tests_a_pom_runs_anyway(make_repo: MakeRepo)
     assert all("-Dmaven.test.failure.ignore=true" in step for step in steps)
 
 
+def test_reason_of_a_dependency_missing_from_central_names_it() -> None:
+    """JSqlParser: a test dependency only a snapshot repository has; no goal ran yet."""
+    from repogym.bootstrap.check import _reason_from
+
+    log = (
+        "[ERROR] Failed to execute goal on project jsqlparser: Could not collect dependencies for"
+        " project com.github.jsqlparser:jsqlparser:bundle:5.4-SNAPSHOT\n"
+        "[ERROR] No versions available for com.manticore-projects.jsqlformatter:javacc-java:jar:"
+        "[8.1.1.1939,) within specified range\n"
+        "[ERROR] -> [Help 1]\n"
+    )
+    assert _reason_from(log, "x") == (
+        "mvn failed on project jsqlparser: No versions available for"
+        " com.manticore-projects.jsqlformatter:javacc-java:jar:[8.1.1.1939,) within specified"
+        " range"
+    )
+
+
 def test_survey_detail_keeps_the_reason_after_a_long_mvn_step() -> None:
     from repogym.bootstrap import survey
 

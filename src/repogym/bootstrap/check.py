@@ -100,8 +100,9 @@ def _summary_reason(summary: dict[str, Any] | None) -> str:
 
 
 _MAVEN_GOAL = re.compile(
-    r"^\[ERROR\] Failed to execute goal (\S+)[^:]*? on project ([^\s:]+): (.*)$"
+    r"^\[ERROR\] Failed to execute goal(?: (\S+)[^:]*?)? on project ([^\s:]+): (.*)$"
 )
+_MAVEN_MISSING = ("No versions available", "Could not find artifact", "The following artifacts")
 _MAVEN_SOURCE_ERROR = re.compile(r"^\[ERROR\] /\S+?/(?:workspace/)?(\S+):(\[\d+,\d+\]) (.*)$")
 
 
@@ -130,8 +131,11 @@ def _maven_reason(text: str) -> str:
         m = _MAVEN_GOAL.match(line)
         if not m:
             continue
-        goal = m[1].split(":")[-1]
+        goal = m[1].split(":")[-1] if m[1] else ""  # none: resolving the project's dependencies
         why = re.sub(r"\s*-> \[Help \d+\]$", "", m[3]).strip()
+        if why.startswith(("Could not collect dependencies", "Could not resolve dependencies")):
+            below = (ln.removeprefix("[ERROR]").strip() for ln in lines[i + 1 : i + 5])
+            why = next((b for b in below if b.startswith(_MAVEN_MISSING)), why)
         if not why:  # the message is on the lines below (Surefire's fork errors)
             below = (ln.removeprefix("[ERROR]").strip() for ln in lines[i + 1 : i + 20])
             why = next((b for b in below if b and not b.startswith(_MAVEN_BOILERPLATE)), "")
@@ -146,7 +150,7 @@ def _maven_reason(text: str) -> str:
                     detail = ""
                 why = f"{e[1]}:{e[2]} {e[3]}" + (f" ({detail})" if detail else "")
                 break
-        return _short(f"mvn {goal} failed on project {m[2]}: {why}")
+        return _short(f"mvn {goal + ' ' if goal else ''}failed on project {m[2]}: {why}")
     for line in lines:  # a POM Maven could not read (no goal ran)
         if line.startswith("[FATAL] "):
             return _short("mvn: " + line.removeprefix("[FATAL] ").strip())
