@@ -177,6 +177,22 @@ def test_snapshot_parent_without_a_release_is_refused(
     assert asked == [f"{java.CENTRAL}/org/x/base/2.0/base-2.0.pom"]
 
 
+@pytest.mark.parametrize(("version", "mirrored"), [("3.1.1", True), ("3.2.3", False)])
+def test_maven_older_than_3_2_3_reaches_central_over_https(
+    make_repo: MakeRepo, version: str, mirrored: bool
+) -> None:
+    """junit4 two years back: its wrapper's Maven 3.1.1 names Central by http://, which Central
+    refuses (501 HTTPS Required); the global settings mirror it to https."""
+    url = f"https://repo1.maven.org/maven2/org/apache/maven/apache-maven/{version}/x-bin.zip"
+    repo = make_repo(
+        {"pom.xml": pom(), ".mvn/wrapper/maven-wrapper.properties": f"distributionUrl={url}\n"}
+    )
+    dockerfile = make_recipe(repo, detect(repo)).dockerfile
+    assert f"apache-maven-{version}-bin.tar.gz" in dockerfile
+    mirror = f"<mirrorOf>central</mirrorOf><url>{java.CENTRAL}</url>"
+    assert (mirror in dockerfile) is mirrored
+
+
 # --------------------------------------------------------------------------- failure text
 
 

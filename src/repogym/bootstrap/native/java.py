@@ -349,7 +349,13 @@ def _fetch_maven_words(version: str) -> list[str]:
             f'get {url}.sha1 /tmp/maven.sha1 && echo "$(head -c 40 /tmp/maven.sha1)  '
             '/tmp/maven.tgz" | sha1sum -c -'
         )
-    settings = f"<settings><localRepository>{LOCAL_REPO}</localRepository></settings>"
+    mirror = ""
+    if version_key(version) < (3, 2, 3):  # older Mavens name Central by http://, refused since 2020
+        mirror = (
+            "<mirrors><mirror><id>central-https</id><mirrorOf>central</mirrorOf>"
+            f"<url>{CENTRAL}</url></mirror></mirrors>"
+        )
+    settings = f"<settings><localRepository>{LOCAL_REPO}</localRepository>{mirror}</settings>"
     script = "; ".join(
         [
             "set -e",
