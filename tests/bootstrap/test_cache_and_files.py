@@ -106,6 +106,38 @@ def test_snapshot_without_git(make_repo: MakeRepo, tmp_path: Path) -> None:
     ]
 
 
+def test_snapshot_without_git_keeps_source_folders_named_like_build_output(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    """A commit exported without .git keeps ``build``/``dist``/``env`` folders that are sources
+    (commons-io's ``org/apache/commons/io/build`` package), and drops real build output and
+    virtualenvs."""
+    java = "src/main/java/org/apache/commons/io"
+    repo = make_repo(
+        {
+            "pom.xml": "<project/>",
+            f"{java}/build/AbstractSupplier.java": "class AbstractSupplier {}",
+            "target/classes/Old.class": "",
+            "app/env/__init__.py": "",
+            "app/dist/notes.txt": "",
+            "venv/pyvenv.cfg": "",
+            "venv/lib/x.py": "",
+            "web/package.json": "{}",
+            "web/dist/bundle.js": "",
+            "a.egg-info/PKG-INFO": "",
+        }
+    )
+    dest = tmp_path / "snap"
+    snapshot_repo(repo, dest)
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == [
+        "app/dist/notes.txt",
+        "app/env/__init__.py",
+        "pom.xml",
+        f"{java}/build/AbstractSupplier.java",
+        "web/package.json",
+    ]
+
+
 def test_export_ref(make_repo: MakeRepo, tmp_path: Path) -> None:
     repo = make_repo({"a.py": "one"})
     first = git_commit(repo, "one")

@@ -103,6 +103,75 @@ def test_jdk_images_use_the_hosts_jdk_of_that_major(
         _toolchains.resolve("eclipse-temurin:21")
 
 
+def _fake_maven(home: Path, version: str) -> Path:
+    """A Maven home as a distribution lays it out: ``bin/mvn`` and a ``maven-core`` jar."""
+    import zipfile
+
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "mvn").write_text("#!/bin/sh\n")
+    (home / "lib").mkdir()
+    with zipfile.ZipFile(home / "lib" / "maven-core-3.x.jar", "w") as z:
+        z.writestr(
+            "META-INF/maven/org.apache.maven/maven-core/pom.properties",
+            f"groupId=org.apache.maven\nartifactId=maven-core\nversion={version}\n",
+        )
+    return home
+
+
+def test_maven_images_use_a_host_jdk_and_a_host_maven(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from repogym.sandbox import _maven_image
+
+    jdks = {"17": tmp_path / "java-17", "25": tmp_path / "temurin-25"}
+    mavens = {
+        "3.8.7": _fake_maven(tmp_path / "maven", "3.8.7"),
+        "3.9.6": _fake_maven(tmp_path / "apache-maven-3.9.6", "3.9.6"),
+    }
+    monkeypatch.setattr(_toolchains, "host_jdks", lambda: jdks)
+    monkeypatch.setattr(_maven_image, "host_mavens", lambda: mavens)
+    base = _toolchains.resolve("maven:3.9.6-eclipse-temurin-17")
+    assert base.env["JAVA_HOME"] == str(jdks["17"])
+    assert base.env["MAVEN_HOME"] == str(mavens["3.9.6"])
+    assert base.env["PATH"].startswith(f"{mavens['3.9.6']}/bin:{jdks['17']}/bin:")
+    assert base.mapping["maven"] == "3.9.6" and "stands for" not in base.mapping["note"]
+    # The image's Maven is not on the host: the closest one, and the note says so.
+    base = _toolchains.resolve("library/maven:3.8.5-openjdk-25-slim")
+    assert base.env["JAVA_HOME"] == str(jdks["25"]) and base.mapping["maven"] == "3.8.7"
+    assert "stands for Maven 3.8.5; mvn on PATH is the host's Maven 3.8.7" in base.mapping["note"]
+    base = _toolchains.resolve("maven:3-eclipse-temurin-17-focal")
+    assert base.mapping["maven"] == "3.9.6" and "Ubuntu 20.04" in base.mapping["note"]
+    assert _toolchains.resolve("maven:latest").env["JAVA_HOME"] == str(jdks["25"])
+    assert _toolchains.resolve("maven:3.9.6").env["JAVA_HOME"] == str(jdks["25"])
+    with pytest.raises(_toolchains.UnsupportedBase, match="needs JDK 11; this host has JDK 17"):
+        _toolchains.resolve("maven:3.9.6-eclipse-temurin-11")
+    monkeypatch.setattr(_maven_image, "host_mavens", lambda: {})
+    with pytest.raises(_toolchains.UnsupportedBase, match="needs Maven; this host has none"):
+        _toolchains.resolve("maven:3.9.6-eclipse-temurin-17")
+
+
+def test_host_mavens_reads_the_version_from_maven_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from repogym.sandbox import _maven_image
+
+    home = _fake_maven(tmp_path / "usr" / "share" / "maven", "3.8.7")
+    _fake_maven(tmp_path / "usr" / "local" / "apache-maven-3.9.11", "3.9.11")
+    (tmp_path / "usr" / "local" / "maven-broken").mkdir()  # no bin/mvn: not a Maven
+    monkeypatch.setattr(
+        _maven_image, "MAVEN_HOMES", (f"{tmp_path}/usr/share/maven", f"{tmp_path}/usr/local/*")
+    )
+    _maven_image.host_mavens.cache_clear()
+    try:
+        found = _maven_image.host_mavens()
+    finally:
+        _maven_image.host_mavens.cache_clear()
+    assert found == {"3.8.7": home, "3.9.11": tmp_path / "usr/local/apache-maven-3.9.11"}
+    assert _maven_image.pick_maven("3.9", found) == ("3.9.11", found["3.9.11"])
+    assert _maven_image.pick_maven("3.6.3", found) == ("3.9.11", found["3.9.11"])
+    assert _maven_image.pick_maven("", {}) is None
+
+
 def test_platforms() -> None:
     assert _images.platform_ok(_images.host_platform())
     assert not _images.platform_ok("linux/s390x")

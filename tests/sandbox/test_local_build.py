@@ -441,3 +441,70 @@ def test_a_jdk_image_compiles_java(sandbox: LocalSandbox, tmp_path: Path) -> Non
     assert built.base_mapping["host"].endswith(f"with JDK {major}")
     with sandbox.start(built, _spec(ctx)) as session:
         assert session.exec("java -cp /src Hi", timeout_s=60).stdout.strip() == "hi"
+
+
+@pytest.mark.skipif(not _toolchains.host_jdks(), reason="no JDK under /usr/lib/jvm")
+def test_a_maven_image_has_mvn_and_the_jdk_of_its_tag(
+    sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    from repogym.sandbox import _maven_image
+
+    if not _maven_image.host_mavens():
+        pytest.skip("no Maven under /usr on this host")
+    major = sorted(_toolchains.host_jdks(), key=int)[0]
+    ctx = make_context(
+        tmp_path / "ctx",
+        f"""\
+        FROM maven:3.9.6-eclipse-temurin-{major}
+        RUN mvn -v > /mvn-version.txt
+        """,
+        {},
+    )
+    built = sandbox.build(_spec(ctx))
+    assert built.base_mapping["host"].endswith(f"with JDK {major}")
+    assert built.base_mapping["maven"] in built.base_mapping["note"]
+    with sandbox.start(built, _spec(ctx)) as session:
+        out = session.exec("cat /mvn-version.txt", timeout_s=60).stdout
+    assert f"Apache Maven {built.base_mapping['maven']}" in out
+    assert f"Java version: {major}" in out
+
+
+def test_include_parts_cover_exactly_the_entries_with_their_folders() -> None:
+    from repogym.sandbox._layerfs import include_parts
+
+    include = {f"d{i % 7}/sub/file-{i:05d}.xml" for i in range(3000)}
+    include |= {f"d{i}/" for i in range(7)} | {f"d{i}/sub/" for i in range(7)} | {"empty/"}
+    assert include_parts({"a/", "a/b"}) == [{"a/", "a/b"}]  # small: one request, as it was
+    parts = include_parts(include, limit=4096)
+    assert len(parts) > 10
+    assert set().union(*parts) == include  # nothing more, nothing less
+    for part in parts:
+        assert part is not None
+        for entry in part:  # every entry's folders travel with it
+            bits = entry.rstrip("/").split("/")[:-1]
+            assert all("/".join(bits[: i + 1]) + "/" in part for i in range(len(bits)))
+    assert include_parts(None) == [None]
+
+
+def test_copy_of_a_folder_with_thousands_of_files(sandbox: LocalSandbox, tmp_path: Path) -> None:
+    """The list of a big folder's entries no longer fits one request to the file worker
+    (woodstox's test suites: 'Message too long'); ignored files stay out."""
+    files = {
+        f"repo/src/test/resources/suite-{i // 500:02d}/case-with-a-long-name-{i:05d}.xml": "<x/>"
+        for i in range(6000)
+    }
+    files["repo/skip.log"] = "no"
+    files[".dockerignore"] = "repo/*.log\n"
+    ctx = make_context(
+        tmp_path / "ctx",
+        """\
+        FROM debian:bookworm
+        COPY repo/ /workspace/
+        RUN find /workspace -type f | wc -l > /count.txt
+        """,
+        files,
+    )
+    built = sandbox.build(_spec(ctx))
+    with sandbox.start(built, _spec(ctx)) as session:
+        assert session.exec("cat /count.txt", timeout_s=60).stdout.strip() == "6000"
+        assert session.exec("test -e /workspace/skip.log", timeout_s=60).exit_code != 0

@@ -86,11 +86,54 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
 
 
+_ALWAYS_GENERATED = frozenset(SKIP_DIRS - {"build", "dist", "target", "env", "venv"})
+_BUILD_OUTPUT = frozenset({"build", "dist", "target"})
+_BUILD_FILES = (
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "setup.py",
+    "pyproject.toml",
+    "package.json",
+    "Cargo.toml",
+    "CMakeLists.txt",
+    "Makefile",
+    "meson.build",
+    "build.xml",
+)
+_VENV_MARKS = ("pyvenv.cfg", "bin/python", "Scripts/python.exe", "conda-meta")
+
+
+def _generated_dir(parent: Path, name: str) -> bool:
+    """Whether the folder ``parent/name`` is generated (left out of a snapshot without git):
+    VCS data and caches anywhere; ``build``/``dist``/``target`` only beside a build file that
+    makes them (``pom.xml``, ``setup.py``, …); ``env``/``venv`` only when they are virtualenvs.
+    Folders with those names elsewhere are sources (Java's ``org/apache/commons/io/build``)."""
+    if name in _ALWAYS_GENERATED or name.endswith(".egg-info"):
+        return True
+    if name in _BUILD_OUTPUT:
+        return any((parent / f).is_file() for f in _BUILD_FILES)
+    if name in ("env", "venv"):
+        return any(os.path.lexists(parent / name / m) for m in _VENV_MARKS)
+    return False
+
+
+def _snapshot_files(root: Path) -> Iterator[Path]:
+    """Files under ``root`` (relative paths) but those in generated folders."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not _generated_dir(here, d))
+        rel = here.relative_to(root)
+        for name in sorted(filenames):
+            yield rel / name
+
+
 def snapshot_repo(repo_dir: Path, dest: Path) -> int:
     """Copy the repository's working tree to ``dest`` without VCS data; returns files copied.
 
     In a git work tree the files are the tracked and the untracked-but-not-ignored ones (what a
-    commit of the tree would hold); elsewhere everything except :data:`SKIP_DIRS`.
+    commit of the tree would hold); elsewhere (e.g. a commit exported with ``git archive``)
+    everything but the folders :func:`_generated_dir` recognises.
     """
     dest.mkdir(parents=True, exist_ok=True)
     names: list[str] | None = None
@@ -101,7 +144,7 @@ def snapshot_repo(repo_dir: Path, dest: Path) -> int:
                 {n for n in res.stdout.decode(errors="surrogateescape").split("\0") if n}
             )
     if names is None:
-        names = [str(p) for p in walk_files(repo_dir, max_files=10**9)]
+        names = [str(p) for p in _snapshot_files(repo_dir)]
     copied = 0
     for name in names:
         src = repo_dir / name

@@ -100,9 +100,27 @@ def _summary_reason(summary: dict[str, Any] | None) -> str:
 
 
 _MAVEN_GOAL = re.compile(
-    r"^\[ERROR\] Failed to execute goal (\S+)[^:]*? on project ([^\s:]+): (.*)$"
+    r"^\[ERROR\] Failed to execute goal(?: (\S+)[^:]*?)? on project ([^\s:]+): (.*)$"
 )
+_MAVEN_MISSING = ("No versions available", "Could not find artifact", "The following artifacts")
 _MAVEN_SOURCE_ERROR = re.compile(r"^\[ERROR\] /\S+?/(?:workspace/)?(\S+):(\[\d+,\d+\]) (.*)$")
+
+
+_MAVEN_BOILERPLATE = ("See ", "->", "To see the full", "Re-run Maven", "For more information")
+_SUREFIRE_TOTALS = re.compile(
+    r"^\[(?:ERROR|WARNING)\] (Tests run: \d+, Failures: \d+, Errors: \d+)"
+)
+_SUREFIRE_FIRST = re.compile(r"^\[ERROR\]\s{2,}(\S.*)$")
+
+
+def _surefire_summary(lines: list[str]) -> str:
+    """``tests failed: Tests run: N, Failures: F, Errors: E (first failing test: why)`` from
+    Surefire's summary above a failed ``test`` goal (``""``: none)."""
+    totals = next((m[1] for ln in reversed(lines) if (m := _SUREFIRE_TOTALS.match(ln))), "")
+    if not totals:
+        return ""
+    first = next((m[1] for ln in lines if (m := _SUREFIRE_FIRST.match(ln))), "")
+    return f"tests failed: {totals}" + (f" ({' '.join(first.split())})" if first else "")
 
 
 def _maven_reason(text: str) -> str:
@@ -113,11 +131,16 @@ def _maven_reason(text: str) -> str:
         m = _MAVEN_GOAL.match(line)
         if not m:
             continue
-        goal = m[1].split(":")[-1]
+        goal = m[1].split(":")[-1] if m[1] else ""  # none: resolving the project's dependencies
         why = re.sub(r"\s*-> \[Help \d+\]$", "", m[3]).strip()
+        if why.startswith(("Could not collect dependencies", "Could not resolve dependencies")):
+            below = (ln.removeprefix("[ERROR]").strip() for ln in lines[i + 1 : i + 5])
+            why = next((b for b in below if b.startswith(_MAVEN_MISSING)), why)
         if not why:  # the message is on the lines below (Surefire's fork errors)
             below = (ln.removeprefix("[ERROR]").strip() for ln in lines[i + 1 : i + 20])
-            why = next((b for b in below if b and not b.startswith(("See ", "->"))), "")
+            why = next((b for b in below if b and not b.startswith(_MAVEN_BOILERPLATE)), "")
+        if goal == "test" and not why:  # tests failed: Surefire's summary and its first one
+            why = _surefire_summary(lines[:i])
         for j, after in enumerate(lines[i + 1 : i + 40], start=i + 1):
             e = _MAVEN_SOURCE_ERROR.match(after)
             if e:
@@ -127,10 +150,14 @@ def _maven_reason(text: str) -> str:
                     detail = ""
                 why = f"{e[1]}:{e[2]} {e[3]}" + (f" ({detail})" if detail else "")
                 break
-        return _short(f"mvn {goal} failed on project {m[2]}: {why}")
+        return _short(f"mvn {goal + ' ' if goal else ''}failed on project {m[2]}: {why}")
     for line in lines:  # a POM Maven could not read (no goal ran)
         if line.startswith("[FATAL] "):
             return _short("mvn: " + line.removeprefix("[FATAL] ").strip())
+    for line in lines:  # the goal's line was cut off (a long list of compiler errors)
+        e = _MAVEN_SOURCE_ERROR.match(line)
+        if e:
+            return _short(f"mvn: compilation failed: {e[1]}:{e[2]} {e[3]}")
     return ""
 
 

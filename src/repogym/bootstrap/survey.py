@@ -407,7 +407,11 @@ def _survey(spec: str, at: At, result: RepoResult, *, sandbox: str, refresh: boo
         result.ref, result.commit_date = sha, date
         with tempfile.TemporaryDirectory(prefix="repogym-survey-") as tmp:
             snapshot = Path(tmp) / "repo"
-            source.export_snapshot(sha, snapshot)
+            try:
+                source.export_snapshot(sha, snapshot)
+            except SourceError as exc:
+                result.fail("source", _export_reason(str(exc)), _export_detail(str(exc)))
+                return
             commit = read_commit(source.path, sha, snapshot)  # the snapshot has no .git
             _check(
                 snapshot,
@@ -423,6 +427,21 @@ def _survey(spec: str, at: At, result: RepoResult, *, sandbox: str, refresh: boo
     finally:
         if source is not None:
             source.close()
+
+
+def _export_reason(message: str) -> str:
+    if "cannot read blob" in message:
+        return "file content missing from the git data"
+    return _source_reason(message)
+
+
+def _export_detail(message: str) -> str:
+    if "cannot read blob" in message:
+        return (
+            f"{message}: the clone lacks that file's content (a partial or size-limited clone),"
+            " so the commit cannot be exported whole"
+        )
+    return message
 
 
 def _source_reason(message: str) -> str:
@@ -474,7 +493,13 @@ def _check(
         result.ok = True
         return
     step, reason = normalise(check.failed_step, check.reason)
-    result.fail(step, reason, f"{check.failed_step} — {check.reason}")
+    result.fail(step, reason, failure_detail(check.failed_step, check.reason))
+
+
+def failure_detail(failed_step: str, reason: str) -> str:
+    """``<step> — <reason>`` in one line: the step (a long ``mvn``/``pip`` command) is cut
+    first, so that the reason still fits in :data:`DETAIL_LIMIT`."""
+    return _one_line(f"{_one_line(failed_step, 100)} — {reason}")
 
 
 # ---------------------------------------------------------------------------------- survey

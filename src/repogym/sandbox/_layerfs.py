@@ -45,10 +45,49 @@ def copy_fd_in(
     owner: str | None,
     chmod: int | None,
 ) -> None:
-    """Copy the host file or folder open as ``fd`` to ``dest`` in the sandbox."""
-    proc.file_op(
-        "copy_in", path=dest, fds=[fd], include=include, owner=owner, chmod=chmod, replace=False
-    )
+    """Copy the host file or folder open as ``fd`` to ``dest`` in the sandbox (a long
+    ``include`` list in several operations: see :func:`include_parts`)."""
+    for part in include_parts(include):
+        proc.file_op(
+            "copy_in", path=dest, fds=[fd], include=part, owner=owner, chmod=chmod, replace=False
+        )
+
+
+INCLUDE_PART_BYTES = 64 * 1024
+"""The most bytes of entry names one ``copy_in`` request carries: a request is one
+``SOCK_SEQPACKET`` message, which the kernel bounds by the socket's send buffer (~200 KiB by
+default); a repository with thousands of test files (woodstox) went over it."""
+
+
+def include_parts(
+    include: set[str] | None, limit: int = INCLUDE_PART_BYTES
+) -> list[set[str] | None]:
+    """``include`` cut into sets of at most about ``limit`` bytes of names, each with the
+    folders (``a/``, ``a/b/``) above its entries, so that copying every part into the same
+    destination (folders merge) copies exactly ``include``."""
+    if include is None or sum(len(e) + 8 for e in include) <= limit:
+        return [include]
+    parts: list[set[str] | None] = []
+    current: set[str] = set()
+    size = 0
+    for entry in sorted(include):
+        names = {entry} | _parents(entry)
+        grow = sum(len(n) + 8 for n in names - current)
+        if current and size + grow > limit:
+            parts.append(current)
+            current, size = set(), 0
+            grow = sum(len(n) + 8 for n in names)
+        current |= names
+        size += grow
+    if current:
+        parts.append(current)
+    return parts
+
+
+def _parents(entry: str) -> set[str]:
+    """``{"a/", "a/b/"}`` for ``a/b/c`` (or ``a/b/c/``)."""
+    bits = entry.rstrip("/").split("/")[:-1]
+    return {"/".join(bits[: i + 1]) + "/" for i in range(len(bits))}
 
 
 def is_archive(path: Path) -> bool:

@@ -6,6 +6,7 @@ image (only the standard library and pip/setuptools/wheel — never the host's o
 major is closest (the substitution is noted in the mapping; installs on ``PATH`` and under
 ``/opt/*/bin``, ``/usr/local/lib/nodejs/*/bin`` and ``/usr/local/n/versions/node/*/bin`` count);
 ``rust:*`` → host rustup toolchain under ``/usr/local/{cargo,rustup}``; ``golang:*`` → host go;
+``maven:<v>-<jdk image>-<N>`` → host JDK N and a host Maven (:mod:`._maven_image`);
 ``debian``/``ubuntu``/``buildpack-deps`` → the host base itself (noting where the release it
 stands for differs, e.g. ``ubuntu:24.04``'s Python 3.12 on a Debian 12 host's 3.11). Image
 names are normalised first (:mod:`._images`: registries, mirrors, digests), and well-known
@@ -122,12 +123,16 @@ def _resolve(image: str, ref: _images.ImageRef) -> BaseImage:
         return _gcc(image, tag, host)
     if name in JDK_IMAGES:
         return _jdk(image, tag, host)
+    if name == "maven":
+        from repogym.sandbox._maven_image import maven_image
+
+        return maven_image(image, tag, host)
     if name in ("debian", "ubuntu", "buildpack-deps") or name.startswith(("debian", "ubuntu")):
         return _host_base(image, host, f"host base ({host})", distro_note(name, tag, host))
     raise UnsupportedBase(
         f"cannot map base image {image!r} onto this host (supported: python:3.X, node, rust, "
-        "golang, gcc, eclipse-temurin/openjdk, debian, ubuntu, buildpack-deps, and the derived "
-        "images in docs/sandbox.md)"
+        "golang, gcc, eclipse-temurin/openjdk, maven, debian, ubuntu, buildpack-deps, and the"
+        " derived images in docs/sandbox.md)"
     )
 
 

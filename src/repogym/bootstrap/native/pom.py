@@ -156,11 +156,12 @@ def reactor(repo: Path) -> tuple[list[Pom], list[str]]:
     return poms, unreadable
 
 
-def snapshot_parent(repo: Path, poms: list[Pom]) -> str | None:
-    """``group:artifact:version`` of a ``-SNAPSHOT`` parent POM that is neither in the reactor
-    nor at its ``relativePath`` in the repository (it would come from a snapshot repository,
-    which Maven Central is not)."""
+def snapshot_parents(repo: Path, poms: list[Pom]) -> dict[tuple[str, str, str], list[str]]:
+    """``(group, artifact, version)`` of each ``-SNAPSHOT`` parent POM that is neither in the
+    reactor nor at its ``relativePath`` in the repository (it would come from a snapshot
+    repository, which Maven Central is not) → the reactor POMs naming it as their parent."""
     inside = {(p.find("groupId") or p.find("parent/groupId"), p.find("artifactId")) for p in poms}
+    found: dict[tuple[str, str, str], list[str]] = {}
     for pom in poms:
         version = pom.find("parent/version") or ""
         key = (pom.find("parent/groupId"), pom.find("parent/artifactId"))
@@ -170,8 +171,8 @@ def snapshot_parent(repo: Path, poms: list[Pom]) -> str | None:
         rel = _normalise(rel if rel.endswith(".xml") else f"{rel}/pom.xml")
         local = None if rel.startswith("../") else read_pom(repo, rel)
         if local is None or local.find("artifactId") != key[1]:
-            return f"{key[0]}:{key[1]}:{version}"
-    return None
+            found.setdefault((key[0] or "", key[1] or "", version), []).append(pom.path)
+    return found
 
 
 # ------------------------------------------------------------------------- what is asked for
