@@ -32,6 +32,7 @@ from pathlib import Path
 from repogym.bootstrap._files import walk_files
 from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
+from repogym.bootstrap.native import cmake_guards as guards
 from repogym.bootstrap.native import cmake_scan as scan
 from repogym.bootstrap.native.project import NativeProject, tool_version, version_tuple
 from repogym.bootstrap.submodules import declared, is_present
@@ -41,6 +42,8 @@ JUNIT_FILE = f"{BUILD_DIR}/repogym-ctest-junit.xml"
 JUNIT_BEGIN = "REPOGYM-CTEST-JUNIT-BEGIN"
 JUNIT_END = "REPOGYM-CTEST-JUNIT-END"
 BUILD_FAILED = "REPOGYM-CTEST-BUILD-FAILED"
+PIP_CMAKE = "/opt/repogym-cmake"
+"""Where a newer CMake from PyPI is installed (a virtual environment) when the host's is too old."""
 """Marker lines of the test command's output, read by ``shipped/parsers/_log_ctest.py``."""
 GCC_IMAGE_MAJOR = "12"
 MAX_CXX = {12: 23, 13: 23, 14: 26}
@@ -123,6 +126,12 @@ class CMakeProject(NativeProject):
     apt_packages: list[str] = field(default_factory=list)
     cmake_defines: dict[str, str] = field(default_factory=dict)
     """Other ``-D`` definitions (FetchContent redirections)."""
+    switches: dict[str, str] = field(default_factory=dict)
+    """Options set to leave out what cannot be built here (a download, a missing submodule)."""
+    cmake_pip: str | None = None
+    """A PyPI requirement for a newer CMake than the host's (``cmake>=3.29,<4``)."""
+    standins: list[tuple[str, str]] = field(default_factory=list)
+    """``(submodule path, shell command)``: Debian's copy of a missing submodule's code."""
 
 
 def detect_cmake(
@@ -139,7 +148,14 @@ def detect_cmake(
     subs = tuple(sub.path for sub in declared(repo))
     files = scan.read_cmake_files(repo, subs)
     inputs = _Inputs(
-        repo, files, files.texts.get("CMakeLists.txt", ""), files.all_text, commit, cmake
+        repo,
+        files,
+        files.texts.get("CMakeLists.txt", ""),
+        files.all_text,
+        commit,
+        cmake,
+        guards.GuardedFiles(files),
+        {o.name: o.default for o in scan.options(files)},
     )
     for check in (_versions, _tests, _dependencies, _fetches, _submodules):
         if project.problem:
@@ -161,15 +177,23 @@ class _Inputs:
     commit: CommitInfo | None
     cmake: str
     """The host's CMake version."""
+    guarded: guards.GuardedFiles
+    options: dict[str, str]
+    """Every ``option()`` with its default."""
 
 
 def _versions(p: CMakeProject, i: _Inputs) -> None:
     p.cmake_minimum = scan.minimum_version(i.root)
     if p.cmake_minimum and version_tuple(p.cmake_minimum) > version_tuple(i.cmake):
-        p.problem = (
-            f"cmake_minimum_required(VERSION {p.cmake_minimum}): the host has CMake {i.cmake}"
+        # CMake's own wheels on PyPI (a registry the build reaches); 3.x keeps old projects'
+        # vendored code (cmake_minimum_required < 3.5) configurable.
+        p.cmake_pip = f"cmake>={p.cmake_minimum}" + (
+            ",<4" if version_tuple(p.cmake_minimum) < (4,) else ""
         )
-        return
+        p.notes.append(
+            f"cmake_minimum_required(VERSION {p.cmake_minimum}): CMake from PyPI "
+            f"({p.cmake_pip}); the host has {i.cmake}"
+        )
     gcc_major = version_tuple(p.toolchain_version or "0")[0]
     p.cxx_standard, p.c_standard = scan.cxx_standard(i.text), scan.c_standard(i.text)
     best = MAX_CXX.get(gcc_major, 23 if gcc_major > 14 else 20)
@@ -290,6 +314,8 @@ def _fetches(p: CMakeProject, i: _Inputs) -> None:
             p.apt_packages = list(dict.fromkeys([*p.apt_packages, "googletest"]))
             p.notes.append(f"FetchContent {name} ({fetch.file}): Debian's GoogleTest sources")
             continue
+        if _left_out(p, i, _declaration(i, fetch), f"FetchContent {name} ({fetch.url})"):
+            continue
         known = DEBIAN_PACKAGES.get(name.lower())
         if fetch.find_package_args and known and name.lower() not in ("catch2", "gtest"):
             p.cmake_defines["FETCHCONTENT_TRY_FIND_PACKAGE_MODE"] = "ALWAYS"
@@ -305,8 +331,67 @@ def _fetches(p: CMakeProject, i: _Inputs) -> None:
         p.cmake_defines["FETCHCONTENT_FULLY_DISCONNECTED"] = "ON"
 
 
+def _declaration(i: _Inputs, fetch: scan.Fetch) -> list[guards.Guarded]:
+    """The guarded ``FetchContent_Declare``/``ExternalProject_Add`` call behind ``fetch``."""
+    return [
+        call
+        for command in ("fetchcontent_declare", "externalproject_add")
+        for call in i.guarded.calls(command, foreign=True)
+        if call.file == fetch.file and call.args.split()[:1] == [fetch.name]
+    ]
+
+
+def _option_values(p: CMakeProject, i: _Inputs) -> dict[str, str]:
+    return {**i.options, **{name: "ON" for name in p.test_options}, **p.switches}
+
+
+def _tests_reached(i: _Inputs, values: dict[str, str]) -> bool:
+    return any(
+        guards.reached(call.guards, values) is not False
+        for command in scan.TEST_COMMANDS[1:]
+        for call in i.guarded.calls(command)
+    )
+
+
+def _left_out(p: CMakeProject, i: _Inputs, calls: list[guards.Guarded], what: str) -> bool:
+    """Whether ``calls`` (all of them) stay out of the configuration: their conditions are
+    false under the options chosen so far, or switching one option makes them so while some
+    CTest tests remain (the switch is then kept, e.g. ``-DUSE_SYSTEM_DOCTEST=ON``)."""
+    if not calls:
+        return False
+    for call in calls:
+        values = _option_values(p, i)
+        if guards.reached(call.guards, values) is False:
+            continue
+        for name, value in guards.switches(call.guards, values, set(i.options)):
+            if _tests_reached(i, {**values, name: value}):
+                p.switches[name] = value
+                if value == "OFF" and name in p.test_options:
+                    p.test_options.remove(name)
+                p.notes.append(f"-D{name}={value} leaves out {what}")
+                break
+        else:
+            return False
+    return True
+
+
+# Missing submodules whose code Debian ships: URL pattern → (package, copy into the path).
+STANDINS = {
+    r"/googletest(\.git)?$": ("googletest", "cp -a /usr/src/googletest/. {path}/"),
+    r"/doctest(\.git)?$": (
+        "doctest-dev",
+        "mkdir -p {path}/doctest && cp -a /usr/include/doctest/. {path}/doctest/",
+    ),
+    r"nlohmann/json(\.git)?$": (
+        "nlohmann-json3-dev",
+        "mkdir -p {path}/include {path}/single_include && cp -a /usr/include/nlohmann "
+        "{path}/include/ && cp -a /usr/include/nlohmann {path}/single_include/",
+    ),
+}  # fmt: skip
+
+
 def _submodules(p: CMakeProject, i: _Inputs) -> None:
-    used = scan.subdirectories(i.files)
+    outside_calls = re.sub(r"(?i)\badd_subdirectory\s*\([^)]*\)", "", i.text)
     for sub in declared(i.repo):
         if is_present(i.repo, sub):
             p.notes.append(f"git submodule {sub.path}: checked out")
@@ -314,15 +399,22 @@ def _submodules(p: CMakeProject, i: _Inputs) -> None:
         why = (
             i.commit.submodule_problems.get(sub.path) if i.commit else None
         ) or "not in the snapshot"
-        needed = any(u == sub.path or u.startswith(sub.path + "/") for u in used) or re.search(
-            r"[\s/\"{}]" + re.escape(sub.path) + r"[\s/\")]", i.text
-        )
-        if needed:
-            p.problem = (
-                f"git submodule {sub.path} ({sub.url}) is used by the build but missing ({why})"
-            )
-            return
-        p.notes.append(f"git submodule {sub.path} missing ({why}); the CMake files do not use it")
+        calls = i.guarded.calls_in("add_subdirectory", sub.path)
+        mentioned = re.search(r"[\s/\"{}]" + re.escape(sub.path) + r"[\s/\")]", outside_calls)
+        if mentioned or (calls and not _left_out(p, i, calls, f"git submodule {sub.path}")):
+            standin = next((v for k, v in STANDINS.items() if re.search(k, sub.url)), None)
+            if standin is None:
+                p.problem = (
+                    f"git submodule {sub.path} ({sub.url}) is used by the build but missing "
+                    f"({why}) and Debian has no stand-in for it"
+                )
+                return
+            package, command = standin
+            p.apt_packages = list(dict.fromkeys([*p.apt_packages, package]))
+            p.standins.append((sub.path, command.format(path=shlex.quote(sub.path))))
+            p.notes.append(f"git submodule {sub.path} missing ({why}): Debian's {package}")
+            continue
+        p.notes.append(f"git submodule {sub.path} missing ({why}); the build does not use it")
 
 
 # ------------------------------------------------------------------------------ recipe
@@ -332,24 +424,27 @@ def configure_args(project: CMakeProject) -> list[str]:
     """``cmake`` configure arguments (build directory, generator, test switches, redirections)."""
     args = ["-S", ".", "-B", BUILD_DIR, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Debug"]
     args += [f"-D{name}=ON" for name in project.test_options]
+    args += [f"-D{name}={value}" for name, value in project.switches.items()]
     args += [f"-D{k}={v}" for k, v in project.cmake_defines.items()]
     return args
 
 
-def test_script() -> str:
+def test_script(pip_cmake: bool = False) -> str:
     """The shell program behind the test and select commands (test arguments: ``"$@"``).
 
     It rebuilds (the agent's change), then runs CTest and prints CTest's JUnit report between
     marker lines; when the build fails it prints the compiler's output and a marker, lists the
-    tests it could not run (``ctest -N``) and fails.
+    tests it could not run (``ctest -N``) and fails. With ``pip_cmake`` the CMake from PyPI
+    comes first on ``PATH`` (commands run in a login shell, which resets an image's ``PATH``).
     """
+    path = f'export PATH="{PIP_CMAKE}/bin:$PATH"; ' if pip_cmake else ""
     build = f"cmake --build {BUILD_DIR} -j{BUILD_JOBS}"
     ctest = (
         f"ctest --test-dir {BUILD_DIR} --output-on-failure --test-output-size-passed 1024 "
         f"--test-output-size-failed 16384 --output-junit {JUNIT_FILE}"
     )
     return (
-        f'rm -f {JUNIT_FILE}; if {build}; then {ctest} "$@"; rc=$?; echo {JUNIT_BEGIN}; '
+        f'{path}rm -f {JUNIT_FILE}; if {build}; then {ctest} "$@"; rc=$?; echo {JUNIT_BEGIN}; '
         f"cat {JUNIT_FILE} 2>/dev/null; echo; echo {JUNIT_END}; exit $rc; "
         f'else echo {BUILD_FAILED}; ctest --test-dir {BUILD_DIR} -N "$@"; exit 1; fi'
     )
@@ -366,23 +461,33 @@ def cmake_recipe(project: CMakeProject) -> Recipe:
     df.from_(image)
     df.workdir(WORKDIR)
     packages = ["cmake", "ninja-build", *project.apt_packages]
+    if project.cmake_pip:
+        packages.append("python3-venv")
     df.run(
         ["apt-get", "update", "-qq", "&&", "DEBIAN_FRONTEND=noninteractive", "apt-get",
          "install", "-y", "-qq", "--no-install-recommends", *packages]
     )  # fmt: skip
+    if project.cmake_pip:
+        df.run(
+            ["python3", "-m", "venv", PIP_CMAKE, "&&", f"{PIP_CMAKE}/bin/pip", "install", "-q",
+             "--disable-pip-version-check", shlex.quote(project.cmake_pip)]
+        )  # fmt: skip
     df.copy(["repo/"], f"{WORKDIR}/")
-    df.run(["cmake", *(shlex.quote(a) for a in configure_args(project))])
-    df.run(["cmake", "--build", BUILD_DIR, f"-j{BUILD_JOBS}"])
+    for _, command in project.standins:
+        df.run([command])
+    bin_dir = f"{PIP_CMAKE}/bin/" if project.cmake_pip else ""
+    df.run([f"{bin_dir}cmake", *(shlex.quote(a) for a in configure_args(project))])
+    df.run([f"{bin_dir}cmake", "--build", BUILD_DIR, f"-j{BUILD_JOBS}"])
     # The verifier runs the tests as another user, and the test command rebuilds first.
     df.run(["chmod", "-R", "a+rwX", BUILD_DIR])
-    command = f"bash -c {shlex.quote(test_script())} ctest"
+    command = f"bash -c {shlex.quote(test_script(bool(project.cmake_pip)))} ctest"
     return Recipe(
         language=project.language,
         runner="ctest",
         base_image=image,
         dockerfile=df.render(),
         test_command=command,
-        collect_command=f"ctest --test-dir {BUILD_DIR} -N",
+        collect_command=f"{bin_dir}ctest --test-dir {BUILD_DIR} -N",
         select_command=command,
         workdir=WORKDIR,
         env={"CTEST_OUTPUT_ON_FAILURE": "1"},

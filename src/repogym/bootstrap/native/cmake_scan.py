@@ -156,7 +156,7 @@ def c_standard(text: str) -> int | None:
 
 # ------------------------------------------------------------------------------ tests
 
-_TEST_COMMANDS = (
+TEST_COMMANDS = (
     "enable_testing",
     "add_test",
     "gtest_discover_tests",
@@ -166,8 +166,8 @@ _TEST_COMMANDS = (
 )
 _TEST_OPTION = re.compile(r"(^|_)(UNIT_?)?TESTS?(ING)?($|_)|(^|_)CTEST($|_)", re.I)
 _NOT_TEST_OPTION = re.compile(
-    r"BENCH|FUZZ|COVER|INSTALL|SANITI|VALGRIND|MEMCHECK|HEADER|DOCS?($|_)|EXAMPLE|SAMPLE|"
-    r"(^|_)NO($|_)|DISABLE|SKIP|SLOW|PERF|WERROR|STRESS|COMPILE_FAIL|EXPORT|(^|_)ONLY($|_)|"
+    r"BENCH|FUZZ|COVER|INSTALL|SANITI|(^|_)[ALMTU]?B?SAN($|_)|ASAN|UBSAN|TSAN|MSAN|LSAN|VALGRIND|MEMCHECK|HEADER|DOCS?($|_)|EXAMPLE|SAMPLE|"
+    r"(^|_)NO($|_)|WITHOUT|DISABLE|SKIP|SLOW|PERF|WERROR|STRESS|COMPILE_FAIL|EXPORT|(^|_)ONLY($|_)|"
     r"CUDA|HIP($|_)|SYCL|OPENCL|MPI($|_)|PYTHON|JAVA|NETWORK|ONLINE|INTERNET",
     re.I,
 )
@@ -176,7 +176,7 @@ _NOT_TEST_OPTION = re.compile(
 def test_commands(files: CMakeFiles) -> list[str]:
     """Which of the commands that define CTest tests the files use (``include(CTest)``
     counts as ``enable_testing``)."""
-    used = [name for name in _TEST_COMMANDS if files.calls(name)]
+    used = [name for name in TEST_COMMANDS if files.calls(name)]
     includes = " ".join(args for _, args in files.calls("include"))
     if re.search(r"\bCTest\b", includes) and "enable_testing" not in used:
         used.insert(0, "enable_testing")
@@ -194,6 +194,16 @@ def test_options(files: CMakeFiles) -> list[Option]:
     """``option()`` / ``cmake_dependent_option()`` switches that turn tests on, in file order
     (names like ``BUILD_TESTING``, ``<PROJ>_BUILD_TESTS``, ``ENABLE_<X>_TEST``,
     ``gtest_build_tests``)."""
+    return [
+        o
+        for o in options(files)
+        if _TEST_OPTION.search(o.name) and not _NOT_TEST_OPTION.search(o.name)
+    ]
+
+
+def options(files: CMakeFiles) -> list[Option]:
+    """Every ``option()`` / ``cmake_dependent_option()`` of the project's files, in file order
+    (the first declaration of a name wins)."""
     found: dict[str, Option] = {}
     for command in ("option", "cmake_dependent_option"):
         for _, args in files.calls(command):
@@ -202,8 +212,6 @@ def test_options(files: CMakeFiles) -> list[Option]:
                 continue
             name = words[0]
             if not re.fullmatch(r"[A-Za-z_][\w-]*", name):
-                continue
-            if not _TEST_OPTION.search(name) or _NOT_TEST_OPTION.search(name):
                 continue
             default = words[2] if len(words) > 2 else "OFF"
             found.setdefault(name, Option(name, default.strip('"')))

@@ -1,0 +1,188 @@
+"""C and C++ (CMake) offline builds: downloads and missing submodules behind ``if()`` blocks are
+left out by switching an option, missing submodules Debian ships are stood in for, and options
+that would switch tests *off* or turn sanitizers on are never set ``ON``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from repogym.bootstrap import detect, make_recipe
+from repogym.bootstrap.native import cmake, cmake_guards
+
+MakeRepo = Callable[..., Path]
+
+
+@pytest.fixture(autouse=True)
+def fake_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cmake, "host_cmake", lambda: "3.25.1")
+    monkeypatch.setattr(cmake, "host_gcc", lambda: ("/usr/bin/g++", "12.2.0"))
+
+
+def _project(make_repo: MakeRepo, text: str, **files: str) -> cmake.CMakeProject:
+    repo = make_repo({"CMakeLists.txt": text, "src/a.cpp": "int a() { return 1; }\n", **files})
+    d = detect(repo)
+    assert isinstance(d.native, cmake.CMakeProject)
+    return d.native
+
+
+@pytest.mark.parametrize(
+    ("condition", "values", "truth"),
+    [
+        ("FOO", {"FOO": "ON"}, True),
+        ("NOT FOO", {"FOO": "ON"}, False),
+        ("${FOO} AND ${CMAKE_VERSION} VERSION_GREATER 3.15", {"FOO": "OFF"}, False),
+        ("FOO AND CMAKE_VERSION VERSION_GREATER 3.15", {"FOO": "ON"}, None),
+        ("FOO OR BAR", {"FOO": "OFF", "BAR": "1"}, True),
+        ("NOT (FOO OR BAR)", {"FOO": "OFF"}, None),
+        ("DEFINED FOO", {"FOO": "ON"}, None),
+        ("UNKNOWN_VARIABLE", {}, None),
+        ("FOO", {"FOO": "${PROJECT_IS_TOP_LEVEL}"}, None),
+        ("FOO", {"FOO": "Foo-NOTFOUND"}, False),
+    ],
+)
+def test_conditions_in_three_values(
+    condition: str, values: dict[str, str], truth: bool | None
+) -> None:
+    assert cmake_guards.evaluate(condition, values) is truth
+
+
+def test_guards_follow_if_blocks_and_add_subdirectory(make_repo: MakeRepo) -> None:
+    files = cmake.scan.read_cmake_files(
+        make_repo(
+            {
+                "CMakeLists.txt": "if(A)\n  add_subdirectory(tests)\nendif()\n",
+                "tests/CMakeLists.txt": (
+                    "if(B)\n add_test(one x)\nelseif(C)\n add_test(two x)\nelse()\n"
+                    " add_test(three x)\nendif()\nadd_test(four x)\n"
+                ),
+            }
+        )
+    )
+    calls = {
+        c.args.split()[0]: c.guards for c in cmake_guards.GuardedFiles(files).calls("add_test")
+    }
+    assert calls == {
+        "one": (("A", True), ("B", True)),
+        "two": (("A", True), ("B", False), ("C", True)),
+        "three": (("A", True), ("B", False), ("C", False)),
+        "four": (("A", True),),
+    }
+
+
+OPTIONAL_FETCHES = """
+    cmake_minimum_required(VERSION 3.16)
+    project(demo CXX)
+    option(DEMO_TESTS "tests" ON)
+    option(DEMO_SANITIZERS "sanitizers" OFF)
+    option(SYSTEM_DOCTEST "use the system's doctest" OFF)
+    option(DEMO_SUPPLEMENTAL_TESTS "more tests with downloaded data" ON)
+    option(DEMO_WITHOUT_TESTS "no tests" OFF)
+    option(DEMO_TEST_WITH_ASAN "asan" OFF)
+    include(FetchContent)
+    if(DEMO_SANITIZERS AND ${CMAKE_VERSION} VERSION_GREATER "3.15")
+      FetchContent_Declare(sanitizers GIT_REPOSITORY https://github.com/a/sanitizers-cmake.git)
+    endif()
+    if(NOT SYSTEM_DOCTEST)
+      FetchContent_Declare(doctest GIT_REPOSITORY https://github.com/a/doctest.git)
+    else()
+      find_package(doctest REQUIRED)
+    endif()
+    if(DEMO_TESTS)
+      enable_testing()
+      add_subdirectory(tests)
+    endif()
+"""
+
+
+def test_downloads_behind_options_are_switched_off(make_repo: MakeRepo) -> None:
+    tests = (
+        "if(DEMO_SUPPLEMENTAL_TESTS)\n"
+        "  FetchContent_Declare(data GIT_REPOSITORY https://github.com/a/data.git)\n"
+        "  add_test(NAME supplemental COMMAND s)\n"
+        "endif()\n"
+        "add_test(NAME basic COMMAND b)\n"
+    )
+    p = _project(make_repo, OPTIONAL_FETCHES, **{"tests/CMakeLists.txt": tests})
+    assert not p.problem, p.problem
+    assert p.switches == {"SYSTEM_DOCTEST": "ON", "DEMO_SUPPLEMENTAL_TESTS": "OFF"}
+    assert p.test_options == ["DEMO_TESTS", "BUILD_TESTING"]  # never WITHOUT_TESTS or ASAN
+    assert "doctest-dev" in p.apt_packages
+    assert (
+        "-DSYSTEM_DOCTEST=ON leaves out FetchContent doctest (https://github.com/a/doctest.git)"
+        in p.notes
+    )
+    args = cmake.configure_args(p)
+    assert "-DDEMO_SUPPLEMENTAL_TESTS=OFF" in args and "-DDEMO_SUPPLEMENTAL_TESTS=ON" not in args
+    assert not any("sanitizers" in n for n in p.notes)  # its option is OFF already
+
+
+def test_a_download_that_every_test_needs_is_still_refused(make_repo: MakeRepo) -> None:
+    tests = (
+        "if(DEMO_SUPPLEMENTAL_TESTS)\n"
+        "  FetchContent_Declare(data GIT_REPOSITORY https://github.com/a/data.git)\n"
+        "  add_test(NAME supplemental COMMAND s)\n"
+        "endif()\n"
+    )
+    p = _project(make_repo, OPTIONAL_FETCHES, **{"tests/CMakeLists.txt": tests})
+    assert p.problem.startswith(
+        "FetchContent/ExternalProject downloads data from https://github.com/a/data.git"
+    )
+
+
+SUBMODULES = """
+    project(demo CXX)
+    option(DEMO_BUILD_TESTS "tests" ON)
+    option(DEMO_BUILD_BENCHMARKS "benchmarks" ON)
+    if(DEMO_BUILD_TESTS)
+      enable_testing()
+      add_subdirectory("third_party/googletest")
+      add_executable(t t.cc)
+      target_link_libraries(t gtest_main)
+      add_test(NAME t COMMAND t)
+    endif()
+    if(DEMO_BUILD_BENCHMARKS)
+      add_subdirectory("third_party/benchmark")
+    endif()
+"""
+GITMODULES = (
+    '[submodule "g"]\n\tpath = third_party/googletest\n'
+    "\turl = https://github.com/google/googletest.git\n"
+    '[submodule "b"]\n\tpath = third_party/benchmark\n'
+    "\turl = https://github.com/google/benchmark.git\n"
+)
+
+
+def test_missing_submodules_stand_in_or_switch_off(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {"CMakeLists.txt": SUBMODULES, "t.cc": "int main() {}\n", ".gitmodules": GITMODULES}
+    )
+    d = detect(repo)
+    assert d.supported, d.reason
+    p = d.native
+    assert isinstance(p, cmake.CMakeProject)
+    assert p.switches == {"DEMO_BUILD_BENCHMARKS": "OFF"}
+    assert "googletest" in p.apt_packages
+    recipe = make_recipe(repo, d)
+    copy = "RUN cp -a /usr/src/googletest/. third_party/googletest/"
+    assert copy in recipe.dockerfile
+    # After the snapshot is copied in, before CMake configures.
+    assert recipe.dockerfile.index("COPY") < recipe.dockerfile.index(copy)
+    assert recipe.dockerfile.index(copy) < recipe.dockerfile.index("RUN cmake -S")
+    assert (
+        "git submodule third_party/googletest missing (not in the snapshot): Debian's googletest"
+        in d.notes
+    )
+
+
+def test_a_submodule_every_test_needs_without_stand_in_is_refused(make_repo: MakeRepo) -> None:
+    text = SUBMODULES.replace('add_subdirectory("third_party/googletest")', "") + (
+        "if(DEMO_BUILD_TESTS)\n  add_subdirectory(third_party/benchmark)\nendif()\n"
+    )
+    repo = make_repo({"CMakeLists.txt": text, ".gitmodules": GITMODULES})
+    d = detect(repo)
+    assert not d.supported
+    assert d.reason.startswith("git submodule third_party/benchmark (https://github.com/google/")
+    assert d.reason.endswith("and Debian has no stand-in for it")
