@@ -186,3 +186,18 @@ def test_a_submodule_every_test_needs_without_stand_in_is_refused(make_repo: Mak
     assert not d.supported
     assert d.reason.startswith("git submodule third_party/benchmark (https://github.com/google/")
     assert d.reason.endswith("and Debian has no stand-in for it")
+
+
+def test_a_meson_only_project_is_refused_by_name(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {
+            "meson.build": "project('x', 'c')\ntest('t', executable('t', 't.c'))\n",
+            "t.c": "int main(void) { return 0; }\n",
+            "tools/gen.py": "print('helper')\n",
+        }
+    )
+    d = detect(repo)
+    assert (d.language, d.supported) == ("c", False)
+    assert d.reason == (
+        "Meson project (meson.build, no CMakeLists.txt): repogym builds C and C++ with CMake only"
+    )

@@ -105,6 +105,9 @@ def guess_language(repo: Path) -> tuple[str | None, list[str]]:
     if (repo / "CMakeLists.txt").is_file():  # before any *.py: C/C++ repos carry Python tools
         language = source_language(repo)
         return language, [f"{language}: CMakeLists.txt"]
+    if (repo / "meson.build").is_file():  # refused by name in the CMake detection
+        language = source_language(repo)
+        return language, [f"{language}: meson.build"]
     if present:
         return "python", [f"python: {', '.join(sorted(present))}"]
     if _has_python_files(repo):

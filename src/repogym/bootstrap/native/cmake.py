@@ -145,6 +145,14 @@ def detect_cmake(
         )
         return project
     project.toolchain, project.toolchain_version = gcc
+    if not (repo / "CMakeLists.txt").is_file():
+        project.problem = (
+            "Meson project (meson.build, no CMakeLists.txt): "
+            "repogym builds C and C++ with CMake only"
+            if (repo / "meson.build").is_file()
+            else "no CMakeLists.txt at the repository's root"
+        )
+        return project
     subs = tuple(sub.path for sub in declared(repo))
     files = scan.read_cmake_files(repo, subs)
     inputs = _Inputs(
