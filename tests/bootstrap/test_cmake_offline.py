@@ -201,3 +201,19 @@ def test_a_meson_only_project_is_refused_by_name(make_repo: MakeRepo) -> None:
     assert d.reason == (
         "Meson project (meson.build, no CMakeLists.txt): repogym builds C and C++ with CMake only"
     )
+
+
+def test_a_bundled_dependency_debian_installs_is_switched_off(make_repo: MakeRepo) -> None:
+    text = """
+        project(demo CXX)
+        option(DEMO_USE_BUNDLED_GTEST "fetch our own GoogleTest" ON)
+        option(DEMO_USE_BUNDLED_FOO "our own foo" ON)
+        enable_testing()
+        find_package(GTest REQUIRED)
+        add_executable(t t.cc)
+        target_link_libraries(t GTest::gtest_main)
+        add_test(NAME t COMMAND t)
+    """
+    p = _project(make_repo, text)
+    assert p.switches == {"DEMO_USE_BUNDLED_GTEST": "OFF"}  # foo: no Debian package known
+    assert "-DDEMO_USE_BUNDLED_GTEST=OFF" in cmake.configure_args(p)

@@ -165,7 +165,7 @@ def detect_cmake(
         guards.GuardedFiles(files),
         {o.name: o.default for o in scan.options(files)},
     )
-    for check in (_versions, _tests, _dependencies, _fetches, _submodules):
+    for check in (_versions, _tests, _dependencies, _bundled, _fetches, _submodules):
         if project.problem:
             break
         check(project, inputs)
@@ -304,6 +304,19 @@ def _dependencies(p: CMakeProject, i: _Inputs) -> None:
     p.external = list(p.apt_packages)
     if p.apt_packages:
         p.notes.append(f"Debian packages: {', '.join(p.apt_packages)}")
+
+
+def _bundled(p: CMakeProject, i: _Inputs) -> None:
+    """Switch off ``<PROJ>_USE_BUNDLED_<DEP>``-style options (on by default; the project then
+    fetches its own copy) when Debian's package of DEP is installed anyway."""
+    for name, default in i.options.items():
+        m = re.search(r"(?:^|_)(?:USE_)?(?:BUNDLED|DOWNLOAD(?:ED)?)_([A-Za-z0-9]+)$", name)
+        if not m or guards.evaluate(default, {}) is not True:
+            continue
+        packages = DEBIAN_PACKAGES.get(m.group(1).lower(), [])
+        if packages and set(packages) <= set(p.apt_packages):
+            p.switches[name] = "OFF"
+            p.notes.append(f"-D{name}=OFF: Debian's {', '.join(packages)} instead")
 
 
 def _fetches(p: CMakeProject, i: _Inputs) -> None:
