@@ -110,6 +110,12 @@ def test_downloads_behind_options_are_switched_off(make_repo: MakeRepo) -> None:
     assert p.switches == {"SYSTEM_DOCTEST": "ON", "DEMO_SUPPLEMENTAL_TESTS": "OFF"}
     assert p.test_options == ["DEMO_TESTS", "BUILD_TESTING"]  # never WITHOUT_TESTS or ASAN
     assert "doctest-dev" in p.apt_packages
+    no_find = _project(
+        make_repo,
+        OPTIONAL_FETCHES.replace("find_package(doctest REQUIRED)", ""),
+        **{"tests/CMakeLists.txt": tests},
+    )
+    assert no_find.switches["SYSTEM_DOCTEST"] == "ON" and "doctest-dev" in no_find.apt_packages
     assert (
         "-DSYSTEM_DOCTEST=ON leaves out FetchContent doctest (https://github.com/a/doctest.git)"
         in p.notes

@@ -390,6 +390,10 @@ def _left_out(p: CMakeProject, i: _Inputs, calls: list[guards.Guarded], what: st
                 if value == "OFF" and name in p.test_options:
                     p.test_options.remove(name)
                 p.notes.append(f"-D{name}={value} leaves out {what}")
+                if value == "ON":  # SYSTEM_DOCTEST: the system's doctest, from Debian
+                    words = name.lower().split("_")
+                    known = [pkg for w in words for pkg in DEBIAN_PACKAGES.get(w, [])]
+                    p.apt_packages = list(dict.fromkeys([*p.apt_packages, *known]))
                 break
         else:
             return False
