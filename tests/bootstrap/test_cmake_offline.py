@@ -223,3 +223,17 @@ def test_a_bundled_dependency_debian_installs_is_switched_off(make_repo: MakeRep
     p = _project(make_repo, text)
     assert p.switches == {"DEMO_USE_BUNDLED_GTEST": "OFF"}  # foo: no Debian package known
     assert "-DDEMO_USE_BUNDLED_GTEST=OFF" in cmake.configure_args(p)
+
+
+def test_tests_only_meson_builds_are_named(make_repo: MakeRepo) -> None:
+    p = _project(
+        make_repo,
+        "project(x CXX)\nadd_library(x src/a.cpp)\n",
+        **{
+            "meson.build": "project('x', 'cpp')\nsubdir('tests')\n",
+            "tests/meson.build": ("t = executable('t', 't.cpp')\ntest('t', t)\n"),
+        },
+    )
+    assert p.problem.endswith(
+        "; its tests are built by Meson (test() in meson.build), not supported"
+    )

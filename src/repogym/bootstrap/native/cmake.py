@@ -230,6 +230,8 @@ def _tests(p: CMakeProject, i: _Inputs) -> None:
             "CMake project without CTest tests (no add_test, gtest_discover_tests, "
             "catch_discover_tests or doctest_discover_tests in its CMake files)"
         )
+        if _meson_tests(i.repo):
+            p.problem += "; its tests are built by Meson (test() in meson.build), not supported"
         return
     options = scan.test_options(i.files)
     p.test_options = [o.name for o in options]
@@ -239,6 +241,16 @@ def _tests(p: CMakeProject, i: _Inputs) -> None:
     p.notes.append(
         f"CTest tests ({', '.join(defining)})" + (f"; switched on: {shown}" if shown else "")
     )
+
+
+def _meson_tests(repo: Path) -> bool:
+    """Whether a ``meson.build`` of the repository declares tests (``test(…)``)."""
+    for rel in walk_files(repo, max_files=5000):
+        if rel.name == "meson.build":
+            text = (repo / rel).read_text(errors="replace")
+            if re.search(r"(?m)^\s*(\w+\s*=\s*)?test\s*\(", text):
+                return True
+    return False
 
 
 def _uses(text: str, *patterns: str) -> bool:
