@@ -4,13 +4,16 @@ that would switch tests *off* or turn sanitizers on are never set ``ON``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from repogym.bootstrap import detect, make_recipe
 from repogym.bootstrap.native import cmake, cmake_guards
+
+from .conftest import git_commit, local_backend_with_private_cache
 
 MakeRepo = Callable[..., Path]
 
@@ -172,7 +175,9 @@ def test_missing_submodules_stand_in_or_switch_off(make_repo: MakeRepo) -> None:
     assert p.switches == {"DEMO_BUILD_BENCHMARKS": "OFF"}
     assert "googletest" in p.apt_packages
     recipe = make_recipe(repo, d)
-    copy = "RUN cp -a /usr/src/googletest/. third_party/googletest/"
+    copy = (
+        "RUN mkdir -p third_party/googletest && cp -a /usr/src/googletest/. third_party/googletest/"
+    )
     assert copy in recipe.dockerfile
     # After the snapshot is copied in, before CMake configures.
     assert recipe.dockerfile.index("COPY") < recipe.dockerfile.index(copy)
@@ -237,3 +242,34 @@ def test_tests_only_meson_builds_are_named(make_repo: MakeRepo) -> None:
     assert p.problem.endswith(
         "; its tests are built by Meson (test() in meson.build), not supported"
     )
+
+
+@pytest.fixture(scope="module")
+def sandbox_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    yield from local_backend_with_private_cache(tmp_path_factory, "cmake-offline-cache")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (shutil.which("cmake") and shutil.which("ninja")), reason="needs cmake and ninja"
+)
+def test_pypi_cmake_and_googletest_standin_in_the_sandbox(
+    make_repo: MakeRepo, sandbox_cache: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project that needs CMake 3.28 (newer than Debian 12's) and whose GoogleTest submodule
+    is missing builds and collects its tests: CMake from PyPI, GoogleTest from Debian."""
+    from repogym.bootstrap import check_recipe
+
+    monkeypatch.undo()  # the host's real CMake and GCC
+    text = SUBMODULES.replace(
+        "project(demo CXX)", "cmake_minimum_required(VERSION 3.28)\nproject(demo CXX)"
+    )
+    test = "#include <gtest/gtest.h>\nTEST(A, B) { EXPECT_EQ(1, 1); }\n"
+    repo = make_repo({"CMakeLists.txt": text, "t.cc": test, ".gitmodules": GITMODULES})
+    git_commit(repo)
+    d = detect(repo)
+    assert d.supported, d.reason
+    recipe = make_recipe(repo, d)
+    result = check_recipe(repo, recipe)
+    assert result.ok, (result.failed_step, result.reason, result.log_tail)
+    assert result.tests_collected == 1

@@ -414,7 +414,10 @@ def _left_out(p: CMakeProject, i: _Inputs, calls: list[guards.Guarded], what: st
 
 # Missing submodules whose code Debian ships: URL pattern → (package, copy into the path).
 STANDINS = {
-    r"/googletest(\.git)?$": ("googletest", "cp -a /usr/src/googletest/. {path}/"),
+    r"/googletest(\.git)?$": (
+        "googletest",
+        "mkdir -p {path} && cp -a /usr/src/googletest/. {path}/",
+    ),
     r"/doctest(\.git)?$": (
         "doctest-dev",
         "mkdir -p {path}/doctest && cp -a /usr/include/doctest/. {path}/doctest/",
