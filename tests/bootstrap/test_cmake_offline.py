@@ -273,3 +273,54 @@ def test_pypi_cmake_and_googletest_standin_in_the_sandbox(
     result = check_recipe(repo, recipe)
     assert result.ok, (result.failed_step, result.reason, result.log_tail)
     assert result.tests_collected == 1
+
+
+def test_package_json_for_npm_metadata_leaves_a_cmake_project_cpp(make_repo: MakeRepo) -> None:
+    from repogym.bootstrap import guess_language
+
+    placeholder = (
+        '{"name": "x", "scripts": {"test": "echo \\"Error: no test specified\\" && exit 1"}}'
+    )
+    files = {"CMakeLists.txt": "project(x)\nenable_testing()\nadd_test(a b)\n", "a.cpp": ""}
+    assert guess_language(make_repo({**files, "package.json": placeholder}))[0] == "cpp"
+    assert guess_language(make_repo({**files, "package.json": '{"name": "x"}'}))[0] == "cpp"
+    real = '{"name": "x", "scripts": {"test": "jest"}}'
+    assert guess_language(make_repo({**files, "package.json": real}))[0] == "node"
+
+
+def test_catch2_wrapper_header_is_not_a_vendored_catch2(make_repo: MakeRepo) -> None:
+    text = """
+        project(x CXX)
+        enable_testing()
+        find_package(Catch2 CONFIG QUIET)
+        if(Catch2_VERSION VERSION_LESS 3)
+          target_link_libraries(t PUBLIC Catch2::Catch2)
+        else()
+          add_library(catch_main ALIAS Catch2::Catch2WithMain)
+        endif()
+        add_test(NAME t COMMAND t)
+    """
+    wrapper = "#pragma once\n#include <catch2/catch.hpp>\n"
+    p = _project(make_repo, text, **{"tests/catch.hpp": wrapper})
+    assert not p.problem and p.apt_packages == ["catch2"]  # 2 or 3: Debian's 2.13 will do
+    real = _project(make_repo, text, **{"tests/catch.hpp": "// Catch v2.13\n" + "x" * 5000})
+    assert real.apt_packages == [] and "Catch2 vendored (tests/catch.hpp)" in real.notes
+    only3 = _project(make_repo, text.replace("Catch2::Catch2)", "other)"))
+    assert only3.problem.startswith("the tests need Catch2 3")
+
+
+def test_dependent_test_options_werror_and_costly_options(make_repo: MakeRepo) -> None:
+    text = """
+        project(x CXX)
+        option(X_DEVELOPMENT_BUILD "Build tests, enable warnings" OFF)
+        option(X_WERROR "warnings are errors" ON)
+        cmake_dependent_option(X_BUILD_TESTING "Build the tests" ON "X_DEVELOPMENT_BUILD" OFF)
+        cmake_dependent_option(X_ENABLE_CONFIGURE_TESTS "WARNING: VERY EXPENSIVE" OFF
+            "X_DEVELOPMENT_BUILD" OFF)
+        cmake_dependent_option(X_ENABLE_WERROR "Werror" ON "X_DEVELOPMENT_BUILD" OFF)
+        enable_testing()
+        add_test(NAME t COMMAND t)
+    """
+    p = _project(make_repo, text)
+    assert p.test_options == ["X_BUILD_TESTING", "X_DEVELOPMENT_BUILD", "BUILD_TESTING"]
+    assert p.switches == {"X_WERROR": "OFF", "X_ENABLE_WERROR": "OFF"}

@@ -10,7 +10,13 @@ from typing import Any
 from repogym.bootstrap._files import read_toml
 from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.model import Recipe
-from repogym.bootstrap.native.cmake import CMakeProject, cmake_recipe, detect_cmake, source_language
+from repogym.bootstrap.native.cmake import (
+    CMakeProject,
+    cmake_over_package_json,
+    cmake_recipe,
+    detect_cmake,
+    source_language,
+)
 from repogym.bootstrap.native.go import detect_go, go_recipe
 from repogym.bootstrap.native.java import JavaProject, detect_java, java_markers, java_recipe
 from repogym.bootstrap.native.project import NativeProject
@@ -96,7 +102,7 @@ def guess_language(repo: Path) -> tuple[str | None, list[str]]:
         return "java", [f"java: {', '.join(java)}"]
     if strong:
         return "python", [f"python: {', '.join(strong)}"]
-    if (repo / "package.json").is_file():
+    if (repo / "package.json").is_file() and not cmake_over_package_json(repo):
         return "node", ["node: package.json"]
     if (repo / "Cargo.toml").is_file():
         return "rust", ["rust: Cargo.toml"]

@@ -22,6 +22,7 @@ is never carried into a verifier's clean room, and the test command rebuilds bef
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -85,6 +86,9 @@ NEEDS_NOTHING = {"threads", "python", "python3", "pythoninterp", "git", "doxygen
 """find_package names the image already satisfies or that only build documentation."""
 GOOGLETEST_SOURCES = "/usr/src/googletest"
 """Debian's ``googletest`` package: GoogleTest + GoogleMock sources (CMake project)."""
+CATCH_MIN_BYTES = 4000
+"""A vendored Catch2 header is bigger (the single header is ~600 kB, ``catch_all.hpp`` ~5 kB);
+a smaller ``catch.hpp`` is a project's wrapper around the installed one."""
 _CXX_SOURCES = (".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx")
 
 
@@ -102,6 +106,19 @@ def host_gcc() -> tuple[str, str] | None:
     gxx = "/usr/bin/g++" if Path("/usr/bin/g++").exists() else shutil.which("g++")
     text = tool_version(gxx, "-dumpfullversion")
     return (gxx, text) if gxx and text and re.match(r"\d+\.\d+", text) else None
+
+
+def cmake_over_package_json(repo: Path) -> bool:
+    """A root ``CMakeLists.txt`` beside a ``package.json`` that only describes the package for
+    npm (no test script, or ``npm init``'s ``Error: no test specified`` placeholder)."""
+    if not (repo / "CMakeLists.txt").is_file():
+        return False
+    try:
+        scripts = json.loads((repo / "package.json").read_text(errors="replace")).get("scripts")
+    except (OSError, ValueError, AttributeError):
+        return False
+    test = scripts.get("test") if isinstance(scripts, dict) else None
+    return not isinstance(test, str) or "no test specified" in test
 
 
 def source_language(repo: Path) -> str:
@@ -235,6 +252,18 @@ def _tests(p: CMakeProject, i: _Inputs) -> None:
         return
     options = scan.test_options(i.files)
     p.test_options = [o.name for o in options]
+    for option in options:  # cmake_dependent_option(X_TESTS … "X_DEVELOPER_BUILD" OFF)
+        for condition in option.depends.split(";"):
+            need = condition.strip()
+            if (
+                need in i.options
+                and need not in p.test_options
+                and guards.evaluate(i.options[need], {}) is not True
+            ):
+                p.test_options.append(need)
+    for name, default in i.options.items():  # a newer GCC's warnings must not fail the build
+        if re.search(r"WERROR", name, re.I) and guards.evaluate(default, {}) is not False:
+            p.switches[name] = "OFF"
     if "enable_testing" in p.test_commands and "BUILD_TESTING" not in p.test_options:
         p.test_options.append("BUILD_TESTING")  # include(CTest)'s switch; harmless otherwise
     shown = ", ".join(f"{o.name} (default {o.default})" for o in options)
@@ -257,10 +286,11 @@ def _uses(text: str, *patterns: str) -> bool:
     return any(re.search(pattern, text, re.I) for pattern in patterns)
 
 
-def _vendored(repo: Path, names: tuple[str, ...]) -> str | None:
-    """The first file among ``names`` (file names) in the repository, as a relative path."""
+def _vendored(repo: Path, names: tuple[str, ...], min_bytes: int = 0) -> str | None:
+    """The first file among ``names`` (file names) in the repository, as a relative path;
+    with ``min_bytes`` only one at least that big (not a wrapper that includes the real one)."""
     for rel in walk_files(repo):
-        if rel.name in names:
+        if rel.name in names and (not min_bytes or (repo / rel).stat().st_size >= min_bytes):
             return str(rel)
     return None
 
@@ -282,10 +312,15 @@ def _dependencies(p: CMakeProject, i: _Inputs) -> None:
             apt.append("libgtest-dev")
             if _uses(i.text, r"\bgmock\b", r"GTest::gmock", r"\bGMock\b"):
                 apt.append("libgmock-dev")
-    catch3 = _uses(i.text, r"Catch2::Catch2WithMain", r"find_package\s*\(\s*Catch2\s+3")
+    # Catch2 3 only: asked for by version, or its target used where Catch2 2's never is.
+    catch3 = _uses(i.text, r"find_package\s*\(\s*Catch2\s+3") or (
+        _uses(i.text, r"Catch2::Catch2WithMain") and not _uses(i.text, r"Catch2::Catch2\b(?!W)")
+    )
     if _uses(i.text, r"\bcatch_discover_tests\b", r"\bCatch2\b"):
         p.frameworks.append("catch2")
-        vendored = _vendored(i.repo, ("catch.hpp", "catch_amalgamated.hpp", "catch_all.hpp"))
+        vendored = _vendored(
+            i.repo, ("catch.hpp", "catch_amalgamated.hpp", "catch_all.hpp"), CATCH_MIN_BYTES
+        )
         if vendored:
             p.notes.append(f"Catch2 vendored ({vendored})")
         elif "catch2" in packages and "catch2" not in fetched:

@@ -173,6 +173,10 @@ _NOT_TEST_OPTION = re.compile(
 )
 
 
+_COSTLY = re.compile(r"\b(expensive|slow|long[- ]running|takes? (a )?long)\b", re.I)
+"""An option's help text that warns it is costly (not switched on)."""
+
+
 def test_commands(files: CMakeFiles) -> list[str]:
     """Which of the commands that define CTest tests the files use (``include(CTest)``
     counts as ``enable_testing``)."""
@@ -188,6 +192,10 @@ class Option:
     name: str
     default: str
     """``ON``/``OFF`` or the expression given (``${PROJECT_IS_TOP_LEVEL}``); ``OFF`` when none."""
+    help: str = ""
+    depends: str = ""
+    """A ``cmake_dependent_option``'s condition list (``"A;NOT B"``): unmet, the option is
+    forced to its fallback whatever ``-D`` says."""
 
 
 def test_options(files: CMakeFiles) -> list[Option]:
@@ -197,7 +205,9 @@ def test_options(files: CMakeFiles) -> list[Option]:
     return [
         o
         for o in options(files)
-        if _TEST_OPTION.search(o.name) and not _NOT_TEST_OPTION.search(o.name)
+        if _TEST_OPTION.search(o.name)
+        and not _NOT_TEST_OPTION.search(o.name)
+        and not _COSTLY.search(o.help)
     ]
 
 
@@ -214,7 +224,9 @@ def options(files: CMakeFiles) -> list[Option]:
             if not re.fullmatch(r"[A-Za-z_][\w-]*", name):
                 continue
             default = words[2] if len(words) > 2 else "OFF"
-            found.setdefault(name, Option(name, default.strip('"')))
+            help_text = words[1].strip('"') if len(words) > 1 else ""
+            depends = words[3].strip('"') if command != "option" and len(words) > 3 else ""
+            found.setdefault(name, Option(name, default.strip('"'), help_text, depends))
     return list(found.values())
 
 
