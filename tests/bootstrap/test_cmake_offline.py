@@ -318,9 +318,18 @@ def test_dependent_test_options_werror_and_costly_options(make_repo: MakeRepo) -
         cmake_dependent_option(X_ENABLE_CONFIGURE_TESTS "WARNING: VERY EXPENSIVE" OFF
             "X_DEVELOPMENT_BUILD" OFF)
         cmake_dependent_option(X_ENABLE_WERROR "Werror" ON "X_DEVELOPMENT_BUILD" OFF)
+        option(X_BUILD_DOCS "Build API documentation (requires Doxygen)" ON)
+        option(X_MAN "man pages" ${X_MASTER_PROJECT})
+        option(X_INSTALL_DOCS "install the documentation" ON)
+        option(X_ENABLE_DOXYGEN "Doxygen" OFF)
         enable_testing()
         add_test(NAME t COMMAND t)
     """
     p = _project(make_repo, text)
     assert p.test_options == ["X_BUILD_TESTING", "X_DEVELOPMENT_BUILD", "BUILD_TESTING"]
-    assert p.switches == {"X_WERROR": "OFF", "X_ENABLE_WERROR": "OFF"}
+    assert p.switches == {
+        "X_WERROR": "OFF",
+        "X_BUILD_DOCS": "OFF",
+        "X_MAN": "OFF",
+        "X_ENABLE_WERROR": "OFF",
+    }

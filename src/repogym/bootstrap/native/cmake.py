@@ -86,6 +86,11 @@ NEEDS_NOTHING = {"threads", "python", "python3", "pythoninterp", "git", "doxygen
 """find_package names the image already satisfies or that only build documentation."""
 GOOGLETEST_SOURCES = "/usr/src/googletest"
 """Debian's ``googletest`` package: GoogleTest + GoogleMock sources (CMake project)."""
+WERROR = re.compile(r"WERROR", re.I)
+DOCS_OPTION = re.compile(
+    r"^(?!.*INSTALL).*(^|_)(DOCS?|DOCUMENTATION|DOXYGEN|SPHINX|MAN(PAGES?)?)$", re.I
+)
+"""Options switched ``OFF`` whatever their default: ``-Werror`` and documentation builds."""
 CATCH_MIN_BYTES = 4000
 """A vendored Catch2 header is bigger (the single header is ~600 kB, ``catch_all.hpp`` ~5 kB);
 a smaller ``catch.hpp`` is a project's wrapper around the installed one."""
@@ -261,8 +266,12 @@ def _tests(p: CMakeProject, i: _Inputs) -> None:
                 and guards.evaluate(i.options[need], {}) is not True
             ):
                 p.test_options.append(need)
-    for name, default in i.options.items():  # a newer GCC's warnings must not fail the build
-        if re.search(r"WERROR", name, re.I) and guards.evaluate(default, {}) is not False:
+    for name, default in i.options.items():
+        # A newer GCC's warnings must not fail the build; documentation needs tools (Doxygen,
+        # Sphinx) the image lacks and no test needs.
+        if (WERROR.search(name) or DOCS_OPTION.search(name)) and guards.evaluate(
+            default, {}
+        ) is not False:
             p.switches[name] = "OFF"
     if "enable_testing" in p.test_commands and "BUILD_TESTING" not in p.test_options:
         p.test_options.append("BUILD_TESTING")  # include(CTest)'s switch; harmless otherwise
