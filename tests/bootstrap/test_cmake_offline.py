@@ -333,3 +333,22 @@ def test_dependent_test_options_werror_and_costly_options(make_repo: MakeRepo) -
         "X_MAN": "OFF",
         "X_ENABLE_WERROR": "OFF",
     }
+
+
+def test_a_standard_left_to_the_builder_is_given(make_repo: MakeRepo) -> None:
+    text = """
+        project(x CXX)
+        if(NOT DEFINED CMAKE_CXX_STANDARD)
+          message(FATAL_ERROR "CMAKE_CXX_STANDARD is not defined.")
+        endif()
+        set(CMAKE_CXX_STANDARD_REQUIRED ON)
+        enable_testing()
+        add_test(NAME t COMMAND t)
+    """
+    p = _project(make_repo, text)
+    assert p.switches == {"CMAKE_CXX_STANDARD": "17"}
+    assert "-DCMAKE_CXX_STANDARD=17" in cmake.configure_args(p)
+    own = _project(
+        make_repo, text.replace("project(x CXX)", "project(x CXX)\nset(CMAKE_CXX_STANDARD 14)")
+    )
+    assert "CMAKE_CXX_STANDARD" not in own.switches

@@ -50,6 +50,8 @@ GCC_IMAGE_MAJOR = "12"
 MAX_CXX = {12: 23, 13: 23, 14: 26}
 """Newest C++ standard each GCC major compiles (``-std=c++23`` is GCC 11+, ``c++26`` GCC 14+)."""
 MAX_C = 23
+DEFAULT_CXX = 17
+"""The standard given to a project that asks its builder for one (GCC 12's own default)."""
 BUILD_JOBS = 2
 
 # find_package name (lower case) → Debian packages (bookworm, the gcc:12 image's release).
@@ -237,6 +239,15 @@ def _versions(p: CMakeProject, i: _Inputs) -> None:
     elif p.cxx_standard or p.c_standard:
         std = f"C++{p.cxx_standard}" if p.cxx_standard else f"C{p.c_standard}"
         p.notes.append(f"{std} with GCC {p.toolchain_version}")
+    sets_standard = any(
+        re.match(r"\s*CMAKE_CXX_STANDARD\b", args) for args in scan.commands(i.text, "set")
+    )
+    if re.search(r"NOT\s+DEFINED\s+CMAKE_CXX_STANDARD\b", i.text) and not sets_standard:
+        # The project leaves the standard to its builder (and stops without one).
+        p.switches["CMAKE_CXX_STANDARD"] = str(p.cxx_standard or DEFAULT_CXX)
+        p.notes.append(
+            f"CMAKE_CXX_STANDARD left to the builder: {p.switches['CMAKE_CXX_STANDARD']}"
+        )
 
 
 def _order(standard: int) -> int:
