@@ -352,3 +352,5 @@ def test_a_standard_left_to_the_builder_is_given(make_repo: MakeRepo) -> None:
         make_repo, text.replace("project(x CXX)", "project(x CXX)\nset(CMAKE_CXX_STANDARD 14)")
     )
     assert "CMAKE_CXX_STANDARD" not in own.switches
+    fallback = text.replace('message(FATAL_ERROR "CMAKE_CXX_STANDARD is not defined.")', "")
+    assert "CMAKE_CXX_STANDARD" not in _project(make_repo, fallback).switches

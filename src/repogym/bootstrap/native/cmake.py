@@ -242,8 +242,15 @@ def _versions(p: CMakeProject, i: _Inputs) -> None:
     sets_standard = any(
         re.match(r"\s*CMAKE_CXX_STANDARD\b", args) for args in scan.commands(i.text, "set")
     )
-    if re.search(r"NOT\s+DEFINED\s+CMAKE_CXX_STANDARD\b", i.text) and not sets_standard:
-        # The project leaves the standard to its builder (and stops without one).
+    stops = any(
+        re.match(r"\s*FATAL_ERROR\b", call.args)
+        and any(
+            wanted and re.fullmatch(r"NOT\s+DEFINED\s+CMAKE_CXX_STANDARD", cond.strip())
+            for cond, wanted in call.guards
+        )
+        for call in i.guarded.calls("message")
+    )
+    if stops and not sets_standard:  # the project leaves the standard to its builder
         p.switches["CMAKE_CXX_STANDARD"] = str(p.cxx_standard or DEFAULT_CXX)
         p.notes.append(
             f"CMAKE_CXX_STANDARD left to the builder: {p.switches['CMAKE_CXX_STANDARD']}"
