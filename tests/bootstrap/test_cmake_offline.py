@@ -354,3 +354,20 @@ def test_a_standard_left_to_the_builder_is_given(make_repo: MakeRepo) -> None:
     assert "CMAKE_CXX_STANDARD" not in own.switches
     fallback = text.replace('message(FATAL_ERROR "CMAKE_CXX_STANDARD is not defined.")', "")
     assert "CMAKE_CXX_STANDARD" not in _project(make_repo, fallback).switches
+
+
+def test_a_cpp_library_with_python_bindings_stays_cpp(make_repo: MakeRepo) -> None:
+    from repogym.bootstrap import guess_language
+
+    pyproject = '[project]\nname = "x"\nversion = "1"\n[build-system]\nrequires = ["setuptools"]\n'
+    sources = {f"src/f{n}.cc": f"int f{n}() {{ return {n}; }}\n" for n in range(25)}
+    files = {
+        "CMakeLists.txt": "project(x)\nenable_testing()\nadd_test(a b)\n",
+        "pyproject.toml": pyproject,
+        "setup.py": "import setuptools\n",
+        "bindings/python/x/__init__.py": "",
+        **sources,
+    }
+    assert guess_language(make_repo(files))[0] == "cpp"
+    scripts = {f"x/m{n}.py": "" for n in range(6)}  # 25 < 5 x 7: a Python package with C++
+    assert guess_language(make_repo({**files, **scripts}))[0] == "python"

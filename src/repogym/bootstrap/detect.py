@@ -13,6 +13,7 @@ from repogym.bootstrap.model import Recipe
 from repogym.bootstrap.native.cmake import (
     CMakeProject,
     cmake_over_package_json,
+    cmake_over_python,
     cmake_recipe,
     detect_cmake,
     source_language,
@@ -100,7 +101,7 @@ def guess_language(repo: Path) -> tuple[str | None, list[str]]:
     java = java_markers(repo, beside_python=bool(strong))
     if java:
         return "java", [f"java: {', '.join(java)}"]
-    if strong:
+    if strong and not cmake_over_python(repo):
         return "python", [f"python: {', '.join(strong)}"]
     if (repo / "package.json").is_file() and not cmake_over_package_json(repo):
         return "node", ["node: package.json"]

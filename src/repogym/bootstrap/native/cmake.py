@@ -93,6 +93,8 @@ DOCS_OPTION = re.compile(
     r"^(?!.*INSTALL).*(^|_)(DOCS?|DOCUMENTATION|DOXYGEN|SPHINX|MAN(PAGES?)?)$", re.I
 )
 """Options switched ``OFF`` whatever their default: ``-Werror`` and documentation builds."""
+BINDING_MIN_SOURCES = 20
+BINDING_RATIO = 5
 CATCH_MIN_BYTES = 4000
 """A vendored Catch2 header is bigger (the single header is ~600 kB, ``catch_all.hpp`` ~5 kB);
 a smaller ``catch.hpp`` is a project's wrapper around the installed one."""
@@ -126,6 +128,19 @@ def cmake_over_package_json(repo: Path) -> bool:
         return False
     test = scripts.get("test") if isinstance(scripts, dict) else None
     return not isinstance(test, str) or "no test specified" in test
+
+
+def cmake_over_python(repo: Path) -> bool:
+    """A root ``CMakeLists.txt`` in a C/C++ library whose Python package is a binding: at least
+    :data:`BINDING_MIN_SOURCES` C/C++ files and :data:`BINDING_RATIO` times as many as ``*.py``."""
+    if not (repo / "CMakeLists.txt").is_file():
+        return False
+    native = python = 0
+    for rel in walk_files(repo, max_files=20000):
+        suffix = rel.suffix.lower()
+        native += suffix in _CXX_SOURCES or suffix in (".c", ".h")
+        python += suffix == ".py"
+    return native >= BINDING_MIN_SOURCES and native >= BINDING_RATIO * python
 
 
 def source_language(repo: Path) -> str:
