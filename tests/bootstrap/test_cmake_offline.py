@@ -371,3 +371,14 @@ def test_a_cpp_library_with_python_bindings_stays_cpp(make_repo: MakeRepo) -> No
     assert guess_language(make_repo(files))[0] == "cpp"
     scripts = {f"x/m{n}.py": "" for n in range(6)}  # 25 < 5 x 7: a Python package with C++
     assert guess_language(make_repo({**files, **scripts}))[0] == "python"
+
+
+def test_boost_components_install_their_libraries(make_repo: MakeRepo) -> None:
+    text = """
+        project(x CXX)
+        find_package(Boost 1.70 COMPONENTS unit_test_framework program_options REQUIRED)
+        enable_testing()
+        add_test(NAME t COMMAND t)
+    """
+    p = _project(make_repo, text)
+    assert p.apt_packages == ["libboost-dev", "libboost-test-dev", "libboost-program-options-dev"]

@@ -337,6 +337,26 @@ def _vendored(repo: Path, names: tuple[str, ...], min_bytes: int = 0) -> str | N
     return None
 
 
+BOOST_TEST = ("unit_test_framework", "test_exec_monitor", "prg_exec_monitor")
+
+
+def boost_components(files: scan.CMakeFiles) -> list[str]:
+    """Debian packages of the compiled Boost libraries ``find_package(Boost … COMPONENTS …
+    REQUIRED)`` asks for (``libboost-dev`` has the headers only)."""
+    packages = []
+    for _, args in files.calls("find_package"):
+        words = args.split()
+        if not words or words[0] != "Boost" or "REQUIRED" not in words:
+            continue
+        after = words[words.index("COMPONENTS") + 1 :] if "COMPONENTS" in words else []
+        for word in after:
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", word):
+                break
+            name = "test" if word in BOOST_TEST else word.replace("_", "-")
+            packages.append(f"libboost-{name}-dev")
+    return packages
+
+
 def _dependencies(p: CMakeProject, i: _Inputs) -> None:
     packages = {name.lower(): (name, req, ver) for name, req, ver in scan.find_packages(i.files)}
     apt: list[str] = []
@@ -387,6 +407,7 @@ def _dependencies(p: CMakeProject, i: _Inputs) -> None:
             apt += DEBIAN_PACKAGES[key]
         else:
             unknown.append(name)
+    apt += boost_components(i.files)
     if unknown:
         p.notes.append(f"find_package REQUIRED with no known Debian package: {', '.join(unknown)}")
     p.apt_packages = list(dict.fromkeys(apt))
