@@ -51,6 +51,25 @@ def test_reason_prefers_collection_errors_and_exceptions() -> None:
     assert _reason_from("", "fallback") == "fallback"
 
 
+def test_reason_of_a_cmake_configure_error() -> None:
+    configure = (
+        "-- Could NOT find Doxygen (missing: DOXYGEN_EXECUTABLE)\n"
+        "CMake Error at tests/CMakeLists.txt:118 (message):\n"
+        "  Could not download\n"
+        "  https://github.com/a/b/catch.hpp,\n"
+        "  and Catch2 not found on your system.\n"
+        "\n\n"
+        "-- Configuring incomplete, errors occurred!\n"
+    )
+    assert _reason_from(configure, "x") == (
+        "CMake Error at tests/CMakeLists.txt:118 (message): Could not download "
+        "https://github.com/a/b/catch.hpp, and Catch2 not found on your system."
+    )
+    assert _reason_from("CMake Error: The source directory does not exist.\n", "x") == (
+        "CMake Error: The source directory does not exist."
+    )
+
+
 def test_js_report_ids_follow_the_parser_format() -> None:
     report = {
         "numTotalTests": 2,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import UnsupportedRepo, detect, guess_language, make_recipe
+from repogym.bootstrap import detect, guess_language, make_recipe
 from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.native import cmake
 from repogym.shipped.parsers import FAILED, PASSED, SKIPPED, parse_log
@@ -135,15 +135,25 @@ def test_gtest_project_recipe(make_repo: MakeRepo) -> None:
     assert "C++17 with GCC 12.2.0" in recipe.notes
 
 
-def test_minimum_version_above_host_cmake(make_repo: MakeRepo) -> None:
+def test_minimum_version_above_host_cmake_takes_cmake_from_pypi(make_repo: MakeRepo) -> None:
     repo = _cmake_repo(make_repo, "cmake_minimum_required(VERSION 3.28...3.30)\nadd_test(a b)\n")
     d = detect(repo)
-    assert not d.supported
-    assert d.reason == "cmake_minimum_required(VERSION 3.28): the host has CMake 3.25.1"
-    with pytest.raises(UnsupportedRepo, match="3.28"):
-        make_recipe(repo, d)
+    assert d.supported, d.reason
+    assert isinstance(d.native, cmake.CMakeProject) and d.native.cmake_pip == "cmake>=3.28,<4"
+    assert "CMake from PyPI (cmake>=3.28,<4); the host has 3.25.1" in " ".join(d.notes)
+    recipe = make_recipe(repo, d)
+    venv = cmake.PIP_CMAKE
+    assert "python3-venv" in recipe.dockerfile.split("COPY")[0]
+    assert f"RUN python3 -m venv {venv} && {venv}/bin/pip install" in recipe.dockerfile
+    assert "'cmake>=3.28,<4'" in recipe.dockerfile
+    assert f"RUN {venv}/bin/cmake -S . -B {cmake.BUILD_DIR}" in recipe.dockerfile
+    assert f'export PATH="{venv}/bin:$PATH"' in recipe.test_command
+    assert recipe.collect_command.startswith(f"{venv}/bin/ctest ")
+    four = _cmake_repo(make_repo, "cmake_minimum_required(VERSION 4.1)\nadd_test(a b)\n")
+    assert getattr(detect(four).native, "cmake_pip", None) == "cmake>=4.1"
     ok = _cmake_repo(make_repo, "cmake_minimum_required(VERSION 3.14...3.30)\nadd_test(a b)\n")
-    assert detect(ok).supported
+    host = make_recipe(ok)
+    assert "venv" not in host.dockerfile and "PATH" not in host.test_command
 
 
 @pytest.mark.parametrize(
@@ -268,16 +278,16 @@ def test_examples_folder_is_not_read(make_repo: MakeRepo) -> None:
 
 
 def test_missing_submodule_used_by_the_build(make_repo: MakeRepo) -> None:
-    gitmodules = '[submodule "gtest"]\n\tpath = third_party/googletest\n\turl = ../googletest\n'
-    text = "add_subdirectory(third_party/googletest)\nenable_testing()\nadd_test(a b)\n"
+    gitmodules = '[submodule "sub"]\n\tpath = third_party/mylib\n\turl = ../mylib\n'
+    text = "add_subdirectory(third_party/mylib)\nenable_testing()\nadd_test(a b)\n"
     repo = _cmake_repo(make_repo, text, **{".gitmodules": gitmodules})
-    (repo / "third_party" / "googletest").mkdir(parents=True)
-    commit = CommitInfo(submodule_problems={"third_party/googletest": "commit abc not found"})
+    (repo / "third_party" / "mylib").mkdir(parents=True)
+    commit = CommitInfo(submodule_problems={"third_party/mylib": "commit abc not found"})
     d = detect(repo, commit=commit)
     assert not d.supported
     assert d.reason == (
-        "git submodule third_party/googletest (../googletest) is used by the build but missing"
-        " (commit abc not found)"
+        "git submodule third_party/mylib (../mylib) is used by the build but missing"
+        " (commit abc not found) and Debian has no stand-in for it"
     )
     unused = _cmake_repo(
         make_repo, "enable_testing()\nadd_test(a b)\n", **{".gitmodules": gitmodules}

@@ -161,6 +161,27 @@ def _maven_reason(text: str) -> str:
     return ""
 
 
+_CMAKE_ERROR = re.compile(r"^CMake Error(?: at (\S+?:\d+) \((\w+)\))?:\s*(.*)$")
+
+
+def _cmake_reason(text: str) -> str:
+    """CMake's first ``CMake Error at <file>:<line> (<command>):`` with the message under it
+    (its indented lines, joined)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _CMAKE_ERROR.match(line.strip())
+        if not m:
+            continue
+        words = [m[3]] if m[3] else []
+        for following in lines[i + 1 : i + 12]:
+            if following.strip() and not following.startswith(" "):
+                break
+            words += following.split()
+        where = f" at {m[1]} ({m[2]})" if m[1] else ""
+        return _short(f"CMake Error{where}: {' '.join(words)}")
+    return ""
+
+
 def _reason_from(text: str, fallback: str) -> str:
     """The most telling line of a failure's output (one line, at most 300 characters).
 
@@ -168,7 +189,9 @@ def _reason_from(text: str, fallback: str) -> str:
     exception, the last exception line (``ModuleNotFoundError: …``), the last error-looking
     line (pip ``ERROR:``, ``npm ERR!``…). Test ids and collected items are never the reason.
     """
-    from_summary = _summary_reason(collect_summary(text)) or _maven_reason(text)
+    from_summary = (
+        _summary_reason(collect_summary(text)) or _maven_reason(text) or _cmake_reason(text)
+    )
     if from_summary:
         return from_summary
     lines = [

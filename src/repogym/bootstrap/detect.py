@@ -10,7 +10,14 @@ from typing import Any
 from repogym.bootstrap._files import read_toml
 from repogym.bootstrap.commit import CommitInfo
 from repogym.bootstrap.model import Recipe
-from repogym.bootstrap.native.cmake import CMakeProject, cmake_recipe, detect_cmake, source_language
+from repogym.bootstrap.native.cmake import (
+    CMakeProject,
+    cmake_over_package_json,
+    cmake_over_python,
+    cmake_recipe,
+    detect_cmake,
+    source_language,
+)
 from repogym.bootstrap.native.go import detect_go, go_recipe
 from repogym.bootstrap.native.java import JavaProject, detect_java, java_markers, java_recipe
 from repogym.bootstrap.native.project import NativeProject
@@ -94,9 +101,9 @@ def guess_language(repo: Path) -> tuple[str | None, list[str]]:
     java = java_markers(repo, beside_python=bool(strong))
     if java:
         return "java", [f"java: {', '.join(java)}"]
-    if strong:
+    if strong and not cmake_over_python(repo):
         return "python", [f"python: {', '.join(strong)}"]
-    if (repo / "package.json").is_file():
+    if (repo / "package.json").is_file() and not cmake_over_package_json(repo):
         return "node", ["node: package.json"]
     if (repo / "Cargo.toml").is_file():
         return "rust", ["rust: Cargo.toml"]
@@ -105,6 +112,9 @@ def guess_language(repo: Path) -> tuple[str | None, list[str]]:
     if (repo / "CMakeLists.txt").is_file():  # before any *.py: C/C++ repos carry Python tools
         language = source_language(repo)
         return language, [f"{language}: CMakeLists.txt"]
+    if (repo / "meson.build").is_file():  # refused by name in the CMake detection
+        language = source_language(repo)
+        return language, [f"{language}: meson.build"]
     if present:
         return "python", [f"python: {', '.join(sorted(present))}"]
     if _has_python_files(repo):

@@ -156,7 +156,7 @@ def c_standard(text: str) -> int | None:
 
 # ------------------------------------------------------------------------------ tests
 
-_TEST_COMMANDS = (
+TEST_COMMANDS = (
     "enable_testing",
     "add_test",
     "gtest_discover_tests",
@@ -166,17 +166,21 @@ _TEST_COMMANDS = (
 )
 _TEST_OPTION = re.compile(r"(^|_)(UNIT_?)?TESTS?(ING)?($|_)|(^|_)CTEST($|_)", re.I)
 _NOT_TEST_OPTION = re.compile(
-    r"BENCH|FUZZ|COVER|INSTALL|SANITI|VALGRIND|MEMCHECK|HEADER|DOCS?($|_)|EXAMPLE|SAMPLE|"
-    r"(^|_)NO($|_)|DISABLE|SKIP|SLOW|PERF|WERROR|STRESS|COMPILE_FAIL|EXPORT|(^|_)ONLY($|_)|"
+    r"BENCH|FUZZ|COVER|INSTALL|SANITI|(^|_)[ALMTU]?B?SAN($|_)|ASAN|UBSAN|TSAN|MSAN|LSAN|VALGRIND|MEMCHECK|HEADER|DOCS?($|_)|EXAMPLE|SAMPLE|"
+    r"(^|_)NO($|_)|WITHOUT|DISABLE|SKIP|SLOW|PERF|WERROR|STRESS|COMPILE_FAIL|EXPORT|(^|_)ONLY($|_)|"
     r"CUDA|HIP($|_)|SYCL|OPENCL|MPI($|_)|PYTHON|JAVA|NETWORK|ONLINE|INTERNET",
     re.I,
 )
 
 
+_COSTLY = re.compile(r"\b(expensive|slow|long[- ]running|takes? (a )?long)\b", re.I)
+"""An option's help text that warns it is costly (not switched on)."""
+
+
 def test_commands(files: CMakeFiles) -> list[str]:
     """Which of the commands that define CTest tests the files use (``include(CTest)``
     counts as ``enable_testing``)."""
-    used = [name for name in _TEST_COMMANDS if files.calls(name)]
+    used = [name for name in TEST_COMMANDS if files.calls(name)]
     includes = " ".join(args for _, args in files.calls("include"))
     if re.search(r"\bCTest\b", includes) and "enable_testing" not in used:
         used.insert(0, "enable_testing")
@@ -188,12 +192,28 @@ class Option:
     name: str
     default: str
     """``ON``/``OFF`` or the expression given (``${PROJECT_IS_TOP_LEVEL}``); ``OFF`` when none."""
+    help: str = ""
+    depends: str = ""
+    """A ``cmake_dependent_option``'s condition list (``"A;NOT B"``): unmet, the option is
+    forced to its fallback whatever ``-D`` says."""
 
 
 def test_options(files: CMakeFiles) -> list[Option]:
     """``option()`` / ``cmake_dependent_option()`` switches that turn tests on, in file order
     (names like ``BUILD_TESTING``, ``<PROJ>_BUILD_TESTS``, ``ENABLE_<X>_TEST``,
     ``gtest_build_tests``)."""
+    return [
+        o
+        for o in options(files)
+        if _TEST_OPTION.search(o.name)
+        and not _NOT_TEST_OPTION.search(o.name)
+        and not _COSTLY.search(o.help)
+    ]
+
+
+def options(files: CMakeFiles) -> list[Option]:
+    """Every ``option()`` / ``cmake_dependent_option()`` of the project's files, in file order
+    (the first declaration of a name wins)."""
     found: dict[str, Option] = {}
     for command in ("option", "cmake_dependent_option"):
         for _, args in files.calls(command):
@@ -203,10 +223,10 @@ def test_options(files: CMakeFiles) -> list[Option]:
             name = words[0]
             if not re.fullmatch(r"[A-Za-z_][\w-]*", name):
                 continue
-            if not _TEST_OPTION.search(name) or _NOT_TEST_OPTION.search(name):
-                continue
             default = words[2] if len(words) > 2 else "OFF"
-            found.setdefault(name, Option(name, default.strip('"')))
+            help_text = words[1].strip('"') if len(words) > 1 else ""
+            depends = words[3].strip('"') if command != "option" and len(words) > 3 else ""
+            found.setdefault(name, Option(name, default.strip('"'), help_text, depends))
     return list(found.values())
 
 
