@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from repogym.pipelines._harness.emit import category, change_hash, code_lines, difficulty
+from repogym.pipelines._harness.emit import (
+    INLINE_IDS_BYTES,
+    category,
+    change_hash,
+    code_lines,
+    difficulty,
+    ids_or_count,
+)
 
 GOLD = """\
 diff --git a/pkg/mod.py b/pkg/mod.py
@@ -84,3 +91,12 @@ def test_change_hash_ignores_blob_ids_headers_and_release_notes() -> None:
     assert change_hash(GOLD + CHANGELOG, TESTS) == base
     assert change_hash(GOLD, TESTS.replace("== 0", "== 1")) != base
     assert change_hash(GOLD.replace("return 0", "return 1"), TESTS) != base
+
+
+def test_a_huge_id_list_is_written_as_its_count() -> None:
+    """commons-codec's suite has 18,955 parameterised tests: listed, task.toml would take
+    1.9 MB, over the 1 MiB its readers accept; the ids stay in tests/p2p.json."""
+    small = [f"pkg.CodecTest#test{i}" for i in range(100)]
+    assert ids_or_count(small) == small
+    huge = [f"org.example.codec.Base64Test#roundTrip(String)[{i}]" for i in range(20000)]
+    assert len(str(huge)) > INLINE_IDS_BYTES and ids_or_count(huge) == 20000

@@ -66,6 +66,19 @@ def test_graded_task_valid(make_task) -> None:
     assert validate_task(_graded(make_task), deep=True).problems == []
 
 
+def test_a_count_in_place_of_a_huge_id_list_is_valid(make_task) -> None:
+    """What generate writes for a suite too big to list in task.toml."""
+    task = _graded(make_task)
+    toml = (task / "task.toml").read_text().replace('["t::b", "t::c"]', "2")
+    (task / "task.toml").write_text(toml)
+    set_content_hash(task)
+    assert validate_task(task, deep=True).problems == []
+    (task / "tests" / "p2p.json").write_text('["t::b"]')
+    set_content_hash(task)
+    [problem] = validate_task(task, deep=True).problems
+    assert "has 1 ids but commit_runtime.pass_to_pass says 2" in problem.message
+
+
 BAD_CASES = {
     "malformed_toml": ("task.toml", "invalid TOML"),
     "missing_instruction": ("instruction.md", "missing"),

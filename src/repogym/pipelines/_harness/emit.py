@@ -265,6 +265,17 @@ def stage_canaries(
     canaries.write(tests, pool)
 
 
+INLINE_IDS_BYTES = 256 * 1024
+"""The most a test-id list may take in ``task.toml`` (whose readers stop at 1 MiB); a longer
+one is written as its count, the ids staying in ``tests/f2p.json`` / ``tests/p2p.json``."""
+
+
+def ids_or_count(ids: list[str]) -> list[str] | int:
+    """``ids`` as ``task.toml`` carries them: the list, or its length when the list is longer
+    than :data:`INLINE_IDS_BYTES` (a suite of tens of thousands of parameterised tests)."""
+    return ids if len(json.dumps(ids)) <= INLINE_IDS_BYTES else len(ids)
+
+
 def write_task(dest: Path, inp: EmitInput) -> None:
     """Write the whole task folder at ``dest`` (a staging folder; the caller publishes it)."""
     cand, recipe = inp.candidate, inp.recipe
@@ -287,8 +298,8 @@ def write_task(dest: Path, inp: EmitInput) -> None:
     sub: dict[str, Any] = {
         "base_commit": cand.base,
         "head_commit": cand.head,
-        "fail_to_pass": inp.f2p,
-        "pass_to_pass": inp.p2p,
+        "fail_to_pass": ids_or_count(inp.f2p),
+        "pass_to_pass": ids_or_count(inp.p2p),
         "test_files": sorted(inp.test_files),
         "runner": recipe.runner,
         "test_command": inp.command,
