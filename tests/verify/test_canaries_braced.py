@@ -95,24 +95,29 @@ def _outcomes(log: str, runner: str) -> dict[str, str]:
     return dict(parsers.parse_log(log, runner).tests)
 
 
+def _go_outcomes(folder: Path, files: dict[str, str]) -> dict[str, str]:
+    """``go test -json`` outcomes of a module made of ``files`` in ``folder``."""
+    (folder / "go.mod").write_text("module example.com/demo\n\ngo 1.19\n")
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    done = subprocess.run(
+        ["go", "test", "-json", "-vet=off", "./..."],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return _outcomes(done.stdout, "go")
+
+
 @pytest.mark.skipif(shutil.which("go") is None, reason="no go toolchain")
 def test_go_canary_fails_where_its_original_passes(tmp_path: Path) -> None:
-    (tmp_path / "go.mod").write_text("module example.com/demo\n\ngo 1.19\n")
-    (tmp_path / "demo.go").write_text(GO_SRC)
     pool = canaries.build({"demo_test.go": GO_TEST.encode()}, ["TestAdd"], [], "go")
     text = GO_TEST
     assert len(pool.pool) == 3
     for cand, name in zip(pool.pool, ("TestAdd_one", "TestAdd_two", "TestAdd_six"), strict=True):
         text = plant(text, cand, name)
-    (tmp_path / "demo_test.go").write_text(text)
-    done = subprocess.run(
-        ["go", "test", "-json", "-vet=off", "./..."],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    tests = _outcomes(done.stdout, "go")
+    tests = _go_outcomes(tmp_path, {"demo.go": GO_SRC, "demo_test.go": text})
     assert tests["TestAdd"] == "PASSED" and tests["TestRune"] == "PASSED", tests
     assert {tests[n] for n in ("TestAdd_one", "TestAdd_two", "TestAdd_six")} == {"FAILED"}, tests
 
@@ -147,21 +152,12 @@ def test_table_driven_go_tests_get_canaries_from_their_rows(tmp_path: Path) -> N
     a row's literal changed; here every candidate fails where the test passes."""
     pool = canaries.build({"even_test.go": GO_TABLE_TEST.encode()}, ["TestEven"], [], "go")
     assert {c.change for c in pool.pool} == {"2 -> 3", "3 -> 4", "false -> true"}
-    (tmp_path / "go.mod").write_text("module example.com/demo\n\ngo 1.19\n")
-    (tmp_path / "even.go").write_text("package demo\n\nfunc Even(n int) bool { return n%2 == 0 }\n")
     text = GO_TABLE_TEST
     names = ("TestEven_two", "TestEven_three", "TestEven_flag")
     for cand, name in zip(sorted(pool.pool, key=lambda c: c.change), names, strict=True):
         text = plant(text, cand, name)
-    (tmp_path / "even_test.go").write_text(text)
-    done = subprocess.run(
-        ["go", "test", "-json", "-vet=off", "./..."],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    tests = _outcomes(done.stdout, "go")
+    even = "package demo\n\nfunc Even(n int) bool { return n%2 == 0 }\n"
+    tests = _go_outcomes(tmp_path, {"even.go": even, "even_test.go": text})
     assert tests["TestEven"] == "PASSED", tests
     assert {tests[n] for n in names} == {"FAILED"}, tests
 
