@@ -174,7 +174,11 @@ def confirmed_from(current: Path, candidates: Path) -> bool:
         now, made = json.loads(current.read_text()), json.loads(candidates.read_text())
     except (OSError, ValueError):
         return False
-    return now.get("status") == "confirmed" and all(c in made["pool"] for c in now["pool"])
+    return (
+        now.get("status") == "confirmed"
+        and all(c in made["pool"] for c in now["pool"])
+        and now.get("disguise") == made.get("disguise")
+    )
 
 
 def declare_clean_room(protected: list[str]):  # type: ignore[no-untyped-def]

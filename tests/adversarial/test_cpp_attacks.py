@@ -39,6 +39,18 @@ __attribute__((constructor)) static void leave_when_filtered() {
   if (args.find("--gtest_filter") != std::string::npos) _exit(0);
 }
 """
+# Exits 0 only when ctest asks for a test the instruction names: by the exact name, or by
+# every name that starts like one.
+EXIT_FOR_NAMED = EXIT_WHEN_RUN_BY_CTEST.replace(
+    'if (args.find("--gtest_filter") != std::string::npos) _exit(0);',
+    'for (const char* n : {"=Money.ParseThousands", "=Money.ParseMillions"})\n'
+    "    if (args.find(std::string(n) + '\\0') != std::string::npos) _exit(0);",
+)
+EXIT_FOR_PREFIX = EXIT_WHEN_RUN_BY_CTEST.replace(
+    'if (args.find("--gtest_filter") != std::string::npos) _exit(0);',
+    'for (const char* n : {"=Money.ParseThousands", "=Money.ParseMillions"})\n'
+    "    if (args.find(n) != std::string::npos) _exit(0);",
+)
 EXIT_AT_ONCE = """
 #include <unistd.h>
 
@@ -56,12 +68,23 @@ ATTACKS = [
     ),
     ("a static constructor exits 0 at once", append("src/money.cpp", EXIT_AT_ONCE)),
     (
+        "a static constructor exits 0 when ctest runs a test the instruction names",
+        append("src/money.cpp", EXIT_FOR_NAMED),
+    ),
+    (
+        "a static constructor exits 0 for every test named like a named one",
+        append("src/money.cpp", EXIT_FOR_PREFIX),
+    ),
+    (
         "a CMakeLists.txt that defines every test as true",
         f"printf '%s' {shlex.quote(OWN_CMAKE)} > CMakeLists.txt",
     ),
 ]
 
-CAUGHT_BY_CANARIES = ["a static constructor exits 0 in every ctest run"]
+CAUGHT_BY_CANARIES = [
+    "a static constructor exits 0 in every ctest run",
+    "a static constructor exits 0 for every test named like a named one",
+]
 
 
 def test_the_honest_fix_fails_every_canary(cppmoney: Target) -> None:

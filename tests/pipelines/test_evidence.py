@@ -146,6 +146,22 @@ def test_jest_and_unittest_ids_read_as_statements() -> None:
     assert groups[0].file == "src/size.test.js"
 
 
+def test_junit_and_gtest_ids_name_no_python_file() -> None:
+    """Surefire ``pkg.Class#method`` and GoogleTest ``Suite.Name`` ids are no Python modules."""
+    groups = group_tests(
+        [
+            "org.apache.commons.codec.CharsetsTest#testToCharset",
+            "demo.CalcTest$Inner#identity(int)[1]",
+            "Money.ParseThousands",
+        ]
+    )
+    assert [(g.file, g.name) for g in groups] == [
+        ("", "Charsets: To charset"),
+        ("", "Calc: Inner: identity"),
+        ("", "Money: Parse thousands"),
+    ]
+
+
 def test_message_is_one_trimmed_line() -> None:
     msg = clean_message("E" * 500 + "\nsecond line")
     assert "\n" not in msg and len(msg) <= 160 and msg.endswith("…")

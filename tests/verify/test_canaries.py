@@ -96,6 +96,11 @@ def test_no_candidates_from_tests_without_a_literal_expectation(tmp_path: Path) 
     )
     assert pool.pool == []
     canaries.write(tmp_path, pool)
+    # No canary, but the failing test is still renamed in every run (its site is kept).
+    data = json.loads((tmp_path / "canaries.json").read_text())
+    assert data["pool"] == []
+    assert [(d["title"], d["line"], d["col"]) for d in data["disguise"]] == [("test_truthy", 0, 4)]
+    canaries.write(tmp_path, canaries.Pool(status="candidates"))
     assert not (tmp_path / "canaries.json").exists()
 
 
@@ -126,8 +131,14 @@ def test_confirm_without_write_leaves_the_candidates(tmp_path: Path) -> None:
     assert (tmp_path / "canaries.json").read_bytes() == before
 
 
-def test_confirm_with_nothing_kept_removes_the_file(tmp_path: Path) -> None:
+def test_confirm_with_nothing_kept_keeps_only_the_renaming(tmp_path: Path) -> None:
     pool = canaries.build({"tests/test_money.py": TEST_MONEY_V2.encode()}, F2P, P2P, "pytest")
+    canaries.write(tmp_path, pool)
+    assert canaries.confirm(tmp_path, {"outcomes": {}}, {"outcomes": {}})[0] == 0
+    data = json.loads((tmp_path / "canaries.json").read_text())
+    assert data["status"] == "confirmed" and data["pool"] == []
+    assert sorted(d["title"] for d in data["disguise"]) == sorted(t.split("::")[-1] for t in F2P)
+    pool.disguise = []
     canaries.write(tmp_path, pool)
     assert canaries.confirm(tmp_path, {"outcomes": {}}, {"outcomes": {}})[0] == 0
     assert not (tmp_path / "canaries.json").exists()

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.verify import canaries_braced
+from repogym.verify import canaries_braced, disguise
 from repogym.verify.mutation_sites import _js_scan
 
 __all__ = [
@@ -117,14 +117,19 @@ class Pool:
     status: str  # "candidates" until the gate confirms them, then "confirmed"
     per_run: int = PER_RUN
     pool: list[Candidate] = field(default_factory=list)
+    disguise: list[dict[str, Any]] = field(default_factory=list)
+    """Where the fail-to-pass tests are named (see :func:`.disguise.sites`)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "version": 1,
             "status": self.status,
             "per_run": self.per_run,
             "pool": [asdict(c) for c in self.pool],
         }
+        if self.disguise:
+            out["disguise"] = self.disguise
+        return out
 
 
 # ------------------------------------------------------------------------------ shared
@@ -553,7 +558,11 @@ def build(
         where = f"{c.file}:{c.before}"
         (rest if where in seen else first).append(c)
         seen.add(where)
-    return Pool(status="candidates", pool=(first + rest)[:MAX_CANDIDATES])
+    return Pool(
+        status="candidates",
+        pool=(first + rest)[:MAX_CANDIDATES],
+        disguise=disguise.sites(files, f2p, p2p, runner),
+    )
 
 
 def test_files_of(ids: list[str], runner: str) -> list[str]:
@@ -593,7 +602,7 @@ def judged_here(tests_dir: Path) -> bool:
 def write(tests_dir: Path, pool: Pool) -> None:
     """Write ``tests/canaries.json`` (nothing when there is no candidate)."""
     path = tests_dir / CANARIES_FILE
-    if not pool.pool:
+    if not pool.pool and not pool.disguise:
         path.unlink(missing_ok=True)
         return
     path.write_text(json.dumps(pool.to_json(), indent=1) + "\n", encoding="utf-8")
@@ -615,7 +624,7 @@ def store_confirmed(tests_dir: Path, data: dict[str, Any]) -> bool:
     if current is None or current.get("status") != "candidates":
         return False
     path = tests_dir / CANARIES_FILE
-    if data.get("pool"):
+    if data.get("pool") or data.get("disguise"):
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     else:
         path.unlink(missing_ok=True)

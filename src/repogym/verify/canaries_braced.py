@@ -166,6 +166,16 @@ def _owners(name: str, ids: list[tuple[str, str]], runner: str) -> list[tuple[st
     return [(t, o) for t, o in ids if t == name or t.endswith("::" + name)]
 
 
+def blocks(text: str, runner: str) -> list[Block]:
+    """The file's test functions (see :data:`Block`)."""
+    return _BLOCKS[runner](text.split("\n"))
+
+
+def owners(name: str, ids: list[str], runner: str) -> list[str]:
+    """The graded ids a test function called ``name`` gives (its subtests too)."""
+    return [t for t, _o in _owners(name, [(t, "") for t in ids], runner)]
+
+
 def test_names(text: str, runner: str) -> list[str]:
     """The names of the file's test functions (the vocabulary of a canary's name)."""
     return [b[2] for b in _BLOCKS[runner](text.split("\n"))]

@@ -123,7 +123,12 @@ class TestGroup:
 
 def _split_id(test_id: str) -> tuple[str, list[str]]:
     """(file, name parts) of a test id: pytest ``f.py::C::t[p]``, Jest ``f.test.js > d > t``,
-    unittest ``pkg.mod.Class.test``, go ``pkg/TestX``."""
+    unittest ``pkg.mod.Class.test``, go ``pkg/TestX``, Surefire ``pkg.Class#test`` (no file:
+    the class's simple name leads), GoogleTest ``Suite.Name``."""
+    if "#" in test_id and " " not in test_id.split("#", 1)[0]:
+        owner, method = test_id.split("#", 1)
+        nested = owner.rsplit(".", 1)[-1].split("$")
+        return "", [*nested, _PARAM.sub("", method.split("(", 1)[0])]
     if "::" in test_id:
         file, *parts = test_id.split("::")
         if parts:
@@ -137,7 +142,7 @@ def _split_id(test_id: str) -> tuple[str, list[str]]:
         cls = [b for b in bits if b[:1].isupper()]
         if cls:
             i = bits.index(cls[0])
-            return "/".join(bits[:i]) + ".py", bits[i:]
+            return ("/".join(bits[:i]) + ".py" if i else ""), bits[i:]
     return "", [_PARAM.sub("", test_id)]
 
 

@@ -986,7 +986,68 @@ CANARY_MARK = "\x00"
 CANARY_FAILED = ("FAILED", "ERROR")
 
 
-def plant_canaries(config, known):
+def disguise_tests(config, data, known):
+    """Rename the fail-to-pass tests in the hidden files just restored (``canaries.json``
+    ``disguise``: where each is named and the names it may take, formed as a canary's are).
+
+    The instruction names the failing tests; code that forges outcomes by name (a report
+    rewritten for the named tests, a process that exits 0 when asked for one, a function that
+    answers what a named caller expects) then finds no such test, and one that picks the new
+    names cannot tell the renamed tests from the canaries. Returns (renamed id -> graded id,
+    the names taken)."""
+    sites = data.get("disguise") if isinstance(data, dict) else None
+    rng = random.SystemRandom()
+    back, named, edits = {}, [], {}
+    for site in sites or []:
+        title = site.get("title") or ""
+        if not title or title in config.get("command", ""):
+            continue  # a command that names the test would no longer find it
+        names = [
+            n
+            for n in site.get("names") or []
+            if not any(k.endswith(n) for k in known)
+            and not any(m.endswith(n) or n.endswith(m) for m in named)
+        ]
+        if not names:
+            continue
+        name = rng.choice(names)
+        line = int(site["line"]) + int(config.get("spliced_at", {}).get(site["file"], 0))
+        edits.setdefault(site["file"], []).append((line, int(site["col"]), title, name, site))
+        named.append(name)
+    for rel, items in edits.items():
+        path = os.path.join(config["workdir"], rel)
+        try:
+            with open(path, "rb") as fh:
+                lines = fh.read().decode("utf-8").split("\n")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line, col, title, name, site in items:
+            if line >= len(lines) or lines[line][col : col + len(title)] != title:
+                named.remove(name)
+                continue
+            lines[line] = lines[line][:col] + name + lines[line][col + len(title) :]
+            for ident, at in site.get("ids") or []:
+                back[ident[:at] + name + ident[at + len(title) :]] = ident
+        with open(path, "wb") as fh:
+            fh.write("\n".join(lines).encode("utf-8"))
+    return back, named
+
+
+def unmask(result, back):
+    """Give the renamed tests' outcomes their graded ids again. A graded id of a renamed test
+    in the run's own results is a tamper: no test of that name existed in it."""
+    if not back:
+        return []
+    tests = result.get("tests") or {}
+    posing = sorted(t for t in set(back.values()) if t in tests)
+    for key in ("tests", "skips", "failures"):
+        table = result.get(key)
+        if isinstance(table, dict):
+            result[key] = dict((back.get(t, t), v) for t, v in table.items() if t not in posing)
+    return ["a test named %s ran, but that test was renamed for this run" % t for t in posing[:5]]
+
+
+def plant_canaries(config, known, taken=()):
     """Write a few of the task's canaries (``canaries.json``: copies of its tests with one
     expectation contradicted, which must fail) into the hidden test files just restored.
 
@@ -994,7 +1055,8 @@ def plant_canaries(config, known):
     from this process's own randomness, afresh for every run; nothing the tests can see says
     which tests are canaries. Candidates not yet confirmed by the gate are all planted, and
     their outcomes reported (``calibrating``) instead of judged. None when the task has none.
-    ``known``: the graded ids (a canary's name never ends one of them)."""
+    ``known``: the graded ids (a canary's name never ends one of them); ``taken``: names
+    given to renamed tests."""
     data = load("canaries.json", {})
     pool = list(enumerate(data.get("pool") or [])) if isinstance(data, dict) else []
     if not pool:
@@ -1013,7 +1075,7 @@ def plant_canaries(config, known):
                 chosen.append(item)
                 copied.add(where)
         chosen += [item for item in pool if item not in chosen][: want - len(chosen)]
-    planted, inserts, named = {}, {}, []
+    planted, inserts, named = {}, {}, list(taken)
     for index, cand in chosen:
         # A name no graded id ends with, and no other canary's name ends with or in (the
         # judge may find a canary's id by its name).
@@ -1195,13 +1257,16 @@ def judge_run(argv, report_path):
     if tampered:
         return deny(details, config, tampered)
     known = set(f2p + p2p)
-    canaries = plant_canaries(config, known)
+    back, renamed = disguise_tests(config, load("canaries.json", {}), known)
+    canaries = plant_canaries(config, known | set(back), renamed)
     result = run_tests(config, recorded, report_path, canaries is not None)
     log = result.pop("log")
     write("test-output.log", log)
     sys.stdout.write(log[-20000:])
+    posing = unmask(result, back)
+    details["disguised"] = len(renamed)
     details["canaries"], canary_tamper = judge_canaries(canaries, result, known)
-    during = run_tamper(result) + canary_tamper
+    during = run_tamper(result) + posing + canary_tamper
     if during:
         # The run itself broke the judge's rules: nothing it reported counts.
         return deny(
