@@ -23,6 +23,7 @@ INFRA = [
     "module-a/pom.xml",
     ".mvn/extensions.xml",
     "src/main/resources/META-INF/services/org.junit.platform.launcher.TestExecutionListener",
+    "src/main/resources/junit-platform.properties",
     "build.gradle.kts",
     "CMakeLists.txt",
     "src/CMakeLists.txt",

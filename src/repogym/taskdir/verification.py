@@ -150,7 +150,7 @@ RUNNER_CONFIG = (
 BUILD_DEFINITIONS = (
     "**/{Cargo.toml,Cargo.lock,build.rs,rust-toolchain,rust-toolchain.toml}",
     "**/{go.mod,go.sum,go.work,go.work.sum}",
-    "**/{pom.xml,.mvn}",
+    "**/{pom.xml,.mvn,junit-platform.properties}",
     "**/META-INF/services",
     "**/{build.gradle,build.gradle.kts,settings.gradle,settings.gradle.kts}",
     "**/{CMakeLists.txt,CMakePresets.json,*.cmake}",

@@ -18,7 +18,8 @@ reset what an agent did to the tests. Test infrastructure is:
   built and run, beside the code under test: ``Cargo.toml``/``Cargo.lock``, ``build.rs``
   (a build script runs before any test), ``rust-toolchain*``, ``go.mod``/``go.sum``/
   ``go.work`` (a ``replace`` into the tree would swap a test dependency), ``pom.xml``,
-  ``.mvn/`` (core extensions), ``META-INF/services/`` registrations (test listeners and
+  ``.mvn/`` (core extensions), ``junit-platform.properties`` (JUnit 5's configuration: the
+  autodetection of extensions), ``META-INF/services/`` registrations (test listeners and
   extensions found by the service loader), Gradle build and settings scripts,
   ``CMakeLists.txt``, ``*.cmake`` and CMake presets (test definitions), ``meson.build``;
 * interpreter start-up hooks: ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``, installed
@@ -69,6 +70,7 @@ CONFIG_NAMES = frozenset(
         "go.work",
         "go.work.sum",
         "pom.xml",
+        "junit-platform.properties",  # JUnit 5's own configuration (extension autodetection)
         "build.gradle",
         "build.gradle.kts",
         "settings.gradle",
