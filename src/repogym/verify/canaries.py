@@ -45,6 +45,7 @@ __all__ = [
     "build",
     "confirm",
     "judged_here",
+    "keep_names",
     "load",
     "store_confirmed",
     "test_files_of",
@@ -628,6 +629,23 @@ def store_confirmed(tests_dir: Path, data: dict[str, Any]) -> bool:
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     else:
         path.unlink(missing_ok=True)
+    return True
+
+
+def keep_names(tests_dir: Path, failing: list[str]) -> bool:
+    """Stop renaming the tests among ``failing`` (graded ids that failed with the gold patch in
+    a calibration run): a test that reads its own name fails once renamed. True when the
+    candidates' file changed (the calibration is then run again)."""
+    data = load(tests_dir)
+    if data is None or data.get("status") != "candidates" or not data.get("disguise"):
+        return False
+    bad = set(failing)
+    sites = data["disguise"]
+    kept = [s for s in sites if not any(i in bad for i, _at in s.get("ids") or [])]
+    if len(kept) == len(sites):
+        return False
+    data["disguise"] = kept
+    (tests_dir / CANARIES_FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return True
 
 
