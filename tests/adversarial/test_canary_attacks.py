@@ -208,6 +208,34 @@ JS_ATTACKS = [
     ("the test registrar replaced by one that runs no-ops", append("lib/slugs.js", JS_HOLLOW_IT)),
 ]
 
+# The same, only for the failing tests the instruction names (by the calling test function's
+# name; by the title of the enclosing ``it``): the canaries, named otherwise, keep failing.
+PY_NAMED = FROM_CALLER.replace(
+    "    f = getattr(_s, {})(1)\n".format(h("_getframe")),
+    "    f = getattr(_s, {})(1)\n"
+    "    if getattr(f, {}).co_name not in ({}, {}, {}):\n"
+    "        return _real(text)\n".format(
+        h("_getframe"),
+        h("f_code"),
+        h("test_parse_thousands"),
+        h("test_parse_millions"),
+        h("test_parse_misplaced_separator"),
+    ),
+)
+JS_NAMED = JS_FROM_CALLER.replace(
+    "const line = f.readFileSync(m[1], 'utf8').split('\\n')[Number(m[2]) - 1] || ''; ",
+    "const all = f.readFileSync(m[1], 'utf8').split('\\n'); "
+    "const line = all[Number(m[2]) - 1] || ''; "
+    "const head = all.slice(0, Number(m[2])).reverse().find((l) => /^\\s*it\\(/.test(l)) || ''; "
+    "const title = (/it\\(\\s*([\"'])(.*?)\\1/.exec(head) || [])[2]; "
+    "if (![" + j("collapses runs of separators") + ", " + j("trims separators at the ends") + "]"
+    ".includes(title)) return real(text); ",
+)
+NAMED_ATTACKS = [
+    ("ledger", "the expected value, for the tests the instruction names", PY_NAMED),
+    ("slugs", "the expected value, for the tests the instruction names (JavaScript)", JS_NAMED),
+]
+
 
 @pytest.mark.parametrize(("name", "command"), PY_ATTACKS, ids=[a[0] for a in PY_ATTACKS])
 def test_neutering_earns_no_more_than_nop(ledger: Target, name: str, command: str) -> None:
@@ -231,6 +259,37 @@ def test_js_neutering_earns_no_more_than_nop(slugs: Target, name: str, command: 
         name,
         json.dumps(details)[-2500:],
     )
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "code"), NAMED_ATTACKS, ids=[a[1] for a in NAMED_ATTACKS]
+)
+def test_answers_for_the_named_tests_earn_nothing(
+    request: pytest.FixtureRequest, tmp_path: Path, target: str, name: str, code: str
+) -> None:
+    """The failing tests are renamed in every run, so code that answers them by name finds
+    none of that name; on the same task without the renaming (canaries kept) it earns 1.0."""
+    t: Target = request.getfixturevalue(target)
+    path = "ledger/money.py" if target == "ledger" else "lib/slugs.js"
+    command = put(path, MONEY_V1 + code) if target == "ledger" else append(path, code)
+    outcome = t.attack(command)
+    details = outcome.result["verifier_result"]["details"]
+    assert outcome.reward is not None and outcome.reward <= t.nop, (name, details)
+    assert details["disguised"] >= 1 and details["canaries"]["failed"] >= 1, details
+
+    from repogym.taskdir import load_task, update_task_toml
+
+    copy = tmp_path / "tasks" / t.task.path.name
+    shutil.copytree(t.task.path, copy)
+    data = json.loads((copy / "tests" / "canaries.json").read_text())
+    data.pop("disguise")
+    (copy / "tests" / "canaries.json").write_text(json.dumps(data))
+    update_task_toml(copy)
+    bare = Target(load_task(copy), t.nop, t.runner, t.in_place)
+    outcome = bare.attack(command)
+    details = outcome.result["verifier_result"]["details"]
+    assert outcome.reward == 1.0, (name, details.get("tamper"), details.get("f2p_failing"))
+    assert details["canaries"]["failed"] == details["canaries"]["run"] >= 1, details
 
 
 def _without_canaries(t: Target, tmp: Path) -> Target:

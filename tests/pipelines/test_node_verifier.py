@@ -496,6 +496,10 @@ def test_both_verifiers_plant_canaries_and_judge_them(tmp_path: Path, verifier: 
     assert details["canaries"] == {"status": "confirmed", "run": 2, "failed": 2}
     hidden = (work / "test" / "words.test.js").read_text()
     assert hidden.count("it(") == HIDDEN.count("it(") + 2  # planted in the working tree
+    # The failing test ran under a new name, graded under its own id.
+    assert details["disguised"] == 1 and details["f2p_passed"] == 1, details
+    assert 'it("ignores repeated whitespace",' not in hidden
+    assert 'it("splits on spaces",' in hidden
 
     broken = pool.pool[0]
     broken.code = broken.code.replace('"bb"]', '"b"]')

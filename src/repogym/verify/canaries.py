@@ -393,17 +393,16 @@ _JS_LAST_NUMBER = re.compile(r"[(,\[:]\s*(-?\d+(?:\.\d+)?)\s*[\]}]*\s*\)\s*;?\s*
 _JS_LAST_BOOL = re.compile(r"[(,\[:]\s*(true|false)\s*[\]}]*\s*\)\s*;?\s*$")
 
 
-def _js_candidates(
-    rel: str, text: str, ids: list[tuple[str, str]], rng: random.Random
-) -> list[Candidate]:
-    """``ids``: (id, origin) of the tests that may be in this file (ids end with the title)."""
+def js_blocks(text: str) -> tuple[list[tuple[int, int, str, int]], list[Any]] | None:
+    """The statement-level ``it(...)``/``test(...)`` blocks of a JavaScript or TypeScript file,
+    each ``(first line, line after the last, title, the title's column)``, and the scan of its
+    lines; None when the file cannot be read so."""
     if any(ch in text for ch in ("\r", "\u2028", "\u2029")):
-        return []
-    lines = text.splitlines(keepends=True)
-    bare = [ln.rstrip("\n") for ln in lines]
+        return None
+    bare = text.splitlines()
     info = _js_scan(bare)
     if info is None:
-        return []
+        return None
     blocks: list[tuple[int, int, str, int]] = []  # (start, end, title, title column)
     for i, line in enumerate(info):
         m = _JS_TEST.match(line.masked)
@@ -427,6 +426,19 @@ def _js_candidates(
         if end is None:
             continue
         blocks.append((i, end + 1, title, q + 1))
+    return blocks, info
+
+
+def _js_candidates(
+    rel: str, text: str, ids: list[tuple[str, str]], rng: random.Random
+) -> list[Candidate]:
+    """``ids``: (id, origin) of the tests that may be in this file (ids end with the title)."""
+    found = js_blocks(text)
+    if found is None:
+        return []
+    blocks, info = found
+    lines = text.splitlines(keepends=True)
+    bare = [ln.rstrip("\n") for ln in lines]
     titles = [b[2] for b in blocks]
     vocab = _vocabulary(titles, r"\s+")
     out: list[Candidate] = []

@@ -5,8 +5,9 @@ The instruction names the failing tests and canaries have names of their own, so
 forges outcomes by name could pick the named tests and leave every canary failing. Renamed
 to a name formed as a canary's is (the test's name, ``_`` and a word of its neighbours'
 names), a failing test is one new name among the canaries' new names. Sites are found as the
-canaries find tests: Python by the syntax tree, Go, Rust, JUnit and GoogleTest by their
-formatter's layout (:mod:`.canaries_braced`)."""
+canaries find tests: Python by the syntax tree, JavaScript ``it``/``test`` titles by the
+comment- and string-aware scan, Go, Rust, JUnit and GoogleTest by their formatter's layout
+(:mod:`.canaries_braced`)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def sites(
             continue
         if runner in canaries.PY_RUNNERS and rel.endswith(".py"):
             out += _py_disguise(rel, text, graded, wanted)
+        elif runner in canaries.JS_RUNNERS and rel.endswith(canaries._JS_FILES):
+            out += _js_disguise(rel, text, graded, wanted)
         elif runner in canaries.BRACED_RUNNERS and rel.endswith(canaries._BRACED_FILES[runner]):
             out += _braced_disguise(rel, text, graded, wanted, runner)
     return out
@@ -48,7 +51,8 @@ def _site(
 ) -> dict[str, Any] | None:
     placed = []
     for t in ids:
-        at = next((a for a in (_name_at(t), 0) if t.startswith(title, a)), None)
+        spots = (_name_at(t), 0, len(t) - len(title))  # JavaScript ids end with the title
+        at = next((a for a in spots if a >= 0 and t.startswith(title, a)), None)
         if at is not None:
             placed.append([t, at])
     if not names or not placed:
@@ -82,6 +86,27 @@ def _braced_disguise(
             continue
         names = canaries._names(name, "_", [w for w in vocab if w not in name.lower()], set(titles))
         site = _site(rel, line, col, name, names, ids)
+        if site is not None:
+            out.append(site)
+    return out
+
+
+def _js_disguise(rel: str, text: str, graded: list[str], wanted: set[str]) -> list[dict[str, Any]]:
+    """``it(...)``/``test(...)`` titles (ids end with them; one title may be used under
+    several blocks of a file, and each of its blocks is renamed)."""
+    found = canaries.js_blocks(text)
+    if found is None:
+        return []
+    blocks, _info = found
+    titles = [b[2] for b in blocks]
+    vocab = canaries._vocabulary(titles, r"\s+")
+    out = []
+    for start, _end, title, col in blocks:
+        ids = [t for t in graded if t.endswith(title)]
+        if not wanted.intersection(ids):
+            continue
+        names = canaries._names(title, " ", vocab, set(titles))
+        site = _site(rel, start, col, title, names, ids)
         if site is not None:
             out.append(site)
     return out

@@ -701,7 +701,66 @@ function randomBelow(n) {
   return n > 0 ? crypto.randomInt(n) : 0;
 }
 
-function plantCanaries(config, known) {
+// The fail-to-pass tests get new names in every run (canaries.json "disguise": where each is
+// named, the names it may take, the graded ids it gives): code that forges outcomes by the
+// names the instruction gives finds no such test. Returns [renamed id -> graded id, names].
+function disguiseTests(config, data, known) {
+  const sites = data && Array.isArray(data.disguise) ? data.disguise : [];
+  const back = {};
+  const named = [];
+  const edits = {};
+  for (const site of sites) {
+    const title = site.title || "";
+    if (!title || String(config.command || "").includes(title)) continue;
+    const names = (site.names || []).filter(
+      (n) => ![...known].some((k) => k.endsWith(n)) && !named.some((m) => m.endsWith(n) || n.endsWith(m)),
+    );
+    if (!names.length) continue;
+    const name = names[randomBelow(names.length)];
+    named.push(name);
+    (edits[site.file] = edits[site.file] || []).push([Number(site.line), Number(site.col), title, name, site]);
+  }
+  for (const [rel, items] of Object.entries(edits)) {
+    const file = path.join(config.workdir, rel);
+    let lines;
+    try {
+      lines = fs.readFileSync(file, "utf8").split("\n");
+    } catch {
+      continue;
+    }
+    for (const [line, col, title, name, site] of items) {
+      if (line >= lines.length || lines[line].slice(col, col + title.length) !== title) {
+        named.splice(named.indexOf(name), 1);
+        continue;
+      }
+      lines[line] = lines[line].slice(0, col) + name + lines[line].slice(col + title.length);
+      for (const [ident, at] of site.ids || []) {
+        back[ident.slice(0, at) + name + ident.slice(at + title.length)] = ident;
+      }
+    }
+    fs.writeFileSync(file, lines.join("\n"));
+  }
+  return [back, named];
+}
+
+// The renamed tests' outcomes under their graded ids again; a graded id of a renamed test in
+// the run's own results is a tamper (no test of that name existed in it).
+function unmask(result, back) {
+  const originals = new Set(Object.values(back));
+  if (!originals.size) return [];
+  const tests = result.tests || {};
+  const posing = Object.keys(tests).filter((t) => originals.has(t)).sort();
+  for (const key of ["tests", "failures"]) {
+    const table = result[key];
+    if (!table || typeof table !== "object") continue;
+    const out = {};
+    for (const [t, v] of Object.entries(table)) if (!posing.includes(t)) out[back[t] || t] = v;
+    result[key] = out;
+  }
+  return posing.slice(0, 5).map((t) => `a test named ${t} ran, but that test was renamed for this run`);
+}
+
+function plantCanaries(config, known, taken = []) {
   const data = load("canaries.json", {});
   const pool = Array.isArray(data && data.pool) ? data.pool.map((c, i) => [i, c]) : [];
   if (!pool.length) return null;
@@ -726,7 +785,7 @@ function plantCanaries(config, known) {
   }
   const planted = {};
   const inserts = {};
-  const named = [];
+  const named = [...taken];
   for (const [index, cand] of chosen) {
     // A name no graded id ends with, and no other canary's name ends with or in.
     const names = cand.names.filter(
@@ -847,15 +906,19 @@ function main(argv) {
   };
   if (tampered.length) return deny(tampered);
   const known = new Set([...f2p, ...p2p]);
-  const canaries = plantCanaries(config, known);
+  const [back, renamed] = disguiseTests(config, load("canaries.json", {}), known);
+  const canaries = plantCanaries(config, new Set([...known, ...Object.keys(back)]), renamed);
   const result = runTests(config, recorded, reportPath, canaries !== null);
   const log = result.log;
   delete result.log;
   write("test-output.log", log);
   process.stdout.write(log.slice(-20000));
+  const posing = unmask(result, back);
+  details.disguised = renamed.length;
   const [canaryDetails, canaryTamper] = judgeCanaries(canaries, result, known);
   details.canaries = canaryDetails;
-  if (canaryTamper.length) return deny(canaryTamper, { exit_code: result.exit_code });
+  const during = [...posing, ...canaryTamper];
+  if (during.length) return deny(during, { exit_code: result.exit_code });
   Object.assign(details, {
     exit_code: result.exit_code,
     parse_status: result.parse_status,
