@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from repogym.errors import RepogymError
 from repogym.plugins import PluginError, Registry, UnknownPlugin, callable_check
+from repogym.sandbox import interrupt_sandboxes, resume_sandboxes
 
 __all__ = [
     "Done",
@@ -144,14 +145,29 @@ class LocalExecutor:
 
     def map(self, work: Iterable[Work], *, parallel: int | None = None) -> Iterator[Done]:
         limit = max(1, parallel or self.jobs)
-        with ThreadPoolExecutor(max_workers=limit) as pool:
-            pending: dict[Future[tuple[bool, Any, str, str]], str] = {}
-            for unit in work:
-                while len(pending) >= limit:
-                    yield from self._finished(pending)
-                pending[pool.submit(_call, unit.fn, unit.args)] = unit.key
-            while pending:
-                yield from self._finished(pending)
+        stopped = False
+        try:
+            with ThreadPoolExecutor(max_workers=limit) as pool:
+                pending: dict[Future[tuple[bool, Any, str, str]], str] = {}
+                try:
+                    for unit in work:
+                        while len(pending) >= limit:
+                            yield from self._finished(pending)
+                        pending[pool.submit(_call, unit.fn, unit.args)] = unit.key
+                    while pending:
+                        yield from self._finished(pending)
+                except KeyboardInterrupt:
+                    # Ctrl-C or SIGTERM (the command line turns it into this): the running
+                    # units lose their sandboxes now (the pool would otherwise wait for each
+                    # to finish its commands) and no other starts.
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    if pending:
+                        stopped = True
+                        interrupt_sandboxes()
+                    raise
+        finally:
+            if stopped:
+                resume_sandboxes()
 
     @staticmethod
     def _finished(pending: dict[Future[tuple[bool, Any, str, str]], str]) -> Iterator[Done]:

@@ -71,6 +71,22 @@ def registry_mirrors(environ: dict[str, str] | None = None) -> dict[str, str]:
     return registries_from_env(environ)
 
 
+def interrupt_sandboxes() -> None:
+    """An interrupted run (Ctrl-C, SIGTERM): close the local sandboxes this process has running,
+    so that work waiting on them ends now rather than when their commands would, and start no
+    new one until :func:`resume_sandboxes`."""
+    from repogym.sandbox._runtime import interrupt_all
+
+    interrupt_all()
+
+
+def resume_sandboxes() -> None:
+    """Let local sandboxes start again after :func:`interrupt_sandboxes`."""
+    from repogym.sandbox._runtime import resume_all
+
+    resume_all()
+
+
 def get_backend(name: str, **kwargs: object) -> Sandbox:
     """Instantiate a backend by name; its module (and SDK) is imported only now."""
     try:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,6 +260,28 @@ class _ExecPipes:
             sel.close()
 
 
+_LIVE: weakref.WeakSet[SandboxProcess] = weakref.WeakSet()
+_STOPPING = threading.Event()
+
+
+def interrupt_all() -> None:
+    """Close every sandbox this process has running and refuse new ones (an interrupted run:
+    work waiting on a sandbox ends at once instead of finishing first)."""
+    _STOPPING.set()
+    for proc in list(_LIVE):
+        with contextlib.suppress(Exception):
+            proc.close()
+
+
+def resume_all() -> None:
+    """Let sandboxes start again after :func:`interrupt_all`."""
+    _STOPPING.clear()
+
+
+def interrupted() -> bool:
+    return _STOPPING.is_set()
+
+
 class SandboxProcess:
     """A running sandbox: exec commands and run file operations inside its root."""
 
@@ -292,6 +315,7 @@ class SandboxProcess:
         self.lock = threading.Lock()
         self.closed = False
         self._ids = itertools.count(1)
+        _LIVE.add(self)
 
     # ------------------------------------------------------------------ exec
 

@@ -40,7 +40,7 @@ from repogym.sandbox._layers import LayerStore
 from repogym.sandbox._netns import SharedNetwork
 from repogym.sandbox._pull import ImageStore, registries_from_env, runtime_dir
 from repogym.sandbox._replay import Builder
-from repogym.sandbox._runtime import ForkServer, RawResult, SandboxProcess
+from repogym.sandbox._runtime import ForkServer, RawResult, SandboxProcess, interrupted
 from repogym.sandbox.base import (
     BuildError,
     BuiltEnvironment,
@@ -229,6 +229,8 @@ class LocalSandbox(Sandbox):
         rootfs: Path | None = None,
         shared: SharedNetwork | None = None,
     ) -> SandboxProcess:
+        if interrupted():
+            raise SandboxError("the run was interrupted: no sandbox starts")
         storage_bytes = (storage_mb or self.default_storage_mb) << 20
         image = None
         if rootfs is not None:
