@@ -32,7 +32,9 @@ from repogym.bootstrap.native.pom_edits import (
     RAISED_LEVEL,
     ParentRelease,
     errorprone_javac,
+    git_exec,
     level_elements,
+    no_git_script,
     on_central,
     parent_release_script,
     plain_javac_script,
@@ -120,6 +122,8 @@ class JavaProject(NativeProject):
     """Snapshot parent POMs the recipe replaces by their releases (:mod:`.pom_edits`)."""
     plain_javac: list[str] = field(default_factory=list)
     """POMs whose compiler runs error-prone's bundled javac 9: set to plain javac."""
+    no_git: list[str] = field(default_factory=list)
+    """POMs whose exec-maven-plugin runs git: set to run ``true``."""
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
@@ -215,6 +219,21 @@ def _snapshot_parents(project: JavaProject, repo: Path, poms: list) -> str:
     return ""
 
 
+def _no_git(project: JavaProject, poms: list) -> None:
+    """exec-maven-plugin runs of git → ``true`` (noted with the commands)."""
+    runs = git_exec(poms)
+    if not runs:
+        return
+    project.no_git = list(runs)
+    commands = "; ".join(f"{c} ({path})" for path, cs in runs.items() for c in dict.fromkeys(cs))
+    project.notes.append(
+        f"the build runs git through exec-maven-plugin: {commands}. The image holds a snapshot"
+        " without .git and the repository's host is not reachable, so the executable is set to"
+        " `true` (sed in the image); submodules from the repository's host are not there, and"
+        " tests that read them fail at every revision and are therefore never graded"
+    )
+
+
 def _pick_maven(repo: Path, poms: list) -> tuple[str, str]:
     """``(Maven version, where it was read)``."""
     wrapper = wrapper_maven(repo)
@@ -285,6 +304,7 @@ def detect_java(
             " javac-with-errorprone), which cannot read the class files of JDK 10+: set to plain"
             f" javac in {', '.join(project.plain_javac)} (no error-prone checks)"
         )
+    _no_git(project, poms)
     major, note = _pick_jdk(project.java_wanted, jdks)
     if major is None:
         project.problem = note
@@ -452,6 +472,8 @@ def _pom_edit_words(project: JavaProject) -> list[str]:
         scripts.append(raise_level_script(project.raise_elements, project.modules))
     if project.plain_javac:
         scripts.append(plain_javac_script(project.plain_javac))
+    if project.no_git:
+        scripts.append(no_git_script(project.no_git))
     return [" && ".join(scripts)] if scripts else []
 
 
