@@ -19,6 +19,13 @@ from typing import Any
 
 from repogym.bootstrap._files import read_text
 from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
+from repogym.bootstrap.native.java_release import (
+    RELEASE_PROPERTY,
+    ReleasePlan,
+    plan_release,
+    release_refusal,
+    release_script,
+)
 from repogym.bootstrap.native.pom import (
     java_level,
     reactor,
@@ -124,10 +131,13 @@ class JavaProject(NativeProject):
     """POMs whose compiler runs error-prone's bundled javac 9: set to plain javac."""
     no_git: list[str] = field(default_factory=list)
     """POMs whose exec-maven-plugin runs git: set to run ``true``."""
+    release: ReleasePlan | None = None
+    """A raised project compiled against Java 8's API (:mod:`.java_release`)."""
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
         out["parent_releases"] = [asdict(p) for p in self.parent_releases]
+        out["release"] = asdict(self.release) if self.release else None
         return out
 
 
@@ -217,6 +227,25 @@ def _snapshot_parents(project: JavaProject, repo: Path, poms: list) -> str:
             f" reachable here): replaced by its release {release} from Maven Central"
         )
     return ""
+
+
+def _compile_for_release(project: JavaProject, repo: Path, poms: list) -> None:
+    """A raised project compiles against Java 8's API (``--release 8``) unless something in it
+    stands against that (:mod:`.java_release`); noted either way."""
+    refusal = release_refusal(repo, poms, project.maven_version)
+    if refusal:
+        project.notes.append(
+            f"compiled with -source/-target {RAISED_LEVEL} against the JDK's own class library,"
+            f" not --release {RAISED_LEVEL}: {refusal}"
+        )
+        return
+    project.release = plan_release(repo, poms, project.maven_version)
+    project.notes.append(
+        f"compiled against Java {RAISED_LEVEL}'s API (--release {RAISED_LEVEL}: newer JDK"
+        " classes such as java.lang.Record would clash with the project's own names):"
+        f" -D{RELEASE_PROPERTY}={RAISED_LEVEL} in .mvn/maven.config"
+        f"{project.release.describe()} (in the image)"
+    )
 
 
 def _no_git(project: JavaProject, poms: list) -> None:
@@ -316,6 +345,8 @@ def detect_java(
     project.notes.append(
         f"Maven {project.maven_version} from Maven Central at build time: {project.maven_from}"
     )
+    if project.raise_elements:
+        _compile_for_release(project, repo, poms)
     if not (reachable(CENTRAL_HOST) if central is None else central):
         project.problem = (
             "Maven project, but Maven Central (repo.maven.apache.org) is not reachable from this"
@@ -474,6 +505,8 @@ def _pom_edit_words(project: JavaProject) -> list[str]:
         scripts.append(plain_javac_script(project.plain_javac))
     if project.no_git:
         scripts.append(no_git_script(project.no_git))
+    if project.release:
+        scripts.append(release_script(project.release))
     return [" && ".join(scripts)] if scripts else []
 
 
