@@ -166,6 +166,19 @@ def test_no_git_edit_without_an_exec_plugin_running_git(make_repo: MakeRepo) -> 
     assert "RUN sed" not in make_recipe(repo, d).dockerfile
 
 
+def test_git_hook_goals_are_skipped_in_every_mvn_call(make_repo: MakeRepo) -> None:
+    """handlebars.java: git-build-hook-maven-plugin's ``install`` goal needs a git repository
+    ("Could not find or initialise a local git repository"); the image has none."""
+    repo = make_repo({"pom.xml": pom()})
+    recipe = make_recipe(repo, detect(repo))
+    calls = recipe.dockerfile.split("/bin/mvn -B")[1:]
+    assert len(calls) == 4  # the dependency layer's (lifecycle, go-offline), build, offline
+    for goal in ("install", "gitconfig", "init"):
+        flag = f"-Dgitbuildhook.{goal}.skip=true"
+        assert all(flag in call for call in calls)
+        assert flag in recipe.test_command
+
+
 def test_an_old_release_no_pom_element_names_is_still_refused(make_repo: MakeRepo) -> None:
     repo = make_repo({"pom.xml": pom(), ".java-version": "1.6\n"})
     d = detect(repo)

@@ -85,9 +85,13 @@ SKIPS = (
     "-Drevapi.skip=true",
     "-Dformatter.skip=true",
     "-Dimpsort.skip=true",
+    "-Dgitbuildhook.install.skip=true",
+    "-Dgitbuildhook.gitconfig.skip=true",
+    "-Dgitbuildhook.init.skip=true",
 )
 """Plugins that are not about tests and break or slow offline runs (license headers, style,
-coverage, signing, API compatibility against released artifacts): skipped in every mvn call."""
+coverage, signing, API compatibility against released artifacts, git hooks and configuration:
+the image holds a snapshot without ``.git``): skipped in every mvn call."""
 NO_TESTS = "-Dtest=" + ",".join(
     f"{p}#repogymNoSuchTest" for p in ("Test*", "*Test", "*Tests", "*TestCase")
 )
