@@ -121,6 +121,64 @@ def test_error_prone_javac_9_is_set_to_plain_javac(make_repo: MakeRepo) -> None:
     assert "<forceJavacCompilerUse>false</forceJavacCompilerUse>" in text
 
 
+def _exec_plugin(executable: str, *args: str) -> str:
+    arguments = "".join(f"<argument>{a}</argument>" for a in args)
+    return (
+        "<plugin><groupId>org.codehaus.mojo</groupId><artifactId>exec-maven-plugin</artifactId>"
+        "<executions><execution><phase>initialize</phase><goals><goal>exec</goal></goals>"
+        f"</execution></executions><configuration><executable>{executable}</executable>"
+        f"<arguments>{arguments}</arguments></configuration></plugin>"
+    )
+
+
+def test_exec_plugin_running_git_runs_true_instead(make_repo: MakeRepo) -> None:
+    """handlebars.java: a profile (active when the submodule's folder is missing) runs ``git
+    submodule update --init --recursive``; the image's snapshot has no .git and GitHub is not
+    reachable, so git exits 128 and the build fails."""
+    submodule = _exec_plugin("git", "submodule", "update", "--init", "--recursive")
+    profile = (
+        "<profiles><profile><id>specs</id><activation><file><missing>specs</missing></file>"
+        f"</activation><build><plugins>{submodule}</plugins></build></profile></profiles>"
+    )
+    module = "<build><plugins>" + _exec_plugin("/usr/bin/git", "describe") + "</plugins></build>"
+    others = "<build><plugins>" + _exec_plugin("npm", "ci") + _exec_plugin("mygit") + "</plugins>"
+    root = pom(others + "</build><modules><module>core</module></modules>" + profile)
+    repo = make_repo({"pom.xml": root, "core/pom.xml": pom(module, artifact="core", parent=True)})
+    d = detect(repo)
+    assert d.supported, d.reason
+    note = next(n for n in d.notes if "runs git through exec-maven-plugin" in n)
+    assert "git submodule update --init --recursive (pom.xml)" in note
+    assert "git describe (core/pom.xml)" in note
+    assert "are therefore never graded" in note
+    _run_edits(repo, make_recipe(repo, d).dockerfile)
+    text = (repo / "pom.xml").read_text()
+    assert "<executable>true</executable><arguments><argument>submodule" in text
+    assert "<executable>npm</executable>" in text and "<executable>mygit</executable>" in text
+    assert "<executable>true</executable>" in (repo / "core/pom.xml").read_text()
+
+
+def test_no_git_edit_without_an_exec_plugin_running_git(make_repo: MakeRepo) -> None:
+    repo = make_repo(
+        {"pom.xml": pom("<build><plugins>" + _exec_plugin("npm") + "</plugins></build>")}
+    )
+    d = detect(repo)
+    assert not any("git" in n for n in d.notes)
+    assert "RUN sed" not in make_recipe(repo, d).dockerfile
+
+
+def test_git_hook_goals_are_skipped_in_every_mvn_call(make_repo: MakeRepo) -> None:
+    """handlebars.java: git-build-hook-maven-plugin's ``install`` goal needs a git repository
+    ("Could not find or initialise a local git repository"); the image has none."""
+    repo = make_repo({"pom.xml": pom()})
+    recipe = make_recipe(repo, detect(repo))
+    calls = recipe.dockerfile.split("/bin/mvn -B")[1:]
+    assert len(calls) == 4  # the dependency layer's (lifecycle, go-offline), build, offline
+    for goal in ("install", "gitconfig", "init"):
+        flag = f"-Dgitbuildhook.{goal}.skip=true"
+        assert all(flag in call for call in calls)
+        assert flag in recipe.test_command
+
+
 def test_an_old_release_no_pom_element_names_is_still_refused(make_repo: MakeRepo) -> None:
     repo = make_repo({"pom.xml": pom(), ".java-version": "1.6\n"})
     d = detect(repo)

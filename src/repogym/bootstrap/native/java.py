@@ -19,6 +19,13 @@ from typing import Any
 
 from repogym.bootstrap._files import read_text
 from repogym.bootstrap.model import WORKDIR, DockerfileWriter, Recipe
+from repogym.bootstrap.native.java_release import (
+    RELEASE_PROPERTY,
+    ReleasePlan,
+    plan_release,
+    release_refusal,
+    release_script,
+)
 from repogym.bootstrap.native.pom import (
     java_level,
     reactor,
@@ -32,7 +39,9 @@ from repogym.bootstrap.native.pom_edits import (
     RAISED_LEVEL,
     ParentRelease,
     errorprone_javac,
+    git_exec,
     level_elements,
+    no_git_script,
     on_central,
     parent_release_script,
     plain_javac_script,
@@ -76,9 +85,13 @@ SKIPS = (
     "-Drevapi.skip=true",
     "-Dformatter.skip=true",
     "-Dimpsort.skip=true",
+    "-Dgitbuildhook.install.skip=true",
+    "-Dgitbuildhook.gitconfig.skip=true",
+    "-Dgitbuildhook.init.skip=true",
 )
 """Plugins that are not about tests and break or slow offline runs (license headers, style,
-coverage, signing, API compatibility against released artifacts): skipped in every mvn call."""
+coverage, signing, API compatibility against released artifacts, git hooks and configuration:
+the image holds a snapshot without ``.git``): skipped in every mvn call."""
 NO_TESTS = "-Dtest=" + ",".join(
     f"{p}#repogymNoSuchTest" for p in ("Test*", "*Test", "*Tests", "*TestCase")
 )
@@ -120,10 +133,15 @@ class JavaProject(NativeProject):
     """Snapshot parent POMs the recipe replaces by their releases (:mod:`.pom_edits`)."""
     plain_javac: list[str] = field(default_factory=list)
     """POMs whose compiler runs error-prone's bundled javac 9: set to plain javac."""
+    no_git: list[str] = field(default_factory=list)
+    """POMs whose exec-maven-plugin runs git: set to run ``true``."""
+    release: ReleasePlan | None = None
+    """A raised project compiled against Java 8's API (:mod:`.java_release`)."""
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
         out["parent_releases"] = [asdict(p) for p in self.parent_releases]
+        out["release"] = asdict(self.release) if self.release else None
         return out
 
 
@@ -215,6 +233,40 @@ def _snapshot_parents(project: JavaProject, repo: Path, poms: list) -> str:
     return ""
 
 
+def _compile_for_release(project: JavaProject, repo: Path, poms: list) -> None:
+    """A raised project compiles against Java 8's API (``--release 8``) unless something in it
+    stands against that (:mod:`.java_release`); noted either way."""
+    refusal = release_refusal(repo, poms, project.maven_version)
+    if refusal:
+        project.notes.append(
+            f"compiled with -source/-target {RAISED_LEVEL} against the JDK's own class library,"
+            f" not --release {RAISED_LEVEL}: {refusal}"
+        )
+        return
+    project.release = plan_release(repo, poms, project.maven_version)
+    project.notes.append(
+        f"compiled against Java {RAISED_LEVEL}'s API (--release {RAISED_LEVEL}: newer JDK"
+        " classes such as java.lang.Record would clash with the project's own names):"
+        f" -D{RELEASE_PROPERTY}={RAISED_LEVEL} in .mvn/maven.config"
+        f"{project.release.describe()} (in the image)"
+    )
+
+
+def _no_git(project: JavaProject, poms: list) -> None:
+    """exec-maven-plugin runs of git → ``true`` (noted with the commands)."""
+    runs = git_exec(poms)
+    if not runs:
+        return
+    project.no_git = list(runs)
+    commands = "; ".join(f"{c} ({path})" for path, cs in runs.items() for c in dict.fromkeys(cs))
+    project.notes.append(
+        f"the build runs git through exec-maven-plugin: {commands}. The image holds a snapshot"
+        " without .git and the repository's host is not reachable, so the executable is set to"
+        " `true` (sed in the image); submodules from the repository's host are not there, and"
+        " tests that read them fail at every revision and are therefore never graded"
+    )
+
+
 def _pick_maven(repo: Path, poms: list) -> tuple[str, str]:
     """``(Maven version, where it was read)``."""
     wrapper = wrapper_maven(repo)
@@ -285,6 +337,7 @@ def detect_java(
             " javac-with-errorprone), which cannot read the class files of JDK 10+: set to plain"
             f" javac in {', '.join(project.plain_javac)} (no error-prone checks)"
         )
+    _no_git(project, poms)
     major, note = _pick_jdk(project.java_wanted, jdks)
     if major is None:
         project.problem = note
@@ -296,6 +349,8 @@ def detect_java(
     project.notes.append(
         f"Maven {project.maven_version} from Maven Central at build time: {project.maven_from}"
     )
+    if project.raise_elements:
+        _compile_for_release(project, repo, poms)
     if not (reachable(CENTRAL_HOST) if central is None else central):
         project.problem = (
             "Maven project, but Maven Central (repo.maven.apache.org) is not reachable from this"
@@ -452,6 +507,10 @@ def _pom_edit_words(project: JavaProject) -> list[str]:
         scripts.append(raise_level_script(project.raise_elements, project.modules))
     if project.plain_javac:
         scripts.append(plain_javac_script(project.plain_javac))
+    if project.no_git:
+        scripts.append(no_git_script(project.no_git))
+    if project.release:
+        scripts.append(release_script(project.release))
     return [" && ".join(scripts)] if scripts else []
 
 

@@ -53,16 +53,27 @@ class Pom:
         node = self.root.find(path)
         return node.text.strip() if node is not None and node.text else None
 
-    def plugin_configs(self, artifact_id: str) -> list[ET.Element]:
-        """``<configuration>`` elements of a plugin (build plugins and plugin management,
-        executions included)."""
+    def plugins(self, artifact_id: str, *, profiles: bool = False) -> list[ET.Element]:
+        """``<plugin>`` elements of a plugin: build plugins and plugin management, and with
+        ``profiles`` those of every profile too (whether or not it would be active)."""
+        bases = [self.root]
+        if profiles:
+            bases += self.root.findall("profiles/profile")
         found = []
-        for plugins in ("build/plugins", "build/pluginManagement/plugins"):
-            for plugin in self.root.findall(f"{plugins}/plugin"):
-                if (plugin.findtext("artifactId") or "").strip() != artifact_id:
-                    continue
-                found += plugin.findall("configuration")
-                found += plugin.findall("executions/execution/configuration")
+        for base in bases:
+            for plugins in ("build/plugins", "build/pluginManagement/plugins"):
+                for plugin in base.findall(f"{plugins}/plugin"):
+                    if (plugin.findtext("artifactId") or "").strip() == artifact_id:
+                        found.append(plugin)
+        return found
+
+    def plugin_configs(self, artifact_id: str, *, profiles: bool = False) -> list[ET.Element]:
+        """``<configuration>`` elements of a plugin (build plugins and plugin management,
+        executions included; with ``profiles``, those of every profile too)."""
+        found = []
+        for plugin in self.plugins(artifact_id, profiles=profiles):
+            found += plugin.findall("configuration")
+            found += plugin.findall("executions/execution/configuration")
         return found
 
 

@@ -10,6 +10,9 @@ copy of the POMs), each one noted in the recipe:
 * **A ``-SNAPSHOT`` parent POM from outside the repository** (jackson-* between releases): only
   Maven Central is reachable here, never a snapshot repository, so the parent becomes the
   release of that version when Central has it (what the snapshot turned into).
+* **exec-maven-plugin running git** (handlebars.java's ``git submodule update --init``): the
+  image holds an exported snapshot without ``.git`` and the repository's host is not reachable,
+  so git fails (exit 128) and so does the build; the executable becomes ``true``.
 """
 
 from __future__ import annotations
@@ -109,6 +112,34 @@ def plain_javac_script(poms: list[str]) -> str:
     )
     files = " ".join(shlex.quote(p) for p in poms)
     return f"sed -i -E -e {shlex.quote(compiler)} -e {shlex.quote(force)} {files}"
+
+
+_GIT = re.compile(r"(?:[^<]*/)?git(?:\.exe)?")
+NO_GIT = "true"
+"""What runs instead of git: a command of every image that takes any arguments and exits 0."""
+
+
+def git_exec(poms: list[Pom]) -> dict[str, list[str]]:
+    """POM path → the git command lines its exec-maven-plugin runs (``<executable>git``,
+    literal, in the plugin's or an execution's configuration, profiles included)."""
+    found: dict[str, list[str]] = {}
+    for pom in poms:
+        for config in pom.plugin_configs("exec-maven-plugin", profiles=True):
+            if not _GIT.fullmatch((config.findtext("executable") or "").strip()):
+                continue
+            args = [(a.text or "").strip() for a in config.findall("arguments/argument")]
+            found.setdefault(pom.path, []).append(" ".join(["git", *args]).strip())
+    return found
+
+
+def no_git_script(poms: list[str]) -> str:
+    """``sed`` that sets ``<executable>git</executable>`` (a path to git too) to :data:`NO_GIT`
+    in the POM files ``poms``."""
+    expr = (
+        "s#<executable>[[:space:]]*([^<]*/)?git(\\.exe)?[[:space:]]*</executable>"
+        f"#<executable>{NO_GIT}</executable>#g"
+    )
+    return f"sed -i -E {shlex.quote(expr)} {' '.join(shlex.quote(p) for p in poms)}"
 
 
 def raise_level_script(elements: list[str], poms: list[str]) -> str:
