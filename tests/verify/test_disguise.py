@@ -168,3 +168,18 @@ def test_python_and_junit_sites() -> None:
     (site,) = pool.disguise
     assert (site["line"], site["col"]) == (4, 9)
     assert site["ids"] == [["demo.MoneyTest#parsesThousands", 15]]
+
+
+def test_a_site_that_no_longer_matches_is_left_alone(judge: ModuleType, tmp_path: Path) -> None:
+    """A hidden file that is not what generation read (the name is not where the site says, or
+    the file is gone) is not touched and renames nothing."""
+    work = tmp_path / "work"
+    work.mkdir()
+    moved = GO_TEST.replace("func TestParseThousands(", "func  TestParseThousands(")
+    (work / "money_test.go").write_text(moved)
+    config = {"workdir": str(work), "command": "go test ./..."}
+    assert judge.disguise_tests(config, _pool(), set(F2P + P2P)) == ({}, [])
+    assert (work / "money_test.go").read_text() == moved
+    (work / "money_test.go").unlink()
+    assert judge.disguise_tests(config, _pool(), set(F2P + P2P)) == ({}, [])
+    assert not (work / "money_test.go").exists()

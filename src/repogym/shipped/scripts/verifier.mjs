@@ -726,19 +726,21 @@ function disguiseTests(config, data, known) {
     try {
       lines = fs.readFileSync(file, "utf8").split("\n");
     } catch {
-      continue;
+      lines = [];
     }
+    let changed = false;
     for (const [line, col, title, name, site] of items) {
       if (line >= lines.length || lines[line].slice(col, col + title.length) !== title) {
         named.splice(named.indexOf(name), 1);
         continue;
       }
       lines[line] = lines[line].slice(0, col) + name + lines[line].slice(col + title.length);
+      changed = true;
       for (const [ident, at] of site.ids || []) {
         back[ident.slice(0, at) + name + ident.slice(at + title.length)] = ident;
       }
     }
-    fs.writeFileSync(file, lines.join("\n"));
+    if (changed) fs.writeFileSync(file, lines.join("\n"));
   }
   return [back, named];
 }

@@ -1020,16 +1020,19 @@ def disguise_tests(config, data, known):
             with open(path, "rb") as fh:
                 lines = fh.read().decode("utf-8").split("\n")
         except (OSError, UnicodeDecodeError):
-            continue
+            lines = []
+        changed = False
         for line, col, title, name, site in items:
             if line >= len(lines) or lines[line][col : col + len(title)] != title:
                 named.remove(name)
                 continue
             lines[line] = lines[line][:col] + name + lines[line][col + len(title) :]
+            changed = True
             for ident, at in site.get("ids") or []:
                 back[ident[:at] + name + ident[at + len(title) :]] = ident
-        with open(path, "wb") as fh:
-            fh.write("\n".join(lines).encode("utf-8"))
+        if changed:
+            with open(path, "wb") as fh:
+                fh.write("\n".join(lines).encode("utf-8"))
     return back, named
 
 
