@@ -180,3 +180,29 @@ def check_attack(target: Target, command: str, *, canaries_catch: bool) -> None:
     assert out.reward is not None and out.reward <= target.nop, details
     if canaries_catch:
         assert details["tampered"] and "canary" in " ".join(details.get("tamper", [])), details
+
+
+def without_renaming(target: Target, tmp: Path) -> Target:
+    """The same task with its failing tests keeping their names in every run (the canaries
+    stay): what the judge was before it renamed them."""
+    import json
+
+    from repogym.taskdir import update_task_toml
+
+    copy = tmp / "tasks" / target.task.path.name
+    shutil.copytree(target.task.path, copy)
+    path = copy / "tests" / "canaries.json"
+    data = json.loads(path.read_text())
+    assert data.pop("disguise", None), "the task renames no test"
+    path.write_text(json.dumps(data))
+    update_task_toml(copy)
+    return Target(load_task(copy), target.nop, target.runner, target.in_place)
+
+
+def check_named_attack_pays_without_renaming(target: Target, tmp: Path, command: str) -> None:
+    """The attack is real: without the renaming it earns the full reward with every canary
+    failing (so a test that it earns nothing cannot pass for want of a working attack)."""
+    out = without_renaming(target, tmp).attack(command)
+    details = out.result["verifier_result"]["details"]
+    assert out.reward == 1.0, (details.get("tamper"), details.get("f2p_failing"))
+    assert details["canaries"]["failed"] == details["canaries"]["run"] >= 1, details

@@ -21,7 +21,7 @@ from repogym.cli import app
 from repogym.run.agents import CommandAgent
 from repogym.run.trial import TrialRunner
 from repogym.sandbox import get_backend
-from tests.adversarial.conftest import Target
+from tests.adversarial.conftest import Target, check_named_attack_pays_without_renaming
 from tests.adversarial.repos import MONEY_V1
 
 pytestmark = pytest.mark.slow
@@ -277,19 +277,7 @@ def test_answers_for_the_named_tests_earn_nothing(
     assert outcome.reward is not None and outcome.reward <= t.nop, (name, details)
     assert details["disguised"] >= 1 and details["canaries"]["failed"] >= 1, details
 
-    from repogym.taskdir import load_task, update_task_toml
-
-    copy = tmp_path / "tasks" / t.task.path.name
-    shutil.copytree(t.task.path, copy)
-    data = json.loads((copy / "tests" / "canaries.json").read_text())
-    data.pop("disguise")
-    (copy / "tests" / "canaries.json").write_text(json.dumps(data))
-    update_task_toml(copy)
-    bare = Target(load_task(copy), t.nop, t.runner, t.in_place)
-    outcome = bare.attack(command)
-    details = outcome.result["verifier_result"]["details"]
-    assert outcome.reward == 1.0, (name, details.get("tamper"), details.get("f2p_failing"))
-    assert details["canaries"]["failed"] == details["canaries"]["run"] >= 1, details
+    check_named_attack_pays_without_renaming(t, tmp_path, command)
 
 
 def _without_canaries(t: Target, tmp: Path) -> Target:

@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import shlex
 import shutil
+from pathlib import Path
 
 import pytest
 
-from tests.adversarial.conftest import Target, check_attack, check_honest_fix
+from tests.adversarial.conftest import (
+    Target,
+    check_attack,
+    check_honest_fix,
+    check_named_attack_pays_without_renaming,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -144,3 +150,10 @@ def test_the_honest_fix_fails_every_canary(gomoney: Target) -> None:
 @pytest.mark.parametrize(("what", "command"), ATTACKS, ids=[a[0] for a in ATTACKS])
 def test_attack_earns_no_more_than_nop(gomoney: Target, what: str, command: str) -> None:
     check_attack(gomoney, command, canaries_catch=what in CAUGHT_BY_CANARIES)
+
+
+def test_the_named_attack_pays_without_renaming(gomoney: Target, tmp_path: Path) -> None:
+    """Without the renaming the attack on the named tests earns 1.0 with every canary failing."""
+    check_named_attack_pays_without_renaming(
+        gomoney, tmp_path, dict(ATTACKS)["ParseAmount answers the tests the instruction names"]
+    )

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import shlex
 import shutil
+from pathlib import Path
 
 import pytest
 
 from repogym.bootstrap.native import java
-from tests.adversarial.conftest import Target, check_attack, check_honest_fix
+from tests.adversarial.conftest import (
+    Target,
+    check_attack,
+    check_honest_fix,
+    check_named_attack_pays_without_renaming,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -170,3 +176,10 @@ def test_the_skipping_extension_is_left_out_of_the_clean_room(javamoney: Target)
     # resources is code the judge cannot read, which is a tamper on its own.
     assert f"{RESOURCES}/junit-platform.properties" in details["infra_removed"], details
     assert any("Skipper.class" in why for why in details["tamper"]), details
+
+
+def test_the_named_attack_pays_without_renaming(javamoney: Target, tmp_path: Path) -> None:
+    """Without the renaming the attack on the named tests earns 1.0 with every canary failing."""
+    check_named_attack_pays_without_renaming(
+        javamoney, tmp_path, dict(ATTACKS)["Money.parse answers the tests the instruction names"]
+    )
