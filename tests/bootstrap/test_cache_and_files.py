@@ -76,6 +76,26 @@ def test_cache_ignores_corrupt_and_stale_entries(tmp_path: Path) -> None:
     assert cache.find("r", "ref") is None
 
 
+def test_a_changed_language_detector_changes_the_generator(tmp_path: Path) -> None:
+    """The detectors in subpackages (``native/java.py``) shape recipes as much as the package's
+    own modules: changing one invalidates cached recipes; the survey's reporting does not."""
+    from repogym.bootstrap.cache import code_digest
+
+    root = tmp_path / "bootstrap"
+    (root / "native").mkdir(parents=True)
+    (root / "detect.py").write_text("A = 1\n")
+    (root / "survey.py").write_text("B = 1\n")
+    (root / "native" / "java.py").write_text("C = 1\n")
+    (root / "native" / "Helper.java").write_text("class Helper {}\n")
+    first = code_digest(root)
+    (root / "survey.py").write_text("B = 2\n")
+    assert code_digest(root) == first
+    for rel in ("native/java.py", "native/Helper.java", "detect.py"):
+        (root / rel).write_text((root / rel).read_text() + "// changed\n")
+        assert code_digest(root) != first, rel
+        first = code_digest(root)
+
+
 def test_snapshot_uses_git_files(make_repo: MakeRepo, tmp_path: Path) -> None:
     repo = make_repo(
         {

@@ -32,18 +32,35 @@ _NOT_GENERATORS = frozenset({"__init__", "cache", "check", "render", "service", 
 """Modules of this package that do not shape recipes; every other one enters generator_id."""
 
 
+_GENERATOR_SUFFIXES = frozenset({".py", ".java", ".js", ".json", ".toml"})
+
+
+def code_digest(root: Path) -> str:
+    """A digest of the recipe-generating code under ``root`` (this package): every module and
+    data file of its subpackages (the language detectors: ``native/``, ``python/``, ``node/``)
+    and of the package itself but :data:`_NOT_GENERATORS`."""
+    digest = hashlib.sha256()
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.suffix in _GENERATOR_SUFFIXES and "__pycache__" not in p.parts
+    )
+    for path in files:
+        rel = path.relative_to(root)
+        if len(rel.parts) == 1 and path.stem in _NOT_GENERATORS:
+            continue
+        with contextlib.suppress(OSError):
+            digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 @functools.lru_cache(maxsize=1)
 def generator_id() -> str:
     """:data:`BOOTSTRAP_VERSION` plus a digest of the recipe-generating code.
 
     Entries written by other code are ignored, so a changed detector never serves stale recipes.
     """
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        if path.stem not in _NOT_GENERATORS:
-            with contextlib.suppress(OSError):
-                digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return f"{BOOTSTRAP_VERSION}+{digest.hexdigest()[:12]}"
+    return f"{BOOTSTRAP_VERSION}+{code_digest(Path(__file__).parent)}"
 
 
 def cache_root() -> Path:
