@@ -1,5 +1,6 @@
-"""Red-team ``raise`` candidates in Go, Rust, Java, C and C++: each one is compiled by the
-language's own compiler here, and calling a rewritten function fails."""
+"""Red-team ``raise`` candidates in Go, Rust, Java, C and C++ and ``exit`` ones in all but Go:
+each one is compiled by the language's own compiler here; calling a rewritten function fails
+(``raise``) or ends the process with status 0 (``exit``)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,10 @@ JAVA_HEAD = """public class Geo {
 """
 
 
+def _by_kind(case) -> dict:  # type: ignore[no-untyped-def]
+    return {c.kind: c for c in build_candidates(case.gold, case.read_base)}
+
+
 def _candidate_text(case, patch: str, path: str, tmp: Path) -> str:  # type: ignore[no-untyped-def]
     work = tmp / "cand"
     case.export_base(work)
@@ -110,7 +115,9 @@ def test_go(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("cargo") is None, reason="no Rust toolchain")
 def test_rust(tmp_path: Path) -> None:
     case = make_case(tmp_path, {"src/lib.rs": RUST_BASE}, {"src/lib.rs": RUST_HEAD})
-    [cand] = build_candidates(case.gold, case.read_base)
+    kinds = _by_kind(case)
+    assert set(kinds) == {"raise", "exit"}
+    cand = kinds["raise"]
     assert cand.functions == ("src/lib.rs:label",)  # the test function is not rewritten
     work = tmp_path / "crate"
     (work / "src").mkdir(parents=True)
@@ -125,12 +132,21 @@ def test_rust(tmp_path: Path) -> None:
         done.stdout + done.stderr
     )
     assert "error[" not in done.stderr
+    exits = _candidate_text(case, kinds["exit"].patch, "src/lib.rs", tmp_path / "exit")
+    (work / "src" / "lib.rs").write_text(exits)
+    done = subprocess.run(
+        ["cargo", "test", "--offline"], cwd=work, capture_output=True, text=True, timeout=600
+    )
+    # the test harness ends with status 0 before it reports the test
+    assert done.returncode == 0 and "labels ... " not in done.stdout, done.stdout + done.stderr
 
 
 @pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK")
 def test_java(tmp_path: Path) -> None:
     case = make_case(tmp_path, {"Geo.java": JAVA_BASE}, {"Geo.java": JAVA_HEAD})
-    [cand] = build_candidates(case.gold, case.read_base)
+    kinds = _by_kind(case)
+    assert set(kinds) == {"raise", "exit"}
+    cand = kinds["raise"]
     # The constructor keeps its body (it has no return type).
     assert cand.functions == ("Geo.java:label", "Geo.java:main")
     text = _candidate_text(case, cand.patch, "Geo.java", tmp_path)
@@ -147,6 +163,21 @@ def test_java(tmp_path: Path) -> None:
         ["java", "-cp", str(tmp_path / "out"), "Geo"], capture_output=True, text=True, timeout=120
     )
     assert ran.returncode != 0 and "UnsupportedOperationException" in ran.stderr
+    (tmp_path / "Geo.java").write_text(
+        _candidate_text(case, kinds["exit"].patch, "Geo.java", tmp_path / "exit")
+    )
+    built = subprocess.run(
+        ["javac", "-d", str(tmp_path / "out2"), "Geo.java"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run(
+        ["java", "-cp", str(tmp_path / "out2"), "Geo"], capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0 and ran.stdout == ""  # ended before it printed
 
 
 CPP_BASE = """#include <string>
@@ -195,7 +226,8 @@ int main() {
 C_HEAD = """#include <string.h>
 
 static int count(const char *s) {
-    return (int)strlen(s) + 0;
+    size_t n = strlen(s);
+    return (int)n + 0;
 }
 
 int main(void) {
@@ -204,10 +236,15 @@ int main(void) {
 """
 
 
+STRICT_C = {"gcc": ["-std=c89", "-pedantic", "-Wdeclaration-after-statement"]}
+"""C89 code takes no statement before a block's declarations: the guards are declarations."""
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
 def test_cpp_and_c(tmp_path: Path) -> None:
     case = make_case(tmp_path / "cpp", {"geo.cpp": CPP_BASE}, {"geo.cpp": CPP_HEAD})
-    [cand] = build_candidates(case.gold, case.read_base)
+    kinds = _by_kind(case)
+    cand = kinds["raise"]
     # constructors with initializer lists and const noexcept methods too; a body opened and
     # closed on one line (twice) is left alone
     assert set(cand.functions) == {"geo.cpp:Box", "geo.cpp:area", "geo.cpp:label", "geo.cpp:main"}
@@ -217,12 +254,32 @@ def test_cpp_and_c(tmp_path: Path) -> None:
     c = make_case(
         tmp_path / "c", {"count.c": "int main(void) { return 0; }\n"}, {"count.c": C_HEAD}
     )
-    [c_cand] = build_candidates(c.gold, c.read_base)
+    c_kinds = _by_kind(c)
+    c_cand = c_kinds["raise"]
     (tmp_path / "count.c").write_text(_candidate_text(c, c_cand.patch, "count.c", tmp_path / "c"))
+    (tmp_path / "exit.cpp").write_text(
+        _candidate_text(case, kinds["exit"].patch, "geo.cpp", tmp_path / "cpp-exit")
+    )
+    (tmp_path / "exit.c").write_text(
+        _candidate_text(c, c_kinds["exit"].patch, "count.c", tmp_path / "c-exit")
+    )
+    for compiler, src in (("g++", "exit.cpp"), ("gcc", "exit.c")):
+        exe = tmp_path / (src + ".bin")
+        built = subprocess.run(
+            [compiler, "-Wall", "-Werror", *STRICT_C.get(compiler, []), "-o", str(exe), src],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert built.returncode == 0, built.stderr
+        assert subprocess.run([str(exe)], timeout=60).returncode == 0, src
     for compiler, src in (("g++", "geo.cpp"), ("gcc", "count.c")):
         exe = tmp_path / (src + ".bin")
         built = subprocess.run(
-            [compiler, "-Wall", "-o", str(exe), src], cwd=tmp_path, capture_output=True, text=True
+            [compiler, "-Wall", "-Werror", *STRICT_C.get(compiler, []), "-o", str(exe), src],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
         )
         assert built.returncode == 0, built.stderr
         ran = subprocess.run([str(exe)], capture_output=True, timeout=60)

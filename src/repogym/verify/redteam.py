@@ -46,7 +46,7 @@ from repogym.verify.file_kinds import JS_EXT, PY_EXT, default_is_code, is_releas
 from repogym.verify.hunks import PatchedFile, patched_files
 from repogym.verify.mutants import _node_check
 from repogym.verify.mutation_sites import _js_scan
-from repogym.verify.redteam_braced import BRACED_REDTEAM_EXT
+from repogym.verify.redteam_braced import BRACED_KINDS, BRACED_REDTEAM_EXT
 from repogym.verify.redteam_braced import rewrite as braced_rewrite
 
 __all__ = ["KINDS", "SPOOF_CLASS", "Candidate", "build_candidates"]
@@ -123,6 +123,9 @@ KINDS: dict[str, Callable[[_Func], str | None]] = {
     "const_empty": lambda node: "return ''",
     "identity": lambda node: f"return {arg}" if (arg := _first_argument(node)) else None,
     "spoof": lambda node: f"return {SPOOF_CLASS}()",
+    # Compiled languages only (:mod:`.redteam_braced`): in Python and JavaScript the judge's
+    # channel and report pipe already refuse a run that ends itself.
+    "exit": lambda node: None,
 }
 """Kind -> the one statement that becomes a touched function's body (None: not for it)."""
 
@@ -326,14 +329,15 @@ def build_candidates(
         return []
     targets: list[tuple[PatchedFile, list[str], list[tuple[str, _Func]]]] = []
     js_targets: list[tuple[PatchedFile, list[str], list[_JsFunc], str]] = []
-    braced: list[tuple[PatchedFile, list[str], list[str]]] = []
+    braced: dict[str, list[tuple[PatchedFile, list[str], list[str]]]] = {}
     for f in files:
         if not (f.mutable and f.gold is not None and f.fp.status in ("A", "M")):
             continue
         if f.fp.path.endswith(BRACED_REDTEAM_EXT):
-            made = braced_rewrite(f.gold, set(f.plus_at), f.fp.path)
-            if made is not None:
-                braced.append((f, *made))
+            for braced_kind in BRACED_KINDS:
+                made = braced_rewrite(f.gold, set(f.plus_at), f.fp.path, braced_kind)
+                if made is not None:
+                    braced.setdefault(braced_kind, []).append((f, *made))
             continue
         if f.fp.path.endswith(JS_EXT):
             functions = _js_functions(f.gold, set(f.plus_at))
@@ -364,7 +368,7 @@ def build_candidates(
                 continue
             sections_by_file[f.index] = _section(f, lines)
             names += [f"{f.fp.path}:{q}" for q, _n in touched]
-        for f, braced_lines, functions_named in braced if kind == "raise" else []:
+        for f, braced_lines, functions_named in braced.get(kind, []):
             sections_by_file[f.index] = _section(f, braced_lines)
             names += [f"{f.fp.path}:{name}" for name in functions_named]
         for f, gold, functions, suffix in js_targets if kind in JS_KINDS else []:

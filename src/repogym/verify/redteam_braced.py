@@ -1,14 +1,16 @@
 """Red-team candidates in Go, Rust, Java, C and C++: every function the gold patch touched made
-to fail at its first statement.
+to fail at its first statement (``raise``), or to end the process with status 0 there
+(``exit``: Rust, Java, C and C++).
 
-Only one kind, ``raise``, is built in these languages: a value of the right type (the zero
-answers of :mod:`.redteam`) cannot be written without the function's types, but a statement
-that never returns can, and it must compile whatever the function returns. It is put *before*
-the body, which stays (unreachable): removing the body could leave an import or a variable
-unused, which Go rejects. The guard keeps the compilers' reachability rules quiet: Go allows
-unreachable code; ``if true { … }`` is not folded by Rust's lint; Java exempts ``if (true)``
-from its unreachable-statement rule on purpose; C and C++ trap with GCC's and Clang's
-``__builtin_trap()``, which needs no header.
+The kinds that return a value are not built in these languages: a value of the right type
+(the zero answers of :mod:`.redteam`) cannot be written without the function's types, but a
+statement that never returns can, and it must compile whatever the function returns. It is
+put *before* the body, which stays (unreachable): removing the body could leave an import or
+a variable unused, which Go rejects. The guard keeps the compilers' reachability rules quiet:
+Go allows unreachable code; ``if true { … }`` is not folded by Rust's lint; Java exempts
+``if (true)`` from its unreachable-statement rule on purpose; C and C++ trap (or exit) with
+GCC's builtins ``__builtin_trap()`` and ``__builtin_exit()``, which need no header, called in
+the initializer of an unused constant declared first.
 
 Function bodies are found by the brace-language lexer (:mod:`.braced_lex`), outermost only;
 the guard goes on a line of its own after the body's ``{`` (a body opened mid-line is left
@@ -24,13 +26,26 @@ import re
 
 from repogym.verify.braced_lex import LANGUAGES, LexError, functions
 
-_C_GUARD = "{indent}    if (1) __builtin_trap();\n"
+_C_EXTS = [ext for ext, lang in LANGUAGES.items() if lang in ("c", "cpp")]
+_C_DECLARATION = "{{indent}}    const int repogym_guard_ __attribute__((unused)) = ({call}, 0);\n"
+"""A declaration, not a statement: C89 code (``-Wdeclaration-after-statement``, yyjson) takes
+no statement before the body's own declarations."""
 GUARD = {
     ".go": '\tif true {\n\t\tpanic("not implemented")\n\t}\n',
     ".rs": "{indent}    if true {{\n{indent}        unimplemented!()\n{indent}    }}\n",
     ".java": '{indent}    if (true) throw new UnsupportedOperationException("not implemented");\n',
-    **{ext: _C_GUARD for ext, lang in LANGUAGES.items() if lang in ("c", "cpp")},
+    **dict.fromkeys(_C_EXTS, _C_DECLARATION.format(call="__builtin_trap()")),
 }
+EXIT_GUARD = {
+    ".rs": "{indent}    if true {{\n{indent}        std::process::exit(0)\n{indent}    }}\n",
+    ".java": "{indent}    if (true) System.exit(0);\n",
+    **dict.fromkeys(_C_EXTS, _C_DECLARATION.format(call="__builtin_exit(0)")),
+}
+"""The ``exit`` kind: the process ends with status 0 as soon as a touched function is called
+(a test binary that ctest runs whole then passes, whatever it checked). Not in Go: ``os.Exit``
+needs an import the file may not have."""
+GUARDS = {"raise": GUARD, "exit": EXIT_GUARD}
+BRACED_KINDS = tuple(GUARDS)
 BRACED_REDTEAM_EXT = tuple(GUARD)
 
 
@@ -68,10 +83,15 @@ def _functions(lines: list[str], ext: str) -> list[tuple[int, int, str, str]]:
     return out
 
 
-def rewrite(lines: list[str], added: set[int], path: str) -> tuple[list[str], list[str]] | None:
-    """The file with every touched function failing first, and those functions' names; None
-    when no function holds an added line (``added``: 1-based lines of the gold post-image)."""
-    ext = next((e for e in BRACED_REDTEAM_EXT if path.endswith(e)), None)
+def rewrite(
+    lines: list[str], added: set[int], path: str, kind: str = "raise"
+) -> tuple[list[str], list[str]] | None:
+    """The file with every touched function failing first (``kind`` ``raise``) or ending the
+    process with status 0 (``exit``), and those functions' names; None when no function holds
+    an added line (``added``: 1-based lines of the gold post-image) or the kind has no guard in
+    the file's language."""
+    guards = GUARDS[kind]
+    ext = next((e for e in guards if path.endswith(e)), None)
     if ext is None:
         return None
     touched = [
@@ -85,7 +105,7 @@ def rewrite(lines: list[str], added: set[int], path: str) -> tuple[list[str], li
         return None
     out = list(lines)
     for start, _end, _name, indent in sorted(touched, reverse=True):
-        guard = GUARD[ext].format(indent=indent) if ext != ".go" else GUARD[ext]
+        guard = guards[ext].format(indent=indent) if ext != ".go" else guards[ext]
         if ext == ".java" and out[start + 1].strip().startswith(("super(", "this(")):
             continue
         out[start + 1 : start + 1] = guard.splitlines(keepends=True)
