@@ -183,3 +183,21 @@ def test_a_site_that_no_longer_matches_is_left_alone(judge: ModuleType, tmp_path
     (work / "money_test.go").unlink()
     assert judge.disguise_tests(config, _pool(), set(F2P + P2P)) == ({}, [])
     assert not (work / "money_test.go").exists()
+
+
+def test_copies_of_the_failing_tests_are_planted_first(judge: ModuleType, tmp_path: Path) -> None:
+    """Code that answers every test named like the ones the instruction names is caught only by
+    a canary copying one of those: every run plants them before copies of other tests."""
+    work = tmp_path / "work"
+    work.mkdir()
+    source = work / "money_test.go"
+    pool = _pool()
+    assert {c["origin"] for c in pool["pool"]} == {"f2p", "p2p"}
+    pool.update(status="confirmed", per_run=1)
+    (Path(judge.HERE) / "canaries.json").write_text(json.dumps(pool))
+    config = {"workdir": str(work), "command": "go test ./..."}
+    for _ in range(20):
+        source.write_text(GO_TEST)
+        planted = judge.plant_canaries(config, set(F2P + P2P))
+        [(index, _ident)] = planted["planted"].values()
+        assert pool["pool"][index]["origin"] == "f2p"

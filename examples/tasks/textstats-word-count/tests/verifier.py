@@ -1071,6 +1071,9 @@ def plant_canaries(config, known, taken=()):
     else:
         want = min(max(1, int(data.get("per_run") or 3)), len(pool))
         rng.shuffle(pool)
+        # Copies of the failing tests first: those are the tests the instruction names, the
+        # ones code that forges outcomes by name (or by how names start) goes after.
+        pool.sort(key=lambda item: item[1].get("origin", "f2p") != "f2p")
         chosen, copied = [], set()
         for item in pool:  # different tests first, then more of the same
             where = (item[1]["file"], item[1]["before"])

@@ -774,6 +774,9 @@ function plantCanaries(config, known, taken = []) {
       const j = randomBelow(i + 1);
       [pool[i], pool[j]] = [pool[j], pool[i]];
     }
+    // Copies of the failing tests first (the tests the instruction names); the sort is stable.
+    const isF2p = (item) => (item[1].origin || "f2p") === "f2p";
+    pool.sort((a, b) => Number(!isF2p(a)) - Number(!isF2p(b)));
     chosen = [];
     const copied = new Set();
     for (const item of pool) {
