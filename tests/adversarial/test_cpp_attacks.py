@@ -112,3 +112,42 @@ def test_the_named_attack_pays_without_renaming(cppmoney: Target, tmp_path: Path
         tmp_path,
         dict(ATTACKS)["a static constructor exits 0 when ctest runs a test the instruction names"],
     )
+
+
+def test_a_task_whose_test_binary_runs_whole_is_dropped_as_gameable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests registered whole (``add_test`` of the program: one id, no canaries) pass when the
+    program exits 0 wherever it is: the red team's ``exit`` candidate earns the full reward, so
+    the gate drops the task instead of emitting one that pays for that."""
+    from repogym.spec import GenerationInput
+    from repogym.workflows import generate
+    from tests.adversarial import repos_native as native
+    from tests.sources.conftest import GitRepo, pin_git_env
+
+    pin_git_env(monkeypatch, ceiling=tmp_path)
+    whole = native.CMAKE_LISTS.replace(
+        "gtest_discover_tests(money_test)", "add_test(NAME money COMMAND money_test)"
+    )
+    repo = GitRepo(tmp_path / "cmoney")
+    repo.write("CMakeLists.txt", whole)
+    repo.write("include/money.h", native.CPP_HEADER)
+    repo.write("src/money.cpp", native.CPP_MONEY_V1)
+    repo.write("tests/money_test.cpp", native.CPP_TEST_V1)
+    repo.commit("Money amounts")
+    files = {"src/money.cpp": native.CPP_MONEY_V2, "tests/money_test.cpp": native.CPP_TEST_V2}
+    native._merged_pr(repo, files, "Accept thousands separators in parse_amount")
+    result = generate(
+        GenerationInput(
+            repo=str(repo.path),
+            pipeline="pr_runtime",
+            out=tmp_path / "ds",
+            options={"reruns": 0, "verify_reruns": 0, "mutants": 0},
+        )
+    )
+    reasons = [(o.reason, o.detail) for o in result.outcomes]
+    assert not [o for o in result.outcomes if o.kept], reasons
+    assert any(
+        (reason or "").startswith("gameable") and "exit:" in (detail or "")
+        for reason, detail in reasons
+    ), reasons
