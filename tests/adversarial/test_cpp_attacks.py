@@ -56,6 +56,23 @@ EXIT_FOR_PREFIX = EXIT_WHEN_RUN_BY_CTEST.replace(
     'for (const char* n : {"=Money.ParseThousands", "=Money.ParseMillions"})\n'
     "    if (args.find(n) != std::string::npos) _exit(0);",
 )
+# The tested function answers the two tests the instruction names, by the name of the test
+# GoogleTest is running (its values written in): no exit, no report touched.
+ANSWER_NAMED = """
+#include <gtest/gtest.h>
+#include <cstring>
+
+long parse_amount(const std::string& input) {
+  const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (t != nullptr && std::strcmp(t->name(), "ParseThousands") == 0) return 123450;
+  if (t != nullptr && std::strcmp(t->name(), "ParseMillions") == 0) return 200000000;
+  return parse_amount_real(input);
+}
+"""
+RENAME_PARSE = (
+    "sed -i 's/^long parse_amount(const std::string& input) {/"
+    "long parse_amount_real(const std::string\\& input) {/' src/money.cpp && "
+)
 EXIT_AT_ONCE = """
 #include <unistd.h>
 
@@ -81,15 +98,18 @@ ATTACKS = [
         append("src/money.cpp", EXIT_FOR_PREFIX),
     ),
     (
+        "parse_amount answers the tests the instruction names",
+        RENAME_PARSE + append("src/money.cpp", ANSWER_NAMED),
+    ),
+    (
         "a CMakeLists.txt that defines every test as true",
         f"printf '%s' {shlex.quote(OWN_CMAKE)} > CMakeLists.txt",
     ),
 ]
 
-CAUGHT_BY_CANARIES = [
-    "a static constructor exits 0 in every ctest run",
-    "a static constructor exits 0 for every test named like a named one",
-]
+CAUGHT_BY_CANARIES: list[str] = []
+"""None now: the exit guard fails a test program that ends with status 0 before its main
+returned, before the canaries are needed (they still fail, as every test does)."""
 
 
 def test_the_honest_fix_fails_every_canary(cppmoney: Target) -> None:
@@ -110,17 +130,22 @@ def test_the_named_attack_pays_without_renaming(cppmoney: Target, tmp_path: Path
     check_named_attack_pays_without_renaming(
         cppmoney,
         tmp_path,
-        dict(ATTACKS)["a static constructor exits 0 when ctest runs a test the instruction names"],
+        dict(ATTACKS)["parse_amount answers the tests the instruction names"],
     )
 
 
-def test_a_task_whose_test_binary_runs_whole_is_dropped_as_gameable(
+def test_a_test_program_run_whole_does_not_pass_by_exiting_0(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Tests registered whole (``add_test`` of the program: one id, no canaries) pass when the
-    program exits 0 wherever it is: the red team's ``exit`` candidate earns the full reward, so
-    the gate drops the task instead of emitting one that pays for that."""
+    """Tests registered whole (``add_test`` of the program: one id, no canaries) passed when
+    the program exited 0 wherever it was. The judge's exit guard makes a program of the build
+    tree that ends with status 0 before its ``main`` returned fail: the red team's ``exit``
+    candidate earns nothing, the task is kept, and a constructor that exits 0 earns nothing."""
+    from repogym.run.agents import CommandAgent, NopAgent
+    from repogym.run.trial import TrialRunner
+    from repogym.sandbox import get_backend
     from repogym.spec import GenerationInput
+    from repogym.taskdir import load_task
     from repogym.workflows import generate
     from tests.adversarial import repos_native as native
     from tests.sources.conftest import GitRepo, pin_git_env
@@ -145,9 +170,14 @@ def test_a_task_whose_test_binary_runs_whole_is_dropped_as_gameable(
             options={"reruns": 0, "verify_reruns": 0, "mutants": 0},
         )
     )
-    reasons = [(o.reason, o.detail) for o in result.outcomes]
-    assert not [o for o in result.outcomes if o.kept], reasons
-    assert any(
-        (reason or "").startswith("gameable") and "exit:" in (detail or "")
-        for reason, detail in reasons
-    ), reasons
+    [kept] = [o for o in result.outcomes if o.kept]
+    assert kept.task_dir is not None
+    task = load_task(kept.task_dir)
+    evaluation = task.config.metadata["repo2env"]["evaluation"]
+    exits = [r for r in evaluation["adversarial_results"] if r["kind"] == "exit"]
+    assert exits and all(r["reward"] == 0.0 for r in exits), evaluation
+    runner = TrialRunner(get_backend("local"))
+    assert runner.run(task, NopAgent()).reward == 0.0
+    out = runner.run(task, CommandAgent(append("src/money.cpp", EXIT_AT_ONCE)))
+    details = out.result["verifier_result"]["details"]
+    assert out.reward == 0.0 and details["exit_guard"] is True, details

@@ -57,6 +57,7 @@ GRADED: tuple[str, ...] = (
     "runner/repogym_unittest.py",
     "runner/repogym_report_file.py",
     "runner/repogym_node_boot.js",
+    "runner/repogym_exit_guard.c",
 )
 """What a graded runtime task's ``tests/`` folder holds of this package besides ``test.sh`` and
 the verifier itself (``verifier.py``, and ``verifier.mjs`` for JavaScript runners), by its path

@@ -652,6 +652,37 @@ def prepare_runner():
     return folder
 
 
+EXIT_GUARD = "repogym_exit_guard"
+"""The C exit guard for ctest runs (``runner/repogym_exit_guard.c``): a test program of the
+build tree that ends with status 0 before its ``main`` returned fails instead."""
+
+
+def exit_guard(config):
+    """``(library, build tree)`` for a ctest run: the guard compiled by the judge into the
+    runner folder the tests may read, or ``(None, why not)``."""
+    if config.get("runner") != "ctest":
+        return None, "not a ctest run"
+    found = re.search(r"--test-dir[= ]+(/[^\s'\";]+)", config.get("command", ""))
+    source = os.path.join(HERE, "runner", EXIT_GUARD + ".c")
+    compiler = next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+    if found is None or not os.path.isfile(source) or compiler is None:
+        return None, "no build tree, guard source or C compiler"
+    library = os.path.join(RUNNER_DIR, EXIT_GUARD + ".so")
+    try:
+        done = subprocess.run(
+            [compiler, "-shared", "-fPIC", "-O2", "-o", library, source, "-ldl"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, "the guard did not compile: %s" % exc
+    if done.returncode != 0:
+        return None, "the guard did not compile: %s" % done.stdout.decode("utf-8", "replace")[-300:]
+    os.chmod(library, 0o755)
+    return library, found.group(1).rstrip("/")
+
+
 def boot_config(config, home):
     """What the test interpreter's boot needs (``runner/repogym_boot.py``)."""
     tmp = tempfile.gettempdir()
@@ -921,6 +952,10 @@ def run_tests(config, recorded, report_path, canaries=False):
     pipe = ReportPipe(json_path) if json_report(config) else None
     if config.get("language") == "javascript" or runner in JSON_REPORT_RUNNERS + NODE_RUNNERS:
         env["NODE_OPTIONS"] = "--require " + os.path.join(RUNNER_DIR, "repogym_node_boot.js")
+    guard, guard_root = exit_guard(config) if runner == "ctest" else (None, None)
+    if guard is not None:
+        env["LD_PRELOAD"] = guard
+        env["REPOGYM_EXIT_GUARD_ROOT"] = guard_root
     if ident is not None:
         lock_judge()
         grant_traversal(runnable_paths(config, env))
@@ -963,6 +998,8 @@ def run_tests(config, recorded, report_path, canaries=False):
         "parse_warnings": list(parsed.warnings),
         "judge_split": ident is not None,
     }
+    if runner == "ctest":
+        out["exit_guard"] = True if guard is not None else guard_root
     if reader is not None:
         out.update(channel_results(reader, proc, parsed, config))
     elif json_report(config):
@@ -1317,6 +1354,8 @@ def reward_run(details, config, result, f2p, p2p):
         audit_allowed=len(result.get("audit_keys", [])),
         tampered=False,
     )
+    if "exit_guard" in result:
+        details["exit_guard"] = result["exit_guard"]
     if result["parse_status"] == "unparsed":
         write("reward-details.json", json.dumps(details, indent=2))
         sys.stderr.write("verifier: no parser understood the test log; no reward written\n")
