@@ -27,6 +27,21 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def checked_project(repo: Path, files: dict[str, str]):  # type: ignore[no-untyped-def]
+    """``files`` written under ``repo`` as they are, detected, and the recipe built and checked
+    on the local sandbox; the check's result, which must be ok."""
+    from repogym.bootstrap import check_recipe, detect, make_recipe
+
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    found = detect(repo)
+    assert found.supported, found.reason
+    result = check_recipe(repo, make_recipe(repo, found))
+    assert result.ok, (result.failed_step, result.reason, result.log_tail)
+    return result
+
+
 def git_commit(repo: Path, message: str = "init") -> str:
     """Init (if needed), add everything and commit; returns the commit sha."""
     env = {

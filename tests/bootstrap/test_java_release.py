@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import check_recipe, detect, make_recipe
+from repogym.bootstrap import detect, make_recipe
 from repogym.bootstrap.native import java
 from repogym.bootstrap.native.java_release import current_plugin
 
-from .conftest import local_backend_with_private_cache
+from .conftest import checked_project, local_backend_with_private_cache
 from .test_java import JDKS, compiler, pom, props
 
 MakeRepo = Callable[..., Path]
@@ -215,13 +215,6 @@ def test_a_record_class_of_a_raised_project_builds_in_the_sandbox(
             " new Rows().last = r; }\n}\n"
         ),
     }
-    repo = tmp_path / "univ"
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    d = detect(repo)
-    assert d.supported, d.reason
-    result = check_recipe(repo, make_recipe(repo, d))
-    assert result.ok, (result.failed_step, result.reason, result.log_tail)
+    result = checked_project(tmp_path / "univ", files)
     assert result.sample_ids == ["demo.RowsTest#holds"]
     assert not re.search(r"is ambiguous", result.log_tail)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from repogym.bootstrap import check_recipe, detect, make_recipe
+from repogym.bootstrap import detect, make_recipe
 from repogym.bootstrap.native import java
 
-from .conftest import git_commit, local_backend_with_private_cache
+from .conftest import checked_project, git_commit, local_backend_with_private_cache
 from .test_java import JDKS, compiler, pom, props
 
 MakeRepo = Callable[..., Path]
@@ -395,13 +395,6 @@ def test_java_5_project_with_a_snapshot_parent_builds_in_the_sandbox(
     exported commit is)."""
     if not java.reachable(java.CENTRAL_HOST) or shutil.which("sed") is None:
         pytest.skip("Maven Central is not reachable")
-    repo = tmp_path / "old"
-    for rel, text in OLD_PROJECT.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    d = detect(repo)
-    assert d.supported, d.reason
-    result = check_recipe(repo, make_recipe(repo, d))
-    assert result.ok, (result.failed_step, result.reason, result.log_tail)
+    result = checked_project(tmp_path / "old", OLD_PROJECT)
     assert result.sample_ids == ["demo.CalcTest#adds"]
     assert not re.search(r"source value 5|release version 5", result.log_tail)

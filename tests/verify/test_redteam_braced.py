@@ -141,6 +141,23 @@ def test_rust(tmp_path: Path) -> None:
     assert done.returncode == 0 and "labels ... " not in done.stdout, done.stdout + done.stderr
 
 
+def _compile_and_run(folder: Path, text: str) -> subprocess.CompletedProcess[str]:
+    """``Geo.java`` holding ``text``, compiled by javac and run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "Geo.java").write_text(text)
+    built = subprocess.run(
+        ["javac", "-d", str(folder / "out"), "Geo.java"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    return subprocess.run(
+        ["java", "-cp", str(folder / "out"), "Geo"], capture_output=True, text=True, timeout=120
+    )
+
+
 @pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK")
 def test_java(tmp_path: Path) -> None:
     case = make_case(tmp_path, {"Geo.java": JAVA_BASE}, {"Geo.java": JAVA_HEAD})
@@ -149,34 +166,10 @@ def test_java(tmp_path: Path) -> None:
     cand = kinds["raise"]
     # The constructor keeps its body (it has no return type).
     assert cand.functions == ("Geo.java:label", "Geo.java:main")
-    text = _candidate_text(case, cand.patch, "Geo.java", tmp_path)
-    (tmp_path / "Geo.java").write_text(text)
-    built = subprocess.run(
-        ["javac", "-d", str(tmp_path / "out"), "Geo.java"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
-    ran = subprocess.run(
-        ["java", "-cp", str(tmp_path / "out"), "Geo"], capture_output=True, text=True, timeout=120
-    )
+    ran = _compile_and_run(tmp_path, _candidate_text(case, cand.patch, "Geo.java", tmp_path))
     assert ran.returncode != 0 and "UnsupportedOperationException" in ran.stderr
-    (tmp_path / "Geo.java").write_text(
-        _candidate_text(case, kinds["exit"].patch, "Geo.java", tmp_path / "exit")
-    )
-    built = subprocess.run(
-        ["javac", "-d", str(tmp_path / "out2"), "Geo.java"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
-    ran = subprocess.run(
-        ["java", "-cp", str(tmp_path / "out2"), "Geo"], capture_output=True, text=True, timeout=120
-    )
+    exits = _candidate_text(case, kinds["exit"].patch, "Geo.java", tmp_path / "exit")
+    ran = _compile_and_run(tmp_path / "exit", exits)
     assert ran.returncode == 0 and ran.stdout == ""  # ended before it printed
 
 
