@@ -233,6 +233,19 @@ STRICT_C = {"gcc": ["-std=c89", "-pedantic", "-Wdeclaration-after-statement"]}
 """C89 code takes no statement before a block's declarations: the guards are declarations."""
 
 
+def _build_c(folder: Path, compiler: str, src: str) -> Path:
+    """``src`` compiled with warnings as errors (C89 rules for C); the program's path."""
+    exe = folder / (src + ".bin")
+    built = subprocess.run(
+        [compiler, "-Wall", "-Werror", *STRICT_C.get(compiler, []), "-o", str(exe), src],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    return exe
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
 def test_cpp_and_c(tmp_path: Path) -> None:
     case = make_case(tmp_path / "cpp", {"geo.cpp": CPP_BASE}, {"geo.cpp": CPP_HEAD})
@@ -257,23 +270,9 @@ def test_cpp_and_c(tmp_path: Path) -> None:
         _candidate_text(c, c_kinds["exit"].patch, "count.c", tmp_path / "c-exit")
     )
     for compiler, src in (("g++", "exit.cpp"), ("gcc", "exit.c")):
-        exe = tmp_path / (src + ".bin")
-        built = subprocess.run(
-            [compiler, "-Wall", "-Werror", *STRICT_C.get(compiler, []), "-o", str(exe), src],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-        )
-        assert built.returncode == 0, built.stderr
+        exe = _build_c(tmp_path, compiler, src)
         assert subprocess.run([str(exe)], timeout=60).returncode == 0, src
     for compiler, src in (("g++", "geo.cpp"), ("gcc", "count.c")):
-        exe = tmp_path / (src + ".bin")
-        built = subprocess.run(
-            [compiler, "-Wall", "-Werror", *STRICT_C.get(compiler, []), "-o", str(exe), src],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-        )
-        assert built.returncode == 0, built.stderr
+        exe = _build_c(tmp_path, compiler, src)
         ran = subprocess.run([str(exe)], capture_output=True, timeout=60)
         assert ran.returncode < 0, (src, ran.returncode)  # killed by the trap's signal
