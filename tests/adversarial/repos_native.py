@@ -366,15 +366,32 @@ JAVA_TEST_V2 = (
 )
 
 
+JAVA_FOLDER = "money"
+"""The folder of the money Maven project: the root has no pom.xml, and a second project beside
+it (for an older Java) is one the CI does not build, as in jOOQ/jOOL."""
+JAVA_CI = """name: ci
+on: [push]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: mvn -B test
+        working-directory: money
+"""
+
+
 def java_money_repo(repo: GitRepo) -> GitRepo:
-    """A Maven project (JUnit 5 from Maven Central) whose merged pull request #7 accepts
-    thousands separators, with two new tests."""
-    repo.write("pom.xml", JAVA_POM)
-    repo.write("src/main/java/demo/Money.java", JAVA_MONEY_V1)
-    repo.write("src/test/java/demo/MoneyTest.java", JAVA_TEST_V1)
+    """A Maven project (JUnit 5 from Maven Central) in ``money/`` whose merged pull request #7
+    accepts thousands separators, with two new tests."""
+    repo.write(f"{JAVA_FOLDER}/pom.xml", JAVA_POM)
+    repo.write(f"{JAVA_FOLDER}-java-8/pom.xml", JAVA_POM)
+    repo.write(".github/workflows/ci.yml", JAVA_CI)
+    repo.write(f"{JAVA_FOLDER}/src/main/java/demo/Money.java", JAVA_MONEY_V1)
+    repo.write(f"{JAVA_FOLDER}/src/test/java/demo/MoneyTest.java", JAVA_TEST_V1)
     repo.commit("Money amounts")
     files = {
-        "src/main/java/demo/Money.java": JAVA_MONEY_V2,
-        "src/test/java/demo/MoneyTest.java": JAVA_TEST_V2,
+        f"{JAVA_FOLDER}/src/main/java/demo/Money.java": JAVA_MONEY_V2,
+        f"{JAVA_FOLDER}/src/test/java/demo/MoneyTest.java": JAVA_TEST_V2,
     }
     return _merged_pr(repo, files, "Accept thousands separators in Money.parse")

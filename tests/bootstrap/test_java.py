@@ -257,6 +257,81 @@ def test_unreachable_maven_central_is_refused(
     assert not d.supported and "Maven Central" in d.reason
 
 
+SUBFOLDER_CI = {
+    "travis": (".travis.yml", "script:\n  - sh -c 'cd lib && mvn test'\n"),
+    "workflow": (
+        ".github/workflows/ci.yml",
+        "jobs:\n  t:\n    steps:\n      - run: mvn test\n        working-directory: ./lib\n",
+    ),
+    "file option": (".gitlab-ci.yml", "test:\n  script: mvn -B -f lib/pom.xml test\n"),
+}
+
+
+@pytest.mark.parametrize("ci", SUBFOLDER_CI, ids=list(SUBFOLDER_CI))
+def test_maven_project_one_folder_down_is_the_one_the_ci_builds(
+    make_repo: MakeRepo, ci: str
+) -> None:
+    """No build at the root, two Maven projects side by side (jOOQ/jOOL): the CI's folder is
+    built, never the other one whose name starts the same; recipe steps and commands run in
+    it, and its paths are the repository's."""
+    name, text = SUBFOLDER_CI[ci]
+    repo = make_repo(
+        {
+            "lib/pom.xml": pom(props(**{"maven.compiler.release": "11"})),
+            "lib/.mvn/maven.config": "-B\n",
+            "lib-java-8/pom.xml": pom(props(**{"maven.compiler.release": "8"})),
+            "lib/src/main/java/A.java": "class A {}\n",
+            name: text,
+        }
+    )
+    assert guess_language(repo) == ("java", ["java: lib/pom.xml, lib-java-8/pom.xml"])
+    d = detect(repo)
+    assert d.supported, d.reason
+    assert d.native.root == "lib" and d.native.java_wanted == 11
+    assert d.manifests == ["lib/pom.xml", "lib/.mvn/"]
+    assert any(
+        n.startswith(f"Maven project in lib/, the one the CI builds ({name})") for n in d.notes
+    )
+    recipe = make_recipe(repo, d)
+    lines = recipe.dockerfile.splitlines()
+    assert "COPY repo/lib/pom.xml /workspace/lib/pom.xml" in lines
+    assert "COPY repo/lib/.mvn/ /workspace/lib/.mvn/" in lines
+    assert lines.index("WORKDIR /workspace/lib") < lines.index("COPY repo/ /workspace/")
+    assert lines[-1] == "WORKDIR /workspace"  # sessions start at the repository root
+    assert "lib-java-8" not in recipe.dockerfile
+    for command in (recipe.test_command, recipe.collect_command):
+        assert command.startswith("cd lib && ")
+    assert recipe.test_command_for(["demo.ATest#a"]).startswith("cd lib && ")
+
+
+def test_a_lone_maven_project_one_folder_down_is_built(make_repo: MakeRepo) -> None:
+    d = detect(make_repo({"core/pom.xml": pom(), "README.md": "x\n"}))
+    assert d.supported and d.native.root == "core"
+    assert "Maven project in core/ (no pom.xml at the repository root)" in d.notes
+
+
+@pytest.mark.parametrize(
+    ("ci", "says"),
+    [({}, "none"), ({".travis.yml": "script: cd a && mvn test; cd b && mvn test\n"}, "several")],
+)
+def test_maven_projects_side_by_side_that_the_ci_does_not_tell_apart_are_refused(
+    make_repo: MakeRepo, ci: dict[str, str], says: str
+) -> None:
+    d = detect(make_repo({"a/pom.xml": pom(), "b/pom.xml": pom(), **ci}))
+    assert not d.supported
+    assert d.reason == (
+        "no pom.xml at the repository root, and 2 folders hold a Maven project (a/, b/) of"
+        f" which the CI builds {says}"
+    )
+
+
+def test_a_maven_folder_loses_to_any_root_build(make_repo: MakeRepo) -> None:
+    """A C library's Java bindings (``java/pom.xml``) do not make it a Java repository."""
+    repo = make_repo({"CMakeLists.txt": "project(x C)\n", "x.c": "", "java/pom.xml": pom()})
+    assert guess_language(repo)[0] == "c"
+    assert guess_language(make_repo({"java/pom.xml": pom(), "setup.py": ""}))[0] == "python"
+
+
 # --------------------------------------------------------------------------- language guess
 
 

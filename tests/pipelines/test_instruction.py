@@ -32,6 +32,19 @@ def test_body_scrubbed() -> None:
     assert text == "The function counted strings since v1.2 and f() works."
 
 
+def test_machine_trailers_of_the_last_paragraph_are_dropped() -> None:
+    body = (
+        "Make the file system's watch service poll less often.\n\n"
+        "Fixes #12\n\nRELNOTES=n/a\nPiperOrigin-RevId: 5012345\n"
+        "COPYBARA_INTEGRATE_REVIEW=https://example.org/pull/12 from ada:poll 1a2b3c4\n"
+    )
+    assert clean_text(body) == "Make the file system's watch service poll less often."
+    # Only a last paragraph made of trailers goes; keys in prose stay.
+    kept = "Read NAME=value pairs.\n\nRead-only: files open without write access.\nAnd faster."
+    assert clean_text(kept) == kept
+    assert clean_text("MODE=fast is the default now.") == "MODE=fast is the default now."
+
+
 def test_leaked_lines_removed_or_dropped() -> None:
     body = "Use this:\n    return compute_total(items, strict=True)\nso totals are strict about bad input."
     instruction, why = build_instruction(

@@ -20,6 +20,7 @@ from repogym.bootstrap.native.cmake import (
 )
 from repogym.bootstrap.native.go import detect_go, go_recipe
 from repogym.bootstrap.native.java import JavaProject, detect_java, java_markers, java_recipe
+from repogym.bootstrap.native.maven_root import maven_folders
 from repogym.bootstrap.native.project import NativeProject
 from repogym.bootstrap.native.rust import detect_rust, rust_recipe
 from repogym.bootstrap.node.project import NodeProject, detect_node, node_recipe
@@ -93,6 +94,8 @@ def guess_language(repo: Path) -> tuple[str | None, list[str]]:
     Build-system markers come before any ``*.py`` fallback: a pom.xml (or a Gradle build) wins
     over Python and Node markers, except that pyproject.toml/setup.py/setup.cfg beside a pom.xml
     win when no Java sources are in the usual layout (``src/main/java``, ``*/src/test/java``).
+    Maven projects one folder down (no build at the root) come after every root marker but the
+    weak Python ones (:mod:`.native.maven_root`).
     """
     present = {name for name in (*_STRONG_PYTHON, *_WEAK_PYTHON) if (repo / name).is_file()}
     strong = sorted(present & set(_STRONG_PYTHON))
@@ -115,6 +118,9 @@ def guess_language(repo: Path) -> tuple[str | None, list[str]]:
     if (repo / "meson.build").is_file():  # refused by name in the CMake detection
         language = source_language(repo)
         return language, [f"{language}: meson.build"]
+    folders = maven_folders(repo)  # a Maven project one folder down, nothing at the root
+    if folders and not present:
+        return "java", [f"java: {', '.join(f'{f}/pom.xml' for f in folders)}"]
     if present:
         return "python", [f"python: {', '.join(sorted(present))}"]
     if _has_python_files(repo):

@@ -26,6 +26,7 @@ from repogym.bootstrap.native.java_release import (
     release_refusal,
     release_script,
 )
+from repogym.bootstrap.native.maven_root import maven_subfolder
 from repogym.bootstrap.native.pom import (
     java_level,
     reactor,
@@ -137,6 +138,10 @@ class JavaProject(NativeProject):
     """POMs whose exec-maven-plugin runs git: set to run ``true``."""
     release: ReleasePlan | None = None
     """A raised project compiled against Java 8's API (:mod:`.java_release`)."""
+    root: str = ""
+    """The folder the Maven project is in, relative to the repository ("": the root); the
+    other paths of the project (``modules``, POM edits) are relative to it, ``manifests`` to
+    the repository (:mod:`.maven_root`)."""
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
@@ -288,13 +293,20 @@ def detect_java(
     project = JavaProject("java")
     gradle = [g for g in GRADLE_FILES if (repo / g).is_file()]
     if not (repo / "pom.xml").is_file():
+        folder, why = (None, "") if gradle else maven_subfolder(repo)
+        if folder:
+            project = detect_java(repo / folder, jdks=jdks, central=central)
+            project.root = folder
+            project.manifests = [f"{folder}/{m}" for m in project.manifests]
+            project.notes.insert(0, why)
+            return project
         project.build = "gradle" if gradle else "none"
         project.manifests = gradle
         project.problem = (
             f"Gradle build ({', '.join(gradle)}) without a pom.xml: no Gradle distribution can be"
             " downloaded here (services.gradle.org is not reachable); only Maven is supported"
             if gradle
-            else "no pom.xml at the repository root"
+            else why or "no pom.xml at the repository root"
         )
         return project
     poms, unreadable = reactor(repo)
@@ -529,10 +541,14 @@ def java_recipe(project: JavaProject) -> Recipe:
     df.workdir(WORKDIR)
     df.env(ENV)
     df.run(_fetch_maven_words(project.maven_version))
+    sub = f"{project.root}/" if project.root else ""
+    base = f"{WORKDIR}/{project.root}".rstrip("/")
+    if project.root:
+        df.workdir(base)  # the build steps run in the project's folder
     for rel in project.modules:
-        df.copy([f"repo/{rel}"], f"{WORKDIR}/{rel}")
-    if ".mvn/" in project.manifests:
-        df.copy(["repo/.mvn/"], f"{WORKDIR}/.mvn/")
+        df.copy([f"repo/{sub}{rel}"], f"{base}/{rel}")
+    if f"{sub}.mvn/" in project.manifests:
+        df.copy([f"repo/{sub}.mvn/"], f"{base}/.mvn/")
     edits = _pom_edit_words(project)
     if edits:
         df.run(edits)
@@ -543,8 +559,14 @@ def java_recipe(project: JavaProject) -> Recipe:
     df.run([mvn, *SKIPS, project.phase, shlex.quote(NO_TESTS), *LENIENT])
     df.run([mvn, "-o", "-q", *SKIPS, project.phase, shlex.quote(NO_TESTS), *LENIENT])
     df.run(_lister_words())  # last: a new lister version rebuilds only this layer
-    test = maven_test_function(project.maven_version, project.phase)
-    java = 'PATH="${JAVA_HOME:+$JAVA_HOME/bin:}$PATH" java'
+    cd = f"cd {shlex.quote(project.root)} && " if project.root else ""
+    if project.root:
+        df.workdir(WORKDIR)
+        notes = [f"build steps and test commands run in {project.root}/"]
+    else:
+        notes = []
+    test = cd + maven_test_function(project.maven_version, project.phase)
+    java = cd + 'PATH="${JAVA_HOME:+$JAVA_HOME/bin:}$PATH" java'
     return Recipe(
         language="java",
         runner="maven",
@@ -557,6 +579,7 @@ def java_recipe(project: JavaProject) -> Recipe:
         env=ENV,
         notes=[
             *project.notes,
+            *notes,
             "tests and main code are compiled in the image; Surefire's providers are resolved"
             " there by one run that selects no test; tests then run offline",
             "skipped in every mvn call (not about tests, break offline runs): "

@@ -44,6 +44,9 @@ _TRAILER = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _CHERRY = re.compile(r"^\(cherry picked from commit .*\)$", re.MULTILINE)
+# A machine trailer of a message's last paragraph: a hyphenated key and ":" (PiperOrigin-RevId,
+# Reviewed-on) or an upper-case key and "=" (COPYBARA_INTEGRATE_REVIEW=, RELNOTES=).
+_KEY_TRAILER = re.compile(r"^(?:[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+\s*:|[A-Z][A-Z0-9_]*=)\s*\S")
 _FENCE = re.compile(r"```([^\n]*)\n(.*?)(?:```|\Z)", re.DOTALL)
 _DIFF_LINE = re.compile(r"^(?:diff --git |index [0-9a-f]+\.\.|@@ .* @@|\+\+\+ |--- [ab/])")
 _MERGE_SUBJECT = re.compile(r"^Merge (?:pull request|branch|remote-tracking branch) .*$")
@@ -99,12 +102,23 @@ def _scrub_line(line: str) -> str:
     return " ".join(out).rstrip()
 
 
+def _drop_key_trailers(text: str) -> str:
+    """The last paragraph removed when every line of it is a machine trailer (as git reads
+    trailers: only in the last paragraph, so prose with a colon elsewhere stays)."""
+    paragraphs = re.split(r"\n[ \t]*\n", text.rstrip())
+    lines = [ln for ln in paragraphs[-1].splitlines() if ln.strip()]
+    if len(paragraphs) > 1 and lines and all(_KEY_TRAILER.match(ln) for ln in lines):
+        return "\n\n".join(paragraphs[:-1])
+    return text
+
+
 def clean_text(text: str) -> str:
     """Scrub one piece of commit/PR text (see module docstring)."""
     text = strip_residue(text.replace("\r\n", "\n"))
     text = _drop_patchy_fences(text)
     text = _TRAILER.sub("", text)
     text = _CHERRY.sub("", text)
+    text = _drop_key_trailers(text)
     lines = [ln for ln in text.splitlines() if not _DIFF_LINE.match(ln)]
     text = "\n".join(_scrub_line(ln) for ln in lines)
     text = re.sub(r"[ \t]+\n", "\n", text)
