@@ -1,5 +1,4 @@
-"""Red-team ``raise`` candidates in Go, Rust, Java, C and C++ and ``exit`` ones in all but Go:
-each one is compiled by the language's own compiler here; calling a rewritten function fails
+"""Red-team ``raise`` and ``exit`` candidates in Go, Rust, Java, C and C++: each one is compiled by the language's own compiler here; calling a rewritten function fails
 (``raise``) or ends the process with status 0 (``exit``)."""
 
 from __future__ import annotations
@@ -21,9 +20,14 @@ func Label(s string) string {
 \treturn s
 }
 """
-GO_HEAD = """package geo
+GO_HEAD = """package geo // the shapes
 
-import "strings"
+import (
+\t"os"
+\t"strings"
+)
+
+var _ = os.Getpid
 
 func Label(s string) string {
 \treturn strings.ToUpper(s)
@@ -96,20 +100,31 @@ def _candidate_text(case, patch: str, path: str, tmp: Path) -> str:  # type: ign
     return data.decode()
 
 
+def _go_test(work: Path, text: str) -> subprocess.CompletedProcess[str]:
+    work.mkdir()
+    (work / "go.mod").write_text("module example.com/geo\n\ngo 1.19\n")
+    (work / "geo.go").write_text(text)
+    (work / "geo_test.go").write_text(GO_MAIN)
+    return subprocess.run(
+        ["go", "test", "-vet=off", "./..."], cwd=work, capture_output=True, text=True, timeout=300
+    )
+
+
 @pytest.mark.skipif(shutil.which("go") is None, reason="no go toolchain")
 def test_go(tmp_path: Path) -> None:
     case = make_case(tmp_path, {"geo.go": GO_BASE}, {"geo.go": GO_HEAD})
-    [cand] = build_candidates(case.gold, case.read_base)
-    assert cand.kind == "raise" and set(cand.functions) == {"geo.go:Label", "geo.go:Area"}
-    work = tmp_path / "mod"
-    work.mkdir()
-    (work / "go.mod").write_text("module example.com/geo\n\ngo 1.19\n")
-    (work / "geo.go").write_text(_candidate_text(case, cand.patch, "geo.go", tmp_path))
-    (work / "geo_test.go").write_text(GO_MAIN)
-    done = subprocess.run(
-        ["go", "test", "-vet=off", "./..."], cwd=work, capture_output=True, text=True, timeout=300
-    )
+    kinds = _by_kind(case)
+    assert set(kinds) == {"raise", "exit"}
+    assert set(kinds["raise"].functions) == {"geo.go:Label", "geo.go:Area"}
+    raises = _candidate_text(case, kinds["raise"].patch, "geo.go", tmp_path)
+    done = _go_test(tmp_path / "raise", raises)
     assert done.returncode != 0 and "not implemented" in done.stdout, done.stdout + done.stderr
+    # The exit candidate imports os a second time under its own name, beside the file's.
+    exits = _candidate_text(case, kinds["exit"].patch, "geo.go", tmp_path / "exit")
+    assert exits.startswith('package geo // the shapes\n\nimport repogym_exit_ "os"\n')
+    done = _go_test(tmp_path / "exit-mod", exits)
+    # It compiles, and Go's test binary fails a test that ends the process with status 0.
+    assert done.returncode != 0 and "os.Exit(0)" in done.stdout, done.stdout + done.stderr
 
 
 @pytest.mark.skipif(shutil.which("cargo") is None, reason="no Rust toolchain")

@@ -1,6 +1,6 @@
 """Red-team candidates in Go, Rust, Java, C and C++: every function the gold patch touched made
 to fail at its first statement (``raise``), or to end the process with status 0 there
-(``exit``: Rust, Java, C and C++).
+(``exit``).
 
 The kinds that return a value are not built in these languages: a value of the right type
 (the zero answers of :mod:`.redteam`) cannot be written without the function's types, but a
@@ -36,14 +36,19 @@ GUARD = {
     ".java": '{indent}    if (true) throw new UnsupportedOperationException("not implemented");\n',
     **dict.fromkeys(_C_EXTS, _C_DECLARATION.format(call="__builtin_trap()")),
 }
+_GO_EXIT = "repogym_exit_"
+"""The name the Go ``exit`` candidate imports ``os`` under (its own import declaration after
+the package clause: a second import of ``os`` under another name compiles beside the file's)."""
 EXIT_GUARD = {
+    ".go": f"\tif true {{\n\t\t{_GO_EXIT}.Exit(0)\n\t}}\n",
     ".rs": "{indent}    if true {{\n{indent}        std::process::exit(0)\n{indent}    }}\n",
     ".java": "{indent}    if (true) System.exit(0);\n",
     **dict.fromkeys(_C_EXTS, _C_DECLARATION.format(call="__builtin_exit(0)")),
 }
 """The ``exit`` kind: the process ends with status 0 as soon as a touched function is called
-(a test binary that ctest runs whole then passes, whatever it checked). Not in Go: ``os.Exit``
-needs an import the file may not have."""
+(a test binary that ctest runs whole then passes, whatever it checked; Go's own test binaries
+report a test's ``os.Exit(0)`` as a failure, a ``TestMain`` or ``init`` ending them is missing
+results)."""
 GUARDS = {"raise": GUARD, "exit": EXIT_GUARD}
 BRACED_KINDS = tuple(GUARDS)
 BRACED_REDTEAM_EXT = tuple(GUARD)
@@ -111,4 +116,19 @@ def rewrite(
         out[start + 1 : start + 1] = guard.splitlines(keepends=True)
     if out == lines:
         return None
+    if ext == ".go" and kind == "exit" and not _import_os(out):
+        return None
     return out, [name for _s, _e, name, _i in touched]
+
+
+_GO_PACKAGE = re.compile(r"^package\s+\w+\s*(?://.*)?$")
+
+
+def _import_os(lines: list[str]) -> bool:
+    """Add ``import repogym_exit_ "os"`` after the Go file's package clause (in place); False
+    when no package clause starts a line."""
+    for i, line in enumerate(lines):
+        if _GO_PACKAGE.match(line.rstrip("\n")):
+            lines[i + 1 : i + 1] = ["\n", f'import {_GO_EXIT} "os"\n']
+            return True
+    return False
