@@ -54,8 +54,18 @@ def test_junit_report() -> None:
         "crash_one": "Exception: SegFault",
         "name": "Unable to find executable",
         "regex_fail": "Required regular expression not found. Regex=[yes ]",
-        "c_assert": "prog: file.c:12: main: Assertion `x == 1` failed.",
+        "c_assert": "file.c:12: main: Assertion `x == 1` failed.",
     }
+
+
+def test_an_assertion_after_a_harness_progress_dots_is_the_message() -> None:
+    line = (
+        "." * 240 + "test_password.out: /workspace/src/miniz.h:3153: tdefl_compress_lz_codes:"
+        " Assertion `d->m_huff_code_sizes[0][lit]' failed."
+    )
+    assert ctest.failure_message(["Running", line]) == (
+        "miniz.h:3153: tdefl_compress_lz_codes: Assertion `d->m_huff_code_sizes[0][lit]' failed."
+    )
 
 
 def test_console_lines_alone_give_the_same_outcomes() -> None:

@@ -63,7 +63,7 @@ _FAILURE_START = (
 _FAILURE_LINE = (
     re.compile(r"^(\S.*?)\((\d+)\): ERROR: (.+)$"),  # doctest
     re.compile(r"^(\S.*?):(\d+): error: (.+)$"),  # doctest (-s), Unity, many C harnesses
-    re.compile(r"^(.*Assertion [`'].*['`] failed\.)$"),  # assert()
+    re.compile(r"^(.*Assertion [`'].*['`] failed\.)$"),  # assert(): see _assertion
     re.compile(r"^((?:ERROR|FAIL|FAILED|FAILURE|Error|Failure):\s+\S.*)$"),  # shell harnesses
 )
 
@@ -102,8 +102,22 @@ def failure_message(output: List[str]) -> Optional[str]:
                 if pattern.groups == 3:
                     where = "{}:{}".format(m.group(1).rsplit("/", 1)[-1], m.group(2))
                     return where + ": " + m.group(3)
-                return m.group(1)
+                return _assertion(m.group(1))
     return None
+
+
+_GLIBC_ASSERT = re.compile(r"^(?:\S+: )?(\S+?):(\d+): (.*Assertion .*)$")
+
+
+def _assertion(text):  # type: (str) -> str
+    """glibc's ``prog: /path/file.c:12: func: Assertion `x' failed.`` as ``file.c:12: func:
+    Assertion `x' failed.``, without the progress marks a harness printed on the same line
+    before it (minunit's dots)."""
+    text = re.sub(r"^[^\w/]+", "", text)
+    m = _GLIBC_ASSERT.match(text)
+    if m:
+        return "{}:{}: {}".format(m.group(1).rsplit("/", 1)[-1], m.group(2), m.group(3))
+    return text
 
 
 # The console lines
