@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from repogym.bootstrap.detect import guess_language
+from repogym.bootstrap.native.java import built_folders
 from repogym.pipelines._instructions.text import Composed, Evidence, compose_synthesized
 from repogym.pipelines._synthesis.braced_mutants import braced_mutants
 from repogym.pipelines._synthesis.harness import (
@@ -71,9 +72,9 @@ class BugSynth(SynthPipeline):
         self, source: Source, options: BugSynthOptions, slug: str, rev: str
     ) -> Iterator[Candidate | tuple[str, str]]:
         sha = source.resolve(rev)
-        extensions = source_extensions(source, sha)
+        extensions, folders = source_scope(source, sha)
         per_function: list[list[Candidate]] = []
-        for item in synth_sources(source, sha, options, extensions):
+        for item in synth_sources(source, sha, options, extensions, folders):
             if len(item) == 3:
                 yield f"bug:{item[0]}", item[2]
                 continue
@@ -115,13 +116,17 @@ class BugSynth(SynthPipeline):
         return SynthHarness(ctx, compose_instruction, native=True)
 
 
-def source_extensions(source: Source, sha: str) -> tuple[str, ...]:
-    """The source files ``bug_synth`` mutates at ``sha``: those of the repository's language
-    (:func:`repogym.bootstrap.detect.guess_language` on a snapshot), Python by default."""
+def source_scope(source: Source, sha: str) -> tuple[tuple[str, ...], list[str] | None]:
+    """``(extensions, folders)`` of the source files ``bug_synth`` mutates at ``sha``: those of
+    the repository's language (:func:`repogym.bootstrap.detect.guess_language` on a snapshot),
+    Python by default; for Java, the folders of the Maven modules the build compiles
+    (:func:`repogym.bootstrap.native.java.built_folders`; None: no restriction)."""
     with tempfile.TemporaryDirectory(prefix="repogym-lang-") as tmp:
-        source.export_snapshot(sha, Path(tmp) / "repo")
-        language, _ = guess_language(Path(tmp) / "repo")
-    return EXTENSIONS.get(language or "python", (".py",))
+        repo = Path(tmp) / "repo"
+        source.export_snapshot(sha, repo)
+        language, _ = guess_language(repo)
+        folders = built_folders(repo) if language == "java" else None
+    return EXTENSIONS.get(language or "python", (".py",)), folders
 
 
 PIPELINE = BugSynth()

@@ -373,6 +373,25 @@ def detect_java(
     return project
 
 
+def built_folders(repo: Path) -> list[str] | None:
+    """The folders of the Maven modules a build of ``repo`` compiles, repository-relative
+    (``""``: the root), the project one folder down included (:mod:`.maven_root`); None when
+    no Maven project is found. Sources elsewhere (a second project beside it, a module the
+    reactor does not list) are never built, so their code is not under test."""
+    root = ""
+    if not (repo / "pom.xml").is_file():
+        folder, _ = maven_subfolder(repo)
+        if not folder:
+            return None
+        root = folder
+    poms, _ = reactor(repo / root if root else repo)
+    if not poms:
+        return None
+    return sorted(
+        {"/".join(x for x in (root, str(Path(p.path).parent)) if x not in ("", ".")) for p in poms}
+    )
+
+
 def _java_from_files(repo: Path) -> tuple[int, str] | None:
     """The Java version ``.java-version`` or ``.sdkmanrc`` names (jenv, SDKMAN!)."""
     text = (read_text(repo / ".java-version") or "").strip()

@@ -604,18 +604,26 @@ class SynthPipeline:
 
 
 def synth_sources(
-    source: Any, sha: str, options: Any, extensions: tuple[str, ...] = (".py",)
+    source: Any,
+    sha: str,
+    options: Any,
+    extensions: tuple[str, ...] = (".py",),
+    folders: list[str] | None = None,
 ) -> Iterator[tuple[str, str] | tuple[str, None, str]]:
     """``(path, text)`` of every source file at ``sha`` (Python unless ``extensions`` say
     otherwise) a synthesized edit may touch (no tests, no test infrastructure, no build
-    output, within ``options.paths``), or ``(path, None, reason)`` for a file that cannot be
-    read as text."""
+    output, within ``options.paths``; Java only in the ``src/main/`` of the built modules'
+    ``folders`` when given), or ``(path, None, reason)`` for a file that cannot be read as
+    text."""
+    mains = None if folders is None else tuple(f"{f}/src/main/".lstrip("/") for f in folders)
     count = 0
     native = any(ext != ".py" for ext in extensions)
     for rel in sorted(source.list_files(sha)):
         if not rel.endswith(extensions) or is_test_source(rel) or infra.is_infra(rel):
             continue
         if native and not under_test(rel):
+            continue
+        if mains is not None and rel.endswith(".java") and not rel.startswith(mains):
             continue
         if options.paths and not any(
             rel == p.strip("/") or rel.startswith(p.strip("/") + "/") for p in options.paths
