@@ -116,3 +116,23 @@ def test_doctests_of_edited_files_are_line_bound() -> None:
     assert line_bound(ids, ["src/lib.rs"]) == ids[:2]
     assert line_bound(ids, ["crates/core/src/iter.rs"]) == [ids[2]]
     assert line_bound(ids, ["README.md"]) == []
+
+
+def test_a_flaky_test_elsewhere_is_not_why_a_change_is_dropped() -> None:
+    """Only a flaky id that could have been fail-to-pass is reported as flaky: a test of the
+    suite that fails now and then after the fix says nothing about the change."""
+    from types import SimpleNamespace
+
+    from repogym.pipelines._harness.runtime import classify
+
+    recipe = SimpleNamespace(language="cargo")
+    before = [{"tests": {"a": "PASSED", "b": "PASSED", "c": "FAILED"}}] * 2
+    after = [
+        {"tests": {"a": "PASSED", "b": "PASSED", "c": "PASSED"}},
+        {"tests": {"a": "PASSED", "b": "FAILED", "c": "FAILED"}},
+    ]
+    f2p, p2p, flaky, passing = classify(recipe, before, after, {})  # type: ignore[arg-type]
+    assert (f2p, p2p, passing) == ([], ["a"], True)
+    assert flaky == {"c"}  # "b" passed before the fix: never fail-to-pass
+    steady = [{"tests": {"a": "PASSED", "b": "PASSED", "c": "FAILED"}}] * 2
+    assert classify(recipe, before, steady, {})[2] == set()  # type: ignore[arg-type]

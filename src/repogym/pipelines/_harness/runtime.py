@@ -166,8 +166,10 @@ def classify(
     after_results: list[dict[str, Any]],
     restore: dict[str, bytes],
 ) -> tuple[list[str], list[str], set[str], bool]:
-    """(F2P, P2P, flaky ids, whether any test passes after the fix) from the reference runs:
-    only ids with the same result in every run count."""
+    """(F2P, P2P, flaky would-be F2P ids, whether any test passes after the fix) from the
+    reference runs: only ids with the same result in every run count. A flaky id is reported
+    only when it could have been fail-to-pass (it passed in a run after the fix and did not in
+    a run before): a flaky test elsewhere in the suite is no reason to drop the change."""
     before_state = _RepeatedRuns([r["tests"] for r in before_results])
     after_state = _RepeatedRuns([r["tests"] for r in after_results])
     flaky = before_state.flaky() | after_state.flaky()
@@ -180,7 +182,13 @@ def classify(
         f2p = [t for t in f2p if t not in computed]
         flaky |= set(computed)
     p2p = sorted(t for t, s in a.items() if s == PASSED and b.get(t) == PASSED and t not in flaky)
-    return f2p, p2p, flaky, any(s == PASSED for s in a.values())
+    would_be = {
+        t
+        for t in flaky
+        if any(r.get(t) == PASSED for r in after_state.runs)
+        and any(r.get(t) != PASSED for r in before_state.runs)
+    }
+    return f2p, p2p, would_be, any(s == PASSED for s in a.values())
 
 
 _DOCTEST_ID = re.compile(r"^(?P<file>[^\s]+\.rs) - .*\(line \d+\)")
@@ -268,8 +276,8 @@ class RuntimeHarness(TaskHarness):
         f2p, p2p, flaky, passing = classify(recipe, runs.before, runs.after, restore)
         if recipe.runner == "cargo":
             moved = set(line_bound(f2p + p2p, change.changed_sources + sorted(change.inline)))
+            flaky |= moved & set(f2p)
             f2p, p2p = [t for t in f2p if t not in moved], [t for t in p2p if t not in moved]
-            flaky |= moved
         if not passing:
             return self._drop(outcome, "no test passes after the fix")
         if not f2p:
