@@ -64,7 +64,7 @@ def maven_subfolder(repo: Path) -> tuple[str | None, str]:
         return None, ""
     if len(folders) == 1:
         return folders[0], f"Maven project in {folders[0]}/ (no pom.xml at the repository root)"
-    counts = {f: 0 for f in folders}
+    counts = dict.fromkeys(folders, 0)
     where: dict[str, str] = {}
     for name, text in _ci_texts(repo):
         for folder in folders:
@@ -72,16 +72,15 @@ def maven_subfolder(repo: Path) -> tuple[str | None, str]:
             if hits:
                 counts[folder] += hits
                 where.setdefault(folder, name)
-    best = max(counts.values())
-    chosen = [f for f, n in counts.items() if n == best]
+    named = [f for f, n in counts.items() if n]
     listed = ", ".join(f"{f}/" for f in folders)
-    if best and len(chosen) == 1:
-        folder = chosen[0]
+    if len(named) == 1:
+        folder = named[0]
         return folder, (
             f"Maven project in {folder}/, the one the CI builds ({where[folder]}); the root has"
             f" no pom.xml and these folders hold one: {listed}"
         )
     return None, (
         f"no pom.xml at the repository root, and {len(folders)} folders hold a Maven project"
-        f" ({listed}) of which the CI builds {'none' if not best else 'several'}"
+        f" ({listed}) of which the CI builds {'several' if named else 'none'}"
     )
