@@ -26,7 +26,7 @@ from repogym.bootstrap.native.java_release import (
     release_refusal,
     release_script,
 )
-from repogym.bootstrap.native.maven_root import maven_subfolder
+from repogym.bootstrap.native.maven_root import maven_root, maven_subfolder
 from repogym.bootstrap.native.pom import (
     java_level,
     reactor,
@@ -378,12 +378,9 @@ def built_folders(repo: Path) -> list[str] | None:
     (``""``: the root), the project one folder down included (:mod:`.maven_root`); None when
     no Maven project is found. Sources elsewhere (a second project beside it, a module the
     reactor does not list) are never built, so their code is not under test."""
-    root = ""
-    if not (repo / "pom.xml").is_file():
-        folder, _ = maven_subfolder(repo)
-        if not folder:
-            return None
-        root = folder
+    root, _ = maven_root(repo)
+    if root is None:
+        return None
     poms, _ = reactor(repo / root if root else repo)
     if not poms:
         return None

@@ -84,3 +84,8 @@ def maven_subfolder(repo: Path) -> tuple[str | None, str]:
         f"no pom.xml at the repository root, and {len(folders)} folders hold a Maven project"
         f" ({listed}) of which the CI builds {'several' if named else 'none'}"
     )
+
+
+def maven_root(repo: Path) -> tuple[str | None, str]:
+    """``("", "")`` when ``repo`` has a ``pom.xml`` at its root, else :func:`maven_subfolder`."""
+    return ("", "") if (repo / "pom.xml").is_file() else maven_subfolder(repo)
