@@ -67,3 +67,26 @@ def test_no_sandbox_starts_while_interrupted(sandbox: LocalSandbox, py_env: Env)
         resume_sandboxes()
     with sandbox.start(built, spec) as session:
         assert session.exec(["true"]).exit_code == 0
+
+
+def test_a_command_read_ends_when_its_sandbox_closes_even_if_its_pipes_stay_open() -> None:
+    """Whatever still holds a command's pipes (a process the close could not reach, or a
+    request that crossed the close), the reader leaves once the sandbox is closed."""
+    from repogym.sandbox._runtime import _ExecPipes
+
+    fds = [os.pipe() for _ in range(3)]
+    closed = threading.Event()
+    try:
+        os.write(fds[0][1], b"partial output")
+        run = _ExecPipes(fds[0][0], fds[1][0], fds[2][0], 1 << 20, None)
+        threading.Timer(0.3, closed.set).start()
+        reader = threading.Thread(target=run.pump, args=(None, lambda: None, closed.is_set))
+        reader.start()
+        reader.join(60)
+        assert not reader.is_alive(), "the reader waited for pipes a closed sandbox still held"
+        assert run.status is None  # no status came: the caller reports the session ended
+        assert bytes(run.out) == b"partial output"
+    finally:
+        for r, w in fds:
+            os.close(r)
+            os.close(w)

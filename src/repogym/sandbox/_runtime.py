@@ -189,6 +189,12 @@ class RawResult:
     error: str | None = None
 
 
+_GONE_POLL_S = 0.5
+"""How often a command's reader looks whether its sandbox was closed under it."""
+_CLOSED_DRAIN_S = 0.5
+"""How long the pipes of a command whose sandbox was closed are still read."""
+
+
 class _ExecPipes:
     """One command's stdout, stderr and status pipes, read until the status arrives (then
     drained briefly) or the deadline passes (then the command is killed and its status
@@ -209,8 +215,17 @@ class _ExecPipes:
         self.status: dict[str, Any] | None = None
         self.timed_out = False
 
-    def pump(self, deadline: float | None, kill: Callable[[], None]) -> None:
-        """Read the pipes; ``kill`` is called once when ``deadline`` passes."""
+    def pump(
+        self,
+        deadline: float | None,
+        kill: Callable[[], None],
+        gone: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Read the pipes; ``kill`` is called once when ``deadline`` passes.
+
+        ``gone`` tells that the sandbox was closed under the command (an interrupted run): the
+        pipes are then read for a moment more and left, whoever still holds them.
+        """
         st_r = self.st_r
         sel = selectors.DefaultSelector()
         sel.register(self.out_r, selectors.EVENT_READ, self.out)
@@ -218,12 +233,18 @@ class _ExecPipes:
         sel.register(st_r, selectors.EVENT_READ, None)
         status_buf = bytearray()
         drain_until: float | None = None
+        closed = False
         try:
             while sel.get_map():
                 now = time.monotonic()
-                wait: float | None = None
+                if not closed and gone():
+                    closed = True
+                    deadline = None
+                    if drain_until is None:
+                        drain_until = now + _CLOSED_DRAIN_S
+                wait: float | None = None if closed else _GONE_POLL_S
                 if deadline is not None and not self.timed_out:
-                    wait = max(0.0, deadline - now)
+                    wait = min(_GONE_POLL_S, max(0.0, deadline - now))
                 if drain_until is not None:
                     left = drain_until - now
                     if left <= 0:
@@ -369,7 +390,11 @@ class SandboxProcess:
                 os.close(fd)
         run = _ExecPipes(out_r, err_r, st_r, max_output, on_output)
         try:
-            run.pump(start + timeout_s if timeout_s else None, lambda: self._kill(exec_cg, exec_id))
+            run.pump(
+                start + timeout_s if timeout_s else None,
+                lambda: self._kill(exec_cg, exec_id),
+                lambda: self.closed,
+            )
         finally:
             for fd in (out_r, err_r, st_r):
                 with contextlib.suppress(OSError):
