@@ -100,10 +100,9 @@ network_mode = "no-network"
 
 def test_reproducibility_modes(make_task) -> None:  # type: ignore[no-untyped-def]
     reg = load_task(make_task("reg", toml=REGISTRY))
-    spec = serving_spec(reg, "docker")
-    assert spec.docker_image == "ghcr.io/acme/reg@sha256:abc" and spec.context_dir is None
-    with pytest.raises(TaskNotServable, match="--sandbox docker"):
-        serving_spec(reg, "local")
+    for backend in ("docker", "local"):  # the published image, on either backend
+        spec = serving_spec(reg, backend)
+        assert spec.docker_image == "ghcr.io/acme/reg@sha256:abc" and spec.image_first
     text_only = load_task(make_task("text", dockerfile=None))
     with pytest.raises(TaskNotServable, match="text-only"):
         serving_spec(text_only, "local")

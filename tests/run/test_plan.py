@@ -3,10 +3,8 @@ and the explorer; the reproducibility mode is honoured by all of them."""
 
 from __future__ import annotations
 
-import pytest
-
 from repogym.run.plan import plan_task
-from repogym.run.preflight import UnsupportedTask, preflight
+from repogym.run.preflight import preflight
 from repogym.run.trial import environment_spec
 from repogym.taskdir import load_task
 from tests.conftest import EXAMPLES
@@ -34,17 +32,24 @@ class _Backend:
         self.name = name
 
 
-def test_registry_mode_runs_the_published_image_on_docker_only(make_task) -> None:  # type: ignore[no-untyped-def]
+def test_registry_mode_starts_from_the_published_image_on_every_backend(make_task) -> None:  # type: ignore[no-untyped-def]
     task = load_task(make_task("reg", toml=REGISTRY))
-    plan = plan_task(task, "docker")
-    assert plan.refusal is None and plan.reproducibility == "registry"
-    assert plan.environment.docker_image == "ghcr.io/acme/reg@sha256:abc"
-    assert plan.environment.context_dir is None
-    local = plan_task(task, "local")
-    assert local.refusal and "--sandbox docker" in local.refusal
-    with pytest.raises(UnsupportedTask, match="--sandbox docker"):
-        environment_spec(task, "local")  # run refuses what serve refuses
-    assert any("--sandbox docker" in r for r in preflight(task, backend=_Backend("local")))
+    for backend in ("docker", "local"):
+        plan = plan_task(task, backend)
+        assert plan.refusal is None and plan.reproducibility == "registry"
+        assert plan.environment.docker_image == "ghcr.io/acme/reg@sha256:abc"
+        assert plan.environment.image_first  # the Dockerfile is only the way back
+        assert environment_spec(task, backend) == plan.environment
+    assert not any("docker" in r for r in preflight(task, backend=_Backend("local")))
+
+
+def test_a_pinned_docker_image_wins_over_a_tag_reference(make_task) -> None:  # type: ignore[no-untyped-def]
+    pinned = "127.0.0.1:5000/acme/reg@sha256:" + "a" * 64
+    toml = REGISTRY.replace('image_ref = "ghcr.io/acme/reg@sha256:abc"', 'image_ref = "r/x:1"')
+    task = load_task(make_task("reg", toml=toml + f'docker_image = "{pinned}"\n'))
+    assert plan_task(task, "local").environment.docker_image == pinned
+    no_image = load_task(make_task("bare", toml=toml.replace('image_ref = "r/x:1"\n', "")))
+    assert "no image_ref" in str(plan_task(no_image, "local").refusal)
 
 
 def test_a_built_task_plans_its_dockerfile() -> None:

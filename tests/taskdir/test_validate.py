@@ -207,3 +207,27 @@ def test_dataset_index(examples_copy: Path) -> None:
     assert row["content_hash"].startswith("sha256:")
     # The dataset files are not tasks and do not disturb validation.
     assert run_cli("validate", str(examples_copy))[0] == 0
+
+
+PUBLISHED = """\
+schema_version = "1.4"
+[task]
+name = "acme/pub"
+[metadata.repo2env.reproducibility]
+mode = "registry"
+image_ref = "127.0.0.1:5000/gym/acme:pub"
+image_digest = "sha256:{recorded}"
+[environment]
+docker_image = "127.0.0.1:5000/gym/acme@sha256:{pinned}"
+"""
+
+
+def test_a_published_image_must_agree_with_its_record(make_task) -> None:  # type: ignore[no-untyped-def]
+    ok = make_task("pub", toml=PUBLISHED.format(recorded="a" * 64, pinned="a" * 64))
+    assert not [p for p in validate_task(ok).problems if p.check == "environment"]
+    other = make_task("other", toml=PUBLISHED.format(recorded="a" * 64, pinned="b" * 64))
+    msgs = [p.message for p in validate_task(other).problems if p.check == "environment"]
+    assert any("image_digest" in m for m in msgs), msgs
+    bad = make_task("bad", toml=PUBLISHED.format(recorded="a" * 64, pinned="xyz"))
+    msgs = [p.message for p in validate_task(bad).problems if p.check == "environment"]
+    assert any("not a sha256 digest" in m for m in msgs), msgs

@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "generate",
     "serve",
     "hub",
+    "images",
     "dataset",
     "explore",
     "mcp",

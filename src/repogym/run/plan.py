@@ -7,8 +7,10 @@ the trial runner) all ask :func:`plan_task`, so a task runs the same way whereve
 
 The reproducibility mode (``[metadata.repo2env.reproducibility] mode``) is honoured everywhere:
 
-* ``registry``: the recorded ``image_ref`` (else ``[environment].docker_image``) is run as is,
-  not rebuilt, which needs the docker backend; another backend, or no image recorded, is a
+* ``registry``: the published image is run as is, not rebuilt, on every backend:
+  ``[environment].docker_image`` when it is pinned by digest, else the recorded ``image_ref``
+  (:attr:`EnvironmentSpec.image_first`). A backend that cannot have it builds
+  ``environment/Dockerfile`` instead and says why; no image recorded is a
   :attr:`TaskPlan.refusal`;
 * ``inline_dockerfile`` / ``local_only``: ``environment/Dockerfile`` is built; a task without one
   is refused;
@@ -63,7 +65,7 @@ def is_text_only(task: Task) -> bool:
     return not dockerfile.is_file() and not task.config.environment.docker_image
 
 
-def _base_spec(task: Task) -> EnvironmentSpec:
+def declared_environment(task: Task) -> EnvironmentSpec:
     """The sandbox request from the task's ``[environment]`` table."""
     env = task.config.environment
     context = task.environment_dir if task.environment_dir.is_dir() else None
@@ -85,20 +87,18 @@ def plan_task(task: Task, backend: str) -> TaskPlan:
     """The :class:`TaskPlan` of ``task`` on the backend named ``backend``."""
     prov = task.provenance
     mode = prov.reproducibility_mode if prov is not None else None
-    spec = _base_spec(task)
+    spec = declared_environment(task)
     plan = TaskPlan(task=task, backend=backend, environment=spec, reproducibility=mode)
     if mode == "registry":
-        image = (prov.reproducibility.image_ref if prov else None) or spec.docker_image
+        # The published image, pinned by digest where the task pins it; the Dockerfile (when
+        # there is one) stays as the way back if the image cannot be had.
+        declared = spec.docker_image or ""
+        pinned = declared if "@sha256:" in declared else None
+        image = pinned or (prov.reproducibility.image_ref if prov else None) or spec.docker_image
         if not image:
             why = "reproducibility mode 'registry' but no image_ref is recorded"
             return dataclasses.replace(plan, refusal=f"{task.id}: {why}")
-        if backend != "docker":
-            why = (
-                f"reproducibility mode 'registry' runs the published image {image} as is, "
-                "which needs the docker backend (run it with --sandbox docker)"
-            )
-            return dataclasses.replace(plan, refusal=f"{task.id}: {why}")
-        spec = dataclasses.replace(spec, context_dir=None, docker_image=str(image))
+        spec = dataclasses.replace(spec, docker_image=str(image), image_first=True)
         return dataclasses.replace(plan, environment=spec)
     built_here = mode in ("inline_dockerfile", "local_only")
     if built_here and not plan.text_only and not (task.environment_dir / "Dockerfile").is_file():

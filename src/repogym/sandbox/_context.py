@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import stat
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from repogym.sandbox.base import BuildError, EnvironmentSpec
 
 _WILDCARD = re.compile(r"[*?\[]")
 
@@ -278,3 +283,28 @@ def posix_join(base: str, path: str) -> str:
         elif comp not in ("", "."):
             parts.append(comp)
     return "/" + "/".join(parts)
+
+
+@contextlib.contextmanager
+def dockerfile_of(spec: EnvironmentSpec) -> Iterator[tuple[Path, Path]]:
+    """``(context, Dockerfile)`` of ``spec``; a prebuilt image alone (``docker_image``)
+    becomes a one-line ``FROM`` in an empty context (pulled, or mapped onto the host)."""
+    ctx = spec.context_dir
+    dockerfile = Path(ctx, spec.dockerfile) if ctx is not None else None
+    if dockerfile is None or not dockerfile.is_file():
+        if not spec.docker_image:
+            raise BuildError(f"no Dockerfile found at {dockerfile or '(no context dir)'}")
+        if "\n" in spec.docker_image or not spec.docker_image.strip():
+            raise BuildError(f"invalid docker_image {spec.docker_image!r}")
+        with tempfile.TemporaryDirectory(prefix="repogym-image-") as tmp:
+            path = Path(tmp, "Dockerfile")
+            path.write_text(f"FROM {spec.docker_image.strip()}\n", encoding="utf-8")
+            yield Path(tmp), path
+        return
+    assert ctx is not None
+    try:
+        inside(Path(ctx), spec.dockerfile)
+    except ContextError as exc:
+        # Never read it: a parse error would quote a host file's lines in the log.
+        raise BuildError(f"{spec.dockerfile}: {exc}") from None
+    yield Path(ctx), dockerfile

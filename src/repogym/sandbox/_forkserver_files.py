@@ -220,12 +220,15 @@ class Copier:
         include: Collection[str] | None = None,
         preserve_owner: bool = False,
         strip_suid: bool = False,
+        mtime: int | None = None,
     ) -> None:
         self.owner = owner
         self.chmod = chmod
         self.include = include
         self.preserve_owner = preserve_owner
         self.strip_suid = strip_suid
+        self.mtime = mtime
+        """Every copied entry's modification time (None: the time of the copy)."""
 
     def _wanted(self, rel: str, is_dir: bool) -> bool:
         if self.include is None:
@@ -243,7 +246,7 @@ class Copier:
         mode = self.chmod if self.chmod is not None else stat.S_IMODE(st.st_mode)
         if self.strip_suid:
             mode &= ~(stat.S_ISUID | stat.S_ISGID)
-        set_meta(fd, owner=self._owner_of(st), mode=mode)
+        set_meta(fd, owner=self._owner_of(st), mode=mode, mtime=self.mtime)
 
     def clear(self, name: str, dirfd: int, keep_dir: bool) -> os.stat_result | None:
         """Make room for ``name`` in ``dirfd``; a folder stays with ``keep_dir`` (returned)."""
@@ -280,8 +283,8 @@ class Copier:
         if stat.S_ISLNK(st.st_mode):
             os.symlink(os.readlink(name, dir_fd=src_dir), dst_name, dir_fd=dst_dir)
             owner = self._owner_of(st)
-            if owner is not None:
-                link_meta(dst_dir, dst_name, owner=owner)
+            if owner is not None or self.mtime is not None:
+                link_meta(dst_dir, dst_name, owner=owner, mtime=self.mtime)
         elif stat.S_ISREG(st.st_mode):
             s = os.open(name, _RFILE, dir_fd=src_dir)
             try:
@@ -482,7 +485,9 @@ def _list(root: Root, path: str, req: dict[str, Any], fds: list[int]) -> list[An
 def _copy_in(root: Root, path: str, req: dict[str, Any], fds: list[int]) -> None:
     # fds[0]: source (file or folder) on the host, used only as the source of the copy.
     src = fds[0]
-    copier = Copier(_owner(req.get("owner")), req.get("chmod"), req.get("include"))
+    copier = Copier(
+        _owner(req.get("owner")), req.get("chmod"), req.get("include"), mtime=req.get("mtime")
+    )
     src_st = os.fstat(src)
     parts = [p for p in path.split("/") if p and p != "."]
     if not parts:  # the root itself
@@ -501,8 +506,8 @@ def _copy_in(root: Root, path: str, req: dict[str, Any], fds: list[int]) -> None
         if stat.S_ISLNK(src_st.st_mode):  # an O_PATH descriptor of a link: recreated
             copier.clear(name, pfd, keep_dir=False)
             os.symlink(os.readlink("", dir_fd=src), name, dir_fd=pfd)
-            if copier.owner is not None:
-                link_meta(pfd, name, owner=copier.owner)
+            if copier.owner is not None or copier.mtime is not None:
+                link_meta(pfd, name, owner=copier.owner, mtime=copier.mtime)
         elif stat.S_ISDIR(src_st.st_mode):
             existing = copier.clear(name, pfd, keep_dir=True)
             if existing is None:
@@ -512,6 +517,8 @@ def _copy_in(root: Root, path: str, req: dict[str, Any], fds: list[int]) -> None
                 if existing is None:
                     set_meta(dst, owner=copier.owner, mode=0o755)
                 copier.tree(src, dst)
+                if copier.mtime is not None:
+                    set_meta(dst, mtime=copier.mtime)
             finally:
                 os.close(dst)
         elif stat.S_ISREG(src_st.st_mode):

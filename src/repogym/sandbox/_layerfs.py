@@ -27,11 +27,12 @@ def copy_in(
     include: set[str] | None,
     owner: str | None,
     chmod: int | None,
+    mtime: int | None = None,
 ) -> None:
     flags = os.O_RDONLY | os.O_NOFOLLOW | (os.O_DIRECTORY if src.is_dir() else 0)
     fd = os.open(src, flags)
     try:
-        copy_fd_in(proc, fd, dest, include=include, owner=owner, chmod=chmod)
+        copy_fd_in(proc, fd, dest, include=include, owner=owner, chmod=chmod, mtime=mtime)
     finally:
         os.close(fd)
 
@@ -44,12 +45,21 @@ def copy_fd_in(
     include: set[str] | None,
     owner: str | None,
     chmod: int | None,
+    mtime: int | None = None,
 ) -> None:
     """Copy the host file or folder open as ``fd`` to ``dest`` in the sandbox (a long
-    ``include`` list in several operations: see :func:`include_parts`)."""
+    ``include`` list in several operations: see :func:`include_parts`); ``mtime`` is every
+    copied entry's time (None: the time of the copy)."""
     for part in include_parts(include):
         proc.file_op(
-            "copy_in", path=dest, fds=[fd], include=part, owner=owner, chmod=chmod, replace=False
+            "copy_in",
+            path=dest,
+            fds=[fd],
+            include=part,
+            owner=owner,
+            chmod=chmod,
+            replace=False,
+            mtime=mtime,
         )
 
 

@@ -12,10 +12,11 @@ mapping (:mod:`._toolchains`) and the mapping notes why. Nothing is probed by de
 machine whose registries are unreachable, a build never waits for a connection timeout.
 
 **The cache.** ``<cache>/oci/<manifest digest>/rootfs`` holds the unpacked root, with
-``image.json`` (digest, size, config); built in a temporary folder, renamed into place under a
-per-digest lock, so a killed pull never leaves a half root that later counts as pulled. The
-tag → digest answer is remembered (``refs/``), so a tag already pulled still builds when the
-endpoint is down (noted).
+``image.json`` (digest, size, config, manifest); built in a temporary folder, renamed into
+place under a per-digest lock, so a killed pull never leaves a half root that later counts as
+pulled. The tag → digest answer is remembered (``refs/``), so a tag already pulled still builds
+when the endpoint is down (noted). The layer blobs stay under ``<cache>/oci/blobs``
+(:mod:`._blobs`): an image built on this one is pushed or exported with them as they are.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ import json
 import os
 import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from repogym.sandbox import _registry, _unpack
+from repogym.sandbox._blobs import BlobStore
 from repogym.sandbox._images import ImageRef
 
 ENV_VAR = "REPOGYM_REGISTRY_MIRROR"
@@ -106,6 +107,7 @@ class ImageStore:
         self.root = root
         self.max_image_mb = max_image_mb
         (self.root / "refs").mkdir(parents=True, exist_ok=True)
+        self.blobs = BlobStore(root / "blobs")
 
     def _dir(self, digest: str) -> Path:
         return self.root / digest.replace(":", "-")
@@ -144,6 +146,11 @@ class ImageStore:
         """
         t0 = time.monotonic()
         notes: list[str] = []
+        if ref.digest:  # content-addressed: what the cache holds under it is that image
+            hit = self.cached(ref.digest)
+            if hit is not None:
+                hit.seconds = time.monotonic() - t0
+                return hit
         ref_file = self._ref_file(endpoint, ref)
         with _registry.RegistryClient(endpoint) as client:
             try:
@@ -187,15 +194,22 @@ class ImageStore:
         budget = _unpack.Budget(max_bytes=self.max_image_mb << 20)
         compressed = 0
         try:
-            with tempfile.TemporaryDirectory(prefix="blob-", dir=scratch or self.root) as td:
-                for layer in resolved.layers:
-                    digest = str(layer["digest"])
-                    blob = Path(td) / digest.replace(":", "-")
-                    compressed += client.blob_to(
-                        ref.repository, digest, blob, max_bytes=MAX_LAYER_BLOB_MB << 20
-                    )
-                    _unpack.apply_layer(blob, rootfs, budget)
-                    blob.unlink()
+            # The blobs are kept (by digest): a push of an image built on this one sends or
+            # mounts them as they are, and another pull of a sharing image skips them.
+            for layer in resolved.layers:
+                digest = str(layer["digest"])
+                if not self.blobs.has(digest):
+                    part = self.blobs.root / f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
+                    try:
+                        client.blob_to(
+                            ref.repository, digest, part, max_bytes=MAX_LAYER_BLOB_MB << 20
+                        )
+                        self.blobs.adopt(part, digest)
+                    finally:
+                        part.unlink(missing_ok=True)
+                compressed += self.blobs.size(digest)
+                _unpack.apply_layer(self.blobs.path(digest), rootfs, budget)
+            self.blobs.put(resolved.raw)
             if budget.skipped:
                 notes.append(f"{len(budget.skipped)} device/fifo entries skipped")
             info = {
@@ -206,6 +220,7 @@ class ImageStore:
                 "size": budget.bytes,
                 "compressed": compressed,
                 "config": config,
+                "manifest": json.loads(resolved.raw) if resolved.raw else resolved.manifest,
                 "skipped": budget.skipped[:50],
                 "pulled": time.time(),
             }

@@ -57,6 +57,8 @@ class Resolved:
     manifest: dict[str, object]
     index_digest: str | None = None
     """Digest of the manifest list / index it was chosen from, if any."""
+    raw: bytes = b""
+    """The manifest's bytes (what ``digest`` is the digest of)."""
 
     @property
     def config_digest(self) -> str:
@@ -232,7 +234,7 @@ class RegistryClient:
         for layer in doc.get("layers") or []:
             if not isinstance(layer, dict) or not _digest_ok(str(layer.get("digest", ""))):
                 raise RegistryError(f"{repo}:{reference}: layer without a sha256 digest")
-        return Resolved(digest, doc, index_digest)
+        return Resolved(digest, doc, index_digest, data)
 
     def _pick(self, entries: list[dict[str, object]], name: str) -> str:
         os_, arch = self.platform.split("/")[:2]

@@ -27,6 +27,7 @@ from repogym.sandbox import (
     _toolchains,
     _unpack,
 )
+from repogym.sandbox._image_export import epoch_from_env as build_epoch
 from repogym.sandbox._layerfs import (
     ArchiveError,
     copy_fd_in,
@@ -75,7 +76,7 @@ def base_state(b: Builder, ins: _dockerfile.Instruction, image: str) -> StageSta
         health = image_cfg.get("Healthcheck")
         if isinstance(health, dict) and isinstance(health.get("Test"), list):
             state.config.healthcheck = image_healthcheck(health)
-    if pulled is not None and base.workdir != "/":
+    if pulled is not None and base.workdir != "/" and not _is_dir(pulled.rootfs, base.workdir):
         workdir = base.workdir
 
         def mkdir(proc: SandboxProcess) -> None:
@@ -113,6 +114,13 @@ def base_state(b: Builder, ins: _dockerfile.Instruction, image: str) -> StageSta
     return state
 
 
+def _is_dir(root: Path, path: str) -> bool:
+    """Whether ``path`` is a folder in the image root ``root`` (looked up inside it)."""
+    with _confine.Root.at(root) as confined:
+        st = confined.stat(path.strip("/"))
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
 def pull_image(
     b: Builder, ins: _dockerfile.Instruction, image: str
 ) -> tuple[_pull.PulledImage | None, str]:
@@ -127,6 +135,8 @@ def pull_image(
     except _images.ImageRefError as exc:
         raise b.fail(ins, str(exc)) from None
     endpoint = _pull.endpoint_for(ref, b.sb.registries)
+    if endpoint is None and ref.digest and b.sb.oci.cached(ref.digest) is not None:
+        endpoint = "cache"  # pinned and already here (a task's published image): no registry
     if endpoint is None:
         return None, ""
     if b.sb.rootless:
@@ -214,6 +224,10 @@ def run_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> Non
     # The CA bundle's variables are not part of the step (nor of its cache key).
     env = {**cfg.args, **cfg.env}
     env.setdefault("PATH", _toolchains.DEFAULT_PATH)
+    # Reproducible steps, as BuildKit's SOURCE_DATE_EPOCH: Python writes hash-checked .pyc
+    # files instead of ones stamped with the time their sources were unpacked, wheels get
+    # fixed times (unless the Dockerfile sets it itself).
+    env.setdefault("SOURCE_DATE_EPOCH", str(build_epoch()))
     network = ins.flags.get("network") != "none"
     key = step_key(
         state.key,
@@ -222,6 +236,7 @@ def run_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> Non
         json.dumps(sorted(cfg.args.items())),
         script or "",
         "net" if network else "nonet",
+        f"sde={env['SOURCE_DATE_EPOCH']}",
     )
     user, workdir = cfg.user or "root", cfg.workdir
     tail: list[str] = []
@@ -338,12 +353,16 @@ def copy_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> No
     extract = ins.keyword == "ADD"
     storage_mb = int(b.limits["storage_mb"])  # type: ignore[call-overload]
     content = _context.hash_sources(sources)
+    # Copied files take the build's epoch as their time, not the time the task folder was
+    # written: the layer (and the image made from it) is the same wherever it is built.
+    epoch = build_epoch()
     key = step_key(
         state.key,
         ins.keyword,
         json.dumps([srcs, dest_abs, dest_is_dir, chown, chmod]),
         content,
         json.dumps(sorted(bodies.items())),
+        f"mtime={epoch}",
     )
 
     def action(proc: SandboxProcess) -> None:
@@ -359,7 +378,15 @@ def copy_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> No
             )
         for src in sources:
             if src.is_dir:
-                copy_in(proc, src.path, dest_abs, include=src.include, owner=chown, chmod=chmod)
+                copy_in(
+                    proc,
+                    src.path,
+                    dest_abs,
+                    include=src.include,
+                    owner=chown,
+                    chmod=chmod,
+                    mtime=epoch,
+                )
             elif extract and is_archive(src.path):
                 scratch = b.sb.cache_root / "run"
                 with tempfile.TemporaryDirectory(prefix="add-", dir=scratch) as tmpd:
@@ -371,7 +398,7 @@ def copy_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> No
                     copy_in(proc, out, dest_abs, include=None, owner=chown, chmod=chmod)
             else:
                 target = _context.posix_join(dest_abs, src.name) if into_dir else dest_abs
-                copy_in(proc, src.path, target, include=None, owner=chown, chmod=chmod)
+                copy_in(proc, src.path, target, include=None, owner=chown, chmod=chmod, mtime=epoch)
 
     try:
         b.fs_step(state, ins, key, action=action)

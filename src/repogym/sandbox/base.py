@@ -50,6 +50,9 @@ class EnvironmentSpec:
     target: str | None = None
     """The build stage to build (``docker build --target``): a stage name or index; None for
     the last stage."""
+    image_first: bool = False
+    """Start from ``docker_image`` (pulled by its digest) and build nothing; only when it
+    cannot be had, build the Dockerfile, saying why (a task published with its image)."""
 
 
 @dataclass

@@ -106,22 +106,28 @@ class DockerSandbox(Sandbox):
 
     def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment:
         context = spec.context_dir
-        if context is not None and (context / spec.dockerfile).is_file():
+        has_dockerfile = context is not None and (context / spec.dockerfile).is_file()
+        fallback = ""
+        image = None
+        if spec.image_first and spec.docker_image:
+            # A published task: its image, pulled by digest, else the Dockerfile (said so).
+            tag = spec.docker_image
+            try:
+                image = self._image(tag)
+            except BuildError as exc:
+                if not has_dockerfile:
+                    raise
+                fallback = f"task image {tag} not used ({exc})"
+                _log.warning("%s: building environment/%s instead", fallback, spec.dockerfile)
+        if image is not None:
+            pass
+        elif has_dockerfile:
+            assert context is not None
             tag = f"repogym-env:{context_digest(context, spec)[:16]}"
             image = build_image(self.client, context, spec, tag, log)
         elif spec.docker_image:
             tag = spec.docker_image
-            image = self._present(tag)  # present (by name or digest): used as it is
-            if image is None and pull_setting() == "never":
-                raise BuildError(
-                    f"{tag} is not on the engine and {PULL_ENV}=never: {supply_hint(tag)}"
-                )
-            if image is None:
-                try:
-                    image = self.client.images.pull(tag)
-                except Exception as exc:  # noqa: BLE001
-                    first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-                    raise BuildError(f"cannot pull {tag} ({first}); {supply_hint(tag)}") from None
+            image = self._image(tag)
         else:
             raise BuildError("the task has neither environment/Dockerfile nor docker_image")
         config = image.attrs.get("Config", {})
@@ -132,8 +138,26 @@ class DockerSandbox(Sandbox):
             workdir=config.get("WorkingDir") or "/",
             env=env,
             user=config.get("User") or None,
-            base_mapping={"image": tag, "image_id": image.id, **self._bases(context, spec)},
+            base_mapping={
+                "image": tag,
+                "image_id": image.id,
+                **self._bases(context, spec),
+                **({"image_fallback": fallback} if fallback else {}),
+            },
         )
+
+    def _image(self, tag: str) -> Any:
+        """The image ``tag`` from the engine, pulled when it is not there yet."""
+        image = self._present(tag)  # present (by name or digest): used as it is
+        if image is None and pull_setting() == "never":
+            raise BuildError(f"{tag} is not on the engine and {PULL_ENV}=never: {supply_hint(tag)}")
+        if image is None:
+            try:
+                image = self.client.images.pull(tag)
+            except Exception as exc:  # noqa: BLE001
+                first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                raise BuildError(f"cannot pull {tag} ({first}); {supply_hint(tag)}") from None
+        return image
 
     def _present(self, name: str) -> Any:
         """The image ``name`` if the engine has it (by name or digest), else None."""

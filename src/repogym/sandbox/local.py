@@ -27,15 +27,15 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from repogym.sandbox import _cabundle, _context, _host, _rootfs, _shared_cache, _toolchains
 from repogym.sandbox._cgroups import SessionCgroups, cleanup_stale, detect
 from repogym.sandbox._host import default_cache_root
+from repogym.sandbox._image_run import build_from_image
 from repogym.sandbox._layers import LayerStore
 from repogym.sandbox._netns import SharedNetwork
 from repogym.sandbox._pull import ImageStore, registries_from_env, runtime_dir
@@ -162,40 +162,24 @@ class LocalSandbox(Sandbox):
         building or pulling: Dockerfile constructs it cannot replay and base images that
         neither a configured registry nor the host mapping can provide."""
         try:
-            with self._dockerfile_of(spec) as (ctx, dockerfile):
+            with _context.dockerfile_of(spec) as (ctx, dockerfile):
                 return Builder(self, spec, ctx, dockerfile, None).refusals()
         except BuildError as exc:
             return [str(exc)]
 
-    @contextlib.contextmanager
-    def _dockerfile_of(self, spec: EnvironmentSpec) -> Iterator[tuple[Path, Path]]:
-        """``(context, Dockerfile)`` of ``spec``; a prebuilt image alone (``docker_image``)
-        becomes a one-line ``FROM`` in an empty context (pulled, or mapped onto the host)."""
-        ctx = spec.context_dir
-        dockerfile = Path(ctx, spec.dockerfile) if ctx is not None else None
-        if dockerfile is None or not dockerfile.is_file():
-            if not spec.docker_image:
-                raise BuildError(f"no Dockerfile found at {dockerfile or '(no context dir)'}")
-            if "\n" in spec.docker_image or not spec.docker_image.strip():
-                raise BuildError(f"invalid docker_image {spec.docker_image!r}")
-            with tempfile.TemporaryDirectory(prefix="repogym-image-") as tmp:
-                path = Path(tmp, "Dockerfile")
-                path.write_text(f"FROM {spec.docker_image.strip()}\n", encoding="utf-8")
-                yield Path(tmp), path
-            return
-        assert ctx is not None
-        try:
-            _context.inside(Path(ctx), spec.dockerfile)
-        except _context.ContextError as exc:
-            # Never read it: a parse error would quote a host file's lines in the log.
-            raise BuildError(f"{spec.dockerfile}: {exc}") from None
-        yield Path(ctx), dockerfile
-
     def build(self, spec: EnvironmentSpec, *, log: Path | None = None) -> BuiltEnvironment:
         """Replay the Dockerfile of ``spec`` into cached layers (a prebuilt ``docker_image``
-        alone is built as ``FROM <image>``)."""
-        with self._dockerfile_of(spec) as (ctx, dockerfile):
-            return self._build(spec, ctx, dockerfile, log)
+        alone is built as ``FROM <image>``; with ``image_first``, see :mod:`._image_run`)."""
+        fallback = ""
+        if spec.image_first and spec.docker_image:
+            built, fallback = build_from_image(self, spec, log)
+            if built is not None:
+                return built
+        with _context.dockerfile_of(spec) as (ctx, dockerfile):
+            built = self._build(spec, ctx, dockerfile, log)
+        if fallback:
+            built.base_mapping["image_fallback"] = fallback
+        return built
 
     def _build(
         self, spec: EnvironmentSpec, ctx: Path, dockerfile: Path, log: Path | None

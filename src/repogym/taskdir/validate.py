@@ -287,6 +287,7 @@ def _check_environment(task: Task, files: TaskFiles, *, deep: bool) -> Iterator[
             "no environment definition: add environment/Dockerfile or set "
             "[environment].docker_image",
         )
+    yield from _check_image(task)
     mode = task.config.environment.network_mode
     if mode == "allowlist" and not task.config.environment.allowed_hosts:
         yield _warn(
@@ -294,6 +295,28 @@ def _check_environment(task: Task, files: TaskFiles, *, deep: bool) -> Iterator[
         )
     if files.is_file("environment/Dockerfile"):
         yield from _check_dockerfile(files.read("environment/Dockerfile"), deep=deep)
+
+
+def _check_image(task: Task) -> Iterator[Problem]:
+    """A published image (``images push``): pinned by a well-formed digest, and the same one
+    ``docker_image`` and ``[metadata.repo2env.reproducibility]`` name."""
+    image = task.config.environment.docker_image or ""
+    prov = task.provenance
+    repro = prov.reproducibility if prov is not None else None
+    digest = str(getattr(repro, "image_digest", "") or "") if repro is not None else ""
+    if "@" in image and not re.fullmatch(r"sha256:[0-9a-f]{64}", image.rsplit("@", 1)[1]):
+        yield _err("environment", TASK_TOML, f"docker_image {image!r}: not a sha256 digest")
+    if repro is None or repro.mode != "registry":
+        return
+    if not image and not repro.image_ref:
+        yield _err("environment", TASK_TOML, "mode 'registry' but no image is recorded")
+    elif digest and "@" in image and image.rsplit("@", 1)[1] != digest:
+        yield _err(
+            "environment",
+            TASK_TOML,
+            f"docker_image is pinned to {image.rsplit('@', 1)[1][:19]}… but "
+            f"reproducibility.image_digest is {digest[:19]}…",
+        )
 
 
 def _check_dockerfile(data: bytes, *, deep: bool) -> Iterator[Problem]:

@@ -1,0 +1,106 @@
+"""``repogym images push``: every task's environment as an image in an OCI registry."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from repogym.cli.app import app, new_group
+from repogym.cli.common import CaBundleOpt, JsonOpt, LimitOpt, bad_input, trusted_or_exit
+from repogym.ui import err, escape, out
+
+images_app = new_group(help="Prebuilt environment images in an OCI registry (push, run from).")
+app.add_typer(images_app, name="images")
+
+BaseRegistryOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--base-registry",
+        metavar="HOST=URL",
+        help="Where the build pulls FROM images (repeatable; a bare URL serves every "
+        "registry). An image needs a real base: a FROM mapped onto this host is refused. "
+        "Default: $REPOGYM_REGISTRY_MIRROR.",
+    ),
+]
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+@images_app.command("push")
+def push(
+    path: Annotated[Path, typer.Argument(help="The dataset (or task) folder.")],
+    registry: Annotated[
+        str,
+        typer.Option(
+            "--registry",
+            metavar="HOST/PREFIX",
+            help="Where images go: HOST[:PORT]/PATH (e.g. ghcr.io/OWNER, 127.0.0.1:5000/gym); "
+            "each task becomes PREFIX/<source repository>:<task id>. Credentials: "
+            "REPOGYM_REGISTRY_USERNAME/PASSWORD or `docker login`.",
+        ),
+    ],
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Tasks at once.")] = 1,
+    base_registry: BaseRegistryOpt = None,
+    record: Annotated[
+        bool,
+        typer.Option(
+            "--record/--no-record",
+            help="Write docker_image and the registry reproducibility mode into each "
+            "task.toml (default) or only push.",
+        ),
+    ] = True,
+    ca_bundle: CaBundleOpt = None,
+    limit: LimitOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Build each task's environment on the local backend (cached), make it an OCI image
+    (same inputs, same digest) and push it; tasks of one repository share their layers.
+    Exit 1 when a task failed (the others are pushed and recorded)."""
+    from repogym.hub.images import ImagesError, push_images
+    from repogym.sandbox import SandboxError
+    from repogym.sandbox._pull import parse_registries
+
+    trusted_or_exit(path, limit, quiet=True)
+    registries = parse_registries(",".join(base_registry)) if base_registry else None
+    try:
+        from repogym.sandbox.local import LocalSandbox
+
+        sandbox = LocalSandbox(registries=registries, ca_bundle=ca_bundle)
+    except SandboxError as exc:
+        raise bad_input(str(exc)) from None
+
+    def progress(line: str) -> None:
+        err.print(escape(line))
+
+    try:
+        report = push_images(
+            path,
+            registry,
+            sandbox=sandbox,
+            jobs=jobs,
+            record=record,
+            progress=None if json_out else progress,
+        )
+    except ImagesError as exc:
+        raise bad_input(str(exc)) from None
+    totals = report.totals()
+    if json_out:
+        sys.stdout.write(json.dumps(report.to_json()) + "\n")
+    else:
+        out.print(
+            f"{totals['pushed']} image(s) pushed to {escape(report.registry)}, "
+            f"{totals['skipped']} skipped, {totals['failed']} failed in {totals['seconds']:.1f}s: "
+            f"sent {_mb(totals['bytes_uploaded'])} of {_mb(totals['sum_of_images'])} "
+            f"({_mb(totals['bytes_deduplicated'])} already there or shared)"
+        )
+        for t in report.tasks:
+            if t.status == "failed":
+                out.print(f"  {escape(t.task)}: failed: {escape(t.error)}")
+    if not report.ok:
+        raise typer.Exit(1)

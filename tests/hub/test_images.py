@@ -1,0 +1,189 @@
+"""``repogym images push`` against a real registry on 127.0.0.1 (Debian's ``docker-registry``):
+the example tasks and generated ones become images built on a real base (a stand-in of
+``python:3.X-slim`` pulled from the same registry), a second push from an empty cache gives the
+same digests, runs on an empty cache start from the image with no build step and pay oracle 1
+and nop 0, and verifiers' own Harbor loader accepts the pushed tasks (it refuses them before)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repogym.sandbox.local import LocalSandbox
+from tests import engine
+from tests.conftest import EXAMPLES
+from tests.sandbox import _oci
+
+pytestmark = pytest.mark.timeout(1800)
+ROOT = Path(__file__).resolve().parents[2]
+REPOGYM = str(Path(sys.executable).with_name("repogym"))
+VERIFIERS_SPEC = "verifiers[harbor]>=0.4,<0.5"
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_oci.Registry]:
+    ok, why = LocalSandbox.available()
+    if not ok:
+        pytest.skip(why)
+    yield from _oci.registry_or_skip(tmp_path_factory.mktemp("registry"))
+
+
+def _push_stand_in(url: str, tag: str) -> None:
+    """``library/python:<tag>`` in the registry: the tests' Debian stand-in of the image."""
+    name = f"python:{tag}"
+    if shutil.which("debootstrap") is None:
+        pytest.skip("debootstrap is not installed (scripts/setup.sh test installs it)")
+    tarball, env = engine._image_tarball(name, engine.STAND_INS[name])
+    layer = gzip.compress(tarball.read_bytes(), compresslevel=1, mtime=0)
+    _oci.push_image(url, "library/python", tag, [layer], env=env)
+
+
+@pytest.fixture(scope="module")
+def bases(registry: _oci.Registry) -> str:
+    """The registry, holding the stand-ins the example and generated tasks are built FROM."""
+    for tag in ("3.11-slim", "3.12-slim"):
+        _push_stand_in(registry.url, tag)
+    return registry.url
+
+
+def _host(url: str) -> str:
+    return url.removeprefix("http://")
+
+
+def _env(cache: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPOGYM_REGISTRY")}
+    return {**env, "REPOGYM_CACHE": str(cache), **extra}
+
+
+def _repogym(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([REPOGYM, *args], env=env, capture_output=True, text=True, timeout=1500)
+
+
+def _push(dataset: Path, bases: str, cache: Path, *extra: str) -> dict[str, Any]:
+    done = _repogym(
+        "images", "push", str(dataset), "--registry", f"{_host(bases)}/gym",
+        "--base-registry", f"docker.io={bases}", "--json", *extra,
+        env=_env(cache),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
+    return json.loads(done.stdout)  # type: ignore[no-any-return, unused-ignore]
+
+
+@pytest.fixture(scope="module")
+def pushed(bases: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A dataset (the examples and a task generated from the example repository) pushed from
+    one cache."""
+    root = tmp_path_factory.mktemp("images")
+    dataset = root / "dataset"
+    shutil.copytree(EXAMPLES, dataset / "examples")
+    env = _env(root / "cache-gen")
+    assert _repogym("example-repo", str(root / "statkit"), env=env).returncode == 0
+    done = _repogym(
+        "generate", "--repo", str(root / "statkit"), "--pipeline", "commit_runtime",
+        "--limit", "1", "--out", str(dataset / "generated"), env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = _push(dataset, bases, root / "cache-a")
+    return dataset, report
+
+
+def test_push_records_pinned_images_and_shares_layers(pushed: tuple[Path, dict[str, Any]]) -> None:
+    dataset, report = pushed
+    tasks = {t["task"]: t for t in report["tasks"]}
+    assert {t["status"] for t in tasks.values()} == {"pushed"}, tasks
+    assert len(tasks) == 3
+    totals = report["totals"]
+    assert totals["bytes_uploaded"] < totals["sum_of_images"]  # the base is stored once
+    for path in dataset.rglob("task.toml"):
+        doc = tomllib.loads(path.read_text())
+        image = doc["environment"]["docker_image"]
+        repro = doc["metadata"]["repo2env"]["reproducibility"]
+        task = tasks[path.parent.name]
+        assert image == task["image"] and "@sha256:" in image
+        assert repro["mode"] == "registry" and repro["image_digest"] == task["digest"]
+        assert (path.parent / "environment" / "Dockerfile").is_file()  # kept, to rebuild
+    done = _repogym("validate", str(dataset), env=_env(dataset.parent / "cache-v"))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_a_fresh_build_gives_the_same_digests(
+    pushed: tuple[Path, dict[str, Any]], bases: str, tmp_path: Path
+) -> None:
+    dataset, report = pushed
+    again = _push(dataset, bases, tmp_path / "cache-b", "--no-record")
+    first = {t["task"]: t["digest"] for t in report["tasks"]}
+    second = {t["task"]: t["digest"] for t in again["tasks"]}
+    examples = {k for k in first if not k.startswith("local__")}
+    assert examples and {k: first[k] for k in examples} == {k: second[k] for k in examples}
+    # Generated Python tasks: every layer but uv's install stamp (docs/publish.md).
+    assert again["totals"]["bytes_uploaded"] < 1_000_000, again["totals"]
+
+
+@pytest.mark.parametrize(("agent", "reward"), [("oracle", 1.0), ("nop", 0.0)])
+def test_runs_start_from_the_image_on_an_empty_cache(
+    pushed: tuple[Path, dict[str, Any]], tmp_path: Path, agent: str, reward: float
+) -> None:
+    dataset, _ = pushed
+    out = tmp_path / "job"
+    # No registry for the bases: anything that tried to build FROM python:3.X-slim here would
+    # map it onto the host; the trials must start from the published images instead.
+    done = _repogym(
+        "run", str(dataset), "--agent", agent, "--out", str(out), env=_env(tmp_path / "empty")
+    )
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    results = [json.loads(p.read_text()) for p in out.rglob("result.json") if p.parent != out]
+    assert len(results) == 3, [p for p in out.rglob("*.json")]
+    for res in results:
+        mapping = res["sandbox"]["base_mapping"]
+        assert mapping.get("image_pulled") in ("pulled", "cached"), mapping
+        assert "image_fallback" not in mapping
+        if res["task_id"] != "hello-file":  # the plain example has no graded answer
+            assert res["verifier_result"]["reward"] == reward, res["verifier_result"]
+    logs = "".join(p.read_text() for p in out.rglob("build.log"))
+    assert "RUN" not in logs  # nothing was built
+
+
+def _verifiers_python() -> Path:
+    """Python of a cached venv holding verifiers with its Harbor extra (skip without PyPI)."""
+    uv = shutil.which("uv")
+    pythons = sorted(Path("/root/.pyenv/versions").glob("3.12.*"))
+    if uv is None or not pythons:
+        pytest.skip("uv or a Python 3.12 is missing")
+    venv = engine.CACHE / "verifiers-0.4"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([uv, "venv", "-q", "-p", str(pythons[-1] / "bin/python"), str(venv)])
+        done = subprocess.run(
+            [uv, "pip", "install", "-q", "-p", str(py), VERIFIERS_SPEC],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            shutil.rmtree(venv, ignore_errors=True)
+            pytest.skip(f"cannot install {VERIFIERS_SPEC}: {done.stderr.strip()[-300:]}")
+    return py
+
+
+def test_verifiers_harbor_loader_accepts_the_pushed_tasks(
+    pushed: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    dataset, _ = pushed
+    py = _verifiers_python()
+    script = Path(__file__).with_name("verifiers_load.py")
+    done = subprocess.run([str(py), str(script), str(dataset)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("ACCEPTED") == 3 and "@sha256:" in done.stdout
+    unpushed = tmp_path / "unpushed"
+    shutil.copytree(EXAMPLES, unpushed)
+    done = subprocess.run([str(py), str(script), str(unpushed)], capture_output=True, text=True)
+    assert done.returncode == 1 and "pullable docker_image" in done.stdout, done.stdout
