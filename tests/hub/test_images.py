@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from repogym.sandbox.local import LocalSandbox
-from tests import engine
+from tests import engine as test_engine
 from tests.conftest import EXAMPLES
 from tests.sandbox import _oci
 
@@ -43,7 +43,7 @@ def _push_stand_in(url: str, tag: str) -> None:
     name = f"python:{tag}"
     if shutil.which("debootstrap") is None:
         pytest.skip("debootstrap is not installed (scripts/setup.sh test installs it)")
-    tarball, env = engine._image_tarball(name, engine.STAND_INS[name])
+    tarball, env = test_engine._image_tarball(name, test_engine.STAND_INS[name])
     layer = gzip.compress(tarball.read_bytes(), compresslevel=1, mtime=0)
     _oci.push_image(url, "library/python", tag, [layer], env=env)
 
@@ -153,13 +153,73 @@ def test_runs_start_from_the_image_on_an_empty_cache(
     assert "RUN" not in logs  # nothing was built
 
 
+def test_the_docker_backend_runs_the_pushed_image(
+    pushed: tuple[Path, dict[str, Any]], engine: test_engine.Engine
+) -> None:
+    from repogym.run.agents import NopAgent, OracleAgent
+    from repogym.run.trial import TrialRunner
+    from repogym.sandbox import get_backend
+    from repogym.taskdir import load_task
+
+    dataset, _ = pushed
+    task = load_task(dataset / "examples" / "textstats-word-count")
+    runner = TrialRunner(get_backend("docker"))
+    oracle = runner.run(task, OracleAgent())
+    mapping = oracle.record.sandbox.base_mapping if oracle.record.sandbox else None
+    assert oracle.reward == 1.0 and mapping is not None
+    assert mapping["image"] == task.config.environment.docker_image  # pulled, not built
+    assert "image_fallback" not in mapping
+    assert runner.run(task, NopAgent()).reward == 0.0
+
+
+def test_an_exported_archive_runs_offline_after_import(
+    pushed: tuple[Path, dict[str, Any]], bases: str, tmp_path: Path
+) -> None:
+    import tarfile
+
+    dataset, report = pushed
+    archive = tmp_path / "images.tar"
+    built = dataset.parent / "cache-a"  # where the push built them: nothing is built again
+    done = _repogym("images", "export", str(dataset), "--out", str(archive), "--json",
+                    "--base-registry", f"docker.io={bases}", env=_env(built))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    exported = json.loads(done.stdout)
+    digests = {t["task"]: t["digest"] for t in report["tasks"]}
+    assert {i["task"]: i["digest"] for i in exported["images"]} == digests
+    with tarfile.open(archive) as tf:
+        names = tf.getnames()
+        index = json.loads(tf.extractfile("index.json").read())  # type: ignore[union-attr]
+        docker = json.loads(tf.extractfile("manifest.json").read())  # type: ignore[union-attr]
+    assert "oci-layout" in names and len(names) == len(set(names))  # each blob once
+    assert len(index["manifests"]) == 3 and all(d["RepoTags"] for d in docker)
+    offline = tmp_path / "offline"
+    done = _repogym("images", "import", str(archive), "--json", env=_env(offline))
+    assert done.returncode == 0, done.stderr[-2000:]
+    # Every registry answers nowhere: the run finds the image in the cache by its digest.
+    env = _env(offline, REPOGYM_REGISTRY_MIRROR="http://127.0.0.1:9")
+    task = dataset / "examples" / "textstats-word-count"
+    done = _repogym("run", str(task), "--agent", "oracle", "--out", str(tmp_path / "j"), env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = next(json.loads(p.read_text()) for p in (tmp_path / "j").rglob("result.json")
+               if p.parent != tmp_path / "j")  # fmt: skip
+    assert res["verifier_result"]["reward"] == 1.0
+    assert res["sandbox"]["base_mapping"]["image_pulled"] == "cached"
+    # A truncated archive imports nothing and says why in one line.
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    fresh = tmp_path / "fresh"
+    done = _repogym("images", "import", str(cut), env=_env(fresh))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not [p for p in (fresh / "oci").glob("sha256-*")]
+
+
 def _verifiers_python() -> Path:
     """Python of a cached venv holding verifiers with its Harbor extra (skip without PyPI)."""
     uv = shutil.which("uv")
     pythons = sorted(Path("/root/.pyenv/versions").glob("3.12.*"))
     if uv is None or not pythons:
         pytest.skip("uv or a Python 3.12 is missing")
-    venv = engine.CACHE / "verifiers-0.4"
+    venv = test_engine.CACHE / "verifiers-0.4"
     py = venv / "bin" / "python"
     if not py.exists():
         subprocess.run([uv, "venv", "-q", "-p", str(pythons[-1] / "bin/python"), str(venv)])

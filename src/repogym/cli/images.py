@@ -63,21 +63,9 @@ def push(
     (same inputs, same digest) and push it; tasks of one repository share their layers.
     Exit 1 when a task failed (the others are pushed and recorded)."""
     from repogym.hub.images import ImagesError, push_images
-    from repogym.sandbox import SandboxError
-    from repogym.sandbox._pull import parse_registries
 
     trusted_or_exit(path, limit, quiet=True)
-    registries = parse_registries(",".join(base_registry)) if base_registry else None
-    try:
-        from repogym.sandbox.local import LocalSandbox
-
-        sandbox = LocalSandbox(registries=registries, ca_bundle=ca_bundle)
-    except SandboxError as exc:
-        raise bad_input(str(exc)) from None
-
-    def progress(line: str) -> None:
-        err.print(escape(line))
-
+    sandbox = _local_sandbox(base_registry, ca_bundle)
     try:
         report = push_images(
             path,
@@ -85,7 +73,7 @@ def push(
             sandbox=sandbox,
             jobs=jobs,
             record=record,
-            progress=None if json_out else progress,
+            progress=None if json_out else _progress,
         )
     except ImagesError as exc:
         raise bad_input(str(exc)) from None
@@ -104,3 +92,76 @@ def push(
                 out.print(f"  {escape(t.task)}: failed: {escape(t.error)}")
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _local_sandbox(base_registry: list[str] | None, ca_bundle: Path | None) -> object:
+    from repogym.sandbox import SandboxError
+    from repogym.sandbox._pull import parse_registries
+    from repogym.sandbox.local import LocalSandbox
+
+    registries = parse_registries(",".join(base_registry)) if base_registry else None
+    try:
+        return LocalSandbox(registries=registries, ca_bundle=ca_bundle)
+    except SandboxError as exc:
+        raise bad_input(str(exc)) from None
+
+
+@images_app.command("export")
+def export(
+    path: Annotated[Path, typer.Argument(help="The dataset (or task) folder.")],
+    out_file: Annotated[
+        Path, typer.Option("--out", help="The archive to write (a tar; replaced atomically).")
+    ],
+    base_registry: BaseRegistryOpt = None,
+    ca_bundle: CaBundleOpt = None,
+    limit: LimitOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write every task's image into one tar that is at once an OCI image layout (for
+    `images import`, Apptainer's `oci-archive:`, skopeo, podman) and a `docker load` archive;
+    shared layers are stored once. Builds what is not built yet; no registry needed."""
+    from repogym.hub.image_archive import export_images
+    from repogym.hub.images import ImagesError
+
+    trusted_or_exit(path, limit, quiet=True)
+    sandbox = _local_sandbox(base_registry, ca_bundle)
+    try:
+        report = export_images(
+            path, out_file, sandbox=sandbox, progress=None if json_out else _progress
+        )
+    except ImagesError as exc:
+        raise bad_input(str(exc)) from None
+    if json_out:
+        sys.stdout.write(json.dumps(report.to_json()) + "\n")
+    else:
+        out.print(
+            f"{len(report.images)} image(s), {report.blobs} blobs ({_mb(report.bytes)}) in "
+            f"{escape(str(out_file))}; {len(report.skipped)} task(s) without an environment"
+        )
+
+
+@images_app.command("import")
+def import_(
+    archive: Annotated[Path, typer.Argument(help="An archive written by `images export`.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Load the images of an archive into the local backend's cache: tasks recorded with
+    `images push` then start from their image with no registry (found by digest)."""
+    from repogym.hub.image_archive import import_images
+    from repogym.hub.images import ImagesError
+
+    if not archive.is_file():
+        raise bad_input(f"{archive}: no such file")
+    sandbox = _local_sandbox(None, None)
+    try:
+        report = import_images(archive, sandbox=sandbox, progress=None if json_out else _progress)
+    except ImagesError as exc:
+        raise bad_input(str(exc)) from None
+    if json_out:
+        sys.stdout.write(json.dumps(report.to_json()) + "\n")
+    else:
+        out.print(f"{len(report.images)} image(s) imported ({_mb(report.bytes)} of blobs)")
+
+
+def _progress(line: str) -> None:
+    err.print(escape(line))

@@ -29,7 +29,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,7 +186,29 @@ class ImageStore:
         notes: list[str],
     ) -> PulledImage:
         config = client.config(ref.repository, resolved)
+
+        def fetch(digest: str, part: Path) -> None:
+            client.blob_to(ref.repository, digest, part, max_bytes=MAX_LAYER_BLOB_MB << 20)
+
+        return self.install(ref, endpoint, resolved, config, fetch, notes)
+
+    def install(
+        self,
+        ref: ImageRef,
+        endpoint: str,
+        resolved: _registry.Resolved,
+        config: dict[str, object],
+        fetch: Callable[[str, Path], None] | None,
+        notes: list[str],
+    ) -> PulledImage:
+        """Unpack the image ``resolved`` into the cache from its blobs: those the store lacks
+        are written by ``fetch(digest, path)`` (None: they must all be in the store already,
+        e.g. brought by ``images import``). Returns the image as cached."""
         final = self._dir(resolved.digest)
+        if self.cached(resolved.digest) is not None:
+            hit = self.cached(resolved.digest)
+            assert hit is not None
+            return hit
         tmp = self.root / f".tmp-{final.name}-{os.getpid()}-{secrets.token_hex(4)}"
         rootfs = tmp / "rootfs"
         rootfs.mkdir(parents=True)
@@ -199,11 +221,13 @@ class ImageStore:
             for layer in resolved.layers:
                 digest = str(layer["digest"])
                 if not self.blobs.has(digest):
+                    if fetch is None:
+                        raise _registry.RegistryError(
+                            f"layer {digest} of {ref.familiar} is missing"
+                        )
                     part = self.blobs.root / f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
                     try:
-                        client.blob_to(
-                            ref.repository, digest, part, max_bytes=MAX_LAYER_BLOB_MB << 20
-                        )
+                        fetch(digest, part)
                         self.blobs.adopt(part, digest)
                     finally:
                         part.unlink(missing_ok=True)

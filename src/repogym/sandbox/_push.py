@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from repogym.sandbox._registry_auth import AuthError, Credentials, challenge_answer
+from repogym.sandbox._registry_auth import (
+    AuthError,
+    Credentials,
+    TokenUnavailable,
+    challenge_answer,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -61,8 +66,11 @@ class PushStats:
 def endpoint_of(host: str) -> str:
     """``http://`` for a loopback registry (as Docker allows), ``https://`` otherwise."""
     bare = host.split("/", 1)[0]
-    name = bare.rsplit(":", 1)[0] if bare.count(":") == 1 else bare
-    loopback = name in ("localhost", "::1", "[::1]") or name.startswith("127.")
+    if bare.startswith("["):  # [v6 address] with or without a port
+        name = bare[1 : bare.find("]")] if "]" in bare else bare
+    else:
+        name = bare.rsplit(":", 1)[0] if bare.count(":") == 1 else bare
+    loopback = name in ("localhost", "::1") or name.startswith("127.")
     return ("http://" if loopback else "https://") + bare
 
 
@@ -133,15 +141,23 @@ class Pusher:
                 )
             except httpx.HTTPError as exc:
                 raise _Transient(f"{type(exc).__name__}: {str(exc)[:200]}") from None
-            if resp.status_code != 401 or attempt:
+            if resp.status_code != 401:
                 return resp
+            if attempt:
+                who = f"as {self.creds.username} ({self.creds.source})" if self.creds else ""
+                raise PushError(
+                    f"registry {self.endpoint} refused the credentials {who} for "
+                    f"{key or 'push'}".replace("  ", " ")
+                )
             challenge = resp.headers.get("www-authenticate", "")
             try:
                 answer = challenge_answer(self.http, challenge, scopes, self.creds, self.endpoint)
+            except TokenUnavailable as exc:
+                raise _Transient(str(exc)) from None
             except AuthError as exc:
                 raise PushError(str(exc)) from None
             self._auth["" if answer.startswith("Basic ") else key] = answer
-        raise PushError(f"registry {self.endpoint} refused the credentials for {key or 'push'}")
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _retry(self, what: str, fn: Callable[[], Any]) -> Any:
         delay = 0.5

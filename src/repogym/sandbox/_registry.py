@@ -190,7 +190,7 @@ class RegistryClient:
                     f"{repo}:{reference}"
                 )
             data = b""
-            for chunk in resp.iter_bytes():
+            for chunk in _body(resp, self.endpoint, f"manifest {repo}:{reference}"):
                 data += chunk
                 if len(data) > MAX_MANIFEST_BYTES:
                     raise RegistryError(f"manifest {repo}:{reference} is over 4 MiB")
@@ -298,7 +298,7 @@ class RegistryClient:
                     f"registry {self.endpoint} answered {resp.status_code} for blob {digest}"
                 )
             size = 0
-            for chunk in resp.iter_bytes(1 << 20):
+            for chunk in _body(resp, self.endpoint, f"blob {digest} of {repo}", 1 << 20):
                 size += len(chunk)
                 if size > max_bytes:
                     raise RegistryError(
@@ -307,3 +307,18 @@ class RegistryClient:
                 yield chunk
         finally:
             resp.close()
+
+
+def _body(
+    resp: httpx.Response, endpoint: str, what: str, chunk: int | None = None
+) -> Iterator[bytes]:
+    """The response body in chunks; a connection cut or a timeout while reading it is a
+    :class:`RegistryError` (one line), like any other broken answer."""
+    import httpx
+
+    try:
+        yield from resp.iter_bytes(chunk)
+    except httpx.HTTPError as exc:
+        raise RegistryError(
+            f"registry {endpoint}: {what} broke off ({type(exc).__name__})"
+        ) from None

@@ -38,6 +38,10 @@ class AuthError(Exception):
     """The registry wants credentials we do not have, or refused them (one line)."""
 
 
+class TokenUnavailable(AuthError):
+    """The token service did not answer, or answered 5xx/429: worth another try."""
+
+
 @dataclass(frozen=True)
 class Credentials:
     username: str
@@ -132,7 +136,11 @@ def challenge_answer(
     try:
         resp = http.get(realm, params=query, headers=headers)
     except httpx.HTTPError as exc:
-        raise AuthError(f"token service {realm} is unreachable ({type(exc).__name__})") from None
+        raise TokenUnavailable(
+            f"token service {realm} is unreachable ({type(exc).__name__})"
+        ) from None
+    if resp.status_code >= 500 or resp.status_code == 429:
+        raise TokenUnavailable(f"token service {realm} answered {resp.status_code}")
     if resp.status_code in (401, 403):
         who = f"as {creds.username} ({creds.source})" if creds else "anonymously"
         raise AuthError(f"token service {realm} refused {who}: {resp.status_code}")
