@@ -71,6 +71,8 @@ class FakeRegistry:
     cut_blobs: bool | set[str] = False
     """``GET`` of a blob announces its full length, sends half, then closes the connection."""
     absolute_locations: bool = False
+    location_host: str | None = None
+    """Upload ``Location`` headers name this ``host:port`` (another name of this server)."""
     blobs: dict[str, dict[str, bytes]] = field(default_factory=dict)
     """Repository → digest → bytes."""
     manifests: dict[str, dict[str, tuple[bytes, str]]] = field(default_factory=dict)
@@ -188,6 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _location(self, path: str) -> str:
+        if self.reg.location_host:
+            return f"http://{self.reg.location_host}{path}"
         return f"{self.reg.url}{path}" if self.reg.absolute_locations else path
 
     def _handle(self) -> None:

@@ -325,6 +325,22 @@ def test_basic_auth_with_a_wrong_password_never_shows_it(reg: FakeRegistry, tmp_
     assert SECRET not in msg and SECRET not in repr(exc.value)
 
 
+def test_credentials_never_go_to_an_upload_location_on_another_host(
+    reg: FakeRegistry, tmp_path: Path
+) -> None:
+    """A registry (or whoever answers for it) that sends the upload elsewhere gets the bytes
+    there, never the Authorization header."""
+    reg.auth = ("basic", "user", SECRET)
+    reg.location_host = f"localhost:{reg.host.rsplit(':', 1)[1]}"  # same server, other name
+    creds = credentials_for(reg.host, environ={USER_VAR: "user", PASSWORD_VAR: SECRET})
+    digest, path = _blob(tmp_path, BIG)
+    with _pusher(reg, credentials=creds) as p, pytest.raises(PushError, match="asks for"):
+        p.push_blob("team/app", digest, path, PushStats())
+    elsewhere = [e for e in reg.log if "_state=" in e.path or e.method in ("PATCH", "PUT")]
+    assert elsewhere and all("authorization" not in e.headers for e in elsewhere)
+    assert any("authorization" in e.headers for e in reg.log if e.method == "POST")
+
+
 def test_bearer_auth_with_credentials_uses_the_token_endpoint(
     reg: FakeRegistry, tmp_path: Path
 ) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from repogym.sandbox._registry_auth import (
     AuthError,
@@ -130,19 +130,25 @@ class Pusher:
         import httpx
 
         key = " ".join(scopes)
+        full = self._url(url)
+        # Credentials go to the registry only: an upload Location on another host (a storage
+        # backend, or a registry that wants them) gets the bytes, never the Authorization.
+        ours = urlsplit(full).netloc == urlsplit(self.endpoint).netloc
         for attempt in range(2):
             hdrs = dict(headers or {})
             auth = self._auth.get(key) or self._auth.get("")
-            if auth:
+            if auth and ours:
                 hdrs["Authorization"] = auth
             try:
-                resp = self.http.request(
-                    method, self._url(url), headers=hdrs, content=content, params=params
-                )
+                resp = self.http.request(method, full, headers=hdrs, content=content, params=params)
             except httpx.HTTPError as exc:
                 raise _Transient(f"{type(exc).__name__}: {str(exc)[:200]}") from None
             if resp.status_code != 401:
                 return resp
+            if not ours:
+                raise PushError(
+                    f"{urlsplit(full).netloc} (an upload location) asks for credentials"
+                )
             if attempt:
                 who = f"as {self.creds.username} ({self.creds.source})" if self.creds else ""
                 raise PushError(
