@@ -113,7 +113,7 @@ def test_docker_image_only_task_is_not_runnable(tmp_path: Path) -> None:
     assert doc.runnable is False
     assert doc.environment == "image ghcr.io/acme/env:1"
     assert doc.network == "public"
-    assert "not buildable by the local sandbox" in _sections(doc)["environment"].body
+    assert "pulled where a registry serves it" in _sections(doc)["environment"].body
 
 
 def test_text_only_task(tmp_path: Path) -> None:

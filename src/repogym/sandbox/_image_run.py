@@ -5,8 +5,13 @@ backend pulls that image (from the endpoint configured for its registry, else fr
 registry itself: ``http://`` for a loopback one, ``https://`` otherwise), checks every blob
 against its digest, unpacks it once into the image cache and starts sessions on it: no build
 step runs. When the image cannot be had (no answer, not there, credentials refused, a broken
-blob), the Dockerfile is built instead and the reason is printed and kept in the build's
-``base_mapping`` (``image_fallback``), never silently.
+blob), the Dockerfile is built instead (a task with none: the image as a one-line ``FROM``,
+which a configured registry or the host mapping may still serve), and the reason is printed
+and kept in the build's ``base_mapping`` (``image_fallback``), never silently.
+
+Only tasks published this way (reproducibility mode ``registry``) reach out to the image's own
+registry; a Dockerfile's ``FROM`` and a task naming just an image keep the rule of
+:mod:`._pull` (a configured endpoint, else the host mapping; nothing probed).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import TYPE_CHECKING
 from repogym.sandbox import _images, _pull, _registry, _unpack
 from repogym.sandbox._push import endpoint_of
 from repogym.sandbox._registry_auth import AuthError
-from repogym.sandbox.base import BuildError, BuiltEnvironment, EnvironmentSpec
+from repogym.sandbox.base import BuiltEnvironment, EnvironmentSpec
 
 if TYPE_CHECKING:
     from repogym.sandbox.local import LocalSandbox
@@ -63,9 +68,8 @@ def build_from_image(
         has_dockerfile = spec.context_dir is not None and (
             Path(spec.context_dir, spec.dockerfile).is_file()
         )
-        if not has_dockerfile:
-            raise BuildError(f"{message}; the task has no Dockerfile to build instead")
-        _log.warning("%s: building environment/%s instead", message, spec.dockerfile)
+        instead = f"environment/{spec.dockerfile}" if has_dockerfile else "it as a FROM line"
+        _log.warning("%s: building %s instead", message, instead)
         return None, message
     pinned = f"{pulled.ref.registry}/{pulled.ref.repository}@{pulled.digest}"
     one_line = EnvironmentSpec(

@@ -601,7 +601,13 @@ def _environment_lines(
     env_lines.append(f"- Agent time limit: {cfg.agent.timeout_sec:g} s")
     if not has_dockerfile and env_cfg.docker_image:
         env_lines.append(
-            f"- Prebuilt image `{env_cfg.docker_image}`: not buildable by the local sandbox"
+            f"- Prebuilt image `{env_cfg.docker_image}`: pulled where a registry serves it "
+            "(no Dockerfile to build instead)"
+        )
+    elif env_cfg.docker_image:
+        env_lines.append(
+            f"- Published image `{env_cfg.docker_image}`: runs start from it; "
+            "environment/Dockerfile builds it again"
         )
     return env_lines
 
