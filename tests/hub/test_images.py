@@ -129,6 +129,26 @@ def test_a_fresh_build_gives_the_same_digests(
     assert again["totals"]["bytes_uploaded"] < 1_000_000, again["totals"]
 
 
+def test_images_check_rebuilds_and_names_the_step_that_differs(
+    pushed: tuple[Path, dict[str, Any]], bases: str, tmp_path: Path
+) -> None:
+    dataset, _ = pushed
+    examples = tmp_path / "examples"
+    shutil.copytree(dataset / "examples", examples)
+    args = ["images", "check", str(examples), "--fresh", "--base-registry", f"docker.io={bases}"]
+    done = _repogym(*args, "--json", env=_env(tmp_path / "c1"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {r["status"] for r in json.loads(done.stdout)} == {"same"}
+    dockerfile = examples / "hello-file" / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN echo changed > /app/extra.txt\n")
+    done = _repogym(*args, "--json", env=_env(tmp_path / "c2"))
+    assert done.returncode == 1
+    rows = {r["task"]: r for r in json.loads(done.stdout)}
+    assert rows["hello-file"]["status"] == "different"
+    assert any("echo changed" in step for step in rows["hello-file"]["layers"]), rows
+    assert rows["textstats-word-count"]["status"] == "same"
+
+
 @pytest.mark.parametrize(("agent", "reward"), [("oracle", 1.0), ("nop", 0.0)])
 def test_runs_start_from_the_image_on_an_empty_cache(
     pushed: tuple[Path, dict[str, Any]], tmp_path: Path, agent: str, reward: float

@@ -163,5 +163,56 @@ def import_(
         out.print(f"{len(report.images)} image(s) imported ({_mb(report.bytes)} of blobs)")
 
 
+@images_app.command("check")
+def check(
+    path: Annotated[Path, typer.Argument(help="The dataset (or task) folder.")],
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh", help="Build in an empty, temporary cache (proves a build from scratch)."
+        ),
+    ] = False,
+    base_registry: BaseRegistryOpt = None,
+    ca_bundle: CaBundleOpt = None,
+    limit: LimitOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Build each published task's image again and compare its digest with the one its
+    task.toml records; name the build steps whose layers differ. Exit 1 when one differs or
+    cannot be built."""
+    import tempfile
+
+    from repogym.hub.images import ImagesError, check_images
+
+    trusted_or_exit(path, limit, quiet=True)
+    with tempfile.TemporaryDirectory(prefix="repogym-images-check-") as tmp:
+        if fresh:
+            from repogym.sandbox import SandboxError
+            from repogym.sandbox._pull import parse_registries
+            from repogym.sandbox.local import LocalSandbox
+
+            regs = parse_registries(",".join(base_registry)) if base_registry else None
+            try:
+                sandbox: object = LocalSandbox(tmp, registries=regs, ca_bundle=ca_bundle)
+            except SandboxError as exc:
+                raise bad_input(str(exc)) from None
+        else:
+            sandbox = _local_sandbox(base_registry, ca_bundle)
+        try:
+            results = check_images(path, sandbox=sandbox, progress=None if json_out else _progress)
+        except ImagesError as exc:
+            raise bad_input(str(exc)) from None
+    if json_out:
+        sys.stdout.write(json.dumps([r.to_json() for r in results]) + "\n")
+    else:
+        for r in results:
+            line = f"{escape(r.task)}: {r.status}"
+            if r.layers:
+                line += " at " + "; ".join(escape(x[:80]) for x in r.layers)
+            out.print(line)
+    if any(r.status in ("different", "failed") for r in results):
+        raise typer.Exit(1)
+
+
 def _progress(line: str) -> None:
     err.print(escape(line))

@@ -282,3 +282,77 @@ def _push_task(
         record_image(task.path, res.image, res.tag, image.digest)
     res.seconds = time.monotonic() - t0
     return res
+
+
+@dataclass
+class CheckedImage:
+    task: str
+    status: str
+    """``same`` | ``different`` | ``unrecorded`` (no image_digest) | ``failed``."""
+    recorded: str = ""
+    rebuilt: str = ""
+    layers: list[str] = field(default_factory=list)
+    """The steps whose layers differ from the recorded image's (when its manifest is read)."""
+    error: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in ("", [], None)}
+
+
+def check_images(
+    dataset: Path, *, sandbox: Any, progress: Callable[[str], None] | None = None
+) -> list[CheckedImage]:
+    """Build each published task's image again and compare its digest with the recorded one;
+    where they differ and the registry answers, name the steps whose layers differ."""
+    from repogym.run.plan import declared_environment
+    from repogym.sandbox import SandboxError
+    from repogym.sandbox._image_export import ExportError
+    from repogym.sandbox._local_image import image_of
+
+    found = discover(dataset)
+    if found.invalid:
+        path, exc = found.invalid[0]
+        raise ImagesError(f"{path}: {exc}")
+    out: list[CheckedImage] = []
+    for task in found.tasks:
+        prov = task.provenance
+        repro = prov.reproducibility if prov is not None else None
+        recorded = str(getattr(repro, "image_digest", "") or "") if repro is not None else ""
+        res = CheckedImage(task.id, "unrecorded", recorded)
+        if recorded and (task.environment_dir / "Dockerfile").is_file():
+            try:
+                image = image_of(sandbox, sandbox.build(declared_environment(task)))
+            except (SandboxError, ExportError) as exc:
+                res.status, res.error = "failed", " ".join(str(exc).split())[:300]
+            else:
+                res.rebuilt = image.digest
+                res.status = "same" if image.digest == recorded else "different"
+                if res.status == "different":
+                    res.layers = _differing_steps(task, image)
+        out.append(res)
+        if progress is not None:
+            progress(f"{task.id}: {res.status}" + (f" ({res.error})" if res.error else ""))
+    return out
+
+
+def _differing_steps(task: Task, image: Any) -> list[str]:
+    """The build steps whose layers differ from the recorded image's (or why that image's
+    manifest cannot be read)."""
+    import json
+
+    from repogym.sandbox import _images, _registry
+    from repogym.sandbox._image_run import endpoint_for_image
+
+    ref_text = task.config.environment.docker_image or ""
+    try:
+        ref = _images.parse(ref_text)
+        with _registry.RegistryClient(endpoint_for_image(ref, {})) as client:
+            _digest, _media, raw = client.manifest(ref.repository, ref.reference)
+        theirs = [str(x.get("digest")) for x in json.loads(raw).get("layers") or []]
+    except (_images.ImageRefError, _registry.RegistryError, ValueError, AttributeError) as exc:
+        return [f"(the recorded image cannot be read: {' '.join(str(exc).split())[:160]})"]
+    return [
+        layer.created_by or f"layer {i}"
+        for i, layer in enumerate(image.layers)
+        if i >= len(theirs) or theirs[i] != layer.digest
+    ]

@@ -27,6 +27,7 @@ the same environment, or of another task built on the same steps, tars nothing a
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import errno
 import gzip
@@ -91,6 +92,8 @@ class Layer:
     media_type: str
     origin: str
     """``base`` (as pulled) or the build step's layer key."""
+    created_by: str = ""
+    """The step that made it (``base <ref>`` for a base layer)."""
 
     @property
     def descriptor(self) -> dict[str, object]:
@@ -296,7 +299,7 @@ def _base_layers(
                 f"layer {digest} of the base {ref} is not in the cache: remove its folder under "
                 "the cache's oci/ and build again"
             )
-        out.append(Layer(digest, blobs.size(digest), str(diff_id), media, "base"))
+        out.append(Layer(digest, blobs.size(digest), str(diff_id), media, "base", f"base {ref}"))
     history = [h for h in config.get("history") or [] if isinstance(h, dict)]
     return out, history, ref
 
@@ -335,8 +338,9 @@ def assemble(
         if progress is not None:
             progress(f"layer {key[:12]}")
         layer = export_layer(blobs, memo_dir, layers_root / key, key, parts, epoch)
-        layers.append(layer)
-        history.append({"created": iso(epoch), "created_by": by_key.get(key, f"layer {key[:12]}")})
+        step = by_key.get(key, f"layer {key[:12]}")
+        layers.append(dataclasses.replace(layer, created_by=step))
+        history.append({"created": iso(epoch), "created_by": step})
     os_, arch = platform.split("/")[:2]
     image_config: dict[str, Any] = {}
     env = config.get("Env") or {}
