@@ -212,6 +212,7 @@ def test_an_exported_archive_runs_offline_after_import(
         docker = json.loads(tf.extractfile("manifest.json").read())  # type: ignore[union-attr]
     assert "oci-layout" in names and len(names) == len(set(names))  # each blob once
     assert len(index["manifests"]) == 3 and all(d["RepoTags"] for d in docker)
+    _assert_no_answers_in_the_image(archive, docker, dataset / "examples" / "textstats-word-count")
     offline = tmp_path / "offline"
     done = _repogym("images", "import", str(archive), "--json", env=_env(offline))
     assert done.returncode == 0, done.stderr[-2000:]
@@ -231,6 +232,39 @@ def test_an_exported_archive_runs_offline_after_import(
     done = _repogym("images", "import", str(cut), env=_env(fresh))
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not [p for p in (fresh / "oci").glob("sha256-*")]
+
+
+def _assert_no_answers_in_the_image(
+    archive: Path, docker: list[dict[str, Any]], task: Path
+) -> None:
+    """The published image is what the agent sees: no byte of the hidden tests or of the
+    solution may be in a layer the task's build made (the base is the stand-in)."""
+    import tarfile
+
+    context = {
+        ln.strip()
+        for f in (task / "environment").rglob("*")
+        if f.is_file()
+        for ln in f.read_bytes().splitlines()
+    }
+    needles = []  # lines of the answers the build context does not hold
+    for sub in ("tests", "solution"):
+        for f in (task / sub).rglob("*"):
+            if f.is_file():
+                for ln in f.read_bytes().splitlines():
+                    line = ln.lstrip(b"+").strip()
+                    if len(line) > 24 and line not in context:
+                        needles.append(line)
+    assert len(needles) > 50
+    name = tomllib.loads((task / "task.toml").read_text())["metadata"]["repo2env"][
+        "reproducibility"
+    ]["image_ref"]
+    entry = next(d for d in docker if name in d["RepoTags"])
+    with tarfile.open(archive) as tf:
+        for layer in entry["Layers"][1:]:  # [0] is the base image
+            data = gzip.decompress(tf.extractfile(layer).read())  # type: ignore[union-attr]
+            leaked = [n for n in needles if n in data]
+            assert not leaked, (layer, leaked[:3])
 
 
 def _verifiers_python() -> Path:
