@@ -446,3 +446,38 @@ def test_pull_of_a_blob_cut_off_mid_body_is_a_registry_error(
 )
 def test_endpoint_of_uses_http_for_loopback_only(host: str, endpoint: str) -> None:
     assert endpoint_of(host) == endpoint
+
+
+def test_a_second_node_takes_the_blobs_from_the_shared_cache(
+    reg: FakeRegistry, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With ``--shared-cache``, a blob is pulled from the registry once per cluster; a shared
+    copy that does not match its digest is pulled again (with a warning) and replaced."""
+    from repogym.sandbox._shared_cache import SharedCache, read_stats
+
+    layer = _oci.layer([("etc/motd", "file", os.urandom(3000))])
+    with _pusher(reg) as p:
+        _push_image(p, "team/app", "v1", tmp_path, [layer])
+    ref, url = parse(f"{reg.host}/team/app:v1"), f"file://{tmp_path / 'shared'}"
+
+    def node(name: str) -> ImageStore:
+        store = ImageStore(tmp_path / name / "oci")
+        store.shared = SharedCache(url, tmp_path / name)
+        return store
+
+    def layer_gets() -> int:
+        return len([e for e in reg.log if e.method == "GET" and _oci.sha(layer) in e.path])
+
+    first = node("a").pull(ref, reg.url)
+    assert layer_gets() == 1 and read_stats(tmp_path / "a")["images"]["uploads"] == 1
+    second = node("b").pull(ref, reg.url)
+    assert layer_gets() == 1  # not pulled again
+    assert read_stats(tmp_path / "b")["images"]["hits"] == 1
+    assert (second.rootfs / "etc/motd").read_bytes() == (first.rootfs / "etc/motd").read_bytes()
+    shared_blob = tmp_path / "shared" / "blobs" / "sha256" / _oci.sha(layer).split(":")[1]
+    shared_blob.write_bytes(b"not the layer")
+    with caplog.at_level("WARNING"):
+        third = node("c").pull(ref, reg.url)
+    assert layer_gets() == 2 and "corrupt" in caplog.text
+    assert (third.rootfs / "etc/motd").is_file()
+    assert shared_blob.read_bytes() == layer  # replaced by the good copy

@@ -32,10 +32,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from repogym.sandbox import _registry, _unpack
 from repogym.sandbox._blobs import BlobStore
 from repogym.sandbox._images import ImageRef
+
+if TYPE_CHECKING:
+    from repogym.sandbox._shared_cache import SharedCache
 
 ENV_VAR = "REPOGYM_REGISTRY_MIRROR"
 DEFAULT_MAX_IMAGE_MB = 16384
@@ -108,6 +112,8 @@ class ImageStore:
         self.max_image_mb = max_image_mb
         (self.root / "refs").mkdir(parents=True, exist_ok=True)
         self.blobs = BlobStore(root / "blobs")
+        self.shared: SharedCache | None = None
+        """The cluster's shared cache: blobs come from it before the registry, and go to it."""
 
     def _dir(self, digest: str) -> Path:
         return self.root / digest.replace(":", "-")
@@ -186,9 +192,14 @@ class ImageStore:
         notes: list[str],
     ) -> PulledImage:
         config = client.config(ref.repository, resolved)
+        shared = self.shared
 
         def fetch(digest: str, part: Path) -> None:
+            if shared is not None and shared.fetch_blob(digest, part):
+                return  # another node pulled it (checked against its digest)
             client.blob_to(ref.repository, digest, part, max_bytes=MAX_LAYER_BLOB_MB << 20)
+            if shared is not None:
+                shared.put_blob(digest, part)
 
         return self.install(ref, endpoint, resolved, config, fetch, notes)
 

@@ -11,6 +11,9 @@ Layout under the URL::
 
     layers/<key>.tar                       one build layer (:mod:`._layertar`), keyed like
                                            Docker's build cache (:func:`._layers.step_key`)
+    blobs/sha256/<hex>                     an image blob a node pulled (a base image's layer,
+                                           a task's published image): checked against its
+                                           digest when read, so each is pulled once
     recipes/<repo>/<ref>/<hash>.json       a bootstrap recipe and its check outcome
                                            (the same path as under the local recipe cache)
 
@@ -36,6 +39,7 @@ import logging
 import os
 import posixpath
 import secrets
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,7 +53,7 @@ if TYPE_CHECKING:
 
 ENV_VAR = "REPOGYM_SHARED_CACHE"
 STATS_FILE = "shared-cache.json"
-SECTIONS = ("layers", "recipes")
+SECTIONS = ("layers", "recipes", "images")
 EVENTS = ("hits", "misses", "uploads", "errors")
 FSSPEC_HINT = "the shared cache needs fsspec: pip install 'repogym[ray]'"
 
@@ -238,6 +242,53 @@ class SharedCache:
             return False
         self._corrupt.discard(key)
         _bump(self.stats_root, "layers", "uploads")
+        return True
+
+    # -- image blobs (content-addressed: pulled once per cluster)
+
+    def blob_path(self, digest: str) -> str:
+        return self._path("blobs", "sha256", digest.split(":", 1)[1])
+
+    def fetch_blob(self, digest: str, dest: Path) -> bool:
+        """Copy blob ``digest`` to ``dest`` when the shared cache has it with the right bytes;
+        False (``dest`` removed) otherwise: the caller asks the registry."""
+        import hashlib
+
+        try:
+            if not self.fs.exists(self.blob_path(digest)):
+                _bump(self.stats_root, "images", "misses")
+                return False
+            h = hashlib.sha256()
+            with self.fs.open(self.blob_path(digest), "rb") as src, open(dest, "wb") as out:
+                while chunk := src.read(1 << 20):
+                    h.update(chunk)
+                    out.write(chunk)
+        except Exception as exc:  # noqa: BLE001 - unreachable store: a miss, warned
+            dest.unlink(missing_ok=True)
+            self._problem("images", f"cannot read blob {digest[:19]} ({_why(exc)})")
+            return False
+        if "sha256:" + h.hexdigest() != digest:
+            dest.unlink(missing_ok=True)
+            self._corrupt.add(digest)
+            self._problem("images", f"blob {digest[:19]} is corrupt; pulling it again")
+            return False
+        _bump(self.stats_root, "images", "hits")
+        return True
+
+    def put_blob(self, digest: str, path: Path) -> bool:
+        """Upload blob ``digest`` (the verified file ``path``) unless the shared cache has it
+        (a copy found corrupt is replaced). Failures are warnings."""
+        target = self.blob_path(digest)
+        try:
+            if digest not in self._corrupt and self.fs.exists(target):
+                return False
+            with open(path, "rb") as src:
+                self._write(target, lambda fh: shutil.copyfileobj(src, fh, 1 << 20))
+        except Exception as exc:  # noqa: BLE001 - the pull succeeded; sharing it did not
+            self._problem("images", f"cannot upload blob {digest[:19]} ({_why(exc)})")
+            return False
+        self._corrupt.discard(digest)
+        _bump(self.stats_root, "images", "uploads")
         return True
 
     # -- small files (bootstrap recipes)

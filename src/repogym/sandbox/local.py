@@ -124,6 +124,7 @@ class LocalSandbox(Sandbox):
         self.max_file_mb = max_file_mb
         self.registries = dict(registries if registries is not None else registries_from_env())
         self.oci = ImageStore(self.cache_root / "oci")
+        self.oci.shared = self.shared
         try:
             self.ca_bundle = (
                 _cabundle.load(ca_bundle, self.cache_root)
