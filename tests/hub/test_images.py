@@ -234,6 +234,30 @@ def test_an_exported_archive_runs_offline_after_import(
     assert not [p for p in (fresh / "oci").glob("sha256-*")]
 
 
+def test_push_images_then_publish_the_dataset(
+    pushed: tuple[Path, dict[str, Any]], bases: str, tmp_path: Path
+) -> None:
+    dataset, report = pushed
+    copy = tmp_path / "dataset"
+    shutil.copytree(EXAMPLES, copy)  # no image recorded yet
+    reg = f"file://{tmp_path / 'registry'}"
+    done = _repogym(
+        "push", str(copy), "acme/published", "--registry", reg, "--json",
+        "--images", f"{_host(bases)}/gym", "--base-registry", f"docker.io={bases}",
+        env=_env(dataset.parent / "cache-a"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    pulled = tmp_path / "pulled"
+    done = _repogym("pull", "acme/published", str(pulled), "--registry", reg,
+                    env=_env(tmp_path / "c"))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    digests = {t["task"]: t["digest"] for t in report["tasks"]}
+    assert len(list(pulled.rglob("task.toml"))) == 2
+    for toml in pulled.rglob("task.toml"):
+        doc = tomllib.loads(toml.read_text())
+        assert doc["environment"]["docker_image"].endswith(digests[toml.parent.name])
+
+
 def _assert_no_answers_in_the_image(
     archive: Path, docker: list[dict[str, Any]], task: Path
 ) -> None:

@@ -24,12 +24,50 @@ RegistryOpt = Annotated[
 ]
 
 
+def _push_images_first(
+    path: Path, prefix: str, base_registry: list[str] | None, quiet: bool
+) -> None:
+    """``push --images``: the images go first; a task whose image failed stops the push."""
+    from repogym.cli.images import local_sandbox
+    from repogym.hub.images import ImagesError, push_images
+    from repogym.ui import err
+
+    sandbox = local_sandbox(base_registry, None)
+    try:
+        report = push_images(
+            path,
+            prefix,
+            sandbox=sandbox,
+            progress=None if quiet else lambda line: err.print(escape(line)),
+        )
+    except ImagesError as exc:
+        raise bad_input(str(exc)) from None
+    failed = [t for t in report.tasks if t.status == "failed"]
+    if failed:
+        raise bad_input(
+            f"{failed[0].task}: image not pushed ({failed[0].error}); nothing published"
+        )
+
+
 @app.command()
 def push(
     path: Annotated[Path, typer.Argument(help="The dataset folder to publish.")],
     name: Annotated[str, typer.Argument(help="owner/name of the dataset.")],
     registry: RegistryOpt = "hf",
     private: Annotated[bool, typer.Option("--private", help="Mark the dataset private.")] = False,
+    images: Annotated[
+        str | None,
+        typer.Option(
+            "--images",
+            metavar="HOST/PREFIX",
+            help="First push every task's environment image there (`repogym images push`) "
+            "and publish the tasks with their pinned docker_image.",
+        ),
+    ] = None,
+    base_registry: Annotated[
+        list[str] | None,
+        typer.Option("--base-registry", metavar="HOST=URL", help="With --images: see images push."),
+    ] = None,
     limit: LimitOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -42,6 +80,8 @@ def push(
         dataset, rev = parse_dataset_ref(name)
         if rev:
             raise RegistryError("push takes owner/name without @revision")
+        if images:
+            _push_images_first(path, images, base_registry, quiet=json_out)
         result = open_registry(registry).push(path, dataset, private=private)
     except RegistryError as exc:
         raise bad_input(str(exc)) from None

@@ -65,7 +65,7 @@ def push(
     from repogym.hub.images import ImagesError, push_images
 
     trusted_or_exit(path, limit, quiet=True)
-    sandbox = _local_sandbox(base_registry, ca_bundle)
+    sandbox = local_sandbox(base_registry, ca_bundle)
     try:
         report = push_images(
             path,
@@ -94,7 +94,7 @@ def push(
         raise typer.Exit(1)
 
 
-def _local_sandbox(base_registry: list[str] | None, ca_bundle: Path | None) -> object:
+def local_sandbox(base_registry: list[str] | None, ca_bundle: Path | None) -> object:
     from repogym.sandbox import SandboxError
     from repogym.sandbox._pull import parse_registries
     from repogym.sandbox.local import LocalSandbox
@@ -124,7 +124,7 @@ def export(
     from repogym.hub.images import ImagesError
 
     trusted_or_exit(path, limit, quiet=True)
-    sandbox = _local_sandbox(base_registry, ca_bundle)
+    sandbox = local_sandbox(base_registry, ca_bundle)
     try:
         report = export_images(
             path, out_file, sandbox=sandbox, progress=None if json_out else _progress
@@ -152,7 +152,7 @@ def import_(
 
     if not archive.is_file():
         raise bad_input(f"{archive}: no such file")
-    sandbox = _local_sandbox(None, None)
+    sandbox = local_sandbox(None, None)
     try:
         report = import_images(archive, sandbox=sandbox, progress=None if json_out else _progress)
     except ImagesError as exc:
@@ -197,7 +197,7 @@ def check(
             except SandboxError as exc:
                 raise bad_input(str(exc)) from None
         else:
-            sandbox = _local_sandbox(base_registry, ca_bundle)
+            sandbox = local_sandbox(base_registry, ca_bundle)
         try:
             results = check_images(path, sandbox=sandbox, progress=None if json_out else _progress)
         except ImagesError as exc:
