@@ -96,7 +96,7 @@ def push(
 
 def local_sandbox(base_registry: list[str] | None, ca_bundle: Path | None) -> object:
     from repogym.sandbox import SandboxError
-    from repogym.sandbox._pull import parse_registries
+    from repogym.sandbox.images import parse_registries
     from repogym.sandbox.local import LocalSandbox
 
     registries = parse_registries(",".join(base_registry)) if base_registry else None
@@ -188,7 +188,7 @@ def check(
     with tempfile.TemporaryDirectory(prefix="repogym-images-check-") as tmp:
         if fresh:
             from repogym.sandbox import SandboxError
-            from repogym.sandbox._pull import parse_registries
+            from repogym.sandbox.images import parse_registries
             from repogym.sandbox.local import LocalSandbox
 
             regs = parse_registries(",".join(base_registry)) if base_registry else None

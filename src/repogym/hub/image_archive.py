@@ -77,8 +77,7 @@ def export_images(
     """Write every task's image under ``dataset`` into the archive ``out``."""
     from repogym.run.plan import declared_environment
     from repogym.sandbox import SandboxError
-    from repogym.sandbox._image_export import ExportError
-    from repogym.sandbox._local_image import image_of
+    from repogym.sandbox.images import ExportError, image_of
 
     found = discover(dataset)
     if found.invalid:
@@ -156,8 +155,8 @@ def import_images(
     archive: Path, *, sandbox: Any = None, progress: Callable[[str], None] | None = None
 ) -> ArchiveReport:
     """Load every image of ``archive`` into the local backend's image cache."""
-    from repogym.sandbox import _images, _registry, _unpack
-    from repogym.sandbox._blobs import BlobError
+    from repogym.sandbox import images as _img
+    from repogym.sandbox.images import BlobError
 
     if sandbox is None:
         from repogym.sandbox.local import LocalSandbox
@@ -202,8 +201,8 @@ def import_images(
             raw = store.blobs.read(digest)
             manifest = json.loads(raw)
             config = json.loads(store.blobs.read(str(manifest["config"]["digest"])))
-            ref = _images.parse(f"{name.rsplit(':', 1)[0] or 'repogym/imported'}@{digest}")
-            resolved = _registry.Resolved(digest, manifest, None, raw)
+            ref = _img.parse_image_ref(f"{name.rsplit(':', 1)[0] or 'repogym/imported'}@{digest}")
+            resolved = _img.Resolved(digest, manifest, None, raw)
             store.install(ref, "archive", resolved, config, None, [])
         except (
             BlobError,
@@ -211,8 +210,8 @@ def import_images(
             ValueError,
             KeyError,
             TypeError,
-            _registry.RegistryError,
-            _unpack.UnpackError,
+            _img.RegistryError,
+            _img.UnpackError,
         ) as exc:
             raise ImagesError(f"{archive}: image {digest[:19]}: {str(exc)[:200]}") from None
         report.images.append({"name": name, "digest": digest})

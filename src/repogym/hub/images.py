@@ -51,7 +51,7 @@ class Prefix:
 
 
 def parse_prefix(text: str) -> Prefix:
-    from repogym.sandbox._push import endpoint_of
+    from repogym.sandbox.images import endpoint_of
 
     raw = text.strip().rstrip("/")
     scheme = ""
@@ -181,8 +181,7 @@ def push_images(
     """Build, export and push every task's environment under ``dataset`` (see the module
     docstring). ``sandbox`` is a :class:`~repogym.sandbox.local.LocalSandbox` (made with
     defaults when None)."""
-    from repogym.sandbox._push import Pusher, PushStats
-    from repogym.sandbox._registry_auth import credentials_for
+    from repogym.sandbox.images import Pusher, PushStats, credentials_for
 
     where = parse_prefix(prefix)
     found = discover(dataset)
@@ -235,9 +234,7 @@ def _push_task(
 ) -> TaskImage:
     from repogym.run.plan import declared_environment, is_text_only
     from repogym.sandbox import SandboxError
-    from repogym.sandbox._image_export import ExportError
-    from repogym.sandbox._local_image import image_of
-    from repogym.sandbox._push import PushError, PushStats
+    from repogym.sandbox.images import ExportError, PushError, PushStats, image_of
 
     t0 = time.monotonic()
     if is_text_only(task) or not (task.environment_dir / "Dockerfile").is_file():
@@ -306,8 +303,7 @@ def check_images(
     where they differ and the registry answers, name the steps whose layers differ."""
     from repogym.run.plan import declared_environment
     from repogym.sandbox import SandboxError
-    from repogym.sandbox._image_export import ExportError
-    from repogym.sandbox._local_image import image_of
+    from repogym.sandbox.images import ExportError, image_of
 
     found = discover(dataset)
     if found.invalid:
@@ -340,16 +336,16 @@ def _differing_steps(task: Task, image: Any) -> list[str]:
     manifest cannot be read)."""
     import json
 
-    from repogym.sandbox import _images, _registry
-    from repogym.sandbox._image_run import endpoint_for_image
+    from repogym.sandbox import images as _img
+    from repogym.sandbox.images import endpoint_for_image
 
     ref_text = task.config.environment.docker_image or ""
     try:
-        ref = _images.parse(ref_text)
-        with _registry.RegistryClient(endpoint_for_image(ref, {})) as client:
+        ref = _img.parse_image_ref(ref_text)
+        with _img.RegistryClient(endpoint_for_image(ref, {})) as client:
             _digest, _media, raw = client.manifest(ref.repository, ref.reference)
         theirs = [str(x.get("digest")) for x in json.loads(raw).get("layers") or []]
-    except (_images.ImageRefError, _registry.RegistryError, ValueError, AttributeError) as exc:
+    except (_img.ImageRefError, _img.RegistryError, ValueError, AttributeError) as exc:
         return [f"(the recorded image cannot be read: {' '.join(str(exc).split())[:160]})"]
     return [
         layer.created_by or f"layer {i}"

@@ -17,9 +17,7 @@ refuses other pairings before doing any work.
 from __future__ import annotations
 
 import errno
-import json
 import shutil
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -29,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from repogym.atomic import atomic_write, prepare_output_folder
 from repogym.errors import RepogymError
 from repogym.pipelines._harness.errors import INTERNAL_ERROR, ErrorLog, describe, log_error
+from repogym.pipelines._resume_state import GenerateStateError
+from repogym.pipelines._resume_state import ResumeOutcomes as _ResumeOutcomes
 from repogym.pipelines.base import (
     Candidate,
     GateFactory,
@@ -69,39 +69,6 @@ class GenerateResult:
     """``generate-report.json`` (what :attr:`summary` says, as written)."""
     summary: GenerateReport
     """The run's report: what ``generate --json`` prints."""
-
-
-class _ResumeOutcomes:
-    """Outcome of every candidate examined, for ``--resume`` (written after each one)."""
-
-    def __init__(self, path: Path, resume: bool) -> None:
-        self.path = path
-        self.lock = threading.Lock()
-        self.done: dict[str, dict[str, Any]] = {}
-        if resume and path.is_file():
-            self.done = _read_state(path)
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        with self.lock:
-            self.done[key] = value
-            atomic_write(self.path, json.dumps(self.done, indent=1, sort_keys=True))
-
-
-def _read_state(path: Path) -> dict[str, dict[str, Any]]:
-    """A resume state file, or :class:`GenerateError` when it is not one (truncated, random
-    bytes, another shape): resuming from it would redo or skip work at random."""
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else "not JSON"
-        raise GenerateError(
-            f"{path}: the resume state cannot be read ({why}); move it aside to start over"
-        ) from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise GenerateError(
-            f"{path}: the resume state is not a map of outcomes; move it aside to start over"
-        )
-    return data
 
 
 def _other_repository(out: Path, repo_id: str) -> str | None:
@@ -345,7 +312,10 @@ def prepare(inp: GenerationInput, *, gate: GateFactory, local: bool = True) -> S
             raise GenerateError(
                 f"--resume: {out} holds tasks of {other}, not {repo_id}; give another --out"
             )
-    state = _ResumeOutcomes(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
+    try:
+        state = _ResumeOutcomes(out / STATE_DIR / f"{inp.pipeline}-state.json", inp.resume)
+    except GenerateStateError as exc:
+        raise GenerateError(str(exc)) from None
     try:
         prepare_output_folder(out)
     except OSError as exc:
@@ -636,8 +606,10 @@ def _run_candidates(
             stop.stop()  # no task in flight publishes after this: the index is written next
         pool.shutdown(wait=clean, cancel_futures=True)
         if not clean:
-            # Record what finished meanwhile (quietly: the run is ending), list the rest.
-            for fut in [f for f in futures if f.done() and not f.cancelled()]:
+            settled = [f for f in futures if f.done() and not f.cancelled()]
+            _end_in_flight([f for f in futures if not f.done()])
+            # Record what had finished (quietly: the run is ending), list the rest.
+            for fut in settled:
                 try:
                     finished(fut, notify=False)
                 except Exception:  # the report must still be written
@@ -645,6 +617,21 @@ def _run_candidates(
             run.in_flight = [c.key for f, c in futures.items() if not f.cancelled()]
     if stopped is not None:
         raise stopped
+
+
+def _end_in_flight(running: list[Future[Outcome]], wait_s: float = 60.0) -> None:
+    """An interrupted run does not wait for its candidates' commands: their sandboxes are
+    closed, so each evaluation in flight ends within seconds (its outcome is not recorded:
+    ``--resume`` evaluates it again), and sandboxes may start again afterwards."""
+    if not running:
+        return
+    from repogym.sandbox import interrupt_sandboxes, resume_sandboxes
+
+    interrupt_sandboxes()
+    try:
+        wait(running, timeout=wait_s)
+    finally:
+        resume_sandboxes()
 
 
 def _write_report(
