@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.hub.images import ImagesError, repository_name, tag_name
-from repogym.taskdir import discover
+from repogym.hub.images import ImagesError, repository_name, tag_name, tasks_and_sandbox
 
 _NAMES = re.compile(
     r"(oci-layout|index\.json|manifest\.json|repositories|blobs/sha256/[0-9a-f]{64})"
@@ -79,16 +78,7 @@ def export_images(
     from repogym.sandbox import SandboxError
     from repogym.sandbox.images import ExportError, image_of
 
-    found = discover(dataset)
-    if found.invalid:
-        path, exc = found.invalid[0]
-        raise ImagesError(f"{path}: {exc}")
-    if not found.tasks:
-        raise ImagesError(f"no tasks under {dataset}")
-    if sandbox is None:
-        from repogym.sandbox.local import LocalSandbox
-
-        sandbox = LocalSandbox()
+    tasks, sandbox = tasks_and_sandbox(dataset, sandbox)
     started = time.monotonic()
     report = ArchiveReport(str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +89,7 @@ def export_images(
     try:
         with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tf:
             _add(tf, "oci-layout", b'{"imageLayoutVersion":"1.0.0"}')
-            for task in found.tasks:
+            for task in tasks:
                 if not (task.environment_dir / "Dockerfile").is_file():
                     report.skipped.append({"task": task.id, "reason": "no environment/Dockerfile"})
                     continue

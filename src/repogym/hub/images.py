@@ -168,6 +168,22 @@ def record_image(task_dir: Path, image: str, tag_ref: str, digest: str) -> None:
     update_task_toml(task_dir, change)
 
 
+def tasks_and_sandbox(dataset: Path, sandbox: Any) -> tuple[list[Task], Any]:
+    """The tasks under ``dataset`` (an unreadable one, or none, is an :class:`ImagesError`)
+    and the local sandbox to build them in (``sandbox``, else one with defaults)."""
+    found = discover(dataset)
+    if found.invalid:
+        path, exc = found.invalid[0]
+        raise ImagesError(f"{path}: {exc}")
+    if not found.tasks:
+        raise ImagesError(f"no tasks under {dataset}")
+    if sandbox is None:
+        from repogym.sandbox.local import LocalSandbox
+
+        sandbox = LocalSandbox()
+    return found.tasks, sandbox
+
+
 def push_images(
     dataset: Path,
     prefix: str,
@@ -184,16 +200,7 @@ def push_images(
     from repogym.sandbox.images import Pusher, PushStats, credentials_for
 
     where = parse_prefix(prefix)
-    found = discover(dataset)
-    if found.invalid:
-        path, exc = found.invalid[0]
-        raise ImagesError(f"{path}: {exc}")
-    if not found.tasks:
-        raise ImagesError(f"no tasks under {dataset}")
-    if sandbox is None:
-        from repogym.sandbox.local import LocalSandbox
-
-        sandbox = LocalSandbox()
+    tasks, sandbox = tasks_and_sandbox(dataset, sandbox)
     report = PushReport(registry=f"{where.host}/{where.path}".rstrip("/"))
     shared = PushStats()
     lock = threading.Lock()
@@ -208,7 +215,7 @@ def push_images(
             return out
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            report.tasks = list(pool.map(one, found.tasks))
+            report.tasks = list(pool.map(one, tasks))
     report.seconds = time.monotonic() - started
     return report
 
@@ -305,12 +312,9 @@ def check_images(
     from repogym.sandbox import SandboxError
     from repogym.sandbox.images import ExportError, image_of
 
-    found = discover(dataset)
-    if found.invalid:
-        path, exc = found.invalid[0]
-        raise ImagesError(f"{path}: {exc}")
+    tasks, sandbox = tasks_and_sandbox(dataset, sandbox)
     out: list[CheckedImage] = []
-    for task in found.tasks:
+    for task in tasks:
         prov = task.provenance
         repro = prov.reproducibility if prov is not None else None
         recorded = str(getattr(repro, "image_digest", "") or "") if repro is not None else ""

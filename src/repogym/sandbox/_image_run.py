@@ -16,6 +16,7 @@ registry; a Dockerfile's ``FROM`` and a task naming just an image keep the rule 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,17 +73,8 @@ def build_from_image(
         _log.warning("%s: building %s instead", message, instead)
         return None, message
     pinned = f"{pulled.ref.registry}/{pulled.ref.repository}@{pulled.digest}"
-    one_line = EnvironmentSpec(
-        context_dir=None,
-        docker_image=pinned,
-        workdir=spec.workdir,
-        env=spec.env,
-        cpus=spec.cpus,
-        memory_mb=spec.memory_mb,
-        storage_mb=spec.storage_mb,
-        network_mode=spec.network_mode,
-        allowed_hosts=spec.allowed_hosts,
-        build_timeout_sec=spec.build_timeout_sec,
+    one_line = dataclasses.replace(
+        spec, context_dir=None, docker_image=pinned, image_first=False, target=None
     )
     built = sb.build(one_line, log=log)
     built.base_mapping["image"] = spec.docker_image
