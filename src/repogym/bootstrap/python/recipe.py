@@ -132,14 +132,38 @@ def _floor_step(project: PythonProject, df: DockerfileWriter) -> None:
     df.run(shell_words(install_words(project.resolve_date, floor=floor) + [floor.requirement]))
 
 
+UNSTAMP = [
+    "&&",
+    "for",
+    "f",
+    "in",
+    "$(python",
+    "-c",
+    '"import glob,sysconfig;'
+    "print(*glob.glob(sysconfig.get_paths()['purelib']+'/*.dist-info/uv_cache.json'))\");",
+    "do",
+    'rm -f "$f"',
+    "&&",
+    "sed",
+    "-i",
+    shlex.quote(r"/uv_cache\.json,/d"),
+    '"${f%/*}/RECORD";',
+    "done",
+]
+"""Appended to an editable ``uv pip install``: uv writes ``uv_cache.json`` (the sources' inode
+change times) into the project's ``.dist-info``; removed with its ``RECORD`` line, the layer is
+the same on every build, so a published image's digest can be rebuilt (``images check``)."""
+
+
 def _editable_step(project: PythonProject, install: list[str]) -> list[str]:
     """The project, editable, built without isolation (its build requirements are installed);
     named, so its dependencies' source builds keep their isolation as in the project's CI."""
     extras = f"[{','.join(project.extras)}]" if project.extras else ""
     if project.name and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", project.name):
         target = f"{project.name}{extras} @ file://{WORKDIR}"
-        return [*install, "--no-build-isolation-package", project.name, "-e", shlex.quote(target)]
-    return [*install, "--no-build-isolation", "-e", shlex.quote(f".{extras}")]
+        named = ["--no-build-isolation-package", project.name, "-e", shlex.quote(target)]
+        return [*install, *named, *UNSTAMP]
+    return [*install, "--no-build-isolation", "-e", shlex.quote(f".{extras}"), *UNSTAMP]
 
 
 def _dependency_steps(project: PythonProject, df: DockerfileWriter, constraints: list[str]) -> None:
@@ -292,7 +316,7 @@ def _project_steps(
             # of its time too: pip, which runs setup.py develop where PEP 660 is missing
             df.run(["python", "-m", "pip", "install", "-e", shlex.quote(f"./{path}")])
         else:
-            df.run([*install, "-e", shlex.quote(f"./{path}")])
+            df.run([*install, "-e", shlex.quote(f"./{path}"), *UNSTAMP])
     for command, where in project.pre_test:
         df.comment(f"before the tests, as the CI does ({where})")
         df.run([command])
