@@ -81,7 +81,10 @@ def export_images(
     tasks, sandbox = tasks_and_sandbox(dataset, sandbox)
     started = time.monotonic()
     report = ArchiveReport(str(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ImagesError(f"{out}: {exc.strerror or exc}") from None
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     written: set[str] = set()
     index: list[dict[str, Any]] = []
@@ -134,6 +137,8 @@ def export_images(
             _add(tf, "index.json", json.dumps(doc, indent=1).encode())
             _add(tf, "manifest.json", json.dumps(docker, indent=1).encode())
         os.replace(tmp, out)
+    except OSError as exc:
+        raise ImagesError(f"{out}: {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
     report.blobs = len(written)

@@ -241,7 +241,7 @@ def _push_task(
 ) -> TaskImage:
     from repogym.run.plan import declared_environment, is_text_only
     from repogym.sandbox import SandboxError
-    from repogym.sandbox.images import ExportError, PushError, PushStats, image_of
+    from repogym.sandbox.images import BlobError, ExportError, PushError, PushStats, image_of
 
     t0 = time.monotonic()
     if is_text_only(task) or not (task.environment_dir / "Dockerfile").is_file():
@@ -270,7 +270,7 @@ def _push_task(
             "application/vnd.oci.image.manifest.v1+json",
             image.digest,
         )
-    except (SandboxError, ExportError, PushError, OSError) as exc:
+    except (SandboxError, ExportError, PushError, BlobError, OSError) as exc:
         res.error = " ".join(str(exc).split())[:400]
         res.seconds = time.monotonic() - t0
         return res

@@ -1,0 +1,51 @@
+"""``repogym images``: bad input gets one line and exit 2, nothing written; a build on a base
+mapped onto this host is refused per task with the way out, before any registry is asked."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from repogym.cli import app
+from tests.conftest import EXAMPLES
+
+cli = CliRunner()
+
+
+def _one_line(res) -> str:  # type: ignore[no-untyped-def]
+    lines = [ln for ln in res.output.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, res.output
+    return lines[0]
+
+
+def test_bad_input_is_one_line(tmp_path: Path) -> None:
+    res = cli.invoke(app, ["images", "push", str(EXAMPLES), "--registry", "gym"])
+    assert res.exit_code == 2 and "registry host first" in _one_line(res)
+    res = cli.invoke(app, ["images", "export", str(EXAMPLES), "--out", "/proc/nope/x.tar"])
+    assert res.exit_code == 2 and "/proc/nope/x.tar" in _one_line(res)
+    junk = tmp_path / "junk.tar"
+    junk.write_bytes(b"not an archive at all")
+    res = cli.invoke(app, ["images", "import", str(junk)])
+    assert res.exit_code == 2 and "junk.tar" in _one_line(res)
+    res = cli.invoke(app, ["images", "import", str(tmp_path / "missing.tar")])
+    assert res.exit_code == 2 and "no such file" in _one_line(res)
+
+
+def test_a_base_mapped_onto_the_host_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(EXAMPLES, data)
+    before = {p: p.read_bytes() for p in data.rglob("task.toml")}
+    # Nothing listens on port 9: the refusal comes before any registry is asked.
+    res = cli.invoke(
+        app, ["images", "push", str(data), "--registry", "127.0.0.1:9/gym", "--json"],
+        env={"REPOGYM_REGISTRY_MIRROR": ""},
+    )  # fmt: skip
+    assert res.exit_code == 1, res.output
+    report = json.loads(res.stdout)
+    assert {t["status"] for t in report["tasks"]} == {"failed"}
+    assert all("mapped onto this host" in t["error"] for t in report["tasks"])
+    assert all("REPOGYM_REGISTRY_MIRROR" in t["error"] for t in report["tasks"])
+    assert {p: p.read_bytes() for p in data.rglob("task.toml")} == before  # nothing recorded
