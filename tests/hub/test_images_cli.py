@@ -49,3 +49,25 @@ def test_a_base_mapped_onto_the_host_is_refused_with_the_way_out(tmp_path: Path)
     assert all("mapped onto this host" in t["error"] for t in report["tasks"])
     assert all("REPOGYM_REGISTRY_MIRROR" in t["error"] for t in report["tasks"])
     assert {p: p.read_bytes() for p in data.rglob("task.toml")} == before  # nothing recorded
+
+
+def test_a_published_task_is_not_refused_for_its_dockerfile(tmp_path: Path) -> None:
+    """The preflight judges a task published with its image by the image (pulled when it
+    runs), not by a Dockerfile whose base this host could not map."""
+    from repogym.sandbox import EnvironmentSpec
+    from repogym.sandbox.local import LocalSandbox
+
+    ok, why = LocalSandbox.available()
+    if not ok:
+        import pytest
+
+        pytest.skip(why)
+    ctx = tmp_path / "env"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text("FROM busybox:1\nRUN true\n")
+    image = "127.0.0.1:9/gym/toy@sha256:" + "a" * 64
+    sb = LocalSandbox(tmp_path / "cache", registries={})
+    built_here = EnvironmentSpec(context_dir=ctx, docker_image=image)
+    assert any("busybox" in r for r in sb.preflight(built_here))
+    published = EnvironmentSpec(context_dir=ctx, docker_image=image, image_first=True)
+    assert sb.preflight(published) == []

@@ -161,7 +161,10 @@ class LocalSandbox(Sandbox):
     def preflight(self, spec: EnvironmentSpec) -> list[str]:
         """What :meth:`build` would refuse for ``spec`` and why (one line each), found without
         building or pulling: Dockerfile constructs it cannot replay and base images that
-        neither a configured registry nor the host mapping can provide."""
+        neither a configured registry nor the host mapping can provide. A task published with
+        its image (``image_first``) is judged by the image when it runs, not by its Dockerfile."""
+        if spec.image_first and spec.docker_image:
+            return []
         try:
             with _context.dockerfile_of(spec) as (ctx, dockerfile):
                 return Builder(self, spec, ctx, dockerfile, None).refusals()
