@@ -481,3 +481,29 @@ def test_a_second_node_takes_the_blobs_from_the_shared_cache(
     assert layer_gets() == 2 and "corrupt" in caplog.text
     assert (third.rootfs / "etc/motd").is_file()
     assert shared_blob.read_bytes() == layer  # replaced by the good copy
+
+
+def test_a_pull_from_a_registry_that_wants_credentials_uses_docker_login(
+    reg: FakeRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pulls answer Basic and Bearer challenges with the credentials ``docker login`` wrote;
+    without them the refusal says how to give some."""
+    layer = _oci.layer([("etc/motd", "file", "private")])
+    with _pusher(reg) as p:
+        _push_image(p, "team/app", "v1", tmp_path, [layer])
+    reg.auth = ("bearer", "user", SECRET)
+    ref = parse(f"{reg.host}/team/app:v1")
+    monkeypatch.delenv(USER_VAR, raising=False)
+    monkeypatch.delenv(PASSWORD_VAR, raising=False)
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "nobody"))
+    with pytest.raises(RegistryError) as exc:
+        ImageStore(tmp_path / "anon").pull(ref, reg.url)
+    assert "refused" in str(exc.value) and SECRET not in str(exc.value)
+    config = tmp_path / "docker"
+    config.mkdir()
+    auth = base64.b64encode(f"user:{SECRET}".encode()).decode()
+    (config / "config.json").write_text(json.dumps({"auths": {reg.host: {"auth": auth}}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(config))
+    got = ImageStore(tmp_path / "oci").pull(ref, reg.url)
+    assert (got.rootfs / "etc/motd").read_text() == "private"
+    assert reg.tokens_issued

@@ -1,8 +1,8 @@
 """A small OCI Distribution client (pull only) over httpx: no Docker daemon, no registry SDK.
 
-* **Auth**: anonymous first; a ``401`` with ``WWW-Authenticate: Bearer realm=…,service=…,
-  scope=…`` is answered by fetching a token from the realm (anonymously) and retrying with
-  ``Authorization: Bearer``. ``Basic`` challenges (credentials needed) are refused clearly.
+* **Auth**: anonymous first; a ``401`` is answered by :mod:`._registry_auth` (a Bearer token
+  from the realm, with the registry's credentials when ``docker login`` or
+  ``REPOGYM_REGISTRY_USERNAME``/``PASSWORD`` give some; Basic with those credentials).
 * **Manifests**: Docker v2 schema 2 and OCI image manifests; manifest lists and OCI indexes are
   resolved to this host's platform (``linux/amd64`` here). Schema 1 is refused. Every manifest
   is checked against the digest it was asked by (or the registry's ``Docker-Content-Digest``)
@@ -33,7 +33,6 @@ INDEXES = (MANIFEST_LIST, OCI_INDEX)
 MANIFESTS = (MANIFEST_V2, OCI_MANIFEST)
 MAX_MANIFEST_BYTES = 4 << 20
 MAX_CONFIG_BYTES = 8 << 20
-_PARAM = re.compile(r'(\w+)="([^"]*)"')
 
 
 class RegistryError(Exception):
@@ -128,7 +127,7 @@ class RegistryClient:
         for attempt in range(2):
             hdrs = dict(headers)
             if scope in self._tokens:
-                hdrs["Authorization"] = f"Bearer {self._tokens[scope]}"
+                hdrs["Authorization"] = self._tokens[scope]
             try:
                 req = self.http.build_request(method, url, headers=hdrs)
                 resp = self.http.send(req, stream=stream)
@@ -140,39 +139,29 @@ class RegistryClient:
                 return resp
             challenge = resp.headers.get("www-authenticate", "")
             resp.close()
-            self._tokens[scope] = self._token(challenge, scope)
+            self._tokens[scope] = self._answer(challenge, scope)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _token(self, challenge: str, scope: str) -> str:
-        import httpx
+    def _answer(self, challenge: str, scope: str) -> str:
+        """The ``Authorization`` header for a ``401``: anonymous Bearer tokens, or the
+        credentials ``docker login`` / ``REPOGYM_REGISTRY_*`` give this registry
+        (:mod:`._registry_auth`; never printed)."""
+        from urllib.parse import urlsplit
 
-        scheme, _, params = challenge.partition(" ")
-        if scheme.lower() != "bearer":
-            raise RegistryError(
-                f"registry {self.endpoint} asks for credentials ({scheme or 'no'} auth); "
-                "only anonymous pulls are supported"
-            )
-        fields = dict(_PARAM.findall(params))
-        realm = fields.get("realm")
-        if not realm:
-            raise RegistryError(f"registry {self.endpoint}: Bearer challenge without a realm")
-        query = {"scope": fields.get("scope") or scope}
-        if fields.get("service"):
-            query["service"] = fields["service"]
+        from repogym.sandbox._registry_auth import (
+            AuthError,
+            TokenUnavailable,
+            challenge_answer,
+            credentials_for,
+        )
+
+        creds = credentials_for(urlsplit(self.endpoint).netloc)
         try:
-            resp = self.http.get(realm, params=query)
-        except httpx.HTTPError as exc:
-            raise Unreachable(f"token service {realm} is unreachable ({exc})") from None
-        if resp.status_code != 200:
-            raise RegistryError(f"token service {realm} answered {resp.status_code}")
-        try:
-            body = resp.json()
-        except ValueError:
-            raise RegistryError(f"token service {realm} sent no JSON") from None
-        token = body.get("token") or body.get("access_token")
-        if not isinstance(token, str) or not token:
-            raise RegistryError(f"token service {realm} sent no token")
-        return token
+            return challenge_answer(self.http, challenge, [scope], creds, self.endpoint)
+        except TokenUnavailable as exc:
+            raise Unreachable(str(exc)) from None
+        except AuthError as exc:
+            raise RegistryError(str(exc)) from None
 
     # -- manifests
 
