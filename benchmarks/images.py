@@ -21,7 +21,6 @@ registry first (``tests/engine.py``), for machines with no such registry.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import shutil
 import statistics
@@ -33,23 +32,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._calibrate import python_loop_ms  # noqa: E402
-
-
-def _stand_ins(url: str, dataset: Path) -> None:
-    from repogym.dockerfile import parse
-    from tests import engine
-    from tests.sandbox import _oci
-
-    wanted = set()
-    for df in dataset.rglob("environment/Dockerfile"):
-        for ins in parse(df.read_text()).instructions:
-            if ins.keyword == "FROM" and ins.args.split()[0] in engine.STAND_INS:
-                wanted.add(ins.args.split()[0])
-    for name in sorted(wanted):
-        tarball, env = engine._image_tarball(name, engine.STAND_INS[name])
-        layer = gzip.compress(tarball.read_bytes(), compresslevel=1, mtime=0)
-        repo, tag = name.split(":")
-        _oci.push_image(url, f"library/{repo}", tag, [layer], env=env)
 
 
 def _first_step(sandbox: object, spec: object) -> float:
@@ -88,7 +70,9 @@ def main() -> None:
         dataset = work / "dataset"
         shutil.copytree(args.dataset, dataset)
         if args.stand_in_bases:
-            _stand_ins(url, dataset)
+            missing = _oci.push_stand_ins(url, dataset)
+            if missing:
+                sys.exit(f"no stand-in of {', '.join(missing)} can be made here")
         bases = {"docker.io": args.base_registry or url}
         host = url.split("://", 1)[1]
 

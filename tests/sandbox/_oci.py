@@ -266,3 +266,29 @@ def push_image(
             ],
         }
         return Pushed(put_manifest(tag, idx, OCI_INDEX), amd)
+
+
+def push_stand_ins(url: str, dataset: Path) -> list[str]:
+    """Push into the registry at ``url`` the tests' Debian stand-in (:mod:`tests.engine`) of
+    every image the Dockerfiles under ``dataset`` name ``FROM``; returns the names no stand-in
+    can be made of here."""
+    import gzip as _gzip
+
+    from repogym.dockerfile import parse
+    from tests import engine
+
+    names = set()
+    for df in dataset.rglob("environment/Dockerfile"):
+        for ins in parse(df.read_text()).instructions:
+            if ins.keyword == "FROM":
+                names.add(ins.args.split()[0])
+    missing = []
+    for name in sorted(names):
+        if name not in engine.STAND_INS:
+            missing.append(name)
+            continue
+        tarball, env = engine._image_tarball(name, engine.STAND_INS[name])
+        blob = _gzip.compress(tarball.read_bytes(), compresslevel=1, mtime=0)
+        repo, tag = name.split(":")
+        push_image(url, f"library/{repo}", tag, [blob], env=env)
+    return missing
