@@ -169,6 +169,49 @@ def test_runs_start_from_the_image_on_an_empty_cache(
     assert "RUN" not in logs  # nothing was built
 
 
+HOSTILE_AGENT = (
+    "command:echo 'import os; os._exit(0)' > /usr/local/lib/sitecustomize.py; "
+    "for d in /usr/local/lib/python3*/site-packages; do "
+    "echo 'import builtins' > $d/sitecustomize.py; done; "
+    "echo forged > /usr/lib/repogym/record.txt; echo 1 > /logs/verifier/reward.txt; "
+    "rm -rf /workspace/tests; true"
+)
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns)
+        for p in root.rglob("*")
+    }
+
+
+def test_an_agent_cannot_change_the_image_its_run_started_from(
+    pushed: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """A policy that rewrites the interpreter's start-up, the build record, the tests and the
+    reward file in its session earns nothing, and every later trial starts from the image as
+    published: the cached image root is a read-only lower layer, never written."""
+    dataset, _ = pushed
+    task = dataset / "examples" / "textstats-word-count"
+    env = _env(tmp_path / "cache")
+    done = _repogym("run", str(task), "--agent", HOSTILE_AGENT, "--out", str(tmp_path / "j1"),
+                    env=env)  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    res = next(json.loads(p.read_text()) for p in (tmp_path / "j1").rglob("result.json")
+               if p.parent != tmp_path / "j1")  # fmt: skip
+    assert not res["verifier_result"]["reward"], res["verifier_result"]
+    roots = [p for p in (tmp_path / "cache" / "oci").glob("sha256-*/rootfs") if p.is_dir()]
+    before = {r: _tree(r) for r in roots}
+    assert roots and all(len(tree) > 100 for tree in before.values())
+    for agent, reward in (("oracle", 1.0), ("nop", 0.0)):
+        out = tmp_path / agent
+        done = _repogym("run", str(task), "--agent", agent, "--out", str(out), env=env)
+        res = next(json.loads(p.read_text()) for p in out.rglob("result.json") if p.parent != out)
+        assert res["verifier_result"]["reward"] == reward, res["verifier_result"]
+        assert res["sandbox"]["base_mapping"]["image_pulled"] == "cached"
+    assert {r: _tree(r) for r in roots} == before
+
+
 def test_the_docker_backend_runs_the_pushed_image(
     pushed: tuple[Path, dict[str, Any]], engine: test_engine.Engine
 ) -> None:
