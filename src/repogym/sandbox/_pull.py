@@ -213,12 +213,12 @@ class ImageStore:
         notes: list[str],
     ) -> PulledImage:
         """Unpack the image ``resolved`` into the cache from its blobs: those the store lacks
-        are written by ``fetch(digest, path)`` (None: they must all be in the store already,
-        e.g. brought by ``images import``). Returns the image as cached."""
+        are written by ``fetch(digest, path)``, which checks the bytes against the digest as it
+        writes them (None: they must all be in the store already, e.g. brought by ``images
+        import``). Returns the image as cached."""
         final = self._dir(resolved.digest)
-        if self.cached(resolved.digest) is not None:
-            hit = self.cached(resolved.digest)
-            assert hit is not None
+        hit = self.cached(resolved.digest)
+        if hit is not None:
             return hit
         tmp = self.root / f".tmp-{final.name}-{os.getpid()}-{secrets.token_hex(4)}"
         rootfs = tmp / "rootfs"
@@ -239,7 +239,7 @@ class ImageStore:
                     part = self.blobs.root / f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
                     try:
                         fetch(digest, part)
-                        self.blobs.adopt(part, digest)
+                        self.blobs.adopt(part, digest, verified=True)
                     finally:
                         part.unlink(missing_ok=True)
                 compressed += self.blobs.size(digest)
