@@ -94,14 +94,18 @@ def push(
         raise typer.Exit(1)
 
 
-def local_sandbox(base_registry: list[str] | None, ca_bundle: Path | None) -> object:
+def local_sandbox(
+    base_registry: list[str] | None, ca_bundle: Path | None, cache_dir: str | None = None
+) -> object:
+    """The local backend images are built in (``cache_dir``: another cache than the usual);
+    one line and exit 2 when it cannot run here."""
     from repogym.sandbox import SandboxError
     from repogym.sandbox.images import parse_registries
     from repogym.sandbox.local import LocalSandbox
 
     registries = parse_registries(",".join(base_registry)) if base_registry else None
     try:
-        return LocalSandbox(registries=registries, ca_bundle=ca_bundle)
+        return LocalSandbox(cache_dir, registries=registries, ca_bundle=ca_bundle)
     except SandboxError as exc:
         raise bad_input(str(exc)) from None
 
@@ -186,18 +190,7 @@ def check(
 
     trusted_or_exit(path, limit, quiet=True)
     with tempfile.TemporaryDirectory(prefix="repogym-images-check-") as tmp:
-        if fresh:
-            from repogym.sandbox import SandboxError
-            from repogym.sandbox.images import parse_registries
-            from repogym.sandbox.local import LocalSandbox
-
-            regs = parse_registries(",".join(base_registry)) if base_registry else None
-            try:
-                sandbox: object = LocalSandbox(tmp, registries=regs, ca_bundle=ca_bundle)
-            except SandboxError as exc:
-                raise bad_input(str(exc)) from None
-        else:
-            sandbox = local_sandbox(base_registry, ca_bundle)
+        sandbox = local_sandbox(base_registry, ca_bundle, tmp if fresh else None)
         try:
             results = check_images(path, sandbox=sandbox, progress=None if json_out else _progress)
         except ImagesError as exc:
