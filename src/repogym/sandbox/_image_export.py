@@ -301,6 +301,9 @@ def _base_layers(
             )
         out.append(Layer(digest, blobs.size(digest), str(diff_id), media, "base", f"base {ref}"))
     history = [h for h in config.get("history") or [] if isinstance(h, dict)]
+    if sum(not h.get("empty_layer") for h in history) != len(out):
+        # A base without (consistent) history: one entry per layer, as the spec pairs them.
+        history = [{"created_by": x.created_by} for x in out]
     return out, history, ref
 
 

@@ -129,8 +129,13 @@ def _floor_step(project: PythonProject, df: DockerfileWriter) -> None:
         f"{floor.requirement} builds editable wheels (PEP 660): capped at {floor.date[:10]}"
         " instead of the commit date"
     )
-    df.run(shell_words(install_words(project.resolve_date, floor=floor) + [floor.requirement]))
+    words = install_words(project.resolve_date, floor=floor) + [floor.requirement]
+    df.run(shell_words(words) + UV_SCRATCH)
 
+
+UV_SCRATCH = ["&&", "rm", "-f", "/tmp/uv-*.lock"]
+"""Appended to a ``uv pip install``: the lock files uv leaves in ``/tmp`` while it builds
+sdists (random names) would make every build's layer different."""
 
 UNSTAMP = [
     "&&",
@@ -149,6 +154,7 @@ UNSTAMP = [
     shlex.quote(r"/uv_cache\.json,/d"),
     '"${f%/*}/RECORD";',
     "done",
+    *UV_SCRATCH,
 ]
 """Appended to an editable ``uv pip install``: uv writes ``uv_cache.json`` (the sources' inode
 change times) into the project's ``.dist-info``; removed with its ``RECORD`` line, the layer is
@@ -190,7 +196,7 @@ def _dependency_steps(project: PythonProject, df: DockerfileWriter, constraints:
         for source in project.install_sources[:12]:
             df.comment(f"as the CI does: {source}")
         install = install_words(project.resolve_date, constraints)
-        df.run(shell_words(install) + shell_words(args + packages))
+        df.run(shell_words(install) + shell_words(args + packages) + UV_SCRATCH)
 
 
 def python_recipe(project: PythonProject) -> Recipe:
