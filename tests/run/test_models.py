@@ -23,7 +23,8 @@ from repogym.taskdir import load_task
 from tests.conftest import EXAMPLES
 from tests.run.test_foreign_harbor import _steps_task
 
-# The keys of a trial's result.json, in the order every earlier version wrote them.
+# The keys of a trial's result.json, in the order every earlier version wrote them (plus
+# ``task_digest``, Harbor's identity of the task, beside ``task_checksum``).
 TRIAL_KEYS = [
     "id",
     "trial_name",
@@ -31,6 +32,7 @@ TRIAL_KEYS = [
     "task_id",
     "task_path",
     "task_checksum",
+    "task_digest",
     "agent_info",
     "agent_result",
     "verifier_result",

@@ -311,6 +311,8 @@ class TrialResult(Record):
     task_id: Text = None
     task_path: Text = None
     task_checksum: Text = None
+    # Harbor's identity of the task that ran (``TrialLock.task.digest``): sha256 of its files
+    task_digest: Text = None
     agent_info: Annotated[AgentInfo | None, BeforeValidator(_object)] = None
     agent_result: Annotated[AgentResult | None, BeforeValidator(_object)] = None
     verifier_result: Annotated[VerifierResult | None, BeforeValidator(_object)] = None

@@ -47,6 +47,7 @@ from repogym.run.remote import (
 from repogym.run.rewards import RewardReading
 from repogym.run.trial import TrialOutcome
 from repogym.taskdir import Task
+from repogym.taskdir.harbor_digest import harbor_digest
 
 
 @dataclass
@@ -120,6 +121,7 @@ def failed_result(task: Task, trial_name: str, agent: str, sandbox: str, done: D
         task_id=task.id,
         task_path=str(task.path),
         task_checksum=prov.content_hash if prov is not None else None,
+        task_digest=harbor_digest(task.path),
         agent_info=AgentInfo(name=agent, version=__version__),
         agent_result=AgentResult(),
         verifier_result=VerifierResult(

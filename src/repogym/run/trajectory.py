@@ -7,12 +7,17 @@ model call with its text, reasoning, tool calls, the observation of each call (m
 prompt/completion token ids and per-token logprobs, so a trainer need not re-tokenise. Notes the
 loop adds between model calls (a reply without a tool call, a limit reached) are ``system``
 steps. Nothing secret enters: the recorder is given only messages, tool calls and observations.
+
+Written as ATIF v1.8 (v1.8 added audio content parts; repogym writes text only, so a v1.8 file
+differs from a v1.7 one by its ``schema_version``). :func:`read_trajectory` reads any ATIF v1.x
+file, so trajectories written by earlier versions (v1.7) still read.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +25,36 @@ from repogym import __version__
 from repogym._llm_wire import ToolTurn
 from repogym.atomic import atomic_write
 
-__all__ = ["ATIF_VERSION", "TrajectoryRecorder"]
+__all__ = ["ATIF_VERSION", "TrajectoryError", "TrajectoryRecorder", "read_trajectory"]
 
-ATIF_VERSION = "ATIF-v1.7"
+ATIF_VERSION = "ATIF-v1.8"
+_ATIF_V1 = re.compile(r"ATIF-v1\.\d+")
+
+
+class TrajectoryError(ValueError):
+    """A file that is not an ATIF v1.x trajectory (one line)."""
+
+
+def read_trajectory(path: Path) -> dict[str, Any]:
+    """A trajectory file as a dict: any ATIF v1.x (v1.7 as written before, v1.8 now).
+
+    Checks what readers rely on — a JSON object with an ATIF v1 ``schema_version``, an ``agent``
+    object and a list of ``steps`` objects — and raises :class:`TrajectoryError` otherwise."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TrajectoryError(f"{path}: cannot read: {exc}") from None
+    if not isinstance(doc, dict):
+        raise TrajectoryError(f"{path}: not a JSON object")
+    version = doc.get("schema_version")
+    if not isinstance(version, str) or not _ATIF_V1.fullmatch(version):
+        raise TrajectoryError(f"{path}: schema_version {version!r} is not ATIF v1.x")
+    steps = doc.get("steps")
+    if not isinstance(doc.get("agent"), dict) or not isinstance(steps, list):
+        raise TrajectoryError(f"{path}: an ATIF trajectory needs an agent and a list of steps")
+    if not all(isinstance(step, dict) for step in steps):
+        raise TrajectoryError(f"{path}: every step must be an object")
+    return doc
 
 
 def _now() -> str:

@@ -57,6 +57,7 @@ from repogym.run.verifier import (
 from repogym.sandbox import BuiltEnvironment, EnvironmentSpec, Sandbox, SandboxError, Session
 from repogym.taskdir import Task, atomic_write
 from repogym.taskdir.config import Artifact, EnvironmentConfig, verifier_mode
+from repogym.taskdir.harbor_digest import harbor_digest
 from repogym.taskdir.provenance import read_verification
 from repogym.taskdir.verification import Matcher
 
@@ -156,6 +157,7 @@ class _Progress:
             task_id=task.id,
             task_path=str(task.path),
             task_checksum=prov.content_hash if prov is not None else None,
+            task_digest=harbor_digest(task.path),
             agent_info=AgentInfo(name=agent.name, version=__version__),
             agent_result=self.agent_result,
             verifier_result=VerifierResult(
