@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 from repogym.sandbox import EnvironmentSpec
 from repogym.taskdir import Task
-from repogym.taskdir.compose import Compose
+from repogym.taskdir.compose import Build, Compose, ComposeError
 
-__all__ = ["TaskPlan", "is_text_only", "plan_task"]
+__all__ = ["TaskPlan", "is_text_only", "main_build", "main_dockerfile", "plan_task"]
 
 
 @dataclass(frozen=True)
@@ -60,17 +61,38 @@ class TaskPlan:
 
 
 def is_text_only(task: Task) -> bool:
-    """No environment to run in: neither ``environment/Dockerfile`` nor a docker image."""
-    dockerfile = task.environment_dir / "Dockerfile"
-    return not dockerfile.is_file() and not task.config.environment.docker_image
+    """No environment to run in: neither a Dockerfile (``environment/Dockerfile`` or the one
+    the compose file's ``main`` is built from) nor a docker image."""
+    return not main_dockerfile(task).is_file() and not task.config.environment.docker_image
+
+
+def main_dockerfile(task: Task) -> Path:
+    """The Dockerfile the agent's environment is built from (it may not exist)."""
+    build = main_build(task)
+    return build.context / build.dockerfile if build else task.environment_dir / "Dockerfile"
+
+
+def main_build(task: Task) -> Build | None:
+    """The ``build`` of the compose file's ``main`` service (a context and Dockerfile inside
+    the task), or None: then ``environment/`` with its ``Dockerfile`` is built."""
+    try:
+        compose = task.compose()
+    except ComposeError:
+        return None  # the task's refusals name it
+    if compose is None or compose.main.problems:
+        return None  # refused: the reasons say why
+    return compose.main.build
 
 
 def declared_environment(task: Task) -> EnvironmentSpec:
-    """The sandbox request from the task's ``[environment]`` table."""
+    """The sandbox request from the task's ``[environment]`` table (and ``main``'s build)."""
     env = task.config.environment
     context = task.environment_dir if task.environment_dir.is_dir() else None
+    build = main_build(task)
     return EnvironmentSpec(
-        context_dir=context,
+        context_dir=build.context if build else context,
+        dockerfile=build.dockerfile if build else "Dockerfile",
+        target=build.target if build else None,
         docker_image=env.docker_image,
         workdir=env.workdir,
         env=dict(env.env),
@@ -101,7 +123,7 @@ def plan_task(task: Task, backend: str) -> TaskPlan:
         spec = dataclasses.replace(spec, docker_image=str(image), image_first=True)
         return dataclasses.replace(plan, environment=spec)
     built_here = mode in ("inline_dockerfile", "local_only")
-    if built_here and not plan.text_only and not (task.environment_dir / "Dockerfile").is_file():
+    if built_here and not plan.text_only and not main_dockerfile(task).is_file():
         why = f"mode {mode!r} needs environment/Dockerfile"
         return dataclasses.replace(plan, refusal=f"{task.id}: {why}")
     return plan

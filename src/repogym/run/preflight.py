@@ -10,14 +10,17 @@ reasons it returns are added as they are.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from repogym import dockerfile
-from repogym.run.plan import plan_task
+from repogym.run.plan import main_build, main_dockerfile, plan_task
 from repogym.sandbox import EnvironmentSpec, SandboxError
+from repogym.sandbox.context_check import missing_sources
 from repogym.taskdir import Task
+from repogym.taskdir.compose import ComposeError, ignored_compose_files
 from repogym.taskdir.runnable import environment_type_refusal, task_refusals
 from repogym.taskdir.trust import HostLimits, check_limits, check_task
 
@@ -28,7 +31,8 @@ class UnsupportedTask(SandboxError):
 
 def _environment_refusals(task: Task) -> list[str]:
     env = task.config.environment
-    dockerfile_path = task.environment_dir / "Dockerfile"
+    dockerfile_path = main_dockerfile(task)
+    shown = Path(os.path.relpath(dockerfile_path, task.path)).as_posix()
     if environment_type_refusal(task.config) is not None:
         return []  # the type already says why; "no Dockerfile" would only mislead
     reasons = []
@@ -37,10 +41,16 @@ def _environment_refusals(task: Task) -> list[str]:
     if not dockerfile_path.is_file() and not env.docker_image and not published:
         reasons.append("no environment: add environment/Dockerfile or [environment].docker_image")
     elif dockerfile_path.is_file() and not dockerfile_path.is_symlink():
+        text = dockerfile_path.read_text(encoding="utf-8", errors="replace")
         try:
-            dockerfile.parse(dockerfile_path.read_text(encoding="utf-8", errors="replace"))
+            dockerfile.parse(text)
         except dockerfile.DockerfileError as exc:
-            reasons.append(f"environment/Dockerfile: {exc}")
+            reasons.append(f"{shown}: {exc}")
+        else:
+            build = main_build(task)
+            context = build.context if build is not None else dockerfile_path.parent
+            if not published and not _main_refused(task):  # else nothing is built
+                reasons += [f"{shown} {m.message()}" for m in missing_sources(context, text)]
     phases = [("environment", env.network_mode)]
     phases += [(p, getattr(task.config, p).network_mode) for p in ("agent", "verifier")]
     for phase, mode in phases:
@@ -48,6 +58,14 @@ def _environment_refusals(task: Task) -> list[str]:
             reasons.append(f"[{phase}] network_mode = 'allowlist' is not supported yet")
             break
     return reasons
+
+
+def _main_refused(task: Task) -> bool:
+    try:
+        compose = task.compose()
+    except ComposeError:
+        return True
+    return compose is not None and bool(compose.main.problems)
 
 
 def _backend_refusals(backend: Any, task: Task) -> list[str]:
@@ -77,6 +95,27 @@ def preflight(task: Task, *, backend: Any = None, limits: HostLimits | None = No
     return reasons
 
 
+def preflight_warnings(task: Task) -> list[str]:
+    """What would run but not fully (one line each): no oracle, a compose file Harbor does
+    not read."""
+    out = []
+    steps = task.config.steps or []
+    folders = [task.step_dir(s.name) / "solution" for s in steps] or [task.solution_dir]
+    for folder in folders:
+        if not _is_file(folder / "solve.sh") and not _is_file(task.solution_dir / "solve.sh"):
+            where = Path(os.path.relpath(folder / "solve.sh", task.path)).as_posix()
+            out.append(f"{where} is missing: the oracle cannot run (no oracle = 1 check)")
+    out += [
+        f"environment/{name} is not read: Harbor reads only environment/docker-compose.yaml"
+        for name in ignored_compose_files(task.environment_dir)
+    ]
+    return out
+
+
+def _is_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
 def require_runnable(task: Task, *, backend: Any = None) -> None:
     """Raise :class:`UnsupportedTask` naming every reason the task cannot run."""
     reasons = preflight(task, backend=backend)
@@ -101,6 +140,8 @@ class RunnableRow:
     task_id: str
     path: str
     refusals: list[str]
+    warnings: list[str] = field(default_factory=list)
+    """What would run but not fully (:func:`preflight_warnings`)."""
 
     @property
     def runnable(self) -> bool:
@@ -112,6 +153,7 @@ class RunnableRow:
             "path": self.path,
             "runnable": self.runnable,
             "refusals": self.refusals,
+            "warnings": self.warnings,
         }
 
 
@@ -157,9 +199,11 @@ def runnable_summary(
         reasons = list(trust.problems)
         if trust.error is not None:
             reasons.append(f"{trust.error.file}: {trust.error}")
+        warnings: list[str] = []
         if trust.task is not None and not reasons:
             reasons = preflight(trust.task, backend=backend, limits=limits)
+            warnings = preflight_warnings(trust.task)
         if why:
             reasons.insert(0, why)
-        rows.append(RunnableRow(d.name, str(d), reasons))
+        rows.append(RunnableRow(d.name, str(d), reasons, warnings))
     return RunnableSummary(path, sandbox, rows)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from repogym import dockerfile as _dockerfile
 from repogym.sandbox import (
+    _apt_sources,
     _cabundle,
     _confine,
     _context,
@@ -276,6 +277,9 @@ def run_step(b: Builder, state: StageState, ins: _dockerfile.Instruction) -> Non
             code = res.exit_code if res.exit_code is not None else f"signal {res.signal}"
             missing = _apt_missing("".join(tail)) if state.base.host_mapped else None
             if missing:
+                why = _apt_sources.explain(missing, "".join(tail), _added_sources(proc))
+                if why:
+                    raise b.fail(ins, why)
                 m = state.base.mapping
                 raise b.fail(
                     ins,
@@ -546,6 +550,22 @@ def from_sources(
                 os.close(fd)
             raise
     return out
+
+
+def _added_sources(proc: SandboxProcess) -> dict[str, list[str]]:
+    """Apt sources the Dockerfile's steps added (:func:`._apt_sources.added_sources`)."""
+
+    def list_dir(path: str) -> list[str]:
+        entries = proc.file_op("list", path=path)
+        assert isinstance(entries, list)
+        return [str(e[0]) for e in entries if e[1] == "file"]
+
+    def read(path: str) -> str:
+        data = proc.file_op("read", path=path, data_out=True)
+        assert isinstance(data, bytes)
+        return data.decode("utf-8", errors="replace")
+
+    return _apt_sources.added_sources(list_dir, read)
 
 
 APT_MISSING_PATTERNS = (

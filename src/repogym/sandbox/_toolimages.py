@@ -4,8 +4,10 @@ Some images are used only to copy a static binary out of them, and that binary a
 a package registry we can reach. :data:`._images.TOOL_IMAGES` names them; this module makes a
 folder that looks like the image's root (``/uv``, ``/uvx``) from the PyPI wheel of that
 version: found through PyPI's JSON API (``$REPOGYM_PYPI_JSON``, default
-``https://pypi.org/pypi``), the wheel for this machine (``manylinux`` before ``musllinux``)
-downloaded, checked against the sha256 PyPI lists, and its ``*.data/scripts/<name>`` files
+``https://pypi.org/pypi``), the wheel for this machine chosen by its platform tags
+(``manylinux`` for this host's architecture and glibc, then ``musllinux``; never a macOS or
+Windows one), fetched from its URL (resolved against the JSON page's, as it may be relative),
+checked against the sha256 the index lists, and its ``*.data/scripts/<name>`` files
 extracted. Cached under ``<cache>/tools/<project>-<version>/``.
 """
 
@@ -19,6 +21,7 @@ import shutil
 import tempfile
 import zipfile
 from pathlib import Path
+from urllib.parse import urljoin
 
 import httpx
 
@@ -37,15 +40,56 @@ def _arch() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(os.uname().machine, os.uname().machine)
 
 
+def _glibc() -> tuple[int, int] | None:
+    """This host's glibc version (None: another C library)."""
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        return None
+    m = re.fullmatch(r"glibc (\d+)\.(\d+).*", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+_LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+
+
+def _platform_rank(tag: str, arch: str, glibc: tuple[int, int] | None) -> int | None:
+    """How well a wheel platform tag fits this host (lower is better; None: it cannot run
+    here). manylinux (glibc no newer than the host's) comes first, then musllinux (its
+    binaries are static), then a bare ``linux_<arch>``; macOS and Windows never fit."""
+    m = re.fullmatch(r"(manylinux|musllinux)_(\d+)_(\d+)_(\w+)", tag)
+    if m:
+        kind, need, machine = m.group(1), (int(m.group(2)), int(m.group(3))), m.group(4)
+    else:
+        legacy, _, machine = tag.partition("_")
+        if legacy in _LEGACY_MANYLINUX:
+            kind, need = "manylinux", _LEGACY_MANYLINUX[legacy]
+        elif legacy == "linux":
+            kind, need = "linux", (0, 0)
+        else:
+            return None
+    if machine != arch:
+        return None
+    if kind == "manylinux":
+        return 0 if glibc is not None and need <= glibc else None
+    return 1 if kind == "musllinux" else 2
+
+
 def _pick_wheel(files: list[dict[str, object]]) -> dict[str, object] | None:
-    arch = _arch()
-    wheels = [
-        f
-        for f in files
-        if str(f.get("filename", "")).endswith(".whl") and arch in str(f.get("filename", ""))
-    ]
-    wheels.sort(key=lambda f: ("musllinux" in str(f["filename"]), str(f["filename"])))
-    return wheels[0] if wheels else None
+    """The wheel this machine runs best (:func:`_platform_rank`), or None."""
+    arch, glibc = _arch(), _glibc()
+    ranked = []
+    for f in files:
+        name = str(f.get("filename", ""))
+        parts = name[: -len(".whl")].split("-") if name.endswith(".whl") else []
+        if len(parts) < 5:
+            continue
+        ranks = [_platform_rank(t, arch, glibc) for t in parts[-1].split(".")]
+        fits = [r for r in ranks if r is not None]
+        if fits:
+            ranked.append((min(fits), name, f))
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    return ranked[0][2] if ranked else None
 
 
 def tool_root(ref: ImageRef, tool: ToolImage, cache_root: Path) -> tuple[Path, str]:
@@ -70,8 +114,10 @@ def tool_root(ref: ImageRef, tool: ToolImage, cache_root: Path) -> tuple[Path, s
                 return done, version
             wheel = _pick_wheel(list(info.get("urls") or []))
             if wheel is None:
-                raise ToolImageError(f"PyPI has no {tool.pypi} {version} wheel for {_arch()}")
-            digests = wheel.get("digests")
+                raise ToolImageError(f"no {tool.pypi} {version} wheel for Linux {_arch()}")
+            # PEP 691 and mirrors of the JSON API may give URLs relative to the page.
+            wheel_url = urljoin(str(resp.url), str(wheel["url"]))
+            digests = wheel.get("digests") or wheel.get("hashes")  # JSON API, or PEP 691 names
             want = str(digests.get("sha256", "")) if isinstance(digests, dict) else ""
             if not re.fullmatch(r"[0-9a-f]{64}", want):
                 raise ToolImageError(f"PyPI lists no sha256 for {wheel['filename']}")
@@ -80,7 +126,7 @@ def tool_root(ref: ImageRef, tool: ToolImage, cache_root: Path) -> tuple[Path, s
                 path = Path(td) / "w.whl"
                 h = hashlib.sha256()
                 size = 0
-                with http.stream("GET", str(wheel["url"])) as r, open(path, "wb") as fh:
+                with http.stream("GET", wheel_url) as r, open(path, "wb") as fh:
                     r.raise_for_status()
                     for chunk in r.iter_bytes(1 << 20):
                         size += len(chunk)

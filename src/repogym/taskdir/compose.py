@@ -14,6 +14,7 @@ declare the same container port would collide; that is refused where ports are d
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Mapping
@@ -28,7 +29,10 @@ if TYPE_CHECKING:
 
 MAIN = "main"
 """Harbor's name for the agent's service."""
-COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+COMPOSE_FILE = "docker-compose.yaml"
+"""The one compose file Harbor reads (``environment/docker-compose.yaml``)."""
+IGNORED_COMPOSE_FILES = ("docker-compose.yml", "compose.yaml", "compose.yml")
+"""Names Docker Compose would read but Harbor does not: such a file is not the task's."""
 CONDITIONS = ("service_started", "service_healthy", "service_completed_successfully")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _VAR_RE = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|([A-Za-z_]\w*))")
@@ -49,8 +53,9 @@ _SUPPORTED = frozenset(
         "user", "depends_on", "healthcheck", "volumes", "extra_hosts",
     }
 )  # fmt: skip
-_MAIN_FIXED = ("build", "image", "command", "entrypoint", "working_dir", "user")
-"""Keys of ``main`` that would replace the task's own environment (refused)."""
+_MAIN_FIXED = ("image", "command", "entrypoint", "working_dir", "user")
+"""Keys of ``main`` that would replace the task's own environment (refused); its ``build``
+is run when it stays inside the task (:func:`_build`)."""
 _TOP_LEVEL = frozenset({"services", "volumes", "networks", "version", "name"})
 
 
@@ -193,12 +198,15 @@ class Compose:
 
 
 def compose_path(environment_dir: Path) -> Path | None:
-    """The task's compose file (a regular file, never a symlink), if it has one."""
-    for name in COMPOSE_FILES:
-        path = environment_dir / name
-        if path.is_file() and not path.is_symlink():
-            return path
-    return None
+    """The task's compose file (a regular file, never a symlink), if it has one: only
+    :data:`COMPOSE_FILE`, the one name Harbor reads."""
+    path = environment_dir / COMPOSE_FILE
+    return path if path.is_file() and not path.is_symlink() else None
+
+
+def ignored_compose_files(environment_dir: Path) -> list[str]:
+    """Compose files under another name than Harbor's (neither run nor refused here)."""
+    return [n for n in IGNORED_COMPOSE_FILES if os.path.lexists(environment_dir / n)]
 
 
 def interpolate(text: str, variables: Mapping[str, str]) -> str:
@@ -417,10 +425,7 @@ def _service(name: str, raw: Any, env_dir: Path, task_dir: Path, named: dict) ->
         for key in spec:
             if key not in ("context", "dockerfile", "target"):
                 svc.problems.append(f"service {name!r}: build.{key} is not supported")
-        context = (env_dir / str(spec.get("context", "."))).resolve()
-        if context != task_dir.resolve() and task_dir.resolve() not in context.parents:
-            svc.problems.append(f"service {name!r}: build context {context} is outside the task")
-        svc.build = Build(context, str(spec.get("dockerfile", "Dockerfile")), spec.get("target"))
+        svc.build = _build(svc, spec, env_dir, task_dir)
     if raw.get("image") is not None:
         svc.image = str(raw["image"])
     if raw.get("command") is not None:
@@ -456,6 +461,30 @@ def _service(name: str, raw: Any, env_dir: Path, task_dir: Path, named: dict) ->
     memory = raw.get("mem_limit", limits.get("memory"))
     svc.memory_mb = _size_mb(memory) if memory is not None else None
     return svc
+
+
+def _within(path: Path, task_dir: Path) -> bool:
+    root = task_dir.resolve()
+    return path == root or root in path.parents
+
+
+def _build(svc: Service, spec: dict[str, Any], env_dir: Path, task_dir: Path) -> Build:
+    """A ``build`` mapping: the context (relative to ``environment/``) and the Dockerfile
+    (relative to the context, or absolute) must both stay inside the task folder; the
+    Dockerfile is kept relative to the context."""
+    context = (env_dir / str(spec.get("context", "."))).resolve()
+    dockerfile = (context / str(spec.get("dockerfile", "Dockerfile"))).resolve()
+    if not _within(context, task_dir):
+        svc.problems.append(f"service {svc.name!r}: build context {context} is outside the task")
+    elif not _within(dockerfile, task_dir):
+        svc.problems.append(f"service {svc.name!r}: Dockerfile {dockerfile} is outside the task")
+    elif context not in dockerfile.parents:
+        svc.problems.append(
+            f"service {svc.name!r}: Dockerfile {dockerfile} is outside its build context"
+        )
+    target = spec.get("target")
+    rel = os.path.relpath(dockerfile, context)
+    return Build(context, rel, None if target is None else str(target))
 
 
 def _listify(value: Any) -> list[Any]:
@@ -495,13 +524,7 @@ MAIN_IMAGE_NAME = "repogym-task-main"
 
 def _restates_default(key: str, value: Any, env_dir: Path) -> bool:
     """Whether ``main``'s ``key: value`` only restates what Harbor (and repogym) does anyway:
-    build ``environment/`` with its Dockerfile, tag it, run ``sleep infinity``."""
-    if key == "build":
-        spec = {"context": value} if isinstance(value, str) else value
-        if not isinstance(spec, dict) or set(spec) - {"context", "dockerfile"}:
-            return False
-        context = (env_dir / str(spec.get("context", "."))).resolve()
-        return context == env_dir.resolve() and spec.get("dockerfile", "Dockerfile") == "Dockerfile"
+    tag the task's image, run ``sleep infinity``."""
     if key == "image":
         return str(value) in ("", MAIN_IMAGE_NAME)
     if key == "command":

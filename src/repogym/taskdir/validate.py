@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym import dockerfile
+from repogym.taskdir.compose import ignored_compose_files
 from repogym.taskdir.config import verifier_mode
 from repogym.taskdir.discover import duplicate_id_message, duplicate_ids
 from repogym.taskdir.hashing import content_hash, list_task_files, read_bytes
@@ -51,7 +52,7 @@ KNOWN_REWARD_KINDS = frozenset(
         "custom",
     }
 )
-ENVIRONMENT_FILES = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml", "compose.yaml")
+ENVIRONMENT_FILES = ("Dockerfile", "docker-compose.yaml")
 TEST_SCRIPTS = ("test.sh",)
 LEAK_MIN_CHARS = 16
 """A gold-patch added line shorter than this (after stripping) is too generic to count as a leak."""
@@ -286,6 +287,13 @@ def _check_environment(task: Task, files: TaskFiles, *, deep: bool) -> Iterator[
             "environment/",
             "no environment definition: add environment/Dockerfile or set "
             "[environment].docker_image",
+        )
+    for name in ignored_compose_files(task.environment_dir):
+        yield _warn(
+            "environment",
+            f"environment/{name}",
+            f"environment/{name} is not read: Harbor reads only "
+            "environment/docker-compose.yaml (rename it to use it)",
         )
     yield from _check_image(task)
     mode = task.config.environment.network_mode

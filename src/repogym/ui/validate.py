@@ -71,4 +71,7 @@ def print_runnable(summary: Any) -> None:
     for row in summary.refused:
         for reason in row.refusals:
             out.print(f"[red]refused[/] {escape_name(row.task_id)}: {escape(reason)}")
+    for row in summary.rows:
+        for warning in getattr(row, "warnings", []):
+            out.print(f"[yellow]warning[/] {escape_name(row.task_id)}: {escape(warning)}")
     out.print(f"{summary.runnable} of {len(summary.rows)} task(s) would run on {summary.sandbox}")
