@@ -197,3 +197,26 @@ def test_runnable_warns_that_the_oracle_cannot_run_without_solve_sh(tmp_path: Pa
     text = CliRunner().invoke(app, ["validate", str(ds), "--runnable"])
     assert text.exit_code == 0, text.output
     assert "warning" in text.output and "solution/solve.sh" in text.output
+
+
+def test_a_main_build_copying_the_hidden_tests_or_solution_is_warned_of(tmp_path: Path) -> None:
+    """A build context that holds the task folder lets ``COPY . /app`` put the hidden tests and
+    the answer in the agent's image: the warning names the line and the folders."""
+    from repogym.run.preflight import preflight_warnings
+
+    path = _parent_context_task(tmp_path)
+    assert preflight_warnings(load_task(path)) == []  # copies only shared/data.txt
+    dockerfile = path / "environment/Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "COPY . /src\n")
+    warnings = preflight_warnings(load_task(path))
+    assert len(warnings) == 2, warnings
+    assert all("line 4" in w and "agent's image" in w for w in warnings), warnings
+    assert {w.split("copies ")[1].split("/")[0] for w in warnings} == {"tests", "solution"}
+    (path / ".dockerignore").write_text("tests\nsolution\n")
+    assert preflight_warnings(load_task(path)) == []
+    (path / ".dockerignore").write_text("tests\n")
+    dockerfile.write_text(
+        dockerfile.read_text().replace("COPY . /src", "COPY solution/solve.sh /s")
+    )
+    (warning,) = preflight_warnings(load_task(path))
+    assert "line 4" in warning and "solution/" in warning, warning

@@ -18,7 +18,7 @@ from typing import Any
 from repogym import dockerfile
 from repogym.run.plan import main_build, main_dockerfile, plan_task
 from repogym.sandbox import EnvironmentSpec, SandboxError
-from repogym.sandbox.context_check import missing_sources
+from repogym.sandbox.context_check import copied_folders, missing_sources
 from repogym.taskdir import Task
 from repogym.taskdir.compose import ComposeError, ignored_compose_files
 from repogym.taskdir.runnable import environment_type_refusal, task_refusals
@@ -109,7 +109,24 @@ def preflight_warnings(task: Task) -> list[str]:
         f"environment/{name} is not read: Harbor reads only environment/docker-compose.yaml"
         for name in ignored_compose_files(task.environment_dir)
     ]
-    return out
+    return out + _answer_in_image(task)
+
+
+def _answer_in_image(task: Task) -> list[str]:
+    """The build of ``main`` copying the hidden tests or the solution into the agent's image
+    (possible when its build context is the task folder, or holds it)."""
+    build = main_build(task)
+    dockerfile_path = main_dockerfile(task)
+    if build is None or not _is_file(dockerfile_path):
+        return []
+    text = dockerfile_path.read_text(encoding="utf-8", errors="replace")
+    shown = Path(os.path.relpath(dockerfile_path, task.path)).as_posix()
+    hidden = [task.tests_dir, task.solution_dir]
+    return [
+        f"{shown} line {line}: copies {folder.name}/ into the agent's image "
+        "(the agent can read it; exclude it in .dockerignore)"
+        for line, folder in copied_folders(build.context, text, hidden)
+    ]
 
 
 def _is_file(path: Path) -> bool:

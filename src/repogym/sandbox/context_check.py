@@ -93,3 +93,32 @@ def missing_sources(context: Path, text: str) -> list[MissingSource]:
             if why is not None:
                 out.append(MissingSource(ins.lineno, ins.keyword, source, why))
     return out
+
+
+def copied_folders(context: Path, text: str, folders: list[Path]) -> list[tuple[int, Path]]:
+    """Which of ``folders`` (e.g. a task's hidden ``tests/`` and ``solution/``) a ``COPY``/``ADD``
+    of the Dockerfile ``text`` would put into the image, as ``(line, folder)``: a source that is
+    the folder, lies in it, or holds it (``COPY . /app``), unless ``.dockerignore`` excludes it."""
+    root = context.resolve()
+    hidden = [f.resolve() for f in folders if f.resolve().is_relative_to(root)]
+    if not hidden:
+        return []
+    try:
+        parsed = dockerfile.parse(text)
+        rules = IgnoreRules.load(context)
+    except (dockerfile.DockerfileError, ContextError):
+        return []
+    out: list[tuple[int, Path]] = []
+    for ins in parsed.instructions:
+        try:
+            found = resolve_sources(context, _sources(ins, parsed.escape), rules)
+        except (dockerfile.DockerfileError, ContextError):
+            continue  # missing_sources says why
+        for folder in hidden:
+            rel = folder.relative_to(root).as_posix()
+            for source in found:
+                holds = folder.is_relative_to(source.path) and not rules.ignored(rel)
+                if holds or source.path.is_relative_to(folder):
+                    out.append((ins.lineno, folder))
+                    break
+    return out
