@@ -180,6 +180,8 @@ def test_gate_dedup_scope_pins_and_skips(make_repo, tmp_path) -> None:
     assert sub["p2p_scope"] == "suite"
     assert "tests/test_units.py::test_units" in sub["pass_to_pass"]
     assert sub["fail_to_pass"] == ["tests/test_shapes.py::test_negative_radius"]
+    # when the fix was made (SWE-bench's created_at): the commit's author date
+    assert sub["created_at"] == repo.git("log", "-1", "--format=%aI", shas["again"]).strip()
     assert sub["reward_mode"] == "resolved"
     assert sub["skipped_tests"] == 1 and sub["skip_reasons"] == {"needs the plotting extra": 1}
     assert prov["verification"]["mode"] == "clean_room"

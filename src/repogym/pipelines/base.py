@@ -38,6 +38,8 @@ class Candidate:
     source_patch: str = ""
     test_patch: str = ""
     number: int | None = None
+    created_at: str = ""
+    """When the change was made (ISO 8601: the commit's author date, the pull request's date)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """What a pipeline needs beyond the change itself (e.g. a synthesized edit); not stored."""
 

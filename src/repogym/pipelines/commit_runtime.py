@@ -36,6 +36,7 @@ def candidates(
             reference=_commit_reference(source, commit.sha),
             number=None,
             options=options,
+            created_at=commit.date,
         )
         yield cand if cand is not None else (key, why or "dropped")
 

@@ -301,6 +301,7 @@ def candidate_for(
         "body": body,
         "reference": ADVISORY_PAGE.format(id=adv.id),
         "number": None,
+        "created_at": commit.date,
     }
     cand, why = candidate_from_change(source, options=options, **fields)
     graded = cand is not None

@@ -150,6 +150,7 @@ def candidates(
             source_patch=source_patch,
             test_patch=test_patch,
             number=pr.number,
+            created_at=pr.date,
         )
 
 

@@ -42,6 +42,7 @@ def candidates(
             reference=pr_reference(pr),
             number=pr.number,
             options=options,
+            created_at=pr.date,
         )
         if cand is None:
             yield key, why or "dropped"

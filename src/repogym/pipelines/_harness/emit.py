@@ -393,7 +393,10 @@ def provenance(
         "built_at": built_at(),
         "synthesis_llm": "none",
         "reward_kinds": reward_kinds,
-        pipeline: subtable,
+        # when the change was made (SWE-bench's created_at), if the source said
+        pipeline: {**subtable, "created_at": candidate.created_at}
+        if candidate.created_at
+        else subtable,
         "reproducibility": {"mode": "inline_dockerfile"},
         "verification": {"mode": "clean_room", "protected": protected},
     }

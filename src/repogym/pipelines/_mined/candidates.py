@@ -63,6 +63,7 @@ def candidate_from_change(
     reference: str,
     number: int | None,
     options: RuntimeOptions,
+    created_at: str = "",
 ) -> tuple[Candidate | None, str | None]:
     """Cheap checks before any sandbox work: (candidate, None) or (None, drop reason)."""
     patch = source.diff(base, head)
@@ -100,6 +101,7 @@ def candidate_from_change(
             source_patch=source_patch,
             test_patch=test_patch,
             number=number,
+            created_at=created_at,
             extra={EXTRA_KEY: {p: t.hidden for p, t in inline.items()}} if inline else {},
         ),
         None,
