@@ -151,18 +151,24 @@ def _python312() -> str | None:
 @pytest.fixture(scope="module")
 def harbor_bin() -> Path:
     """``harbor`` of a cached Python 3.12 venv with Harbor and this checkout (editable)."""
+    return harbor_venv(HARBOR_VERSION)
+
+
+def harbor_venv(version: str) -> Path:
+    """``harbor`` of a cached Python 3.12 venv with ``harbor==version`` and this checkout
+    (editable, with its docker extra); skips the test when the venv cannot be made."""
     uv, python = shutil.which("uv"), _python312()
     if uv is None or python is None:
         pytest.skip("the Harbor plugin tests need uv and a Python >= 3.12 interpreter")
     key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
-    venv = CACHE / f"harbor-{HARBOR_VERSION}-{key}"
+    venv = CACHE / f"harbor-{version}-{key}"
     if not (venv / "bin" / "python").exists():
         shutil.rmtree(venv, ignore_errors=True)
         venv.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([uv, "venv", "-q", "-p", python, str(venv)], check=True)
     install = subprocess.run(
         [uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python")]
-        + [f"harbor=={HARBOR_VERSION}", "-e", f"{ROOT}[docker]"],
+        + [f"harbor=={version}", "-e", f"{ROOT}[docker]"],
         capture_output=True,
         text=True,
     )
@@ -173,7 +179,7 @@ def harbor_bin() -> Path:
     )
     if install.returncode != 0 and not check.stdout.startswith(str(ROOT)):
         reason = (install.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"cannot install harbor=={HARBOR_VERSION} (no network?): {reason}")
+        pytest.skip(f"cannot install harbor=={version} (no network?): {reason}")
     return venv / "bin" / "harbor"
 
 
@@ -181,13 +187,28 @@ def _small_repo_task(out: Path) -> Path:
     """A commit_runtime task generated from a two-commit repository (clean-room verified)."""
     from repogym.spec import GenerationInput
     from repogym.workflows import generate
+    from tests.sources.conftest import pin_git_env
+
+    repo = shapes_repo(out / "shapes")
+    mp = pytest.MonkeyPatch()
+    try:
+        pin_git_env(mp)
+        generate(GenerationInput(repo=str(repo), pipeline="commit_runtime", out=out / "gen"))
+    finally:
+        mp.undo()
+    (task,) = (out / "gen" / "tasks").iterdir()
+    return task
+
+
+def shapes_repo(path: Path) -> Path:
+    """A two-commit git repository whose second commit fixes a bug its new test catches."""
     from tests.pipelines.shapes import AREA_V1, PYPROJECT
     from tests.sources.conftest import GitRepo, pin_git_env
 
     mp = pytest.MonkeyPatch()
     try:
         pin_git_env(mp)
-        repo = GitRepo(out / "shapes")
+        repo = GitRepo(path)
         repo.write("pyproject.toml", PYPROJECT)
         repo.write("src/shapes/__init__.py", "")
         repo.write("src/shapes/area.py", AREA_V1)
@@ -204,11 +225,9 @@ def _small_repo_task(out: Path) -> Path:
             + "\n\ndef test_rectangle():\n    assert rectangle(2, 5) == 10\n",
         )
         repo.commit("Fix rectangle area\n\nrectangle(2, 5) returned 7: width times height.")
-        generate(GenerationInput(repo=str(repo.path), pipeline="commit_runtime", out=out / "gen"))
     finally:
         mp.undo()
-    (task,) = (out / "gen" / "tasks").iterdir()
-    return task
+    return path
 
 
 @pytest.fixture(scope="module")

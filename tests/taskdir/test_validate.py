@@ -196,9 +196,10 @@ def test_dataset_index(examples_copy: Path) -> None:
     assert code == 0, output
     registry = json.loads((examples_copy / "registry.json").read_text())
     assert registry[0]["name"] == "examples"
+    # Absolute: Harbor reads a local registry's paths against the folder it runs in.
     assert {t["name"]: t["path"] for t in registry[0]["tasks"]} == {
-        "hello-file": "hello-file",
-        "textstats-word-count": "textstats-word-count",
+        "hello-file": (examples_copy.resolve() / "hello-file").as_posix(),
+        "textstats-word-count": (examples_copy.resolve() / "textstats-word-count").as_posix(),
     }
     assert registry[0]["metrics"] == [{"type": "mean"}]
     manifest = json.loads((examples_copy / "manifest.json").read_text())

@@ -34,10 +34,13 @@ def dataset_index(
 ) -> None:
     """Write registry.json (Harbor's registry format) and manifest.json at the dataset root.
 
+    Task paths in registry.json are absolute (Harbor reads them against the folder it runs
+    in): index the dataset again after moving it.
+
     Exit 1 when some task cannot be read (left out of the index), 2 when two tasks share an id.
     """
     from repogym.taskdir import DuplicateIdError, check_unique_ids, discover
-    from repogym.taskdir.dataset import write_dataset_index
+    from repogym.taskdir.dataset import harbor_run_lines, write_dataset_index
 
     trusted_or_exit(path, limit, quiet=True)
     found = discover(path)
@@ -50,16 +53,21 @@ def dataset_index(
     reg, man = write_dataset_index(
         path, found.tasks, name=name, version=version, description=description
     )
+    lines = harbor_run_lines(path, reg)
     if json_out:
         payload = {
             "registry": str(reg),
             "manifest": str(man),
             "tasks": len(found.tasks),
             "invalid": len(found.invalid),
+            "harbor_run": lines,
         }
         sys.stdout.write(json.dumps(payload) + "\n")
     else:
         out.print(f"wrote {reg} and {man} ({len(found.tasks)} tasks)")
+        out.print("run it with Harbor (from any folder):")
+        for line in lines:
+            out.print(f"  {escape(line)}")
     raise typer.Exit(1 if found.invalid else 0)
 
 

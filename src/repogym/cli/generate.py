@@ -178,6 +178,19 @@ def _render(result: Any, view: Any, json_out: bool) -> None:
     view.final(result.stats, result)
     if result.summary.llm is not None:
         print_llm_usage(result.summary.llm)
+    if result.stats.kept:
+        _print_harbor_lines(result.out)
+
+
+def _print_harbor_lines(root: Path) -> None:
+    """How to run the tasks with Harbor: ``-p`` takes ``<out>/tasks``, not ``<out>``."""
+    from repogym.taskdir.dataset import harbor_run_lines
+
+    lines = harbor_run_lines(root)
+    if lines:
+        out.print(escape("run them with Harbor (pip install 'repogym[harbor]'):"))
+        for line in lines:
+            out.print(f"  {escape(line)}")
 
 
 def _executor(name: str, address: str | None, jobs: int, repos: list[str]) -> Any:

@@ -94,11 +94,32 @@ def push(
     }
     if result.tasks_commit:
         payload["tasks_commit"] = result.tasks_commit
+    lines = _harbor_lines(result.location)
+    if lines:
+        payload["harbor_run"] = lines
     if json_out:
         sys.stdout.write(json.dumps(payload) + "\n")
     else:
         note = " (unchanged: this revision was already published)" if result.unchanged else ""
         out.print(f"pushed {result.tasks} task(s) as {result.name}@{result.revision}{note}")
+        if lines:
+            out.print("run it with Harbor (from any folder):")
+            for line in lines:
+                out.print(f"  {escape(line)}")
+        else:
+            from repogym.taskdir.dataset import HARBOR_PLUGIN
+
+            pull_line = f"repogym pull {result.name}@{result.revision} DIR --registry {registry}"
+            run_line = f"harbor run -p DIR/tasks -a oracle -e {HARBOR_PLUGIN}"
+            out.print(f"run it with Harbor: {escape(pull_line)}, then {escape(run_line)}")
+
+
+def _harbor_lines(location: Path | str) -> list[str]:
+    """The ``harbor run`` lines of a revision in a folder registry (its tasks and its
+    ``registry.json``); none for a hosted one (``repogym pull`` it first)."""
+    from repogym.taskdir.dataset import harbor_run_lines
+
+    return harbor_run_lines(location) if isinstance(location, Path) else []
 
 
 @app.command()
@@ -125,6 +146,10 @@ def pull(
             f"pulled {len(result.tasks)} task(s) of {result.name}@{result.revision} "
             f"into {escape(str(dest))}"
         )
+        # by folder: a pulled registry.json may name a server's git repository
+        lines = [ln for ln in _harbor_lines(Path(dest)) if ln.startswith("harbor run -p ")]
+        if lines:
+            out.print(f"run them with Harbor: {escape(lines[0])}")
 
 
 auth_app = new_group(help="Credentials for GitHub, GitLab, Hugging Face and LLM endpoints.")

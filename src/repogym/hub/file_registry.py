@@ -52,7 +52,7 @@ from repogym.hub.base import (
 )
 from repogym.hub.received import MANIFEST, check_received, manifest_hashes
 from repogym.taskdir import atomic_write
-from repogym.taskdir.dataset import build_registry
+from repogym.taskdir.dataset import REGISTRY_FILE, build_registry, rebase_registry
 
 _REVISION = re.compile(r"^[0-9a-f]{16}$")
 """How this registry names revisions; nothing else under ``revisions/`` is one."""
@@ -189,6 +189,7 @@ class FileRegistry:
                     name=name,
                     version=rev,
                     description=f"{name} at revision {rev}",
+                    final_root=target,
                 )
                 atomic_write(staging / "registry.json", json.dumps(registry, indent=2) + "\n")
                 write_card_and_manifest(staging, copied, src, name, rev, private=private)
@@ -272,6 +273,9 @@ class FileRegistry:
                 metas = [
                     m for m in META_FILES if copy_regular_file(rev_fd, m, stage.out / m, label)
                 ]
+                rebase_registry(
+                    stage.out / REGISTRY_FILE, self._dataset(name) / "revisions" / revision, dest
+                )
             stage.commit(tasks, metas)
         return PullResult(name, revision, tasks, dest)
 

@@ -1,8 +1,18 @@
-"""Dataset-level files: Harbor's ``registry.json`` and repogym's ``manifest.json``."""
+"""Dataset-level files: Harbor's ``registry.json`` and repogym's ``manifest.json``; the
+``harbor run`` lines that run a dataset.
+
+Harbor reads a local registry's task paths as given: a relative one against the folder
+``harbor`` runs in, whatever folder ``registry.json`` is in (0.24 to 0.26 alike). So the
+paths of local tasks are written absolute, and ``harbor run --registry-path`` works from
+anywhere; a dataset moved elsewhere is indexed again (``repogym dataset index``). Tasks with a
+``git_url`` keep paths relative to their repository. A dataset name holding ``/`` means a
+package of Harbor's Hub to ``-d``, so ``owner/name`` is written ``owner__name``.
+"""
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +21,8 @@ from repogym.taskdir.task import Task, atomic_write
 
 REGISTRY_FILE = "registry.json"
 MANIFEST_FILE = "manifest.json"
+HARBOR_PLUGIN = "repogym.integrations.harbor:RepogymEnvironment"
+TASK_FILE = "task.toml"
 
 
 def _count(value: Any) -> int | None:
@@ -72,20 +84,26 @@ def build_registry(
     description: str = "",
     git_url: str | None = None,
     git_commit_id: str | None = None,
+    final_root: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Harbor's registry list format: one dataset entry with its tasks and a mean-reward metric."""
+    """Harbor's registry list format: one dataset entry with its tasks and a mean-reward metric
+    (local tasks by absolute path, below ``final_root`` when ``root`` is a staging folder
+    renamed there later; git tasks by their path in the repository)."""
     entries = []
     for task in sorted(tasks, key=lambda t: t.id):
         entry: dict[str, Any] = {"name": task.id}
+        rel = task.path.relative_to(root).as_posix() if task.path != root else "."
         if git_url:
             entry["git_url"] = git_url
             if git_commit_id:
                 entry["git_commit_id"] = git_commit_id
-        entry["path"] = task.path.relative_to(root).as_posix() if task.path != root else "."
+            entry["path"] = rel
+        else:
+            entry["path"] = ((final_root or root).resolve() / rel).as_posix()
         entries.append(entry)
     return [
         {
-            "name": name,
+            "name": harbor_name(name),
             "version": version,
             "description": description,
             "tasks": entries,
@@ -110,3 +128,65 @@ def write_dataset_index(
     atomic_write(reg_path, json.dumps(registry, indent=2, ensure_ascii=False) + "\n")
     atomic_write(man_path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return reg_path, man_path
+
+
+def harbor_name(name: str) -> str:
+    """``name`` as a local registry's dataset name for ``harbor run -d NAME@VERSION``."""
+    return name.replace("/", "__")
+
+
+def _holds_tasks(folder: Path) -> bool:
+    try:
+        return any((child / TASK_FILE).is_file() for child in folder.iterdir())
+    except OSError:
+        return False
+
+
+def harbor_tasks_folder(root: Path) -> Path | None:
+    """The folder ``harbor run -p`` takes for the dataset at ``root``: Harbor runs the task
+    folders right below it, so ``root`` when they are there (or ``root`` is a task), else
+    ``root/tasks`` (repogym's layout); None when neither holds a task."""
+    root = root.resolve()
+    if (root / TASK_FILE).is_file() or _holds_tasks(root):
+        return root
+    if _holds_tasks(root / "tasks"):
+        return root / "tasks"
+    return None
+
+
+def harbor_run_lines(root: Path, registry: Path | None = None) -> list[str]:
+    """The ``harbor run`` commands (oracle agent, repogym's environment) that run the
+    dataset at ``root``: by folder (``-p``) and by name from its ``registry.json``
+    (``registry`` or the one at ``root``; left out when there is none or it is unreadable)."""
+    tail = f"-a oracle -e {HARBOR_PLUGIN}"
+    lines = []
+    folder = harbor_tasks_folder(root)
+    if folder is not None:
+        lines.append(f"harbor run -p {shlex.quote(str(folder))} {tail}")
+    registry = registry or root / REGISTRY_FILE
+    try:
+        entry = json.loads(registry.read_text(encoding="utf-8"))[0]
+        ref = shlex.quote(f"{entry['name']}@{entry['version']}")
+    except (OSError, ValueError, LookupError, TypeError):
+        return lines
+    path = shlex.quote(str(registry.resolve()))
+    lines.append(f"harbor run --registry-path {path} -d {ref} {tail}")
+    return lines
+
+
+def rebase_registry(path: Path, old_root: Path, new_root: Path) -> None:
+    """Point the local task paths of the ``registry.json`` at ``path`` from below ``old_root``
+    to the same place below ``new_root`` (the dataset was copied there). Other paths, and a
+    file that is not a registry, are left as they are."""
+    try:
+        registry = json.loads(path.read_text(encoding="utf-8"))
+        entries = [t for d in registry for t in d["tasks"] if "git_url" not in t]
+    except (OSError, ValueError, LookupError, TypeError):
+        return
+    old, new = old_root.resolve(), new_root.resolve()
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            task = Path(entry["path"])
+            if task.is_relative_to(old):
+                entry["path"] = (new / task.relative_to(old)).as_posix()
+    atomic_write(path, json.dumps(registry, indent=2, ensure_ascii=False) + "\n")
