@@ -149,3 +149,15 @@ def test_a_hub_push_names_the_pull_and_the_folder(
         assert res.exit_code == 0, res.output
     assert harbor_tasks_folder(dest) == dest.resolve() / "tasks"
     assert sorted(p.name for p in (dest / "tasks").iterdir()) == IDS
+
+
+def test_the_published_name_stays_the_datasets_title(tmp_path: Path) -> None:
+    """registry.json holds Harbor's form of an ``owner/name``; the manifest keeps the name as
+    given, and the explorer titles the dataset by it."""
+    from repogym.explorer.adapters.harbor import HarborAdapter
+
+    root = _layout(tmp_path)
+    write_dataset_index(root, discover(root).tasks, name="acme/widgets")
+    assert json.loads((root / "registry.json").read_text())[0]["name"] == "acme__widgets"
+    assert json.loads((root / "manifest.json").read_text())["name"] == "acme/widgets"
+    assert HarborAdapter().open(str(root)).env().title == "acme/widgets"

@@ -124,7 +124,7 @@ def write_card_and_manifest(
     registry: str = "<this registry>",
 ) -> None:
     """``manifest.json`` and the dataset card ``README.md`` of a staged revision."""
-    manifest = build_manifest(tasks, staging)
+    manifest = build_manifest(tasks, staging, name)
     # What a pull checks its tasks against: the hash of the files published, even where a
     # task's own task.toml records a stale one.
     actual = {task.id: task.compute_hash() for task in tasks}

@@ -70,9 +70,12 @@ def manifest_row(task: Task, root: Path) -> dict[str, Any]:
     }
 
 
-def build_manifest(tasks: list[Task], root: Path) -> dict[str, Any]:
+def build_manifest(tasks: list[Task], root: Path, name: str | None = None) -> dict[str, Any]:
+    """repogym's dataset manifest; ``name`` as given (``owner/name``), where registry.json holds
+    Harbor's form of it (:func:`harbor_name`)."""
     rows = [manifest_row(t, root) for t in sorted(tasks, key=lambda t: t.id)]
-    return {"schema": "repogym.manifest/1", "count": len(rows), "tasks": rows}
+    named = {"name": name} if name else {}
+    return {"schema": "repogym.manifest/1", **named, "count": len(rows), "tasks": rows}
 
 
 def build_registry(
@@ -123,7 +126,7 @@ def write_dataset_index(
     """Write ``registry.json`` and ``manifest.json`` at the dataset root (atomically)."""
     name = name or root.resolve().name
     registry = build_registry(tasks, root, name=name, version=version, description=description)
-    manifest = build_manifest(tasks, root)
+    manifest = build_manifest(tasks, root, name)
     reg_path, man_path = root / REGISTRY_FILE, root / MANIFEST_FILE
     atomic_write(reg_path, json.dumps(registry, indent=2, ensure_ascii=False) + "\n")
     atomic_write(man_path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")

@@ -287,6 +287,12 @@ class HarborReader:
         manifest = self._json(root, "manifest.json")
         if isinstance(manifest, dict) and isinstance(manifest.get("count"), int):
             task_count = manifest["count"]
+        if (
+            isinstance(manifest, dict)
+            and isinstance(manifest.get("name"), str)
+            and manifest["name"]
+        ):
+            title = manifest["name"]  # as published (registry.json holds Harbor's form)
         readme, readme_note = _read(root, "README.md")
         if readme_note:
             description = readme_note.replace("the task", "the dataset")
