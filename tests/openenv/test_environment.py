@@ -47,8 +47,8 @@ def test_reset_observation_and_state(env: RepoEnvironment) -> None:
     obs = env.reset(task_id="repogym-examples/textstats-word-count")
     assert obs.task_id == "textstats-word-count" and obs.workdir == "/workspace"
     assert "word_count" in (obs.instruction or "")
-    assert obs.reward is None and not obs.done
-    act(env, type="exec", command="true")
+    assert obs.reward == 0.0 and not obs.done
+    assert act(env, type="exec", command="true").reward == 0.0
     state = env.state
     assert state.task_id == "textstats-word-count" and state.step_count == 1
     assert state.phase == "agent" and state.episode_id
@@ -59,7 +59,7 @@ def test_agents_cannot_grade_or_solve(env: RepoEnvironment) -> None:
     for kind in ("evaluate", "solve"):
         for meta in ({}, {"orchestrator_token": "guess"}):
             obs = act(env, type=kind, metadata=meta)
-            assert obs.error and "orchestration" in obs.error and obs.reward is None
+            assert obs.error and "orchestration" in obs.error and obs.reward == 0.0
     assert env.state.phase == "agent"
     # The oracle really is reachable for the trainer, and /solution is gone afterwards.
     obs = act(env, type="solve", metadata={"orchestrator_token": TOKEN})

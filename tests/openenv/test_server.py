@@ -60,7 +60,7 @@ def test_agent_cannot_evaluate_over_the_wire(server: Server) -> None:
         env.reset(index=0)
         for kind in ("evaluate", "solve"):
             res = env.step({"type": kind})
-            assert res.reward is None and not res.done
+            assert res.reward == 0.0 and not res.done
             assert "orchestration" in res.observation["error"]
 
 

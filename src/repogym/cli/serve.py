@@ -14,6 +14,7 @@ from repogym.cli.common import (
     MAX_SESSIONS,
     CaBundleOpt,
     HostOpt,
+    JsonOpt,
     LimitOpt,
     PassEnvOpt,
     PortOpt,
@@ -59,6 +60,14 @@ def serve(
     ] = None,
     limit: LimitOpt = None,
     pass_env: PassEnvOpt = None,
+    agent_submit: Annotated[
+        bool,
+        typer.Option(
+            "--agent-submit",
+            help="Let the agent send `submit` (terminal, once per episode): it gets the "
+            "verifier's reward. Off: only the trainer grades (evaluate).",
+        ),
+    ] = False,
 ) -> None:
     """Serve tasks as an OpenEnv environment (WebSocket /ws, /health, /schema, /tasks)."""
     from repogym.openenv import INSTALL_HINT, OpenEnvMissing, require_openenv
@@ -87,6 +96,7 @@ def serve(
             idle_timeout_s=idle_timeout,
             orchestrator_token=token,
             limits=limits,
+            agent_submit=agent_submit,
         )
     except (OpenEnvMissing, FileNotFoundError, ValueError) as exc:
         raise bad_input(str(exc)) from None
@@ -97,8 +107,15 @@ def serve(
 @app.command()
 def export(
     path: Annotated[Path, typer.Argument(help="A task folder or a dataset folder.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Package folder to write (new or empty).")],
-    fmt: Annotated[str, typer.Option("--format", help="Package format: openenv.")] = "openenv",
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Package folder to write (new or empty); for swebench a .jsonl file."
+        ),
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="Package format: openenv or swebench.")
+    ] = "openenv",
     requirement: Annotated[
         str | None,
         typer.Option(
@@ -108,15 +125,29 @@ def export(
         ),
     ] = None,
     limit: LimitOpt = None,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo",
+            help="swebench: a git clone of the tasks' source (commit dates, owner/name).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Export tasks as a deployable package (an OpenEnv environment / HF Docker Space).
+    """Export tasks as a deployable package (an OpenEnv environment / HF Docker Space), or
+    as SWE-bench instances (--format swebench: JSON Lines).
 
     The package is written beside --out and renamed into place: a failure leaves nothing.
     """
     from repogym.openenv.export import export_openenv
 
+    if fmt == "swebench":
+        from repogym.cli.export_swebench import export_swebench_cli
+
+        export_swebench_cli(path, out_dir, source, limit, json_out)
+        return
     if fmt != "openenv":
-        raise bad_input(f"unknown format {fmt!r}: use --format openenv")
+        raise bad_input(f"unknown format {fmt!r}: use --format openenv or swebench")
     not_a_file_or_exit(out_dir, "--out")
     trusted_or_exit(path, limit, strict=True)
     try:

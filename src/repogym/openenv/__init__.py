@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
 
 class OpenEnvMissing(ImportError):
-    """``openenv-core`` is not installed."""
+    """Neither ``openenv-core`` nor ``openenv`` (>= 0.10) is installed."""
 
 
 def require_openenv() -> None:
-    """Raise :class:`OpenEnvMissing` with the install hint when ``openenv-core`` is absent."""
+    """Raise :class:`OpenEnvMissing` with the install hint when ``openenv.core`` is absent
+    (it comes with ``openenv-core`` or with ``openenv`` >= 0.10; either works)."""
     try:
         import openenv.core  # noqa: F401
     except ImportError as exc:

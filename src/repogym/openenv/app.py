@@ -27,6 +27,7 @@ from repogym.openenv.environment import (  # noqa: E402
     RepoAction,
     RepoEnvironment,
     RepoObservation,
+    SubmitRepoAction,
     agent_tools,
 )
 from repogym.openenv.episode import TaskEnvironmentBuilder  # noqa: E402
@@ -46,6 +47,7 @@ def build_app(
     idle_timeout_s: float | None = 900.0,
     orchestrator_token: str | None = None,
     limits: HostLimits | None = None,
+    agent_submit: bool | None = None,
 ) -> FastAPI:
     """A FastAPI app serving the tasks under ``path`` as an OpenEnv environment.
 
@@ -53,7 +55,8 @@ def build_app(
     lines: ``REPOGYM_TASKS`` (else ``./tasks``), ``REPOGYM_SANDBOX`` (else ``local``),
     ``REPOGYM_MAX_SESSIONS``, ``REPOGYM_ORCHESTRATOR_TOKEN`` (else a random token, logged once:
     orchestration actions are never open to anyone who can reach the socket), ``REPOGYM_PASS_ENV``
-    (comma-separated host variables tasks' verifiers may take; see :mod:`repogym.taskdir.trust`).
+    (comma-separated host variables tasks' verifiers may take; see :mod:`repogym.taskdir.trust`),
+    ``REPOGYM_AGENT_SUBMIT=1`` (agents may ``submit``: terminal, once per episode; off by default).
     Tasks refused by the trust boundary raise :class:`~repogym.taskdir.trust.UntrustedTask`.
 
     The sandbox backend is made now when it can be; when it cannot (no Docker engine, no docker
@@ -69,14 +72,17 @@ def build_app(
     if not token:
         token = secrets.token_urlsafe(24)
         log.warning("orchestrator token (give it to the trainer, not the agent): %s", token)
+    if agent_submit is None:
+        agent_submit = os.environ.get("REPOGYM_AGENT_SUBMIT", "").lower() in ("1", "true", "yes")
     pool = _pool(TaskSet.load(root, limits), backend_name, token)
+    pool.agent_submit = agent_submit
 
     def factory() -> RepoEnvironment:
         return RepoEnvironment(pool)
 
     app = create_fastapi_app(
         factory,
-        RepoAction,
+        SubmitRepoAction if agent_submit else RepoAction,
         RepoObservation,
         concurrency_config=ConcurrencyConfig(
             max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s
@@ -152,8 +158,8 @@ def _task_routes(app: FastAPI, pool: Pool, backend_name: str, max_sessions: int)
 
     @app.get("/tools", tags=["Tasks"])
     def tools() -> dict[str, Any]:
-        """The agent-facing tool list (no evaluate, no solve)."""
-        return {"tools": agent_tools()}
+        """The agent-facing tool list (no evaluate, no solve; submit when allowed)."""
+        return {"tools": agent_tools(pool.agent_submit)}
 
     @app.get("/repogym/status", tags=["Health"])
     def status() -> dict[str, Any]:
@@ -164,4 +170,5 @@ def _task_routes(app: FastAPI, pool: Pool, backend_name: str, max_sessions: int)
             "sandbox": backend_name,
             "sandbox_ready": builder.ready,
             "sandbox_error": builder.error,
+            "agent_submit": pool.agent_submit,
         }

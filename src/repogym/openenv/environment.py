@@ -1,9 +1,15 @@
 """The OpenEnv environment over an :class:`~repogym.openenv.episode.Episode` (imports ``openenv``).
 
 Separation of agent and orchestration actions: the published action schema lists only the agent
-actions (``exec``, ``read``, ``write``, ``list``). ``evaluate`` and ``solve`` are accepted only
-with the server's orchestrator token in ``action.metadata["orchestrator_token"]``; the token is
-given to the trainer, never to the model, so an agent's tool calls cannot grade or solve.
+actions (``exec``, ``read``, ``write``, ``list``, and ``submit`` where the server allows it).
+``evaluate`` and ``solve`` are accepted only with the server's orchestrator token in
+``action.metadata["orchestrator_token"]``; the token is given to the trainer, never to the
+model, so an agent's tool calls cannot grade or solve. A server started with agent submit
+(``repogym serve --agent-submit``) also accepts ``submit`` from the agent: terminal, once per
+episode, the reward only.
+
+Rewards: every observation before the end carries ``reward = 0.0``; the terminal one carries the
+verifier's reward (``None`` with ``error`` when the verifier wrote none: never synthesized).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from repogym import __version__  # noqa: E402
 from repogym.openenv.episode import (  # noqa: E402
     AGENT_ACTIONS,
     ORCHESTRATION_ACTIONS,
+    SUBMIT_ACTION,
     ActionRefused,
     Episode,
     TaskEnvironmentBuilder,
@@ -41,7 +48,7 @@ TOKEN_KEY = "orchestrator_token"
 
 
 class RepoAction(Action):
-    """``{"type": "exec"|"read"|"write"|"list", …}``; evaluate/solve are trainer-only."""
+    """``{"type": "exec"|"read"|"write"|"list"|"submit", …}``; evaluate/solve are trainer-only."""
 
     type: str = Field(description="Action kind.", json_schema_extra={"enum": list(AGENT_ACTIONS)})
     command: str | None = Field(default=None, description="exec: shell command (bash).")
@@ -54,7 +61,7 @@ class RepoAction(Action):
     @field_validator("type")
     @classmethod
     def _known(cls, value: str) -> str:
-        if value not in AGENT_ACTIONS + ORCHESTRATION_ACTIONS:
+        if value not in (*AGENT_ACTIONS, SUBMIT_ACTION, *ORCHESTRATION_ACTIONS):
             raise ValueError(f"unknown action type {value!r}; use one of {list(AGENT_ACTIONS)}")
         return value
 
@@ -68,10 +75,20 @@ class RepoAction(Action):
         return self
 
 
+class SubmitRepoAction(RepoAction):
+    """The action schema of a server with agent submit: the agent actions and ``submit``."""
+
+    type: str = Field(
+        description="Action kind; submit ends the episode with the verifier's reward (once).",
+        json_schema_extra={"enum": [*AGENT_ACTIONS, SUBMIT_ACTION]},
+    )
+
+
 class RepoObservation(Observation):
-    """What an action returns. ``reward`` is set only by ``evaluate``, and only from the
-    verifier's own files. ``reward_details`` is ``reward-details.json`` as written (it is also in
-    ``metadata``, which OpenEnv's wire format leaves out)."""
+    """What an action returns. ``reward`` is 0.0 until the end; the terminal ``evaluate`` (or
+    ``submit``) sets it from the verifier's own files only. ``reward_details`` is
+    ``reward-details.json`` as written (it is also in ``metadata``, which OpenEnv's wire format
+    leaves out)."""
 
     action: str | None = None
     task_id: str | None = None
@@ -92,7 +109,8 @@ class RepoObservation(Observation):
 
 
 class RepoState(State):
-    """Episode id, task id, step count, phase (``idle``/``agent``/``done``/``closed``)."""
+    """Episode id, task id, step count, phase (``idle``/``agent``/``grading``/``done``/
+    ``closed``)."""
 
     task_id: str | None = None
     phase: str = "idle"
@@ -102,11 +120,17 @@ class Pool:
     """Shared by every environment of a server: tasks, builder, token, live episodes."""
 
     def __init__(
-        self, tasks: TaskSet, builder: TaskEnvironmentBuilder, orchestrator_token: str | None
+        self,
+        tasks: TaskSet,
+        builder: TaskEnvironmentBuilder,
+        orchestrator_token: str | None,
+        agent_submit: bool = False,
     ) -> None:
         self.tasks = tasks
         self.builder = builder
         self.orchestrator_token = orchestrator_token
+        self.agent_submit = agent_submit
+        """Whether agents may send ``submit`` (terminal, once per episode)."""
         self._envs: weakref.WeakSet[RepoEnvironment] = weakref.WeakSet()
         self._lock = threading.Lock()
 
@@ -159,6 +183,7 @@ class RepoEnvironment(Environment[RepoAction, RepoObservation, RepoState]):
             task_id=task.id,
             workdir=episode.workdir,
             instruction=task.instruction(),
+            reward=0.0,
             metadata={"task_name": task.name, "episode_id": episode.episode_id},
         )
 
@@ -168,18 +193,34 @@ class RepoEnvironment(Environment[RepoAction, RepoObservation, RepoState]):
         """Apply one action; refused actions come back as an observation with ``error``."""
         episode = self.episode
         if episode is None:
-            return RepoObservation(action=action.type, error="no episode: call reset first")
+            return RepoObservation(
+                action=action.type, reward=0.0, error="no episode: call reset first"
+            )
         episode.step_count += 1
-        obs = RepoObservation(action=action.type, task_id=episode.task.id)
+        obs = RepoObservation(action=action.type, task_id=episode.task.id, reward=0.0)
         try:
             if action.type in ORCHESTRATION_ACTIONS:
                 self._check_token(action)
+            elif action.type == SUBMIT_ACTION and not self.pool.agent_submit:
+                raise ActionRefused(
+                    "submit is off on this server (the trainer grades with evaluate); "
+                    "agents have exec, read, write, list"
+                )
             result = self._dispatch(episode, action, timeout_s)
         except (ActionRefused, PermissionError, FileNotFoundError, IsADirectoryError) as exc:
             obs.error = str(exc) or type(exc).__name__
             obs.done = episode.phase == "done"
+            if obs.done:  # the grade already given, repeated; the verifier is not run again
+                obs.reward = episode.last_reward
             return obs
-        if action.type == "evaluate":
+        if action.type == SUBMIT_ACTION:
+            obs.reward = result.pop("reward")
+            obs.done = True
+            obs.metadata = {
+                "reward_source": result.pop("reward_source", None),
+                "warnings": result.pop("warnings", []),
+            }
+        elif action.type == "evaluate":
             obs.reward = result.pop("reward")
             obs.done = True
             obs.metadata = {
@@ -217,6 +258,8 @@ class RepoEnvironment(Environment[RepoAction, RepoObservation, RepoState]):
                 return episode.list(action.path or "")
             case "evaluate":
                 return episode.evaluate()
+            case "submit":
+                return episode.submit()
             case "solve":
                 return episode.solve()
         raise ActionRefused(f"unknown action {action.type!r}")
@@ -235,11 +278,12 @@ class RepoEnvironment(Environment[RepoAction, RepoObservation, RepoState]):
 
     def get_metadata(self) -> EnvironmentMetadata:
         tasks = self.pool.tasks
+        actions = ", ".join(agent_action_names(self.pool.agent_submit))
         return EnvironmentMetadata(
             name="repogym",
             description=(
                 f"repogym coding tasks from {tasks.root.name or tasks.root} ({len(tasks)} tasks); "
-                "agent actions: exec, read, write, list"
+                f"agent actions: {actions}"
             ),
             version=__version__,
         )
@@ -252,8 +296,23 @@ class RepoEnvironment(Environment[RepoAction, RepoObservation, RepoState]):
             episode.close()
 
 
-def agent_tools() -> list[dict[str, Any]]:
-    """The tool list to show a model: agent actions only (no evaluate, no solve)."""
+def agent_action_names(agent_submit: bool = False) -> list[str]:
+    """The actions an agent may send (``submit`` only where the server allows it)."""
+    return [*AGENT_ACTIONS, *([SUBMIT_ACTION] if agent_submit else [])]
+
+
+def agent_tools(agent_submit: bool = False) -> list[dict[str, Any]]:
+    """The tool list to show a model: agent actions only (no evaluate, no solve); ``submit``
+    when the server allows it."""
+    submit = {
+        "name": SUBMIT_ACTION,
+        "description": "Submit the work: runs the hidden tests once and ends the episode.",
+        "parameters": {"type": "object", "properties": {}},
+    }
+    return _file_tools() + ([submit] if agent_submit else [])
+
+
+def _file_tools() -> list[dict[str, Any]]:
     path = {"type": "string", "description": "Path, relative to the working directory."}
     return [
         {

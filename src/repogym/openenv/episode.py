@@ -4,18 +4,20 @@ actions (evaluate, solve). Plain Python, no ``openenv`` import; the OpenEnv envi
 Agent actions (``exec``, ``read``, ``write``, ``list``) act inside the task's working directory.
 ``evaluate`` runs the task's verifier exactly as ``repogym run`` does (processes killed, a fresh
 ``/logs/verifier``, ``/tests`` mounted, rewards read strictly and forwarded, never synthesized);
-``solve`` runs the oracle. Whether a caller may send orchestration actions is decided by the
-environment, not here.
+``solve`` runs the oracle. ``submit`` (opt-in, agent-facing) grades like ``evaluate`` but
+answers with the reward only. Grading happens once per episode: the phase leaves ``agent``
+atomically. Whether a caller may send an action is decided by the environment, not here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import posixpath
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +30,13 @@ from repogym.taskdir import Task
 
 AGENT_ACTIONS = ("exec", "read", "write", "list")
 ORCHESTRATION_ACTIONS = ("evaluate", "solve")
+SUBMIT_ACTION = "submit"
+"""The opt-in agent action that ends the episode with the verifier's reward (once)."""
 MAX_OUTPUT = 64_000
 MAX_READ = 1_000_000
 DEFAULT_EXEC_TIMEOUT_S = 120.0
+GRADING_WAIT_S = 60.0
+"""How long grading waits for agent actions still running (their processes are killed)."""
 
 
 class ActionRefused(ValueError):
@@ -129,8 +135,13 @@ class Episode:
     episode_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     step_count: int = 0
     phase: str = "agent"
-    """``agent`` (taking actions) → ``done`` (evaluated) → ``closed``."""
+    """``agent`` (taking actions) → ``grading`` → ``done`` (evaluated) → ``closed``."""
     last_reward: float | None = None
+    _phase_lock: threading.Condition = field(
+        default_factory=threading.Condition, init=False, repr=False
+    )
+    _busy: int = field(default=0, init=False, repr=False)
+    """Agent actions in flight (grading waits for them to end)."""
 
     @classmethod
     def start(
@@ -191,8 +202,24 @@ class Episode:
         if self.phase != "agent":
             raise ActionRefused(f"episode is {self.phase}: reset to start a new one")
 
+    @contextlib.contextmanager
+    def _agent_action(self) -> Iterator[None]:
+        """An agent action: refused outside the agent phase, and counted while it runs."""
+        with self._phase_lock:
+            self._agent_phase()
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._phase_lock:
+                self._busy -= 1
+                self._phase_lock.notify_all()
+
     def exec(self, command: str, timeout_s: float | None = None) -> dict[str, Any]:
-        self._agent_phase()
+        with self._agent_action():
+            return self._exec_now(command, timeout_s)
+
+    def _exec_now(self, command: str, timeout_s: float | None = None) -> dict[str, Any]:
         limit = self.task.config.agent.timeout_sec
         timeout = min(timeout_s or DEFAULT_EXEC_TIMEOUT_S, limit)
         res = self.workspace.run(command, timeout)
@@ -204,7 +231,10 @@ class Episode:
         }
 
     def read(self, path: str) -> dict[str, Any]:
-        self._agent_phase()
+        with self._agent_action():
+            return self._read_now(path)
+
+    def _read_now(self, path: str) -> dict[str, Any]:
         data = self._file_action(path, self.workspace.read_bytes)
         if len(data) > MAX_READ:
             raise ActionRefused(f"{path}: {len(data)} bytes, more than {MAX_READ} (use exec)")
@@ -214,25 +244,55 @@ class Episode:
             raise ActionRefused(f"{path}: not UTF-8 text (use exec to inspect it)") from None
 
     def write(self, path: str, content: str) -> dict[str, Any]:
-        self._agent_phase()
+        with self._agent_action():
+            return self._write_now(path, content)
+
+    def _write_now(self, path: str, content: str) -> dict[str, Any]:
         norm = lexical_agent_path(path, self.workdir)
         self._file_action(path, lambda p: self.workspace.write_bytes(p, content))
         return {"stdout": f"wrote {len(content.encode())} bytes to {norm}"}
 
     def list(self, path: str) -> dict[str, Any]:
-        self._agent_phase()
+        with self._agent_action():
+            return self._list_now(path)
+
+    def _list_now(self, path: str) -> dict[str, Any]:
         found = self._file_action(path, self.workspace.listdir)
         entries = [{"name": e.name, "type": e.kind, "size": e.size} for e in found]
         return {"entries": entries}
 
     # -- orchestration actions -----------------------------------------------------------
 
+    def _begin_grading(self) -> None:
+        """Leave the agent phase for good, atomically: of two concurrent grading requests
+        only one gets past here, and no agent action starts once it has."""
+        with self._phase_lock:
+            self._agent_phase()
+            self.phase = "grading"
+        # A command started just before is killed; its action is waited for, then whatever it
+        # may have started in the meantime is killed too.
+        self.session.kill_all()
+        with self._phase_lock:
+            self._phase_lock.wait_for(lambda: self._busy == 0, timeout=GRADING_WAIT_S)
+
     def evaluate(self) -> dict[str, Any]:
         """Run the verifier as a trial does; the reward is what the verifier wrote, or None."""
-        self._agent_phase()
+        self._begin_grading()
+        try:
+            return self._verify()
+        finally:
+            self.phase = "done" if self.phase == "grading" else self.phase
+
+    def submit(self) -> dict[str, Any]:
+        """The agent's own, single grading: :meth:`evaluate` without the verifier's output
+        (the reward and its error only; no test names, no log)."""
+        result = self.evaluate()
+        keep = ("reward", "rewards", "reward_source", "warnings", "error", "verification")
+        return {k: result[k] for k in keep if k in result}
+
+    def _verify(self) -> dict[str, Any]:
         # Nothing the agent left running may touch the verifier's files.
         self.session.kill_all()
-        self.phase = "done"
         checked = verify_after_agent(
             self.builder.backend,
             self.builder.build(self.task),

@@ -1,8 +1,10 @@
 """Export a task set as a deployable OpenEnv package (no ``openenv`` import here).
 
-The package holds ``openenv.yaml``, a server ``Dockerfile``, a ``README.md`` with Hugging Face
-Space front matter, ``pyproject.toml``, a two-line ``server/app.py`` over
-:func:`repogym.openenv.build_app`, ``wheels/`` and ``tasks/`` copied byte for byte.
+The package holds ``openenv.yaml`` (with the RFC 008 ``validation:`` block and its runtime plan
+``validation/runtime.json``: :mod:`repogym.openenv.manifest`), a server ``Dockerfile``, a
+``README.md`` with Hugging Face Space front matter, ``pyproject.toml``, a two-line
+``server/app.py`` over :func:`repogym.openenv.build_app`, ``wheels/`` and ``tasks/`` copied
+byte for byte.
 
 How the image gets repogym (:func:`resolve_requirement`): always with the ``openenv`` and
 ``docker`` extras (the server and its task containers). A local wheel given with
@@ -29,9 +31,9 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from repogym import __version__
 from repogym.atomic import publish_dir, staging_dir
-from repogym.openenv import _wheel
+from repogym.openenv import _wheel, manifest
 from repogym.openenv.tasks import is_text_only
-from repogym.taskdir import iter_task_dirs, load_task
+from repogym.taskdir import Task, iter_task_dirs, load_task
 
 PORT = 8000
 APP_PY = "from repogym.openenv import build_app\napp = build_app()\n"
@@ -212,8 +214,12 @@ def export_openenv(
         copied = _copy_tasks(path, staging / "tasks")
         tasks = [load_task(d) for d in copied]
         text_only = sorted(t.id for t in tasks if is_text_only(t))
+        task_rel = {
+            t.id: d.relative_to(staging).as_posix() for t, d in zip(tasks, copied, strict=True)
+        }
         files = {
-            "openenv.yaml": _openenv_yaml(name),
+            "openenv.yaml": _openenv_yaml(name, tasks, task_rel),
+            manifest.PLAN_PATH: manifest.plan_json(tasks),
             "Dockerfile": _dockerfile(shipped),
             "README.md": _readme(name, len(tasks), len(text_only), shipped),
             "pyproject.toml": _pyproject(name, shipped),
@@ -237,14 +243,19 @@ def export_openenv(
     return ExportResult(out, len(tasks), text_only, written, shipped)
 
 
-def _openenv_yaml(name: str) -> str:
+def _openenv_yaml(name: str, tasks: list[Task], task_rel: dict[str, str]) -> str:
+    block = manifest.yaml_lines(manifest.validation_block(tasks, task_rel), indent=1)
     return (
         "spec_version: 1\n"
         f"name: {name}\n"
+        f"version: {json.dumps(__version__)}\n"
         "type: space\n"
         "runtime: fastapi\n"
         "app: server.app:app\n"
         f"port: {PORT}\n"
+        "# OpenEnv RFC 008 auto-validation (`openenv validate`); the runtime plan is\n"
+        f"# {manifest.PLAN_PATH}.\n"
+        "validation:\n" + "\n".join(block) + "\n"
     )
 
 
