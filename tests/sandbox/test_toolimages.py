@@ -55,25 +55,34 @@ def index(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, list[str]]
     PEP 691's key (``hashes``)."""
     published: dict[str, dict[str, bytes]] = {}
     pep691_names = {"0.9.2"}
+    # Versions whose release page answers 404, as a proxy that serves only project pages does.
+    project_page_only = {"0.9.4"}
+
+    def listing(version: str, up: str) -> list[dict[str, object]]:
+        # PEP 691 calls them "hashes"; PyPI's JSON API "digests".
+        hashes_key = "hashes" if version in pep691_names else "digests"
+        return [
+            {
+                "filename": name,
+                "url": f"{up}files/{name}",
+                hashes_key: {"sha256": hashlib.sha256(data).hexdigest()},
+            }
+            for name, data in published[version].items()
+        ]
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             parts = self.path.strip("/").split("/")
             body: bytes | None = None
             if len(parts) == 4 and parts[:2] == ["pypi", "uv"] and parts[3] == "json":
-                files = published.get(parts[2])
-                # PEP 691 calls them "hashes"; PyPI's JSON API "digests".
-                hashes_key = "hashes" if parts[2] in pep691_names else "digests"
-                if files is not None:
-                    urls = [
-                        {
-                            "filename": name,
-                            "url": f"../../../files/{name}",
-                            hashes_key: {"sha256": hashlib.sha256(data).hexdigest()},
-                        }
-                        for name, data in files.items()
-                    ]
+                if parts[2] in published and parts[2] not in project_page_only:
+                    urls = listing(parts[2], "../../../")
                     body = json.dumps({"info": {"version": parts[2]}, "urls": urls}).encode()
+            elif parts == ["pypi", "uv", "json"] and published:
+                releases = {v: listing(v, "../../") for v in published}
+                newest = sorted(published)[-1]
+                page = {"info": {"version": newest}, "urls": releases[newest], "releases": releases}
+                body = json.dumps(page).encode()
             elif len(parts) == 2 and parts[0] == "files":
                 body = next((f[parts[1]] for f in published.values() if parts[1] in f), None)
             if body is None:
@@ -147,3 +156,17 @@ def test_no_wheel_this_machine_can_run_fails_the_build_in_one_line(
         uv_sandbox.build(_spec(_uv_context(tmp_path / "ctx", "0.9.3")))
     msg = str(err.value)
     assert "\n" not in msg and f"no uv 0.9.3 wheel for Linux {ARCH}" in msg, msg
+
+
+def test_a_release_missing_from_its_own_page_is_found_on_the_project_page(
+    uv_sandbox: LocalSandbox, index: Callable[[str, list[str]], None], tmp_path: Path
+) -> None:
+    """Some proxies answer 404 for ``/pypi/<name>/<version>/json`` and serve the project
+    page, whose ``releases`` list every version's files."""
+    index("0.9.4", list(_platforms("0.9.4")))
+    ctx = _uv_context(tmp_path / "ctx", "0.9.4")
+    built = uv_sandbox.build(_spec(ctx))
+    with uv_sandbox.start(built, _spec(ctx)) as s:
+        assert s.exec("uv").stdout == "uv 0.9.4 manylinux\n"
+    with pytest.raises(BuildError, match="PyPI has no uv 0.9.9"):
+        uv_sandbox.build(_spec(_uv_context(tmp_path / "ctx2", "0.9.9")))

@@ -92,6 +92,28 @@ def _pick_wheel(files: list[dict[str, object]]) -> dict[str, object] | None:
     return ranked[0][2] if ranked else None
 
 
+def _release_files(
+    http: httpx.Client, base: str, project: str, version: str | None
+) -> tuple[str, str, list[dict[str, object]]]:
+    """(page URL, version, files) of ``project``'s release ``version`` (None: the newest) from
+    PyPI's JSON API. A release page missing (404) is looked up in the project page's
+    ``releases``: some mirrors and proxies serve only the project page."""
+    resp = http.get(f"{base}/{project}/{version}/json" if version else f"{base}/{project}/json")
+    if resp.status_code == 404 and version:
+        resp = http.get(f"{base}/{project}/json")
+        if resp.status_code != 404:
+            resp.raise_for_status()
+            files = (resp.json().get("releases") or {}).get(version)
+            if isinstance(files, list) and files:
+                return str(resp.url), version, files
+        raise ToolImageError(f"PyPI has no {project} {version}")
+    if resp.status_code == 404:
+        raise ToolImageError(f"PyPI has no {project} {version or ''}".rstrip())
+    resp.raise_for_status()
+    info = resp.json()
+    return str(resp.url), str(info["info"]["version"]), list(info.get("urls") or [])
+
+
 def tool_root(ref: ImageRef, tool: ToolImage, cache_root: Path) -> tuple[Path, str]:
     """A folder standing in for the image's root, and the version it holds."""
     base = os.environ.get(PYPI_JSON_ENV, DEFAULT_PYPI_JSON).rstrip("/")
@@ -100,23 +122,17 @@ def tool_root(ref: ImageRef, tool: ToolImage, cache_root: Path) -> tuple[Path, s
         done = cache_root / "tools" / f"{tool.pypi}-{version}"
         if done.is_dir():
             return done, version
-    url = f"{base}/{tool.pypi}/{version}/json" if version else f"{base}/{tool.pypi}/json"
     try:
         with httpx.Client(timeout=60, follow_redirects=True) as http:
-            resp = http.get(url)
-            if resp.status_code == 404:
-                raise ToolImageError(f"PyPI has no {tool.pypi} {version or ''}".rstrip())
-            resp.raise_for_status()
-            info = resp.json()
-            version = str(info["info"]["version"])
+            page, version, files = _release_files(http, base, tool.pypi, version)
             done = cache_root / "tools" / f"{tool.pypi}-{version}"
             if done.is_dir():
                 return done, version
-            wheel = _pick_wheel(list(info.get("urls") or []))
+            wheel = _pick_wheel(files)
             if wheel is None:
                 raise ToolImageError(f"no {tool.pypi} {version} wheel for Linux {_arch()}")
             # PEP 691 and mirrors of the JSON API may give URLs relative to the page.
-            wheel_url = urljoin(str(resp.url), str(wheel["url"]))
+            wheel_url = urljoin(page, str(wheel["url"]))
             digests = wheel.get("digests") or wheel.get("hashes")  # JSON API, or PEP 691 names
             want = str(digests.get("sha256", "")) if isinstance(digests, dict) else ""
             if not re.fullmatch(r"[0-9a-f]{64}", want):
