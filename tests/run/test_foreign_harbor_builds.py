@@ -220,3 +220,25 @@ def test_a_main_build_copying_the_hidden_tests_or_solution_is_warned_of(tmp_path
     )
     (warning,) = preflight_warnings(load_task(path))
     assert "line 4" in warning and "solution/" in warning, warning
+
+
+def test_apk_on_an_alpine_base_the_host_stands_in_for_is_refused_before_building(
+    tmp_path: Path,
+) -> None:
+    """This host stands in for ``node:22-alpine`` with its Debian base: a ``RUN apk`` cannot
+    work there, and the refusal says so (and how to get the real image) before any build."""
+    backend = get_backend("local")
+    if getattr(backend, "registries", None):
+        pytest.skip("a registry is configured: the Alpine image itself would be pulled")
+    dockerfile = "FROM node:22-alpine\nRUN apk add --no-cache git\nRUN node --version\n"
+    path = write_task(tmp_path, "alpine", toml=HEAD.format(name="alpine"), dockerfile=dockerfile)
+    reasons = preflight(load_task(path), backend=backend)
+    assert len(reasons) == 1 and "line 2" in reasons[0], reasons
+    assert "Alpine" in reasons[0] and "registry" in reasons[0], reasons
+    plain = write_task(
+        tmp_path,
+        "alpine-node",
+        toml=HEAD.format(name="alpine-node"),
+        dockerfile="FROM node:22-alpine\nRUN node --version\n",
+    )
+    assert not any("apk" in r for r in preflight(load_task(plain), backend=backend))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 FULL_BYTES = 256 << 10
 """A build step's upper layer with less free space than this is over its storage limit."""
+
+_APK = re.compile(r"(?:^|[;&|(]\s*|\s)apk\s+(?:add|update|upgrade|del)\b")
 
 
 class Builder:
@@ -152,6 +155,15 @@ class Builder:
                 _toolchains.resolve(image)
             except _toolchains.UnsupportedBase as exc:
                 reasons.append(str(self.fail(ins, str(exc))))
+                continue
+            if "alpine" in ref.tag_or_latest:
+                reasons += [
+                    str(self.fail(run, f"apk is Alpine's package manager: {image} is an Alpine"
+                                  " image, stood in for by this host's Debian base (no apk);"
+                                  " configure a registry to pull the image itself"))
+                    for run in self.stages[idx].body
+                    if run.keyword == "RUN" and _APK.search(run.args)
+                ]  # fmt: skip
         return reasons
 
     def run(self) -> BuiltEnvironment:
