@@ -16,8 +16,6 @@ whose source is rebuilt as a git repository so the export has a commit date.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -30,11 +28,11 @@ from repogym.run.trial import TrialRunner, environment_spec
 from repogym.sandbox import get_backend
 from repogym.taskdir import Task, load_task
 from tests.conftest import EXAMPLES
+from tests.venvs import cached_venv
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
 
 SWEBENCH_VERSION = "5.0.2"
-CACHE = Path(os.environ.get("REPOGYM_TEST_CACHE", Path.home() / ".cache" / "repogym-tests"))
 
 # Run in swebench's venv: "script" prints the eval script and the patch commands swebench uses;
 # "grade" prints swebench's report for a log.
@@ -60,27 +58,9 @@ else:
 @pytest.fixture(scope="module")
 def swebench_python() -> Path:
     """Python of a cached venv holding ``swebench==SWEBENCH_VERSION``."""
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("the swebench parity tests need uv")
-    venv = CACHE / f"swebench-{SWEBENCH_VERSION}"
-    python = venv / "bin" / "python"
-    check = [str(python), "-c", "import swebench.harness.grading"]
-    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
-        return python
-    shutil.rmtree(venv, ignore_errors=True)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([uv, "venv", "-q", "-p", "3.11", str(venv)], check=True)
-    install = subprocess.run(
-        [uv, "pip", "install", "-q", "-p", str(python), f"swebench=={SWEBENCH_VERSION}"],
-        capture_output=True,
-        text=True,
-    )
-    if install.returncode != 0:
-        reason = (install.stderr.strip().splitlines() or ["no output"])[-1]
-        shutil.rmtree(venv, ignore_errors=True)
-        pytest.skip(f"cannot install swebench=={SWEBENCH_VERSION} (no network?): {reason}")
-    return python
+    steps = [[f"swebench=={SWEBENCH_VERSION}"]]
+    probe = "import swebench.harness.grading"
+    return cached_venv(f"swebench-{SWEBENCH_VERSION}", steps, probe=probe, python="3.11") / "python"
 
 
 def _driver(python: Path, tmp: Path, *args: str) -> dict[str, Any]:

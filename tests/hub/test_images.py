@@ -23,6 +23,7 @@ from repogym.sandbox.local import LocalSandbox
 from tests import engine as test_engine
 from tests.conftest import EXAMPLES
 from tests.sandbox import _oci
+from tests.venvs import cached_venv
 
 pytestmark = pytest.mark.timeout(1800)
 ROOT = Path(__file__).resolve().parents[2]
@@ -332,23 +333,8 @@ def _assert_no_answers_in_the_image(
 
 def _verifiers_python() -> Path:
     """Python of a cached venv holding verifiers with its Harbor extra (skip without PyPI)."""
-    uv = shutil.which("uv")
-    pythons = sorted(Path("/root/.pyenv/versions").glob("3.12.*"))
-    if uv is None or not pythons:
-        pytest.skip("uv or a Python 3.12 is missing")
-    venv = test_engine.CACHE / "verifiers-0.4"
-    py = venv / "bin" / "python"
-    if not py.exists():
-        subprocess.run([uv, "venv", "-q", "-p", str(pythons[-1] / "bin/python"), str(venv)])
-        done = subprocess.run(
-            [uv, "pip", "install", "-q", "-p", str(py), VERIFIERS_SPEC],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            shutil.rmtree(venv, ignore_errors=True)
-            pytest.skip(f"cannot install {VERIFIERS_SPEC}: {done.stderr.strip()[-300:]}")
-    return py
+    probe = "import verifiers.v1.tasksets.harbor"
+    return cached_venv("verifiers-0.4", [[VERIFIERS_SPEC]], probe=probe) / "python"
 
 
 def test_verifiers_harbor_loader_accepts_the_pushed_tasks(

@@ -20,8 +20,9 @@ import pytest
 from repogym.run.models import TrialResult
 from repogym.taskdir.harbor_digest import harbor_digest
 from tests.conftest import EXAMPLES
-from tests.integrations.test_harbor_plugin import CACHE, HARBOR_VERSION, _python312
+from tests.integrations.test_harbor_plugin import HARBOR_VERSION
 from tests.run.test_trajectory_atif import V17, full_trajectory
+from tests.venvs import cached_venv
 
 ATIF_PYPI_VERSION = "1.8.0"
 
@@ -61,28 +62,10 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def check_python() -> Path:
     """Python of a cached 3.12 venv with Harbor and PyPI ``atif``."""
-    uv, python = shutil.which("uv"), _python312()
-    if uv is None or python is None:
-        pytest.skip("these tests need uv and a Python >= 3.12 interpreter")
-    venv = CACHE / f"harbor-{HARBOR_VERSION}-atif-{ATIF_PYPI_VERSION}"
-    exe = venv / "bin" / "python"
-    probe = [str(exe), "-c", "import atif, harbor.models.trajectories"]
-    if exe.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
-        return exe
-    shutil.rmtree(venv, ignore_errors=True)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([uv, "venv", "-q", "-p", python, str(venv)], check=True)
-    install = subprocess.run(
-        [uv, "pip", "install", "-q", "-p", str(exe)]
-        + [f"harbor=={HARBOR_VERSION}", f"atif=={ATIF_PYPI_VERSION}"],
-        capture_output=True,
-        text=True,
-    )
-    if install.returncode != 0:
-        reason = (install.stderr.strip().splitlines() or ["no output"])[-1]
-        shutil.rmtree(venv, ignore_errors=True)
-        pytest.skip(f"cannot install harbor and atif (no network?): {reason}")
-    return exe
+    steps = [[f"harbor=={HARBOR_VERSION}", f"atif=={ATIF_PYPI_VERSION}"]]
+    probe = "import atif, harbor.models.trajectories"
+    name = f"harbor-{HARBOR_VERSION}-atif-{ATIF_PYPI_VERSION}"
+    return cached_venv(name, steps, probe=probe) / "python"
 
 
 def _check(python: Path, tmp: Path, trajectories: list[Path], tasks: list[Path]) -> Any:

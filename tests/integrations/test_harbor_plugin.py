@@ -11,8 +11,6 @@ refuses. Rewards are read from Harbor's own trial and job result files.
 
 from __future__ import annotations
 
-import glob
-import hashlib
 import json
 import os
 import shutil
@@ -28,10 +26,10 @@ from tests.adversarial.test_canary_attacks import SHORT_CIRCUIT
 from tests.adversarial.test_judge_attacks import FLIP
 from tests.conftest import EXAMPLES, ROOT
 from tests.run.test_foreign_harbor import _separate_task, _steps_task
+from tests.venvs import cached_venv
 
 HARBOR_VERSION = "0.26.0"
 IMPORT_PATH = "repogym.integrations.harbor:RepogymEnvironment"
-CACHE = Path(os.environ.get("REPOGYM_TEST_CACHE", Path.home() / ".cache" / "repogym-tests"))
 
 # The "solution" of the attack task: no fix, a pytest hook that reports every test as passed,
 # the hidden test rewritten, a file planted outside the working tree and a process that keeps
@@ -134,20 +132,6 @@ def test_downloads_never_bring_links_to_host_files(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ with Harbor
 
 
-def _python312() -> str | None:
-    candidates = [os.environ.get("REPOGYM_TEST_PYTHON312", "")]
-    candidates += sorted(glob.glob("/root/.pyenv/versions/3.12.*/bin/python"))
-    candidates += [shutil.which(n) or "" for n in ("python3.12", "python3.13")]
-    for cand in filter(None, candidates):
-        probe = subprocess.run(
-            [cand, "-c", "import sys; raise SystemExit(sys.version_info < (3, 12))"],
-            capture_output=True,
-        )
-        if probe.returncode == 0:
-            return cand
-    return None
-
-
 @pytest.fixture(scope="module")
 def harbor_bin() -> Path:
     """``harbor`` of a cached Python 3.12 venv with Harbor and this checkout (editable)."""
@@ -157,30 +141,8 @@ def harbor_bin() -> Path:
 def harbor_venv(version: str) -> Path:
     """``harbor`` of a cached Python 3.12 venv with ``harbor==version`` and this checkout
     (editable, with its docker extra); skips the test when the venv cannot be made."""
-    uv, python = shutil.which("uv"), _python312()
-    if uv is None or python is None:
-        pytest.skip("the Harbor plugin tests need uv and a Python >= 3.12 interpreter")
-    key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
-    venv = CACHE / f"harbor-{version}-{key}"
-    if not (venv / "bin" / "python").exists():
-        shutil.rmtree(venv, ignore_errors=True)
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([uv, "venv", "-q", "-p", python, str(venv)], check=True)
-    install = subprocess.run(
-        [uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python")]
-        + [f"harbor=={version}", "-e", f"{ROOT}[docker]"],
-        capture_output=True,
-        text=True,
-    )
-    check = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import harbor, repogym; print(repogym.__file__)"],
-        capture_output=True,
-        text=True,
-    )
-    if install.returncode != 0 and not check.stdout.startswith(str(ROOT)):
-        reason = (install.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"cannot install harbor=={version} (no network?): {reason}")
-    return venv / "bin" / "harbor"
+    steps = [[f"harbor=={version}", "-e", f"{ROOT}[docker]"]]
+    return cached_venv(f"harbor-{version}", steps, probe="import harbor", checkout=True) / "harbor"
 
 
 def _small_repo_task(out: Path) -> Path:

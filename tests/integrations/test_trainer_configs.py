@@ -21,11 +21,11 @@ import yaml
 
 from tests.conftest import EXAMPLES, ROOT
 from tests.integrations.test_harbor_plugin import (  # noqa: F401 - the fixture
-    CACHE,
     IMPORT_PATH,
     _small_repo_task,
     harbor_bin,
 )
+from tests.venvs import CACHE
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = ROOT / "examples" / "integrations"

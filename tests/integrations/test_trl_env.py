@@ -12,7 +12,6 @@ task repogym refuses.
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 import shutil
@@ -24,7 +23,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLES, ROOT
-from tests.integrations.test_harbor_plugin import CACHE, _python312, _small_repo_task
+from tests.integrations.test_harbor_plugin import _small_repo_task
+from tests.venvs import cached_venv
 
 TRL_VERSION = "1.16.0"
 HERE = Path(__file__).resolve().parent
@@ -39,33 +39,12 @@ def test_import_repogym_does_not_import_trl() -> None:
 @pytest.fixture(scope="module")
 def trl_python() -> Path:
     """Python of a cached venv with TRL (no torch) and this checkout (editable)."""
-    uv, python = shutil.which("uv"), _python312()
-    if uv is None or python is None:
-        pytest.skip("the TRL tests need uv and a Python >= 3.12 interpreter")
-    key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
-    venv = CACHE / f"trl-{TRL_VERSION}-{key}"
-    py = venv / "bin" / "python"
-    if not py.exists():
-        shutil.rmtree(venv, ignore_errors=True)
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([uv, "venv", "-q", "-p", python, str(venv)], check=True)
     steps = [
         ["--no-deps", f"trl=={TRL_VERSION}"],
         ["packaging", "datasets", "transformers>=5.2", "-e", str(ROOT)],
     ]
-    for args in steps:
-        install = subprocess.run(
-            [uv, "pip", "install", "-q", "-p", str(py), *args], capture_output=True, text=True
-        )
-        if install.returncode != 0:
-            reason = (install.stderr.strip().splitlines() or ["no output"])[-1]
-            check = subprocess.run(
-                [str(py), "-c", "import trl.experimental.harbor, datasets, repogym"],
-                capture_output=True,
-            )
-            if check.returncode != 0:
-                pytest.skip(f"cannot install trl=={TRL_VERSION} (no network?): {reason}")
-    return py
+    probe = "import trl.experimental.harbor, datasets"
+    return cached_venv(f"trl-{TRL_VERSION}", steps, probe=probe, checkout=True) / "python"
 
 
 @pytest.fixture(scope="module")

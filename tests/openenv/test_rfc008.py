@@ -13,9 +13,7 @@ checks are driven through OpenEnv's provider interface by a provider that runs
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,12 +22,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, ROOT
-from tests.integrations.test_harbor_plugin import _python312
 from tests.openenv.conftest import TOKEN, start_server, stop_server
+from tests.venvs import cached_venv
 
 pytestmark = pytest.mark.slow
 OPENENV_VERSION = "0.10.0"
-CACHE = Path(os.environ.get("REPOGYM_TEST_CACHE", Path.home() / ".cache" / "repogym-tests"))
 
 # Runs in the openenv venv: OpenEnv's validation runner over PKG with a provider whose
 # "image" is the package itself and whose subject is `repogym serve PKG/tasks` on the host.
@@ -97,30 +94,9 @@ print(json.dumps({"verdict": report.verdict.value, "results": results}))
 @pytest.fixture(scope="module")
 def openenv_venv() -> Path:
     """The ``bin`` folder of a cached Python 3.12 venv with ``openenv`` and this checkout."""
-    uv, python = shutil.which("uv"), _python312()
-    if uv is None or python is None:
-        pytest.skip("the openenv validate tests need uv and a Python >= 3.12 interpreter")
-    key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
-    venv = CACHE / f"openenv-{OPENENV_VERSION}-{key}"
-    if not (venv / "bin" / "python").exists():
-        shutil.rmtree(venv, ignore_errors=True)
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([uv, "venv", "-q", "-p", python, str(venv)], check=True)
-    install = subprocess.run(
-        [uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python")]
-        + [f"openenv=={OPENENV_VERSION}", "-e", str(ROOT)],
-        capture_output=True,
-        text=True,
-    )
-    code = "import importlib.metadata as m, repogym; print(m.version('openenv'), repogym.__file__)"
-    check = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True
-    )
-    if install.returncode != 0 and check.returncode != 0:
-        reason = (install.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"cannot install openenv=={OPENENV_VERSION} (no network?): {reason}")
-    assert check.stdout.startswith(OPENENV_VERSION) and str(ROOT) in check.stdout, check
-    return venv / "bin"
+    steps = [[f"openenv=={OPENENV_VERSION}", "-e", str(ROOT)]]
+    probe = f"import importlib.metadata as m; assert m.version('openenv') == {OPENENV_VERSION!r}"
+    return cached_venv(f"openenv-{OPENENV_VERSION}", steps, probe=probe, checkout=True)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,12 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES
-from tests.integrations.test_harbor_plugin import _python312
 from tests.openenv.conftest import FIX, Server, free_port, serve_examples
+from tests.venvs import cached_venv
 
 pytestmark = pytest.mark.slow
 VERIFIERS_SPEC = "verifiers[openenv]>=0.4,<0.5"
-CACHE = Path(os.environ.get("REPOGYM_TEST_CACHE", Path.home() / ".cache" / "repogym-tests"))
 TASK = "textstats-word-count"
 
 # A chat-completions endpoint answering the k-th user turn with REPLIES[k-1] (the last one
@@ -77,23 +75,8 @@ ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 @pytest.fixture(scope="module")
 def vf_eval() -> Path:
     """``vf-eval`` of a cached venv with verifiers and its OpenEnv extra (skip without PyPI)."""
-    uv, python = shutil.which("uv"), _python312()
-    if uv is None or python is None:
-        pytest.skip("the verifiers tests need uv and a Python >= 3.12 interpreter")
-    venv = CACHE / "verifiers-0.4-openenv"
-    if not (venv / "bin" / "vf-eval").exists():
-        shutil.rmtree(venv, ignore_errors=True)
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([uv, "venv", "-q", "-p", python, str(venv)], check=True)
-        install = subprocess.run(
-            [uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python"), VERIFIERS_SPEC],
-            capture_output=True,
-            text=True,
-        )
-        if install.returncode != 0:
-            reason = (install.stderr.strip().splitlines() or ["no output"])[-1]
-            pytest.skip(f"cannot install {VERIFIERS_SPEC} (no network?): {reason}")
-    return venv / "bin" / "vf-eval"
+    probe = "import verifiers"
+    return cached_venv("verifiers-0.4-openenv", [[VERIFIERS_SPEC]], probe=probe) / "vf-eval"
 
 
 @pytest.fixture(scope="module")
