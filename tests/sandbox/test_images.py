@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from repogym import dockerfile
-from repogym.sandbox import _images, _registry, _toolchains, _unpack
+from repogym.sandbox import EnvironmentSpec, _images, _registry, _toolchains, _unpack
+from repogym.sandbox.local import LocalSandbox
 from tests.sandbox._oci import layer, sha
 
 DIGEST = "sha256:" + "ab" * 32
@@ -70,6 +71,35 @@ def test_terminal_bench_bases_map_like_the_official_images() -> None:
     python = _toolchains.resolve("ghcr.io/laude-institute/t-bench/python-3-13:20250620")
     assert python.kind == "python" and python.mapping["python"].startswith("3.13")
     assert python.mapping["stands_for"] == "python:3.13"
+
+
+def test_a_release_whose_pip_installs_into_the_system_python_keeps_doing_so(
+    monkeypatch: pytest.MonkeyPatch, sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    """Ubuntu 22.04's system Python takes ``pip install``; a host base whose Python refuses it
+    (PEP 668) stands in for it with pip told so, in builds and sessions alike. Ubuntu 24.04
+    refuses too: nothing is added there."""
+    monkeypatch.setattr(_toolchains, "_host_externally_managed", lambda: True)
+    jammy = _toolchains.resolve("ubuntu:22.04")
+    assert jammy.env.get("PIP_BREAK_SYSTEM_PACKAGES") == "1"
+    assert "PIP_BREAK_SYSTEM_PACKAGES" in jammy.mapping["note"]
+    assert "PIP_BREAK_SYSTEM_PACKAGES" not in _toolchains.resolve("ubuntu:24.04").env
+    assert jammy.fingerprint != _toolchains.resolve("ubuntu:24.04").fingerprint
+    monkeypatch.setattr(_toolchains, "_host_externally_managed", lambda: False)
+    assert "PIP_BREAK_SYSTEM_PACKAGES" not in _toolchains.resolve("ubuntu:22.04").env
+    monkeypatch.setattr(_toolchains, "_host_externally_managed", lambda: True)
+    if sandbox.registries:
+        return  # the build would pull ubuntu:22.04 itself
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(
+        'FROM ubuntu:22.04\nRUN test "$PIP_BREAK_SYSTEM_PACKAGES" = 1 && echo build-sees-it\n'
+    )
+    spec = EnvironmentSpec(context_dir=ctx, network_mode="no-network")
+    built = sandbox.build(spec, log=tmp_path / "log")
+    assert "build-sees-it" in (tmp_path / "log").read_text()
+    with sandbox.start(built, spec) as s:
+        assert s.exec("echo $PIP_BREAK_SYSTEM_PACKAGES").stdout == "1\n"
 
 
 def test_a_distro_release_that_differs_from_the_host_is_noted() -> None:

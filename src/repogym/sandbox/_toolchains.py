@@ -128,7 +128,14 @@ def _resolve(image: str, ref: _images.ImageRef) -> BaseImage:
 
         return maven_image(image, tag, host)
     if name in ("debian", "ubuntu", "buildpack-deps") or name.startswith(("debian", "ubuntu")):
-        return _host_base(image, host, f"host base ({host})", distro_note(name, tag, host))
+        base = _host_base(image, host, f"host base ({host})", distro_note(name, tag, host))
+        if _before_pep668(name, tag) and _host_externally_managed():
+            # pip installs into the system Python there; the host's refuses (PEP 668)
+            base.env["PIP_BREAK_SYSTEM_PACKAGES"] = "1"
+            note = f"{image} lets pip install into the system Python: PIP_BREAK_SYSTEM_PACKAGES=1"
+            base.mapping["note"] = "; ".join(filter(None, [base.mapping.get("note"), note]))
+            base.fingerprint = _fingerprint("host", host + "+pip-system")
+        return base
     raise UnsupportedBase(
         f"cannot map base image {image!r} onto this host (supported: python:3.X, node, rust, "
         "golang, gcc, eclipse-temurin/openjdk, maven, debian, ubuntu, buildpack-deps, and the"
@@ -221,6 +228,21 @@ DISTROS: dict[tuple[str, str], tuple[str, str]] = {
     ("debian", "trixie"): ("Debian 13", "3.13"),
     ("debian", "latest"): ("Debian 12", "3.11"),
 }
+
+
+PRE_PEP668 = {"Ubuntu 20.04", "Ubuntu 22.04", "Debian 11"}
+"""Releases whose system Python is not marked externally managed: ``pip install`` works."""
+
+
+def _before_pep668(name: str, tag: str) -> bool:
+    wanted = DISTROS.get((name, tag.split("-")[0]))
+    return wanted is not None and wanted[0] in PRE_PEP668
+
+
+@functools.lru_cache(maxsize=1)
+def _host_externally_managed() -> bool:
+    """The host's system Python refuses ``pip install`` outside a venv (PEP 668)."""
+    return bool(glob.glob("/usr/lib/python3*/EXTERNALLY-MANAGED"))
 
 
 @functools.lru_cache(maxsize=1)
