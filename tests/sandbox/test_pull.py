@@ -4,12 +4,6 @@ images built here from files (static busybox), pushed by ``tests/sandbox/_oci.py
 
 from __future__ import annotations
 
-import hashlib
-import http.server
-import io
-import json
-import threading
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -228,74 +222,3 @@ def test_an_apt_package_the_mapped_base_lacks_fails_in_one_line(
     assert "apt-get cannot install package 'no-such-package-repogym'" in msg
     assert "ubuntu-24-04:20250624 is mapped onto the host base" in msg
     assert "stands for Ubuntu 24.04 (python3 3.12)" in (tmp_path / "log").read_text()
-
-
-# ------------------------------------------------------------------------- tool images
-
-
-def _fake_uv_wheel(version: str) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name in ("uv", "uvx"):
-            zf.writestr(f"uv-{version}.data/scripts/{name}", f"#!/bin/sh\necho {name} {version}\n")
-        zf.writestr(f"uv-{version}.dist-info/METADATA", f"Name: uv\nVersion: {version}\n")
-    return buf.getvalue()
-
-
-@pytest.fixture
-def fake_pypi(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A PyPI JSON API on 127.0.0.1 serving one fake ``uv`` wheel."""
-    version = "0.8.4"
-    wheel = _fake_uv_wheel(version)
-    name = f"uv-{version}-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            base = f"http://127.0.0.1:{self.server.server_address[1]}"
-            if self.path in (f"/pypi/uv/{version}/json", "/pypi/uv/json"):
-                body = json.dumps(
-                    {
-                        "info": {"version": version},
-                        "urls": [
-                            {
-                                "filename": name,
-                                "url": f"{base}/files/{name}",
-                                "digests": {"sha256": hashlib.sha256(wheel).hexdigest()},
-                            }
-                        ],
-                    }
-                ).encode()
-            elif self.path == f"/files/{name}":
-                body = wheel
-            else:
-                self.send_response(404)
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("REPOGYM_PYPI_JSON", f"http://127.0.0.1:{server.server_address[1]}/pypi")
-    yield version
-    server.shutdown()
-
-
-def test_copy_from_the_uv_image_without_a_registry(
-    sandbox: LocalSandbox, fake_pypi: str, tmp_path: Path
-) -> None:
-    if sandbox.registries:
-        pytest.skip("a registry is configured: the pull path would be used")
-    ctx = make_context(
-        tmp_path / "ctx",
-        f"FROM debian:bookworm\nCOPY --from=ghcr.io/astral-sh/uv:{fake_pypi} /uv /uvx /bin/\n",
-    )
-    built = sandbox.build(_spec(ctx), log=tmp_path / "log")
-    assert "uv 0.8.4 from PyPI" in (tmp_path / "log").read_text()
-    with sandbox.start(built, _spec(ctx)) as s:
-        assert s.exec("uv; uvx").stdout == "uv 0.8.4\nuvx 0.8.4\n"

@@ -1,4 +1,5 @@
-"""``COPY --from=ghcr.io/astral-sh/uv:<version>`` without a registry, against package indexes
+"""``COPY --from=ghcr.io/astral-sh/uv:<version>`` without a registry (the uv wheel from a package
+index's JSON API: the build log says so), against package indexes
 shaped like the ones that broke it: wheel URLs relative to the JSON page, and macOS or Windows
 wheels listed before the Linux one (whose binary is the only one this host can run)."""
 
