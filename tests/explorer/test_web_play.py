@@ -212,7 +212,7 @@ def test_an_episode_through_the_api(explorer: tuple[str, str], served: Server) -
     assert wrote.status_code == 200 and wrote.json()["observation"]["exit_code"] == 0
     read = me.step({"type": "exec", "command": "cat note.txt"}).json()
     assert read["observation"]["stdout"] == "played here"
-    assert read["reward"] is None and read["done"] is False
+    assert read["reward"] == 0.0 and read["done"] is False  # finite before the end (RFC 008)
     assert me.step({"type": "read", "path": "note.txt"}).json()["observation"]["content"] == (
         "played here"
     )
@@ -230,7 +230,7 @@ def test_an_episode_through_the_api(explorer: tuple[str, str], served: Server) -
         res = me.step(action)
         assert res.status_code == status and words in res.json()["error"], res.text
     graded = me.step({"type": "evaluate"})  # goes through; the server refuses it itself
-    assert graded.status_code == 200 and graded.json()["reward"] is None
+    assert graded.status_code == 200 and graded.json()["reward"] == 0.0
     assert "orchestration action" in graded.json()["observation"]["error"]
     token_reset = me.call("POST", "reset", {"task_id": "x", "orchestrator_token": TOKEN})
     assert token_reset.status_code == 403
@@ -387,7 +387,7 @@ def test_playground_in_a_browser(
         exec_form.get_by_role("button", name="Send exec").click()
         expect(first.locator(".play-what")).to_have_text("step exec")
         expect(first.locator(".play-json")).to_contain_text("<b id=pwn>from the browser</b>")
-        expect(first.locator(".play-reward")).to_have_text("reward: null")
+        expect(first.locator(".play-reward")).to_have_text("reward: 0")  # finite before the end
         assert page.locator("#pwn").count() == 0  # shown as text, never as markup
         expect(page.locator("#play-log li")).to_have_count(2)
         page.screenshot(path=str(ARTIFACTS / f"7-play-{shot}.png"), full_page=True)

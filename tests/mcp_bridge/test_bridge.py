@@ -100,7 +100,7 @@ def test_full_episode(server: Server, mode: str) -> None:
             # evaluate goes through as an action; the server refuses it: no reward, still running
             graded = obs(await call(client, "step", {"type": "evaluate"}))
             assert "orchestration action" in graded["observation"]["error"]
-            assert graded["reward"] is None and graded["done"] is False
+            assert graded["reward"] == 0.0 and graded["done"] is False
             assert obs(await call(client, "state"))["phase"] == "agent"
 
         wait_sandboxes(server, base)  # the MCP session ended: its episode was closed

@@ -60,7 +60,7 @@ def test_stdio_episode(server: Server) -> None:
             assert result(await session.call_tool("step", check))["observation"]["stdout"] == "1\n"
             assert result(await session.call_tool("state", {}))["step_count"] == 3
             refused = result(await session.call_tool("step", {"type": "evaluate"}))
-            assert refused["reward"] is None and "orchestration" in refused["observation"]["error"]
+            assert refused["reward"] == 0.0 and "orchestration" in refused["observation"]["error"]
             bad = await session.call_tool("step", {"type": "exec"})
             assert bad.is_error and "command" in bad.content[0].text  # type: ignore[union-attr]
             assert server.status()["open_sandboxes"] == base + 1

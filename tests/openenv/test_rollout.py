@@ -79,6 +79,20 @@ def test_rollout_without_token_is_recorded_ungraded(server: Server, tmp_path: Pa
     assert trial["reward"] is None and "not graded" in trial["error"]
 
 
+def test_a_refused_evaluate_grades_nothing(server: Server, tmp_path: Path) -> None:
+    """A wrong orchestrator token: the server refuses ``evaluate`` with a finite 0.0 (RFC 008's
+    every-step reward), which is no grade: the trial records no reward and says why."""
+    with openai_stub(
+        openai_tools([("bash", {"command": "ls"})]), openai_tools([("finish", {})])
+    ) as stub:
+        code, job = _rollout(
+            server, stub.base_url + "/v1", tmp_path / "d", "--orchestrator-token", "wrong"
+        )
+    assert code == 1, job
+    [trial] = job["trials"]
+    assert trial["reward"] is None and "evaluate" in trial["error"], trial
+
+
 def test_rollout_bad_input_exits_2(tmp_path: Path) -> None:
     runner = CliRunner()
     for args in (

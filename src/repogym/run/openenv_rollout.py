@@ -181,7 +181,9 @@ def _play(
         if token:
             graded = env.step({"type": "evaluate", "metadata": {"orchestrator_token": token}})
             episode.evaluation = dict(graded.observation)
-            episode.reward = graded.reward if graded.reward is None else float(graded.reward)
+            # a refused evaluate (bad token, episode over) carries 0.0 but grades nothing
+            graded_now = graded.done and graded.reward is not None
+            episode.reward = float(graded.reward) if graded_now else None
             if episode.evaluation.get("error") and episode.error is None:
                 episode.error = f"evaluate: {episode.evaluation['error']}"
 
