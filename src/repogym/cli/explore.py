@@ -194,6 +194,15 @@ def explore_serve(
     paths = _serve_paths(list(paths or []), hub, list(openenv or []), snapshot, workers, limit)
     if runs and workers == 1:  # before anything is announced: the records' folder works
         output_folder_or_exit(runs_dir or er.default_runs_dir(), "--runs-dir")
+    # Bad run options end the command before the index starts its threads (an exit while
+    # they run can crash the interpreter's shutdown).
+    for p in run_tasks or []:
+        if not p.is_dir():
+            raise bad_input(f"--run-tasks {p}: no such folder")
+    if workers == 1:
+        trusted_folders_or_exit([str(p) for p in run_tasks or []], limit)
+        if runs:
+            sandbox_or_exit(sandbox)
     store, t0 = _open_or_exit(paths, snapshot, hub, list(openenv or []), host, port)
     from repogym.explorer.web import create_app
     from repogym.explorer.web import serve as web
@@ -218,12 +227,6 @@ def explore_serve(
         store.close()
         web.serve_workers(snapshot, host=host, port=port, workers=workers, mounts=explorer_mounts)
         return
-    for p in run_tasks or []:
-        if not p.is_dir():
-            raise bad_input(f"--run-tasks {p}: no such folder")
-    trusted_folders_or_exit([str(p) for p in run_tasks or []], limit)
-    if runs and workers == 1:
-        sandbox_or_exit(sandbox)
     service = er.run_service(
         store,
         enabled=runs,
