@@ -182,8 +182,8 @@ def _play(
             graded = env.step({"type": "evaluate", "metadata": {"orchestrator_token": token}})
             episode.evaluation = dict(graded.observation)
             # a refused evaluate (bad token, episode over) carries 0.0 but grades nothing
-            graded_now = graded.done and graded.reward is not None
-            episode.reward = float(graded.reward) if graded_now else None
+            reward = graded.reward
+            episode.reward = float(reward) if graded.done and reward is not None else None
             if episode.evaluation.get("error") and episode.error is None:
                 episode.error = f"evaluate: {episode.evaluation['error']}"
 
