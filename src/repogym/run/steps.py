@@ -24,7 +24,7 @@ from repogym.run.health import task_healthcheck, wait_healthy
 from repogym.run.models import AgentResult, StepResult, VerifierResult
 from repogym.run.rewards import RewardReading, primary_reward, step_rewards
 from repogym.run.services import task_mcp_servers
-from repogym.run.verifier import VerifierPhase, phase_network, run_verifier
+from repogym.run.verifier import VerifierPhase, phase_network, run_verifier, stack_folders
 from repogym.sandbox import Session
 from repogym.taskdir import Task
 from repogym.taskdir.config import StepConfig, verifier_mode
@@ -58,11 +58,7 @@ def _phase(task: Task, step: StepConfig) -> VerifierPhase:
 
 def _merged_tests(task: Task, step: StepConfig, into: Path) -> Path:
     """The task's ``tests/`` with the step's ``tests/`` over it (same names: the step's win)."""
-    into.mkdir(parents=True)
-    for source in (task.tests_dir, task.step_dir(step.name) / "tests"):
-        if source.is_dir():
-            shutil.copytree(source, into, symlinks=True, dirs_exist_ok=True)
-    return into
+    return stack_folders((task.tests_dir, task.step_dir(step.name) / "tests"), into)
 
 
 def _min_reward_miss(rewards: dict[str, float] | None, threshold: Any) -> str | None:

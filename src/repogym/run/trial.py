@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import tempfile
 import threading
 import traceback
 import uuid
@@ -51,6 +52,8 @@ from repogym.run.separate import (
 from repogym.run.services import Services, start_services
 from repogym.run.verifier import (
     VerifierPhase,
+    copy_image_tests,
+    image_tests,
     phase_network,
     run_verifier,
 )
@@ -487,18 +490,34 @@ def verify_after_agent(
         verification = read_verification(task.provenance)
     except ValueError as exc:
         raise SandboxError(f"{task.id}: {exc}") from None
-    if (mode or verification.mode) != "clean_room":
-        stdout, code, reading = run_verifier(session, task, workdir, timeout_s=verifier_timeout)
-        return Checked(session, stdout, code, reading, Verification(mode="in_place"))
-    fresh, carry = clean_room_session(
-        backend, built, verifier_spec(task, spec), session, workdir, Matcher(verification.protected)
-    )
-    session.close()
-    try:
-        stdout, code, reading = run_verifier(fresh, task, workdir, timeout_s=verifier_timeout)
-    except BaseException:
-        fresh.close()
-        raise
+    phase = VerifierPhase.for_task(task)
+    with tempfile.TemporaryDirectory(prefix="repogym-image-tests-") as tmp:
+        if (mode or verification.mode) != "clean_room":
+            phase.image_tests = image_tests(
+                backend, built, verifier_spec(task, spec), session, Path(tmp) / "tests"
+            )
+            stdout, code, reading = run_verifier(
+                session, task, workdir, timeout_s=verifier_timeout, phase=phase
+            )
+            return Checked(session, stdout, code, reading, Verification(mode="in_place"))
+        fresh, carry = clean_room_session(
+            backend,
+            built,
+            verifier_spec(task, spec),
+            session,
+            workdir,
+            Matcher(verification.protected),
+        )
+        session.close()
+        try:
+            # The clean room is as built below /tests (the change carried is the working tree's).
+            phase.image_tests = copy_image_tests(fresh, Path(tmp) / "tests")
+            stdout, code, reading = run_verifier(
+                fresh, task, workdir, timeout_s=verifier_timeout, phase=phase
+            )
+        except BaseException:
+            fresh.close()
+            raise
     return Checked(fresh, stdout, code, reading, Verification.model_validate(carry.to_json()))
 
 

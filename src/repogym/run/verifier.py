@@ -2,10 +2,19 @@
 
 A :class:`VerifierPhase` says how: the time limit, user, environment and network, and which
 host folder to mount at ``/tests`` (None for a separate verifier, whose image holds its tests).
+
+An image may put files in ``/tests`` itself (reference data a Dockerfile copies or builds there).
+Harbor copies the task's tests into that folder, so both are seen; repogym mounts a read-only
+folder holding the image's own ``/tests`` **as built** with the task's tests over it (same names:
+the task's win). "As built" is read from a fresh session of the environment, never from the
+agent's: what an agent planted in ``/tests`` does not reach the verifier.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +51,8 @@ class VerifierPhase:
     network: bool = False
     tests: Path | None = None
     """Host folder mounted read-only at ``/tests``; None: the session already has them."""
+    image_tests: Path | None = None
+    """The image's own ``/tests`` as built (host copy), shown beneath ``tests``; None: none."""
 
     @classmethod
     def for_task(cls, task: Task) -> VerifierPhase:
@@ -79,10 +90,15 @@ def run_verifier(
         user="root",
         network=False,
     )
+    staged: Path | None = None
     if phase.tests is not None:
+        shown = phase.tests
+        if phase.image_tests is not None:
+            staged = Path(tempfile.mkdtemp(prefix="repogym-tests-"))
+            shown = stack_folders((phase.image_tests, phase.tests), staged / "tests")
         # Mounted, not copied where the backend can: an agent that filled its disk cannot
         # keep the verifier's files out.
-        session.mount(phase.tests, "/tests", read_only=True)
+        session.mount(shown, "/tests", read_only=True)
     try:
         res = session.exec(
             ["bash", "/tests/test.sh"],
@@ -103,6 +119,8 @@ def run_verifier(
     finally:
         if phase.tests is not None and task.is_multi_step:
             session.unmount("/tests")  # the next step mounts its own
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
     stdout = res.stdout + (("\n--- stderr ---\n" + res.stderr) if res.stderr else "")
     reading = read_rewards(files)
     last_err = [line for line in res.stderr.splitlines() if line.strip()][-1:]
@@ -111,3 +129,43 @@ def run_verifier(
     if res.timed_out and reading.error:
         reading.error = f"verifier did not finish within {limit:g} s; " + reading.error
     return stdout, res.exit_code, reading
+
+
+def stack_folders(sources: Iterable[Path], into: Path) -> Path:
+    """Copy ``sources`` into the new folder ``into``, each over the ones before it (same
+    names: the later one wins). Links are copied as links, never followed."""
+    into.mkdir(parents=True)
+    for source in sources:
+        if source.is_dir():
+            shutil.copytree(source, into, symlinks=True, dirs_exist_ok=True)
+    return into
+
+
+def copy_image_tests(session: Any, into: Path) -> Path | None:
+    """The session's ``/tests`` copied to ``into`` when it is a folder with entries; None when
+    there is none. Only call it on a session nobody has worked in yet (it is then as built)."""
+    try:
+        if not session.listdir("/tests"):
+            return None
+        session.download("/tests", into)
+    except (OSError, SandboxError):
+        return None
+    return into if into.is_dir() and not into.is_symlink() else None
+
+
+def image_tests(backend: Any, built: Any, spec: Any, agent: Any, into: Path) -> Path | None:
+    """The image's own ``/tests`` as built, copied to ``into`` (None when it has none).
+
+    The agent's session only says whether there may be any (an agent that emptied the folder
+    loses the image's files, as it would on Harbor); the files come from a fresh session of
+    ``built``, so nothing the agent wrote there is taken."""
+    try:
+        if not agent.listdir("/tests"):
+            return None
+    except (OSError, SandboxError):
+        return None
+    fresh = backend.start(built, spec)
+    try:
+        return copy_image_tests(fresh, into)
+    finally:
+        fresh.close()
