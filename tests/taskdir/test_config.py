@@ -160,6 +160,7 @@ def test_parse_size(value: object, mb: int) -> None:
     ("text", "fragment"),
     [
         ("schema_version = \n", "invalid TOML"),
+        ("\ufeffschema_version = '1.0'\n", "byte-order mark"),
         ("schema_version = '2.0'\n", "unsupported schema_version"),
         ("[environment]\nmemory_mb = -1\n", "environment.memory_mb"),
         ("[environment]\nnetwork_mode = 'intranet'\n", "environment.network_mode"),

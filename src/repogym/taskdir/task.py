@@ -67,6 +67,11 @@ def parse_task_toml(text: str) -> tuple[TaskConfig, dict[str, Any], list[str]]:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        if text.startswith("\ufeff"):  # Harbor's parser refuses it too: a reason, not a guess
+            raise TaskError(
+                "invalid TOML: the file starts with a byte-order mark (EF BB BF), which TOML "
+                "does not allow (Harbor refuses it too); save it as UTF-8 without BOM"
+            ) from None
         raise TaskError(f"invalid TOML: {exc}") from None
     except RecursionError:
         raise UntrustedTask(
