@@ -188,3 +188,15 @@ def test_unknown_metadata_survives_round_trip(extra: dict[str, object]) -> None:
     config.metadata.update({"x": extra})
     again, _, _ = parse_task_toml(dump_task_toml(config))
     assert again.metadata["x"] == extra
+
+
+def test_a_templates_own_version_is_read_as_harbor_reads_it() -> None:
+    """``version = "2.0"`` (a task template's own version, in the legacy key): Harbor takes any
+    string and reads the task as its schema; an explicit ``schema_version`` stays checked."""
+    config, _raw, warnings = parse_task_toml('version = "2.0"\n[verifier]\ntimeout_sec = 450.0\n')
+    assert config.schema_version == "1.4" and config.verifier.timeout_sec == 450.0
+    assert any("'2.0' is not a Harbor task schema version" in w for w in warnings)
+    old, _raw, warnings = parse_task_toml('version = "1.0"\n')
+    assert old.schema_version == "1.0" and "read as schema_version = '1.0'" in warnings[0]
+    with pytest.raises(TaskError, match="unsupported schema_version"):
+        parse_task_toml('schema_version = "2.0"\n')

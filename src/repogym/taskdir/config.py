@@ -287,8 +287,18 @@ def normalize_legacy(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     warnings: list[str] = []
     out = dict(data)
     if "version" in out and "schema_version" not in out:
-        out["schema_version"] = str(out.pop("version"))
-        warnings.append(f"legacy key 'version' read as schema_version = {out['schema_version']!r}")
+        legacy = str(out.pop("version"))
+        if re.fullmatch(r"1(\.\d+){0,2}", legacy):
+            out["schema_version"] = legacy
+            warnings.append(f"legacy key 'version' read as schema_version = {legacy!r}")
+        else:
+            # Task templates put their own version there ("2.0"); Harbor takes any string
+            # and reads the task as its current schema, and so does repogym.
+            out["schema_version"] = SCHEMA_VERSION
+            warnings.append(
+                f"legacy key 'version' = {legacy!r} is not a Harbor task schema version: "
+                f"read as schema_version = {SCHEMA_VERSION!r}, as Harbor does"
+            )
     # With both present, schema_version wins (as in Harbor) and `version` stays, unwarned, as a
     # key kept for older readers of the format.
     if isinstance(out.get("environment"), dict):
