@@ -22,7 +22,7 @@ from repogym.explorer.index import index_row, walk
 from repogym.explorer.model import EnvDoc, TaskDoc
 from repogym.explorer.pack import PACK_FILE, PackError, PackWriter
 from repogym.explorer.snapshot import SNAPSHOTS, connect_ro
-from repogym.explorer.snapshot_write import SnapshotWriter, publish
+from repogym.explorer.snapshot_write import Guard, SnapshotWriter, publish
 
 __all__ = ["build_snapshot", "sources"]
 
@@ -70,6 +70,7 @@ def build_snapshot(
     progress: Callable[[str, dict[str, Any]], None] | None = None,
     include_private: bool = False,
     early: bool = False,
+    guard: Guard | None = None,
 ) -> dict:
     """Index the sources and publish a new snapshot atomically under ``out_dir``.
 
@@ -77,7 +78,8 @@ def build_snapshot(
     (``out_dir/pack.sqlite``); a task whose fingerprint the pack has seen is not read again.
     *Snapshot* writes the index rows and FTS into a new SQLite file, checks and publishes it.
     With ``early``, a listing snapshot (environments and task ids, no task pages yet) is
-    published as soon as every task list is known, then the full one.
+    published as soon as every task list is known, then the full one. ``guard`` is asked before
+    each publication and raises to keep the published snapshot (see :mod:`.refresh`).
 
     Returns ``{"snapshot", "envs", "tasks", "bytes", "sha256", "seconds", "ingest_seconds",
     "snapshot_seconds", "pages_new", "pages_reused", "blobs_new", "pack_bytes", "errors", ...}``.
@@ -119,7 +121,7 @@ def build_snapshot(
             sources(paths, hub=hub, openenv=openenv),
             on_listing=on_listing,
             on_task=on_task,
-            on_listed=partial(_publish_listing, writer, out, progress) if early else None,
+            on_listed=partial(_publish_listing, writer, out, progress, guard) if early else None,
             progress=progress,
             include_private=include_private,
             cached=cached,
@@ -127,7 +129,7 @@ def build_snapshot(
         pack.commit()  # every page the snapshot names is stored before it is published
         t1 = time.perf_counter()
         with _no_gc():  # bulk work allocating no cycles: no collector passes over the heap
-            info = _publish(writer, out)
+            info = _publish(writer, out, guard=guard)
         t2 = time.perf_counter()
         collected = pack.collect(
             lambda: in_use | _keys_in(snaps, Path(info["snapshot"])), len(in_use)
@@ -159,7 +161,10 @@ def build_snapshot(
 
 
 def _publish_listing(
-    writer: SnapshotWriter, out: Path, progress: Callable[[str, dict[str, Any]], None] | None
+    writer: SnapshotWriter,
+    out: Path,
+    progress: Callable[[str, dict[str, Any]], None] | None,
+    guard: Guard | None = None,
 ) -> None:
     """Publish a listing snapshot (environments and task ids, no task pages yet) from what
     ``writer`` has collected so far."""
@@ -168,7 +173,7 @@ def _publish_listing(
         listing.add_env(env, ids)
         for tid in ids:
             listing.add_stub(env, tid)
-    counts = _publish(listing, out, {"listing": "1"})
+    counts = _publish(listing, out, {"listing": "1"}, guard)
     if progress:
         progress("published-listing", counts)
 
@@ -190,12 +195,15 @@ def _temp_file(folder: Path) -> Path:
 
 
 def _publish(
-    writer: SnapshotWriter, out: Path, extra_meta: dict[str, str] | None = None
+    writer: SnapshotWriter,
+    out: Path,
+    extra_meta: dict[str, str] | None = None,
+    guard: Guard | None = None,
 ) -> dict[str, Any]:
     """Write, check and publish a snapshot file (removed again when anything fails)."""
     try:
         counts = writer.finish(extra_meta)
-        return publish(writer.path, out, counts)
+        return publish(writer.path, out, counts, guard)
     except BaseException:
         writer.path.unlink(missing_ok=True)
         raise

@@ -8,10 +8,12 @@ from the main index). Task pages and file bodies live in the pack beside it
 (:mod:`repogym.explorer.pack`), which is why a snapshot is small and quick to build from rows.
 
 Building and publishing are in :mod:`.snapshot_write` (the pointer ``<out>/CURRENT`` names
-``<out>/snapshots/<sha256>.sqlite`` and is written last). Read: :class:`SnapshotReader` opens
-``mode=ro&immutable=1`` URIs, polls the pointer, validates a new snapshot before swapping, and
-keeps the current one when the new one is missing, corrupt, truncated or mismatched (logged on
-``repogym.explorer``).
+``<out>/snapshots/<sha256>.sqlite`` and is written last). Each schema version also has its own
+pointer, ``<out>/CURRENT.v<N>``: after a schema bump, ``CURRENT`` names the newest schema and a
+reader of an older one follows its own versioned pointer, so it keeps a complete snapshot it can
+read. Read: :class:`SnapshotReader` opens ``mode=ro&immutable=1`` URIs, polls the pointer,
+validates a new snapshot before swapping, and keeps the current one when the new one is missing,
+corrupt, truncated or mismatched (logged on ``repogym.explorer``).
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ __all__ = [
     "read_pointer",
     "ro_uri",
     "sha256_file",
+    "source_counts",
     "validate",
+    "versioned_pointer",
 ]
 
 log = logging.getLogger("repogym.explorer")
@@ -59,6 +63,22 @@ SNAPSHOTS = "snapshots"
 
 class SnapshotError(Exception):
     """A snapshot is missing, corrupt, truncated or does not match its pointer."""
+
+
+def versioned_pointer(version: int | None = None) -> str:
+    """The name of the pointer to the newest snapshot of one schema version (default: the
+    version this code reads and writes)."""
+    return f"{POINTER}.v{SCHEMA_VERSION if version is None else version}"
+
+
+def _foreign_schema(text: str) -> bool:
+    """True when ``text`` is a pointer naming a schema version other than this reader's."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    v = data.get("schema_version") if isinstance(data, dict) else None
+    return isinstance(v, int) and not isinstance(v, bool) and v != SCHEMA_VERSION
 
 
 # ---------------------------------------------------------------------------- checks
@@ -105,6 +125,33 @@ def _db_facts(path: Path) -> dict[str, Any]:
     finally:
         db.close()
     return {"meta": meta, "counts": counts}
+
+
+def source_counts(path: Path | str) -> dict[str, dict[str, int]]:
+    """Environments and tasks per source (an environment's ``source``, else its id) of a
+    snapshot file; SnapshotError when it cannot be read."""
+    queries = (  # each environment's tasks are one rid range; older files: count the rows
+        "SELECT CASE WHEN source != '' THEN source ELSE id END, count(*),"
+        " total(max(last_task - first_task + 1, 0)) FROM envs GROUP BY 1",
+        "SELECT CASE WHEN e.source != '' THEN e.source ELSE e.id END, count(DISTINCT e.rid),"
+        " count(t.rid) FROM envs e LEFT JOIN tasks t ON t.env = e.rid GROUP BY 1",
+    )
+    try:
+        db = connect_ro(path)
+    except sqlite3.Error as exc:
+        raise SnapshotError(f"cannot open {Path(path).name}: {exc}") from None
+    error: sqlite3.Error | None = None
+    try:
+        for sql in queries:
+            try:
+                rows = db.execute(sql).fetchall()
+            except sqlite3.Error as exc:
+                error = exc
+                continue
+            return {str(s): {"envs": int(e), "tasks": int(t)} for s, e, t in rows}
+        raise SnapshotError(f"{Path(path).name}: {error}")
+    finally:
+        db.close()
 
 
 def pack_path(snapshot: Path) -> Path:
@@ -156,9 +203,10 @@ def validate(path: Path, expected: dict[str, Any] | None = None) -> dict[str, An
     return facts
 
 
-def read_pointer(out_dir: Path | str) -> dict[str, Any]:
-    """The pointer file's content; SnapshotError when missing or malformed."""
-    p = Path(out_dir) / POINTER
+def read_pointer(out_dir: Path | str, name: str = POINTER) -> dict[str, Any]:
+    """The pointer file's content (``name``: ``CURRENT`` or a :func:`versioned_pointer`);
+    SnapshotError when missing or malformed."""
+    p = Path(out_dir) / name
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -230,7 +278,9 @@ class SnapshotReader:
         self.background = poll_seconds > 0 if background is None else background
         self._lock = threading.Lock()
         self._checked = 0.0
-        self._seen: tuple[int, int, str] | None = None  # (mtime_ns, size, content) of CURRENT
+        self._seen: tuple[str, int, int, str] | None = None  # (name, mtime_ns, size, content)
+        self._foreign = ""  # the last CURRENT seen naming another schema version
+        self._last, self._last_foreign = "", False  # CURRENT's content, and whether foreign
         self._handle: Handle | None = None
         self._local = threading.local()
         self._worker: threading.Thread | None = None
@@ -294,8 +344,10 @@ class SnapshotReader:
     def _check(self, force: bool = False) -> None:
         """Stat the pointer (cheap); when it changed, validate the new snapshot.
 
-        Validation (sha256, quick_check, cache warm-up) runs on a background thread, so the
-        request that noticed the change is not slowed down; the first check is synchronous.
+        ``CURRENT`` is followed unless it names another schema version: then this version's
+        own pointer (``CURRENT.v<N>``) is, when there is one. Validation (sha256, quick_check,
+        cache warm-up) runs on a background thread, so the request that noticed the change is
+        not slowed down; the first check is synchronous.
         """
         if not self._lock.acquire(blocking=force):
             return  # another thread is checking; keep serving the current snapshot
@@ -309,26 +361,39 @@ class SnapshotReader:
                 content = p.read_text(encoding="utf-8")
             except OSError:
                 if self._handle is None and self._seen is None:
-                    self._seen = (0, 0, "")
+                    self._seen = ("", 0, 0, "")
                     log.warning("explorer snapshot pointer %s is missing", p)
                 return
-            key = (st.st_mtime_ns, st.st_size, content)
+            name = POINTER
+            if content != self._last:  # parsed once per change (a few hundred bytes)
+                self._last, self._last_foreign = content, _foreign_schema(content)
+            if self._last_foreign:  # a newer (or older) schema: follow this one's own
+                newest, own = content, self.out_dir / versioned_pointer()
+                # none of this version: the newest is checked (and rejected)
+                with contextlib.suppress(OSError):
+                    st, content, name = own.stat(), own.read_text(encoding="utf-8"), own.name
+                if name != POINTER and newest != self._foreign:
+                    self._foreign = newest
+                    why = f"{POINTER} names another schema version than {SCHEMA_VERSION}"
+                    self.rejected.append(why)
+                    log.warning("explorer snapshot rejected: %s; following %s", why, name)
+            key = (name, st.st_mtime_ns, st.st_size, content)
             if key == self._seen:
                 return
             self._seen = key
             if force or not self.background:
-                self._load()
+                self._load(name)
             else:
                 self._worker = threading.Thread(
-                    target=self._load, name="explorer-snapshot-check", daemon=True
+                    target=self._load, args=(name,), name="explorer-snapshot-check", daemon=True
                 )
                 self._worker.start()
         finally:
             self._lock.release()
 
-    def _load(self) -> None:
+    def _load(self, name: str = POINTER) -> None:
         try:
-            pointer = read_pointer(self.out_dir)
+            pointer = read_pointer(self.out_dir, name)
             if self._handle is not None and pointer.get("sha256") == self._handle.version:
                 return
             path = self.out_dir / pointer["file"]

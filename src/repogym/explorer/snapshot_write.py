@@ -3,10 +3,12 @@
 Build (:class:`SnapshotWriter`): one temp SQLite file on local disk (bulk-load PRAGMAs,
 executemany); the task FTS index of a big build is made by a helper process beside it and
 copied in. Publish (:func:`publish`): checks (size, sha256, schema version, row counts,
-``PRAGMA quick_check``, the pack it was built with is there), rename to
-``<out>/snapshots/<sha256>.sqlite``, then the pointer ``<out>/CURRENT`` written last by atomic
-replace; older snapshot files beyond :data:`KEEP_SNAPSHOTS` are removed. The tables are
-described in :mod:`.snapshot`.
+``PRAGMA quick_check``, the pack it was built with is there, an optional guard such as the
+shrink guard of :mod:`.refresh`), rename to ``<out>/snapshots/<sha256>.sqlite``, then the
+pointers written last by atomic replace: ``<out>/CURRENT.v<N>`` for the schema version, then
+``<out>/CURRENT`` unless it names a newer schema; older snapshot files beyond
+:data:`KEEP_SNAPSHOTS` are removed, never one a pointer names. The tables are described in
+:mod:`.snapshot`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +37,21 @@ from repogym.explorer.snapshot import (
     SCHEMA_VERSION,
     SNAPSHOTS,
     SnapshotError,
+    read_pointer,
     sha256_file,
+    source_counts,
     validate,
+    versioned_pointer,
 )
 
-__all__ = ["HELPER_MIN_TASKS", "KEEP_SNAPSHOTS", "SCHEMA", "SnapshotWriter", "publish"]
+__all__ = ["HELPER_MIN_TASKS", "KEEP_SNAPSHOTS", "SCHEMA", "Guard", "SnapshotWriter", "publish"]
 
 log = logging.getLogger("repogym.explorer")
 
 KEEP_SNAPSHOTS = 3  # older snapshot files are removed (open readers keep their file handles)
+# Called with the output folder and the new snapshot's counts ({"envs", "tasks", "sources"})
+# before anything is published; it raises (a SnapshotError) to keep the published snapshot.
+Guard = Callable[[Path, dict[str, Any]], None]
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 SCHEMA = """
@@ -398,8 +406,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
-def publish(built: Path, out_dir: Path | str, counts: dict[str, int]) -> dict[str, Any]:
-    """Check ``built``, move it to ``snapshots/<sha256>.sqlite``, then write the pointer last."""
+def publish(
+    built: Path, out_dir: Path | str, counts: dict[str, int], guard: Guard | None = None
+) -> dict[str, Any]:
+    """Check ``built`` (and ask ``guard``), move it to ``snapshots/<sha256>.sqlite``, then
+    write the pointers last."""
     out = Path(out_dir)
     snaps = out / SNAPSHOTS
     snaps.mkdir(parents=True, exist_ok=True)
@@ -419,6 +430,8 @@ def publish(built: Path, out_dir: Path | str, counts: dict[str, int]) -> dict[st
             )
     if built.stat().st_size != size:
         raise SnapshotError("snapshot changed while being checked")
+    if guard is not None:
+        guard(out, {**facts["counts"], "sources": source_counts(built)})
     final = snaps / f"{digest}.sqlite"
     os.replace(built, final)
     _fsync_dir(snaps)
@@ -431,18 +444,43 @@ def publish(built: Path, out_dir: Path | str, counts: dict[str, int]) -> dict[st
         "built_at": facts["meta"].get("built_at", ""),
         "pack_id": facts["meta"].get("pack_id", ""),
     }
-    _atomic_write(out / POINTER, (json.dumps(pointer, indent=2) + "\n").encode())
+    data = (json.dumps(pointer, indent=2) + "\n").encode()
+    _atomic_write(out / versioned_pointer(), data)  # readers of this schema version
+    if _newest_schema(out) <= SCHEMA_VERSION:  # a newer schema's indexer keeps CURRENT
+        _atomic_write(out / POINTER, data)
     _prune(snaps, keep=final)
     return {"snapshot": str(final), "pointer": str(out / POINTER), **pointer}
 
 
+def _newest_schema(out: Path) -> int:
+    """The schema version ``out/CURRENT`` names (0: none, or unreadable)."""
+    try:
+        v = read_pointer(out).get("schema_version")
+    except SnapshotError:
+        return 0
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def _named(snaps: Path) -> set[str]:
+    """The snapshot files some pointer in the folder names (``CURRENT``, ``CURRENT.v<N>``)."""
+    names: set[str] = set()
+    for p in snaps.parent.glob(f"{POINTER}*"):
+        if p.name == POINTER or p.name.startswith(f"{POINTER}.v"):
+            try:
+                names.add(Path(read_pointer(snaps.parent, p.name)["file"]).name)
+            except SnapshotError:
+                continue
+    return names
+
+
 def _prune(snaps: Path, keep: Path) -> None:
+    named = _named(snaps)  # the current snapshot of every schema version stays
     files = sorted(
-        (p for p in snaps.glob("*.sqlite") if p != keep),
+        (p for p in snaps.glob("*.sqlite") if p != keep and p.name not in named),
         key=lambda p: p.stat().st_mtime,
         reverse=True,
     )
-    for old in files[KEEP_SNAPSHOTS - 1 :]:
+    for old in files[max(KEEP_SNAPSHOTS - 1 - len(named - {keep.name}), 0) :]:
         old.unlink(missing_ok=True)
     for tmp in snaps.glob(".build-*.sqlite"):
         try:
