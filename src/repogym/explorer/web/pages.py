@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
-from repogym.explorer.web import markdown
+from repogym.explorer.web import markdown, seo
 from repogym.explorer.web.highlight import highlight, highlight_lines, language_for
+from repogym.explorer.web.seo import PageMeta, head_tags
 
 FACET_LABELS = {
     "kind": "Kind",
@@ -102,15 +103,19 @@ TOPSEARCH = (
 )
 
 
-def layout(title: str, body: str, assets: Assets, *, topsearch: bool = True) -> str:
+def layout(
+    title: str, body: str, assets: Assets, *, topsearch: bool = True, meta: PageMeta | None = None
+) -> str:
     """The base template: head with the versioned CSS/JS, a top bar with the theme toggle.
-    Control characters anywhere in the page are made visible text."""
+    ``meta`` gives the description and canonical path of the title, description, canonical and
+    preview tags (:func:`.seo.head_tags`). Control characters anywhere in the page are made
+    visible text."""
     return visible_controls(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         '<meta name="color-scheme" content="light dark">'
-        f"<title>{e(title)} · repogym explorer</title>"
-        f'<link rel="stylesheet" href="{e(assets.css)}">'
+        + head_tags(title, meta)
+        + f'<link rel="stylesheet" href="{e(assets.css)}">'
         f'<link rel="icon" href="{e(assets.icon)}" type="image/svg+xml">'
         f'<script src="{e(assets.js)}"></script>'
         + (f'<script src="{e(assets.runs)}" defer></script>' if assets.runs else "")
@@ -295,7 +300,17 @@ def home(
         f"{'s' if total != 1 else ''}</p>{sorts}</div>{cards}{pager}"
         f"{_task_hits(tasks, state.q)}</section></div></div>"
     )
-    return layout("Search" if not state.q else state.q, body, assets, topsearch=False)
+    plain = not (state.q or state.kind or state.filters) and state.sort == "relevance"
+    plain = plain and state.page == 1
+    meta = PageMeta(
+        description=(
+            seo.SITE_DESCRIPTION
+            if not state.q
+            else f"{total} environment{'s' if total != 1 else ''} matching {state.q}"
+        ),
+        path="/" if plain else None,
+    )
+    return layout("Search" if not state.q else state.q, body, assets, topsearch=False, meta=meta)
 
 
 def _task_hits(tasks: Mapping | None, q: str) -> str:
@@ -389,7 +404,8 @@ def env_page(env: Mapping, tasks: Mapping, q: str, page: int, assets: Assets) ->
         f'<div id="results"><p class="count">{total} task{"s" if total != 1 else ""}</p>'
         f"{items}{pager}</div></section>"
     )
-    return layout(env.get("title") or eid, body, assets)
+    meta = PageMeta(seo.env_description(env), env_url(eid), index=not env.get("private"))
+    return layout(env.get("title") or eid, body, assets, meta=meta)
 
 
 def _section(sec: Mapping) -> str:
@@ -514,7 +530,8 @@ def task_page(
             else ""
         )
     )
-    return layout(doc.get("title") or task_id, body, assets)
+    meta = PageMeta(seo.task_description(doc), here, kind="article")
+    return layout(doc.get("title") or task_id, body, assets, meta=meta)
 
 
 def error_page(status: int, message: str, assets: Assets) -> str:
@@ -525,4 +542,4 @@ def error_page(status: int, message: str, assets: Assets) -> str:
         f'<section class="error"><h1>{e(title)}</h1><p>{e(message)}</p>'
         '<p><a href="/">Back to the environments</a></p></section>'
     )
-    return layout(title, body, assets)
+    return layout(title, body, assets, meta=PageMeta(message, index=False))
