@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "images",
     "dataset",
     "explore",
+    "explore_admin",
     "mcp",
     "cluster",
 )

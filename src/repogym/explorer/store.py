@@ -122,9 +122,13 @@ class Store:
         sort: str = "relevance",
         page: int = 1,
         size: int = 24,
+        exclude: frozenset[str] = frozenset(),
     ) -> dict:
-        """A page of environment cards, the total, and each facet's counts."""
-        c, picked, total, page, size, facets, _ = self._search(q, kind, filters, sort, page, size)
+        """A page of environment cards, the total, and each facet's counts (the environments
+        ``exclude`` names left out, as if absent)."""
+        c, picked, total, page, size, facets, _ = self._search(
+            q, kind, filters, sort, page, size, exclude
+        )
         items = [dict(c.cards[r]) for r in picked]
         return {"items": items, "total": total, "page": page, "size": size, "facets": facets}
 
@@ -136,10 +140,13 @@ class Store:
         sort: str = "relevance",
         page: int = 1,
         size: int = 24,
+        exclude: frozenset[str] = frozenset(),
     ) -> bytes:
         """:meth:`search` as compact JSON (UTF-8), the same bytes as serialising its answer;
         each card is serialised once per snapshot."""
-        c, picked, total, page, size, _, facets = self._search(q, kind, filters, sort, page, size)
+        c, picked, total, page, size, _, facets = self._search(
+            q, kind, filters, sort, page, size, exclude
+        )
         cards = c.cards_json
         parts = []
         for r in picked:
@@ -158,6 +165,7 @@ class Store:
         sort: str,
         page: int,
         size: int,
+        exclude: frozenset[str] = frozenset(),
     ) -> tuple[EnvCache, list[int], int, int, int, dict[str, dict[str, int]], str]:
         page, size = paging(page, size)
         h, db = self.reader.acquire()
@@ -166,13 +174,17 @@ class Store:
         if kind:
             flt["kind"] = {str(kind)}
         fts, short = env_match(q)
-        key = (fts, tuple(short), tuple(sorted((k, tuple(sorted(v))) for k, v in flt.items())))
+        gone = tuple(sorted(e for e in exclude if e in c.by_id))
+        flat = tuple(sorted((k, tuple(sorted(v))) for k, v in flt.items()))
+        key: tuple[Any, ...] = (fts, tuple(short), flat)
+        if gone:  # the plain key stays as it was: the other caches' entries keep working
+            key += (gone,)
         # what a query selects (matches, their count, facet counts) does not depend on its
         # sort or page: kept per snapshot, so paging and re-sorting cost only the page
         selections = self._cached(h, "env_selections", lambda: LRU(SELECTION_CACHE))
         sel = selections.get(key)
         if sel is None:
-            sel = self._select(h, db, c, q, fts, short, flt)
+            sel = self._select(h, db, c, q, fts, short, flt, gone)
             selections.put(key, sel)
         strong, match, total, facets, facets_json = sel
         start, stop = (page - 1) * size, page * size
@@ -216,9 +228,10 @@ class Store:
         fts: str | None,
         short: list[str],
         flt: dict[str, set[str]],
+        gone: tuple[str, ...] = (),
     ) -> tuple[int | None, int, int, dict[str, dict[str, int]], str]:
         """(bits of the strong hits or None without words, match bits, total, facet counts,
-        facet counts as JSON)."""
+        facet counts as JSON); the environments ``gone`` names are left out."""
         strong: int | None = None
         base = c.all_bits
         if fts is not None:
@@ -234,6 +247,8 @@ class Store:
                     log.warning("environment search failed for %r: %s", q[:80], exc)
                     hit = (0, 0)
             strong, base = hit
+        for env_id in gone:
+            base &= ~(1 << c.pos_tasks[c.by_id[env_id]])
         for w in short:
             base &= c.short_bits.get(w, 0)
         chosen: dict[str, int] = {}
@@ -297,8 +312,10 @@ class Store:
         filters: dict[str, list[str]] | None = None,
         page: int = 1,
         size: int = 24,
+        exclude: frozenset[str] = frozenset(),
     ) -> dict:
-        """A page of task cards (optionally within one environment), total and facet counts."""
+        """A page of task cards (optionally within one environment), total and facet counts;
+        the tasks of the environments ``exclude`` names are left out."""
         page, size = paging(page, size)
         h, db = self.reader.acquire()
         c = self._envs(h, db)
@@ -311,6 +328,10 @@ class Store:
                 return empty
             where.append("t.rid BETWEEN ? AND ?")
             args.extend(c.task_range[rid])
+        for gone in sorted(exclude):
+            if (grid := c.by_id.get(str(gone))) is not None:
+                where.append("t.rid NOT BETWEEN ? AND ?")
+                args.extend(c.task_range[grid])
         match = tasks_match(q)
         if q and match is None and query_words(q):
             match = None  # only punctuation: treated as no words

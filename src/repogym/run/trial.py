@@ -221,6 +221,16 @@ class TrialRunner:
             with contextlib.suppress(Exception):
                 trial.close()
 
+    def stop_trial(self, trial_name: str) -> bool:
+        """End the running trial named ``trial_name`` as :meth:`interrupt` would, leaving the
+        others running; False when no such trial runs."""
+        with self._live_lock:
+            found = [t for t in self._live.values() if t.trial_name == trial_name]
+        for trial in found:
+            with contextlib.suppress(Exception):
+                trial.close()
+        return bool(found)
+
     def build(self, task: Task, log: Path | None = None) -> BuiltEnvironment:
         """The task's agent environment, built once; a task the runner cannot run is refused
         here (:class:`~repogym.run.preflight.UnsupportedTask`), before any build work."""
