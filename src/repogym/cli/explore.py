@@ -64,6 +64,43 @@ OpenEnvOpt = Annotated[
     list[str] | None,
     typer.Option("--openenv", metavar="URL", help="A live OpenEnv server URL (repeatable)."),
 ]
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Follow the curation settings 'repogym explore admin --data DIR' writes "
+        "(hidden/pinned environments, banner, runs on/off, stop requests).",
+    ),
+]
+
+
+def _public_url(value: str | None) -> str | None:
+    """Check ``--public-url`` and hand it to the app (and worker processes) through
+    ``$REPOGYM_PUBLIC_URL``, where the explorer reads it."""
+    import os
+
+    from repogym.explorer.web.seo import PUBLIC_URL_ENV, normalize_public_url
+
+    if value:
+        try:
+            os.environ[PUBLIC_URL_ENV] = normalize_public_url(value)
+        except ValueError as exc:
+            raise bad_input(f"--public-url: {exc}") from None
+    return value
+
+
+PublicUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--public-url",
+        metavar="URL",
+        envvar="REPOGYM_PUBLIC_URL",
+        callback=_public_url,
+        help="The explorer's public address (https://explore.example.org): the base of the "
+        "sitemap's URLs, canonical links and link previews. Default: the request's Host when "
+        "it is an allowed name.",
+    ),
+]
 
 
 def bundled_examples() -> Path | None:
@@ -158,6 +195,27 @@ def _open_or_exit(
     return store, t0
 
 
+def _run_options_or_exit(
+    runs: bool,
+    workers: int,
+    runs_dir: Path | None,
+    run_tasks: list[Path] | None,
+    limit: list[str] | None,
+    sandbox: str,
+) -> None:
+    """Bad run options end the command before the index starts its threads (an exit while
+    they run can crash the interpreter's shutdown)."""
+    if runs and workers == 1:  # before anything is announced: the records' folder works
+        output_folder_or_exit(runs_dir or er.default_runs_dir(), "--runs-dir")
+    for p in run_tasks or []:
+        if not p.is_dir():
+            raise bad_input(f"--run-tasks {p}: no such folder")
+    if workers == 1:
+        trusted_folders_or_exit([str(p) for p in run_tasks or []], limit)
+        if runs:
+            sandbox_or_exit(sandbox)
+
+
 @explore_app.command(DEFAULT_COMMAND)
 def explore_serve(
     paths: PathsArg = None,
@@ -187,22 +245,17 @@ def explore_serve(
     allow_internal_endpoints: er.InternalOpt = None,
     runs_visibility: er.VisibilityOpt = "public",
     sandbox: SandboxOpt = "local",
+    public_url: PublicUrlOpt = None,
+    data: DataOpt = None,
 ) -> None:
     """Serve the explorer (the default: 'repogym explore PATH...' is this command)."""
     if out_dir is not None:
         raise bad_input("--out belongs to 'repogym explore index PATH... --out DIR'")
     paths = _serve_paths(list(paths or []), hub, list(openenv or []), snapshot, workers, limit)
-    if runs and workers == 1:  # before anything is announced: the records' folder works
-        output_folder_or_exit(runs_dir or er.default_runs_dir(), "--runs-dir")
-    # Bad run options end the command before the index starts its threads (an exit while
-    # they run can crash the interpreter's shutdown).
-    for p in run_tasks or []:
-        if not p.is_dir():
-            raise bad_input(f"--run-tasks {p}: no such folder")
-    if workers == 1:
-        trusted_folders_or_exit([str(p) for p in run_tasks or []], limit)
-        if runs:
-            sandbox_or_exit(sandbox)
+    _run_options_or_exit(runs, workers, runs_dir, run_tasks, limit, sandbox)
+    from repogym.cli import explore_admin as ea
+
+    curation = ea.curation_or_exit(data, workers)
     store, t0 = _open_or_exit(paths, snapshot, hub, list(openenv or []), host, port)
     from repogym.explorer.web import create_app
     from repogym.explorer.web import serve as web
@@ -247,7 +300,10 @@ def explore_serve(
     if service is not None:
         where = service.why_disabled() or f"records in {service.records.path}"
         err.print(f"explorer: runs from task pages: {where}")
-    server_app = create_app(store, mcp_hosts=mcp_hosts, runs=service, mounts=explorer_mounts)
+    ea.watch_stops(curation, service)
+    server_app = create_app(
+        store, mcp_hosts=mcp_hosts, runs=service, mounts=explorer_mounts, curation=curation
+    )
     web.serve(server_app, host=host, port=port)
 
 
@@ -268,9 +324,32 @@ def explore_index(
     openenv: OpenEnvOpt = None,
     limit: LimitOpt = None,
     json_out: JsonOpt = False,
+    schedule: Annotated[
+        str | None,
+        typer.Option(
+            "--schedule",
+            metavar="EVERY",
+            help="Keep running: rebuild and publish every EVERY (hourly, daily, 30m, 6h, 90s) "
+            "until SIGINT/SIGTERM; one log line per round.",
+        ),
+    ] = None,
+    shrink_ratio: Annotated[
+        float,
+        typer.Option(
+            "--shrink-guard",
+            metavar="RATIO",
+            help="Keep the published snapshot when the new one has fewer than RATIO of its "
+            "environments or tasks, overall or per source (0 turns the guard off).",
+        ),
+    ] = 0.8,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Publish even when the shrink guard refuses (once)."),
+    ] = False,
 ) -> None:
     """Build and publish a snapshot of the sources in --out DIR (serve it with
-    'repogym explore --snapshot DIR'). A failed run leaves nothing new in DIR."""
+    'repogym explore --snapshot DIR'). A failed run leaves nothing new in DIR; a listing that
+    shrank below the shrink guard is not published (exit 3)."""
     paths = list(paths or [])
     sources = list(openenv or [])
     if out_dir is None:
@@ -279,15 +358,33 @@ def explore_index(
         raise bad_input(f"--out {out_dir}: exists and is not a folder")
     if not paths and not hub and not sources:
         raise bad_input("repogym explore index needs at least one PATH (or --hub / --openenv)")
+    from repogym.explorer import refresh
+
+    try:
+        interval = refresh.parse_schedule(schedule) if schedule is not None else None
+        guard = refresh.shrink_guard(shrink_ratio)
+    except ValueError as exc:
+        raise bad_input(str(exc)) from None
     trusted_folders_or_exit(paths, limit)
     from repogym.explorer.adapters.base import AdapterError
     from repogym.explorer.build import build_snapshot
     from repogym.explorer.pack import PackError
     from repogym.explorer.snapshot import SnapshotError
 
+    if interval is not None:
+        _index_schedule(paths, out_dir, hub, sources, limit, interval, guard, force, json_out)
+        return
     try:
         with leave_nothing_on_failure(out_dir):
-            info = build_snapshot(paths, out_dir, hub=hub, openenv=sources)
+            info = build_snapshot(
+                paths, out_dir, hub=hub, openenv=sources, guard=None if force else guard
+            )
+    except refresh.ShrinkRefused as exc:
+        if json_out:
+            line = {"published": False, "reason": str(exc), "problems": exc.problems}
+            sys.stdout.write(json.dumps(line) + "\n")
+        fail(str(exc))
+        raise typer.Exit(3) from None
     except (AdapterError, SnapshotError, PackError, OSError, ValueError) as exc:
         raise bad_input(str(exc)) from None
     if json_out:
@@ -303,3 +400,36 @@ def explore_index(
         )
         for line in info.get("errors") or []:
             err.print(f"skipped: {escape(str(line))}")
+
+
+def _index_schedule(
+    paths: list[str],
+    out_dir: Path,
+    hub: bool,
+    sources: list[str],
+    limit: list[str] | None,
+    interval: float,
+    guard: Any,
+    force: bool,
+    json_out: bool,
+) -> None:
+    """``explore index --schedule``: rounds until SIGINT/SIGTERM (exit 0)."""
+    from repogym.explorer import refresh
+    from repogym.explorer.build import build_snapshot
+
+    def build(checked: Any) -> dict[str, Any]:
+        try:  # tasks added since the last round pass the trust boundary too
+            trusted_folders_or_exit(paths, limit)
+        except typer.Exit:
+            raise ValueError("tasks refused at the trust boundary (see above)") from None
+        return build_snapshot(paths, out_dir, hub=hub, openenv=sources, guard=checked)
+
+    def on_round(r: dict[str, Any]) -> None:
+        if json_out:
+            sys.stdout.write(json.dumps(r, default=str) + "\n")
+            sys.stdout.flush()
+        else:
+            out.print(escape(refresh.format_round(r)), soft_wrap=True)
+
+    why = refresh.run_schedule(build, interval, guard=guard, force=force, on_round=on_round)
+    err.print(f"explore index: stopped ({escape(why)})")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import hashlib
 import ipaddress
 import logging
@@ -150,6 +151,10 @@ def _loopback(client: str) -> bool:
         return False
 
 
+class RunStopped(Exception):
+    """A rollout ended on request (the message says why)."""
+
+
 class LiveRun:
     """A run in progress: its record, its events so far, and the SSE readers waiting."""
 
@@ -240,6 +245,7 @@ class RunService:
                 fh.write(secrets.token_hex(32))
         self._salt = salt_file.read_text().strip().encode()
         self._live: dict[str, LiveRun] = {}
+        self._stops: dict[str, str] = {}  # run id -> why it was asked to stop
         self._lock = threading.Lock()
         self._build_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
         self._by_client: dict[str, collections.deque[float]] = {}
@@ -385,6 +391,7 @@ class RunService:
             task = load_task(work.located.path)
             agent = self._agent(work.request)
             runner = self._trial_runner()
+            self._raise_if_stopped(rec.id)
             # one build per task; a failed build is reported by the trial itself
             with self._build_locks[str(work.located.path)], contextlib.suppress(Exception):
                 runner.build(task, log=out / "build.log")
@@ -394,8 +401,9 @@ class RunService:
                 out_dir=out / "trial",
                 trial_name=rec.id,
                 agent_timeout_s=self.limits.time_limit_s,
-                on_event=live.emit,
+                on_event=functools.partial(self._emit_unless_stopped, live),
             )
+            self._raise_if_stopped(rec.id)
             vr, ar = outcome.record.verifier_result, outcome.record.agent_result
             rec.reward = outcome.reward
             rec.rewards = vr.rewards if vr else None
@@ -415,7 +423,36 @@ class RunService:
             except Exception as exc:  # noqa: BLE001
                 log.warning("run %s: could not store its record: %s", rec.id, exc)
             live.finish()
+            with self._lock:
+                self._stops.pop(rec.id, None)
             shutil.rmtree(out, ignore_errors=True)
+
+    def stop(self, run_id: str, reason: str) -> bool:
+        """Ask a queued or running rollout to end: its sandbox is closed (its agent and
+        verifier die with it) and it is recorded as an error saying ``reason``. False when
+        the run is not in progress in this process."""
+        live = self.live(run_id)
+        if live is None or live.done:
+            return False
+        with self._lock:
+            first = run_id not in self._stops
+            self._stops[run_id] = reason
+        if first:
+            live.emit("status", {"status": "stopping", "reason": reason})
+        if self._runner is not None:
+            self._runner.stop_trial(run_id)
+        return True
+
+    def _emit_unless_stopped(self, live: LiveRun, kind: str, data: dict[str, Any]) -> None:
+        """The trial's event sink: ends the trial (by raising) once a stop was asked."""
+        self._raise_if_stopped(live.record.id)
+        live.emit(kind, data)
+
+    def _raise_if_stopped(self, run_id: str) -> None:
+        with self._lock:
+            reason = self._stops.get(run_id)
+        if reason is not None:
+            raise RunStopped(reason)
 
     # -- reading
 
@@ -427,7 +464,11 @@ class RunService:
         """Whether the visitor ``owner`` may see ``rec``."""
         if owner and rec.owner == owner:
             return True
-        return self.limits.visibility == "public" and rec.status in FINAL and rec.graded
+        if self.limits.visibility != "public" or rec.status not in FINAL or not rec.graded:
+            return False
+        # A private dataset's runs stay with whoever started them.
+        env = self.docs.env(rec.env)
+        return env is not None and not env.get("private")
 
     def get(self, run_id: str, owner: str, *, events: bool = False) -> RunRecord | None:
         """The run as the visitor may see it (None: absent or not theirs to see)."""

@@ -277,6 +277,35 @@ class RunStore:
         found = {r.id: r for r in self._select(f"WHERE id IN ({','.join('?' * len(ids))})", ids)}
         return [found[i] for i in ids if i in found]
 
+    def graded(
+        self, *, env: str | None = None, limit: int = 1000, offset: int = 0
+    ) -> list[RunRecord]:
+        """Finished runs with a reward (of runs started from ``env``), newest first."""
+        where = "WHERE status IN ('done','error') AND reward IS NOT NULL"
+        args: list[Any] = []
+        if env is not None:
+            where += " AND env=?"
+            args.append(env)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM runs {where} ORDER BY finished DESC, id LIMIT ? OFFSET ?",
+                (*args, limit, offset),
+            ).fetchall()
+        return [_record(r) for r in rows]
+
+    def tried(self, env: str) -> set[str]:
+        """Ids of ``env``'s tasks that have a graded run: started from ``env``, or of the same
+        task (content hash) from anywhere, where that hash is known."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT task FROM runs WHERE env=? AND reward IS NOT NULL"
+                " AND status IN ('done','error')"
+                " UNION SELECT tk.task FROM task_keys tk JOIN runs r ON r.key = tk.key"
+                " WHERE tk.env=? AND r.reward IS NOT NULL AND r.status IN ('done','error')",
+                (env, env),
+            ).fetchall()
+        return {r[0] for r in rows}
+
     def count_since(self, owner: str, since: float) -> int:
         with self._lock:
             (n,) = self._db.execute(

@@ -49,6 +49,9 @@ def create_app(
     runs: Any = None,
     play: bool = True,
     mounts: MountFactory | None = None,
+    public_url: str | None = None,
+    hidden: Callable[[str], bool] | None = None,
+    curation: Any = None,
 ) -> Any:
     """Build the explorer web app over ``store`` (a ``repogym.explorer.store.Store``).
 
@@ -63,14 +66,34 @@ def create_app(
     the caller's ASGI apps, built for the ``Host`` names ``mcp_hosts`` (None: any): the MCP
     endpoints and bridges of :func:`repogym.mcp.web.explorer_mounts`. ``play`` adds the OpenEnv
     playground ``/play/<env>`` and its API ``/api/play/<env>/…`` (:mod:`.routes_play`; same
-    ``Host`` names).
+    ``Host`` names). ``public_url`` (default ``$REPOGYM_PUBLIC_URL``) is the base of the absolute
+    URLs of canonical links, previews and the sitemap (:mod:`.seo`; unset: the request's
+    ``Host`` when it is one of ``mcp_hosts``); ``hidden`` names environments the sitemap leaves
+    out besides those the store's own curation hides (:mod:`.routes_seo`). ``curation`` (a
+    :class:`repogym.explorer.curation.CurationReader`) applies the admins' settings per
+    request: the store is wrapped in a :class:`repogym.explorer.curated.CuratedStore` (hidden
+    environments gone everywhere, pins first; ``hidden`` defaults to its hidden ones) and
+    :class:`.curation_web.CurationMiddleware` adds the banner and turns runs off.
     """
     from fastapi import FastAPI
     from starlette.middleware.gzip import GZipMiddleware
 
-    from repogym.explorer.web import routes_api, routes_pages, routes_play, routes_static
+    from repogym.explorer.web import (
+        routes_api,
+        routes_pages,
+        routes_play,
+        routes_seo,
+        routes_static,
+    )
     from repogym.explorer.web.context import Context
+    from repogym.explorer.web.seo import PublicBase, configured_public_url
 
+    if curation is not None:
+        from repogym.explorer.curated import CuratedRuns, CuratedStore
+
+        store = CuratedStore(store, curation)
+        hidden = hidden or curation.hidden
+        runs = CuratedRuns(runs, curation) if runs is not None else None
     ctx = Context(store, result_cache=result_cache)
     ctx.runs = runs
     mounted = list(mounts(store, mcp_hosts)) if mcp and mounts is not None else []
@@ -86,20 +109,49 @@ def create_app(
     app.include_router(routes_static.router(ctx))
     app.include_router(routes_api.router(ctx))
     app.include_router(routes_pages.router(ctx))
+    app.include_router(routes_seo.router(ctx, hidden=hidden))
     if runs is not None:
-        from repogym.explorer.web import routes_runs
-
-        app.include_router(routes_runs.router(ctx, runs, allowed_hosts=mcp_hosts))
+        _include_runs(app, ctx, runs, mcp_hosts, hidden=hidden, curation=curation)
     if play_hub is not None:
         app.include_router(routes_play.router(ctx, play_hub, allowed_hosts=mcp_hosts))
     for prefix, sub in mounted:
         app.mount(prefix, sub)
+    if curation is not None:
+        from repogym.explorer.web.curation_web import CurationMiddleware, curation_api
+
+        app.include_router(curation_api(curation))
+        app.add_middleware(CurationMiddleware, curation=curation)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(PublicBase, public_url=configured_public_url(public_url), hosts=mcp_hosts)
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN)
     if fast_search:
         # in front of the whole FastAPI app, its own middleware stack included
         return SearchFastPath(app, store=store, results=ctx.results)
     return app
+
+
+def _include_runs(
+    app: Any,
+    ctx: Any,
+    runs: Any,
+    hosts: Sequence[str] | None,
+    *,
+    hidden: Callable[[str], bool] | None,
+    curation: Any,
+) -> None:
+    """The runs API and pages, and the community view over the same run records."""
+    from repogym.explorer.community import Community
+    from repogym.explorer.web import routes_community, routes_runs
+
+    app.include_router(routes_runs.router(ctx, runs, allowed_hosts=hosts))
+    community = Community(
+        ctx.store,
+        runs.records,
+        hidden=hidden,
+        removed=curation.rollout_hidden if curation is not None else None,
+    )
+    public = runs.limits.visibility == "public"
+    app.include_router(routes_community.router(ctx, community, public=public))
 
 
 def _lifespan(parts: Sequence[Any]) -> Any:
