@@ -273,7 +273,7 @@ def test_banner_on_every_page_escaped(pair: Pair) -> None:
     _wait(lambda: "Maintenance" in pair.http.get("/d/alpha").text, "banner shown")
     for path in pages:
         page = pair.http.get(path).text
-        assert '<details class="banner" open' in page, path
+        assert '<details class="banner" open role="note" data-banner=' in page, path
         assert "Maintenance &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; tonight" in page
         assert '<script>alert("x")' not in page
         assert 'href="https://example.org/a?b=1&amp;c=2"' in page and ">details</a>" in page

@@ -138,3 +138,35 @@ def test_browse_search_read(base_url: str, browser, size: str, scheme: str) -> N
     finally:
         context.close()
     assert problems == []
+
+
+def test_a_closed_banner_stays_closed_until_it_changes(browser, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The admins' banner, closed once by a visitor, is closed on the next pages; a new banner
+    opens again."""
+    from repogym.explorer.curation import CurationReader, SettingsFile
+
+    settings = SettingsFile(tmp_path)
+
+    def say(text: str) -> None:
+        def edit(s):  # type: ignore[no-untyped-def]
+            s["banner"] = {"text": text, "link": "https://example.org/notice", "link_text": "more"}
+
+        settings.change("test", "banner", edit)
+
+    say("Maintenance tonight")
+    app = create_app(open_store([str(EXAMPLES)]), curation=CurationReader(tmp_path, interval=0))
+    with serve(app) as url:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(url + "/")
+        assert page.is_visible("details.banner p")
+        page.click("details.banner summary")
+        assert not page.is_visible("details.banner p")
+        page.goto(url + "/d/tasks")
+        page.wait_for_load_state("domcontentloaded")
+        assert page.eval_on_selector("details.banner", "el => el.open") is False
+        say("New notice")
+        page.goto(url + "/t/tasks/hello-file")  # a page not in the browser's cache (max-age)
+        assert page.eval_on_selector("details.banner", "el => el.open") is True
+        assert "New notice" in page.inner_text("details.banner")
+        context.close()

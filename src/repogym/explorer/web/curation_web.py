@@ -14,6 +14,7 @@ collections and the banner. Hidden environments are the store's business
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -35,8 +36,12 @@ def banner_html(banner: Banner) -> str:
             f' <a href="{html.escape(banner.link)}" rel="noopener noreferrer nofollow">'
             f"{html.escape(label)}</a>"
         )
+    # Its id is a digest of what it says: a visitor who closed it sees it closed on every page
+    # (app.js keeps the id), until the admins say something else.
+    ident = hashlib.sha256(f"{banner.text}\n{banner.link}".encode()).hexdigest()[:16]
     return (
-        '<details class="banner" open role="note"><summary aria-label="Show or close the notice"'
+        f'<details class="banner" open role="note" data-banner="{ident}">'
+        '<summary aria-label="Show or close the notice"'
         ' title="Close">Notice ×</summary>'
         f"<p>{html.escape(banner.text)}{link}</p></details>"
     )

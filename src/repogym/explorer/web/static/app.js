@@ -81,5 +81,15 @@
     markLines();
   }
 
-  document.addEventListener("DOMContentLoaded", function () { setupTheme(); setupSearch(); setupLines(); });
+  function setupBanner() {
+    var b = document.querySelector("details.banner[data-banner]"), BKEY = "repogym-banner-closed";
+    if (!b) return;
+    var id = b.getAttribute("data-banner");
+    try { if (localStorage.getItem(BKEY) === id) b.removeAttribute("open"); } catch (e) { /* storage off */ }
+    b.addEventListener("toggle", function () {
+      try { if (b.open) localStorage.removeItem(BKEY); else localStorage.setItem(BKEY, id); } catch (e) { /* storage off */ }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { setupTheme(); setupSearch(); setupLines(); setupBanner(); });
 })();
