@@ -63,6 +63,14 @@ async def _send_json(send: Any, status: int, obj: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+async def _send_whole(send: Any, start: dict, body: bytes) -> None:
+    """Send a buffered answer whose body was rewritten: its start with the new length."""
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def curation_api(curation: CurationReader) -> Any:
     """``GET /api/curation``: the pinned and featured environments, the collections and the
     banner, hidden environments left out (a router)."""
@@ -174,12 +182,7 @@ class CurationMiddleware:
                 body = json.dumps(obj).encode()
             except (ValueError, AttributeError):
                 pass
-            headers = [
-                (k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"
-            ]
-            headers.append((b"content-length", str(len(body)).encode()))
-            await send({**start, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            await _send_whole(send, start, body)
 
         await self.app(scope, receive, capture)
 
@@ -210,12 +213,7 @@ class CurationMiddleware:
             if message.get("more_body"):
                 return
             body = self._edit(b"".join(parts), banner, refusal_all)
-            headers = [
-                (k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"
-            ]
-            headers.append((b"content-length", str(len(body)).encode()))
-            await send({**start, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            await _send_whole(send, start, body)
 
         await self.app(scope, receive, capture)
 
