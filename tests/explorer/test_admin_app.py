@@ -253,15 +253,24 @@ def test_collections_and_featured(pair: Pair) -> None:
     cur = pair.http.get("/api/curation").json()
     assert cur["collections"] == {"Starters": ["alpha", "beta"]}
     assert pair.http.get("/api/envs/alpha").json()["featured"] is True
+    home = pair.http.get("/").text  # the plain home page shows both, above the listing
+    assert '<section class="featured"' in home and 'href="/d/alpha"' in home.split("results")[0]
+    assert 'href="/c/Starters"' in home
+    assert "featured" not in pair.http.get("/", params={"q": "alpha"}).text.split("results")[0]
+    page = pair.http.get("/c/Starters")
+    assert page.status_code == 200
+    assert 'href="/d/alpha"' in page.text and 'href="/d/beta"' in page.text
     pair.change("hide", env="beta", hidden=True)  # a hidden member leaves the collection
     _wait(
         lambda: pair.http.get("/api/curation").json()["collections"]["Starters"] == ["alpha"],
         "collection without the hidden one",
     )
+    assert 'href="/d/beta"' not in pair.http.get("/c/Starters").text
     pair.change("hide", env="beta", hidden=False)
     pair.change("collection", name="Starters", ids=[])
     pair.change("feature", env="alpha", featured=False)
     _wait(lambda: pair.http.get("/api/curation").json()["collections"] == {}, "removed")
+    assert pair.http.get("/c/Starters").status_code == 404
     actions = [a["action"] for a in read_audit(pair.data)[-6:]]
     assert actions == ["collection", "feature", "hide", "hide", "collection", "feature"]
 

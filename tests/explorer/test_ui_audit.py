@@ -126,6 +126,7 @@ KINDS: list[Kind] = [
     Kind("run", lambda s: f"/r/{s.runs[0]}"),
     Kind("runs-list", lambda s: f"/runs?env=tasks&task={TEXTSTATS}"),
     Kind("compare", lambda s: "/compare?ids=" + ",".join(s.runs)),
+    Kind("collection", lambda s: "/c/Starters"),
     Kind(
         "community",
         lambda s: "/community",
@@ -137,6 +138,24 @@ KINDS: list[Kind] = [
         skip=lambda s: None if s.env_id_play else s.play_reason,
     ),
 ]
+
+
+def _curated(data: Path) -> Any:
+    """Curation settings with everything a page can show: a banner with a link, a featured
+    environment and a collection."""
+    from repogym.explorer.curation import CurationReader, SettingsFile
+
+    def edit(s: dict[str, Any]) -> None:
+        s["banner"] = {
+            "text": "Maintenance on Saturday: runs may queue longer than usual.",
+            "link": "https://example.org/status",
+            "link_text": "status page",
+        }
+        s["featured"] = ["tasks"]
+        s["collections"] = {"Starters": ["tasks"]}
+
+    SettingsFile(data).change("ui-audit", "setup", edit)
+    return CurationReader(data, interval=0)
 
 
 @contextlib.contextmanager
@@ -163,7 +182,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             store, TaskLocator(store, paths), tmp_path_factory.mktemp("ui-runs"), RunLimits()
         )
         try:
-            with serve(create_app(store, runs=service, mcp=False), lifespan="on") as base:
+            curation = _curated(tmp_path_factory.mktemp("ui-curation"))
+            app = create_app(store, runs=service, mcp=False, curation=curation)
+            with serve(app, lifespan="on") as base:
                 v = Visitor(base)
                 runs = [v.run(agent=a) for a in ("oracle", "nop")]
                 v.close()

@@ -119,7 +119,7 @@ def create_app(
     if curation is not None:
         from repogym.explorer.web.curation_web import CurationMiddleware, curation_api
 
-        app.include_router(curation_api(curation))
+        app.include_router(curation_api(curation, ctx))
         app.add_middleware(CurationMiddleware, curation=curation)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(PublicBase, public_url=configured_public_url(public_url), hosts=mcp_hosts)

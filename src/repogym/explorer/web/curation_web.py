@@ -71,13 +71,28 @@ async def _send_whole(send: Any, start: dict, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def curation_api(curation: CurationReader) -> Any:
+def curation_api(curation: CurationReader, ctx: Any) -> Any:
     """``GET /api/curation``: the pinned and featured environments, the collections and the
-    banner, hidden environments left out (a router)."""
+    banner, hidden environments left out; ``GET /c/{name}``: a collection's page (a router
+    over the explorer's page context ``ctx``)."""
     from fastapi import APIRouter
     from fastapi.responses import Response
 
+    from repogym.explorer.web import pages
+
     router = APIRouter()
+
+    @router.get("/c/{name}", include_in_schema=False, response_model=None)
+    async def collection(name: str) -> Response:
+        ids = curation.collections().get(name)
+        if ids is None:
+            return ctx.page_error(404, "No such collection.")
+        cards = [c for c in (ctx.store.env(i) for i in ids) if c is not None]
+        return Response(
+            pages.collection_page(name, cards, ctx.assets),
+            media_type="text/html; charset=utf-8",
+            headers={"Cache-Control": "public, max-age=5"},
+        )
 
     @router.get("/api/curation", response_model=None)
     async def curated() -> Response:

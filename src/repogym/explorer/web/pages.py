@@ -238,11 +238,48 @@ class SearchState:
         return {k: v for k, v in filters.items() if v}
 
 
+def curated_strip(featured: Sequence[Mapping], collections: Mapping[str, int]) -> str:
+    """What the curators feature, and links to their collections (empty: nothing curated)."""
+    out = ""
+    if featured:
+        out += (
+            '<section class="featured" aria-label="Featured"><h2>Featured</h2>'
+            f'<div class="list">{"".join(env_card(c) for c in featured)}</div></section>'
+        )
+    if collections:
+        links = [
+            (f"{e(name)} <small>{int(n)}</small>", f"/c/{quote(name, safe='')}", False)
+            for name, n in collections.items()
+        ]
+        out += f'<nav class="collections" aria-label="Collections">{_chips(links)}</nav>'
+    return out
+
+
+def collection_page(name: str, cards: Sequence[Mapping], assets: Assets) -> str:
+    """A curators' collection: its environments' cards, in the curators' order."""
+    body = (
+        f'<nav class="crumbs"><a href="/">Environments</a> / <span>{e(name)}</span></nav>'
+        f"<h1>{e(name)}</h1>"
+        '<p class="muted">A collection of this explorer\'s curators.</p>'
+        + (
+            "".join(env_card(c) for c in cards)
+            or '<p class="empty">This collection has no environment to show.</p>'
+        )
+    )
+    return layout(name, body, assets)
+
+
 def home(
-    result: Mapping, state: SearchState, assets: Assets, *, tasks: Mapping | None = None
+    result: Mapping,
+    state: SearchState,
+    assets: Assets,
+    *,
+    tasks: Mapping | None = None,
+    curated: str = "",
 ) -> str:
     """The home page: search box, kind chips, facet filters, cards and paging; with search
-    words, also the first tasks they match (``tasks``: a ``search_tasks`` answer)."""
+    words, also the first tasks they match (``tasks``: a ``search_tasks`` answer); ``curated``
+    (:func:`curated_strip`) above the results."""
     facets: Mapping[str, Mapping[str, int]] = result.get("facets") or {}
     hidden = "".join(
         f'<input type="hidden" name="{e(k)}" value="{e(v)}">'
@@ -293,7 +330,7 @@ def home(
     body = (
         '<section class="hero"><h1>Explore RL environments</h1>'
         "<p>What an agent is told, what it runs in and how it is graded, without the answers.</p>"
-        f"{form}</section>"
+        f"{form}</section>{curated}"
         f'<div id="results">{_chips(chips)}<div class="cols">'
         f'<aside class="facets" aria-label="Filters">{"".join(groups)}</aside>'
         f'<section class="list"><div class="bar"><p class="count">{total} environment'

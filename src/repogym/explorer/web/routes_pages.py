@@ -15,6 +15,17 @@ HOME_TASKS = 8
 """Tasks listed under the environments when the home page has search words."""
 
 
+def _curated(ctx: Context, plain: bool) -> str:
+    """The curators' featured environments and collections for the plain home page ("" when
+    the explorer has no curation or the listing is searched or filtered)."""
+    curation = getattr(ctx.store, "curation", None)
+    if curation is None or not plain:
+        return ""
+    featured = [c for c in (ctx.store.env(i) for i in curation.featured()) if c is not None]
+    collections = {name: len(ids) for name, ids in curation.collections().items() if ids}
+    return pages.curated_strip(featured, collections)
+
+
 def router(ctx: Context) -> APIRouter:
     router = APIRouter()
 
@@ -49,7 +60,8 @@ def router(ctx: Context) -> APIRouter:
             sort=args["sort"],
             page=args["page"],
         )
-        page = pages.home(result, state, ctx.assets, tasks=tasks)
+        plain = not (args["q"].strip() or args["kind"] or args["filters"]) and args["page"] == 1
+        page = pages.home(result, state, ctx.assets, tasks=tasks, curated=_curated(ctx, plain))
         return ctx.html_response(page, etag, CACHE_PAGE, t1 - t0, t1)
 
     @router.get("/d/{env_id:path}", include_in_schema=False)
