@@ -105,3 +105,30 @@ def test_an_agent_that_empties_tests_loses_only_the_images_files(
     else:
         assert "data= " in outcome.verifier_stdout
         assert outcome.reward == 0.0
+
+
+def test_a_verifier_may_write_beside_its_tests_and_nothing_lasts(
+    runner: TrialRunner, tmp_path: Path
+) -> None:
+    """As on Harbor, a verifier may write into /tests (a score file, a cache) on the local
+    backend; each run gets a fresh copy and the task's own folder never changes. The docker
+    backend keeps /tests a read-only volume."""
+    test_sh = (
+        "#!/bin/bash\n"
+        "if [ -e /tests/score.txt ]; then echo stale > /logs/verifier/reward.txt; exit; fi\n"
+        "if echo 1 > /tests/score.txt 2>/dev/null; then cp /tests/score.txt"
+        " /logs/verifier/reward.txt; else echo 0.5 > /logs/verifier/reward.txt; fi\n"
+    )
+    task_dir = write_task(
+        tmp_path,
+        "writes-tests",
+        dockerfile=DOCKERFILE,
+        test_sh=test_sh,
+        files={"environment/ref/data.txt": "x\n", "environment/which.txt": "x\n"},
+    )
+    before = sorted(p.name for p in (task_dir / "tests").iterdir())
+    for _ in range(2):  # the second run must not find the first one's file
+        outcome = runner.run(load_task(task_dir), NopAgent())
+        want = 0.5 if runner.backend.name == "docker" else 1.0
+        assert outcome.reward == want, outcome.verifier_stdout
+    assert sorted(p.name for p in (task_dir / "tests").iterdir()) == before

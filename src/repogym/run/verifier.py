@@ -1,12 +1,12 @@
 """Running a task's verifier in a session and reading what it wrote.
 
 A :class:`VerifierPhase` says how: the time limit, user, environment and network, and which
-host folder to mount at ``/tests`` (None for a separate verifier, whose image holds its tests).
+host folder to copy to ``/tests`` (None for a separate verifier, whose image holds its tests).
 
 An image may put files in ``/tests`` itself (reference data a Dockerfile copies or builds there).
-Harbor copies the task's tests into that folder, so both are seen; repogym mounts a read-only
-folder holding the image's own ``/tests`` **as built** with the task's tests over it (same names:
-the task's win). "As built" is read from a fresh session of the environment, never from the
+Harbor copies the task's tests into that folder, so both are seen; repogym copies in a folder
+holding the image's own ``/tests`` **as built** with the task's tests over it (same names: the
+task's win). "As built" is read from a fresh session of the environment, never from the
 agent's: what an agent planted in ``/tests`` does not reach the verifier.
 """
 
@@ -50,13 +50,13 @@ class VerifierPhase:
     env: dict[str, str] = field(default_factory=dict)
     network: bool = False
     tests: Path | None = None
-    """Host folder mounted read-only at ``/tests``; None: the session already has them."""
+    """Host folder copied to ``/tests``; None: the session already has them."""
     image_tests: Path | None = None
     """The image's own ``/tests`` as built (host copy), shown beneath ``tests``; None: none."""
 
     @classmethod
     def for_task(cls, task: Task) -> VerifierPhase:
-        """The task's ``[verifier]`` in the agent's environment, ``tests/`` mounted."""
+        """The task's ``[verifier]`` in the agent's environment, ``tests/`` copied in."""
         v = task.config.verifier
         return cls(
             timeout_s=v.timeout_sec,
@@ -76,7 +76,7 @@ def run_verifier(
     timeout_s: float | None = None,
     phase: VerifierPhase | None = None,
 ) -> tuple[str, int | None, RewardReading]:
-    """Run the verifier in a session: fresh /logs/verifier, /tests mounted (unless the phase
+    """Run the verifier in a session: fresh /logs/verifier, /tests copied in (unless the phase
     says the session has them), rewards read strictly. Returns (output, exit code, reading).
     Callers kill_all() first.
 
@@ -96,9 +96,12 @@ def run_verifier(
         if phase.image_tests is not None:
             staged = Path(tempfile.mkdtemp(prefix="repogym-tests-"))
             shown = stack_folders((phase.image_tests, phase.tests), staged / "tests")
-        # Mounted, not copied where the backend can: an agent that filled its disk cannot
-        # keep the verifier's files out.
-        session.mount(shown, "/tests", read_only=True)
+        # Copied in, replacing whatever is there, as Harbor does: a verifier may write beside
+        # its tests (a score file, a cache). A fresh copy each run, inside the session and its
+        # storage limit; root-owned, so the tests' own user cannot change it. The docker
+        # backend keeps /tests a read-only volume. An agent that filled its disk in place
+        # leaves no room for the copy: the trial ends with that error, never a reward.
+        session.upload(shown, "/tests")
     try:
         res = session.exec(
             ["bash", "/tests/test.sh"],
@@ -118,7 +121,7 @@ def run_verifier(
                 files[name] = None
     finally:
         if phase.tests is not None and task.is_multi_step:
-            session.unmount("/tests")  # the next step mounts its own
+            session.remove("/tests")  # the next step gets its own
         if staged is not None:
             shutil.rmtree(staged, ignore_errors=True)
     stdout = res.stdout + (("\n--- stderr ---\n" + res.stderr) if res.stderr else "")
