@@ -79,10 +79,14 @@ def test_validate_runnable_cli(tmp_path: Path) -> None:
     write_task(ds, "cl", toml=HEAD.format(name="cl") + '[environment]\ntype = "cloudlab"\n')
     sep = HEAD.format(name="sep") + '[verifier]\nenvironment_mode = "separate"\n'
     write_task(ds, "sep", toml=sep, dockerfile=DOCKERFILE)
+    write_task(ds, "v2", toml='version = "2.0"\n', dockerfile=DOCKERFILE)  # a template's own
     res = CliRunner().invoke(app, ["validate", str(ds), "--runnable", "--json"])
     assert res.exit_code == 1, res.output
     rows = {r["task_id"]: r for r in json.loads(res.stdout)["tasks"]}
     assert rows["ok"]["runnable"] and rows["ok"]["refusals"] == []
+    assert (
+        rows["v2"]["runnable"] and "'2.0' is not a Harbor task schema" in rows["v2"]["warnings"][0]
+    )
     assert "cloudlab" in rows["cl"]["refusals"][0] and len(rows["cl"]["refusals"]) == 1
     assert "tests/Dockerfile" in rows["sep"]["refusals"][0]
     text = CliRunner().invoke(app, ["validate", str(ds / "cl"), "--runnable"])

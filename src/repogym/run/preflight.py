@@ -219,7 +219,9 @@ def runnable_summary(
         warnings: list[str] = []
         if trust.task is not None and not reasons:
             reasons = preflight(trust.task, backend=backend, limits=limits)
-            warnings = preflight_warnings(trust.task)
+            # how task.toml was read (legacy keys), then what the backend will do differently
+            warnings = [f"task.toml: {w}" for w in trust.task.warnings]
+            warnings += preflight_warnings(trust.task)
         if why:
             reasons.insert(0, why)
         rows.append(RunnableRow(d.name, str(d), reasons, warnings))
