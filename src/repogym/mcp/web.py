@@ -23,7 +23,6 @@ the same origin (or an allowed host): a cross-site page in a browser cannot use 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, MutableMapping, Sequence
@@ -33,7 +32,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from repogym.explorer.web.http import LOOPBACK_HOSTS, allowed_hosts_for
+from repogym.explorer.web.http import LOOPBACK_HOSTS, allowed_hosts_for, send_json
 
 __all__ = [
     "BRIDGE_PREFIX",
@@ -401,21 +400,8 @@ def _env_of(scope: Mapping[str, Any], prefix: str = PREFIX) -> str:
 
 async def _reply(send: Any, status: int, message: str) -> None:
     """A JSON-RPC error without an id (as the SDK answers refused HTTP requests)."""
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"cache-control", b"no-store"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    await send_json(send, status, error)
 
 
 def explorer_mounts(store: Any, allowed_hosts: Sequence[str] | None) -> list[tuple[str, Any]]:

@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from repogym.explorer.curation import Banner, CurationReader
+from repogym.explorer.web.http import send_json
 
 __all__ = ["CurationMiddleware", "banner_html", "curation_api"]
 
@@ -45,22 +46,6 @@ def banner_html(banner: Banner) -> str:
         ' title="Close">Notice ×</summary>'
         f"<p>{html.escape(banner.text)}{link}</p></details>"
     )
-
-
-async def _send_json(send: Any, status: int, obj: Any) -> None:
-    body = json.dumps(obj).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"cache-control", b"no-store"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 async def _send_whole(send: Any, start: dict, body: bytes) -> None:
@@ -160,7 +145,7 @@ class CurationMiddleware:
         if reason is None and offered is not None and agent not in offered:
             reason = f"the {str(agent)[:40]} agent is not offered on this explorer"
         if reason is not None:
-            await _send_json(send, 403, {"error": reason})
+            await send_json(send, 403, {"error": reason})
             return
         sent = False
 

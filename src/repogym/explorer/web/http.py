@@ -7,6 +7,7 @@ only: FastAPI stays unimported until an app is created.
 """
 
 import hashlib
+import json
 import zlib
 from typing import Any
 
@@ -112,3 +113,21 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+async def send_json(send: Any, status: int, obj: Any) -> None:
+    """A whole JSON answer on a plain ASGI ``send`` (``Cache-Control: no-store``), for
+    middleware and mounted apps that answer without the framework."""
+    body = json.dumps(obj).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
