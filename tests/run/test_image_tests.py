@@ -132,3 +132,25 @@ def test_a_verifier_may_write_beside_its_tests_and_nothing_lasts(
         want = 0.5 if runner.backend.name == "docker" else 1.0
         assert outcome.reward == want, outcome.verifier_stdout
     assert sorted(p.name for p in (task_dir / "tests").iterdir()) == before
+
+
+def test_code_run_as_the_tests_own_user_cannot_change_the_copied_tests(tmp_path: Path) -> None:
+    """The attack on a writable /tests: the code under test (run, as repogym's judge runs it, by
+    a user of its own) rewrites a test file or plants one beside the tests. The copy is
+    root-owned, so both fail and the verifier reads its own files."""
+    test_sh = (
+        "#!/bin/bash\n"
+        "setpriv --reuid=54321 --regid=54321 --clear-groups sh -c"
+        " 'echo forged > /tests/which.txt; echo x > /tests/planted' 2>/dev/null\n"
+        'if [ "$(cat /tests/which.txt)" = task ] && [ ! -e /tests/planted ]; then\n'
+        "  echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+    )
+    task_dir = write_task(
+        tmp_path,
+        "tests-owner",
+        dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\n",
+        test_sh=test_sh,
+        files={"tests/which.txt": "task\n"},
+    )
+    outcome = TrialRunner(get_backend("local")).run(load_task(task_dir), NopAgent())
+    assert outcome.reward == 1.0, outcome.verifier_stdout
