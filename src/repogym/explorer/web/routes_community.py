@@ -43,6 +43,9 @@ def router(ctx: Context, community: Community, *, public: bool) -> APIRouter:
     router = APIRouter()
 
     def scope(request: Request) -> tuple[str | None, Response | None]:
+        """The ``env`` asked for, or the refusal: no community view, or no such public env."""
+        if not public:
+            return None, _json({"error": OFF}, 404)
         env = (request.query_params.get("env") or "").strip() or None
         if env is not None and community.public_env(env) is None:
             return env, _json({"error": "no such public environment"}, 404)
@@ -50,8 +53,6 @@ def router(ctx: Context, community: Community, *, public: bool) -> APIRouter:
 
     @router.get("/api/community/rollouts")
     async def rollouts(request: Request) -> Response:
-        if not public:
-            return _json({"error": OFF}, 404)
         env, refused = scope(request)
         if refused is not None:
             return refused
@@ -60,8 +61,6 @@ def router(ctx: Context, community: Community, *, public: bool) -> APIRouter:
 
     @router.get("/api/community/leaderboard")
     async def leaderboard(request: Request) -> Response:
-        if not public:
-            return _json({"error": OFF}, 404)
         env, refused = scope(request)
         if refused is not None:
             return refused
@@ -72,19 +71,13 @@ def router(ctx: Context, community: Community, *, public: bool) -> APIRouter:
 
     @router.get("/api/community/untried")
     async def untried(request: Request) -> Response:
-        if not public:
-            return _json({"error": OFF}, 404)
-        env = (request.query_params.get("env") or "").strip()
-        got = (
-            community.untried(
-                env, limit=_int(request, "limit", 50), offset=_int(request, "offset", 0)
-            )
-            if env
-            else None
-        )
-        if got is None:
+        env, refused = scope(request)
+        if refused is not None:
+            return refused
+        if env is None:
             return _json({"error": "no such public environment (?env=E)"}, 404)
-        return _json(got)
+        limit, offset = _int(request, "limit", 50), _int(request, "offset", 0)
+        return _json(community.untried(env, limit=limit, offset=offset))
 
     @router.get("/community", include_in_schema=False)
     async def page(request: Request) -> Response:
